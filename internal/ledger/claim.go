@@ -1,0 +1,142 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+const tsLayout = time.RFC3339Nano
+
+// Claim is one notice to claim. Key is derived by the caller (package
+// notice); the ledger never sees the secret.
+type Claim struct {
+	Key            string
+	SubscriptionID string
+	Kind           string
+	PeriodStart    time.Time
+	Revision       int
+	RenewsAt       time.Time
+	WindowClosesAt time.Time
+	Domain         string
+	MessageID      string // without angle brackets
+	CancelToken    string
+}
+
+// Won is a row that a claim statement inserted or re-claimed. Its
+// CancelToken is the one to put in the message: for a corrected notice it
+// is the stored token of the revision it supersedes.
+type Won struct {
+	Key         string `db:"notice_key"`
+	CancelToken string `db:"cancel_token"`
+}
+
+// ClaimOptions are the per-pass values every claim of a batch shares.
+type ClaimOptions struct {
+	State      State     // Claimed for notices to send, Missed for closed windows
+	Now        time.Time // claimed_at
+	RunID      string
+	RedirectTo string // recorded when a staging redirect is in force
+}
+
+// ClaimBatch claims a batch in one INSERT ... ON CONFLICT DO NOTHING
+// RETURNING statement and returns the rows it inserted. A notice already in
+// the ledger is not an error: it is absent from the result, and the caller
+// counts it as suppressed. The caller commits before sending anything.
+func ClaimBatch(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claims []Claim) ([]Won, error) {
+	if len(claims) == 0 {
+		return nil, nil
+	}
+	n := len(claims)
+	var (
+		keys, subs, kinds, periods, revs = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		renews, closes, domains, msgIDs  = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		tokens                           = make([]string, n)
+	)
+	for i, c := range claims {
+		keys[i], subs[i], kinds[i] = c.Key, c.SubscriptionID, c.Kind
+		periods[i] = c.PeriodStart.Format("2006-01-02")
+		revs[i] = strconv.Itoa(c.Revision)
+		renews[i] = c.RenewsAt.UTC().Format(tsLayout)
+		closes[i] = c.WindowClosesAt.UTC().Format(tsLayout)
+		domains[i], msgIDs[i], tokens[i] = c.Domain, c.MessageID, c.CancelToken
+	}
+	var out []Won
+	err := sqlx.SelectContext(ctx, db, &out, NoticeClaim,
+		pq.Array(keys), pq.Array(subs), pq.Array(kinds), pq.Array(periods), pq.Array(revs),
+		pq.Array(renews), pq.Array(closes), pq.Array(domains), pq.Array(msgIDs), pq.Array(tokens),
+		string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo)
+	if err != nil {
+		return nil, fmt.Errorf("claim batch: %w", err)
+	}
+	return out, nil
+}
+
+// Reclaim takes back, by compare-and-set, the rows of keys that are in state
+// retry with their window still open at opt.Now; it returns those it won.
+func Reclaim(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, keys []string) ([]Won, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	var out []Won
+	if err := sqlx.SelectContext(ctx, db, &out, NoticeReclaim, pq.Array(keys), opt.Now.UTC(), opt.RunID, opt.RedirectTo); err != nil {
+		return nil, fmt.Errorf("reclaim retries: %w", err)
+	}
+	return out, nil
+}
+
+// Outcome is what became of one claimed notice.
+type Outcome struct {
+	Key        string
+	State      State // Sent, Retry, Failed; Claimed for an unknown outcome
+	SentAt     time.Time
+	ProviderID string
+	Attempts   int
+	Error      string
+}
+
+// RecordOutcomes records a batch of outcomes of run runID in one statement
+// and returns how many rows changed. Rows no longer claimed by that run
+// (resolved by an operator meanwhile) are left alone.
+func RecordOutcomes(ctx context.Context, db sqlx.ExtContext, runID string, now time.Time, outs []Outcome) (int64, error) {
+	if len(outs) == 0 {
+		return 0, nil
+	}
+	n := len(outs)
+	keys, states, sentAt, prov, att, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, o := range outs {
+		keys[i], states[i], prov[i], errs[i] = o.Key, string(o.State), o.ProviderID, o.Error
+		if !o.SentAt.IsZero() {
+			sentAt[i] = o.SentAt.UTC().Format(tsLayout)
+		}
+		att[i] = strconv.Itoa(o.Attempts)
+	}
+	res, err := db.ExecContext(ctx, NoticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
+		pq.Array(prov), pq.Array(att), pq.Array(errs), runID, now.UTC())
+	if err != nil {
+		return 0, fmt.Errorf("record outcomes: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// ExpireRetries marks missed every retry row whose window closed by now.
+func ExpireRetries(ctx context.Context, db sqlx.ExtContext, now time.Time) (int64, error) {
+	res, err := db.ExecContext(ctx, NoticeExpireRetries, now.UTC())
+	if err != nil {
+		return 0, fmt.Errorf("expire retries: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// CountExpiringRetries counts what ExpireRetries would mark missed.
+func CountExpiringRetries(ctx context.Context, db sqlx.QueryerContext, now time.Time) (int, error) {
+	var n int
+	if err := sqlx.GetContext(ctx, db, &n, NoticeCountExpiringRetries, now.UTC()); err != nil {
+		return 0, fmt.Errorf("count expiring retries: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,137 @@
+// Package ledger owns the notice ledger: its migrations and every SQL
+// statement that reads or writes it. The ledger is the only component
+// allowed to answer "did this notice already go out?": a notice is claimed
+// by inserting its row under a unique index before anything leaves the
+// process, and its outcome is recorded after the send.
+//
+// Functions take an sqlx.ExtContext so that callers own the transaction;
+// WithTx runs a function in one. Times are always passed in (the caller
+// reads its clock once per pass); no statement calls now().
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	schema "github.com/example/scan/sql"
+)
+
+// State is the state of a ledger row.
+type State string
+
+// The states of a notice; see the operator contract.
+const (
+	Claimed State = "claimed" // claimed, outcome not recorded: in flight or quarantined
+	Sent    State = "sent"    // the provider accepted it; final
+	Retry   State = "retry"   // the provider definitely did not accept it
+	Failed  State = "failed"  // permanently rejected
+	Missed  State = "missed"  // the window closed before any pass claimed it; final
+)
+
+// Valid reports whether s is one of the five states.
+func (s State) Valid() bool {
+	switch s {
+	case Claimed, Sent, Retry, Failed, Missed:
+		return true
+	}
+	return false
+}
+
+// Sentinel errors.
+var (
+	// ErrNotFound: no ledger row has that key.
+	ErrNotFound = errors.New("no ledger row with that key")
+	// ErrStateChanged: the row was not in a state that allows the change
+	// (a compare-and-set lost, or a final state).
+	ErrStateChanged = errors.New("ledger row is not in a state that allows this change")
+)
+
+// MigrationTable is the table in which goose records applied migrations.
+const MigrationTable = "scan_migrations"
+
+// Migrate applies the embedded migrations in sql/. It holds a PostgreSQL
+// advisory lock while it works, so several processes (an init container
+// per pod) may run it at once; it is idempotent.
+func Migrate(ctx context.Context, db *sql.DB) (applied int, err error) {
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return 0, fmt.Errorf("migrate: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, schema.Migrations,
+		goose.WithSessionLocker(locker),
+		goose.WithTableName(MigrationTable),
+		goose.WithDisableGlobalRegistry(true),
+	)
+	if err != nil {
+		return 0, fmt.Errorf("migrate: %w", err)
+	}
+	res, err := p.Up(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("migrate: %w", err)
+	}
+	return len(res), nil
+}
+
+// WithTx runs fn in a transaction and commits it when fn returns nil. A
+// failed fn or a failed commit rolls back; the rollback does not use ctx's
+// cancellation, so a cancelled pass still ends its transaction.
+func WithTx(ctx context.Context, db *sqlx.DB, fn func(tx *sqlx.Tx) error) (err error) {
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = rollback(context.WithoutCancel(ctx), tx)
+		}
+	}()
+	if err = fn(tx); err != nil {
+		return err
+	}
+	if err = tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+func rollback(_ context.Context, tx *sqlx.Tx) error {
+	err := tx.Rollback()
+	if errors.Is(err, sql.ErrTxDone) {
+		return nil
+	}
+	return err
+}
+
+// Row is one ledger row as operators see it.
+type Row struct {
+	NoticeKey      string     `db:"notice_key" json:"notice_key"`
+	SubscriptionID string     `db:"subscription_id" json:"subscription_id"`
+	Kind           string     `db:"kind" json:"kind"`
+	PeriodStart    time.Time  `db:"period_start" json:"-"`
+	Revision       int        `db:"revision" json:"revision"`
+	State          State      `db:"state" json:"state"`
+	ClaimedAt      time.Time  `db:"claimed_at" json:"claimed_at"`
+	SentAt         *time.Time `db:"sent_at" json:"sent_at,omitempty"`
+	MessageID      *string    `db:"message_id" json:"message_id,omitempty"`
+	ProviderID     *string    `db:"provider_id" json:"provider_id,omitempty"`
+	Attempts       int        `db:"attempts" json:"attempts"`
+	LastError      *string    `db:"last_error" json:"last_error,omitempty"`
+	RunID          string     `db:"run_id" json:"run_id"`
+	RenewsAt       *time.Time `db:"renews_at" json:"renews_at,omitempty"`
+	WindowClosesAt *time.Time `db:"window_closes_at" json:"window_closes_at,omitempty"`
+	Domain         *string    `db:"domain" json:"domain,omitempty"`
+	RedirectedTo   *string    `db:"redirected_to" json:"redirected_to,omitempty"`
+	CancelToken    *string    `db:"cancel_token" json:"-"`
+	Supersedes     *string    `db:"supersedes" json:"supersedes,omitempty"`
+	UpdatedAt      *time.Time `db:"updated_at" json:"updated_at,omitempty"`
+}
+
+// Period returns the billing period as YYYY-MM-DD.
+func (r Row) Period() string { return r.PeriodStart.Format("2006-01-02") }

@@ -1,0 +1,256 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/example/scan/internal/ledger"
+	"github.com/example/scan/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+var t0 = time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+
+func setup(t *testing.T) *sqlx.DB {
+	t.Helper()
+	db := pgtest.New(t)
+	if _, err := ledger.Migrate(context.Background(), db.DB); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func key(i int) string { return fmt.Sprintf("%032x%032x", i, i) }
+
+func claim(i, rev int) ledger.Claim {
+	return ledger.Claim{
+		Key: key(i*10 + rev), SubscriptionID: fmt.Sprintf("sub_%d", i), Kind: "renewal_notice_t72",
+		PeriodStart: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Revision: rev,
+		RenewsAt: t0.Add(48 * time.Hour), WindowClosesAt: t0.Add(24 * time.Hour),
+		Domain: "example.com", MessageID: key(i*10 + rev)[:32] + "@n.example.com", CancelToken: fmt.Sprintf("tok%d", i),
+	}
+}
+
+func opt(run string) ledger.ClaimOptions {
+	return ledger.ClaimOptions{State: ledger.Claimed, Now: t0, RunID: run}
+}
+
+func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := ledger.Migrate(context.Background(), db.DB)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := ledger.Migrate(context.Background(), db.DB); err != nil || n != 0 {
+		t.Fatalf("second migrate applied %d, %v", n, err)
+	}
+}
+
+func TestClaimIsDecidedByTheUniqueIndexes(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	won, err := ledger.ClaimBatch(ctx, db, opt("a"), []ledger.Claim{claim(1, 0), claim(2, 0)})
+	if err != nil || len(won) != 2 {
+		t.Fatalf("first claim won %d, %v", len(won), err)
+	}
+	// The same keys again: a normal result with nothing in it.
+	won, err = ledger.ClaimBatch(ctx, db, opt("b"), []ledger.Claim{claim(1, 0), claim(2, 0), claim(3, 0)})
+	if err != nil || len(won) != 1 || won[0].Key != key(30) {
+		t.Fatalf("second claim = %+v, %v", won, err)
+	}
+	// A rotated secret gives a different key for the same business tuple:
+	// the second unique index still refuses it.
+	rotated := claim(1, 0)
+	rotated.Key = key(999)
+	won, err = ledger.ClaimBatch(ctx, db, opt("c"), []ledger.Claim{rotated})
+	if err != nil || len(won) != 0 {
+		t.Fatalf("rotated-key claim won %d, %v", len(won), err)
+	}
+}
+
+func TestConcurrentClaimsEachKeyOnce(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	var claims []ledger.Claim
+	for i := range 500 {
+		claims = append(claims, claim(i, 0))
+	}
+	var mu sync.Mutex
+	total := map[string]int{}
+	var wg sync.WaitGroup
+	for p := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			won, err := ledger.ClaimBatch(context.Background(), db, opt(fmt.Sprint("run", p)), claims)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			for _, w := range won {
+				total[w.Key]++
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(total) != 500 {
+		t.Fatalf("claimed %d distinct keys, want 500", len(total))
+	}
+	for k, n := range total {
+		if n != 1 {
+			t.Fatalf("key %s claimed %d times", k[:12], n)
+		}
+	}
+}
+
+func TestRevisionReusesTokenAndPointsBack(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	if _, err := ledger.ClaimBatch(ctx, db, opt("a"), []ledger.Claim{claim(1, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	c1 := claim(1, 1)
+	c1.CancelToken = "a-new-token"
+	won, err := ledger.ClaimBatch(ctx, db, opt("b"), []ledger.Claim{c1})
+	if err != nil || len(won) != 1 {
+		t.Fatalf("won %v, %v", won, err)
+	}
+	if won[0].CancelToken != "tok1" {
+		t.Fatalf("revision 1 token = %q, want the stored tok1", won[0].CancelToken)
+	}
+	r, err := ledger.Get(ctx, db, c1.Key)
+	if err != nil || r.Supersedes == nil || *r.Supersedes != claim(1, 0).Key {
+		t.Fatalf("supersedes = %v, %v", r.Supersedes, err)
+	}
+}
+
+func TestOutcomesAndRetryCAS(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	if _, err := ledger.ClaimBatch(ctx, db, opt("a"), []ledger.Claim{claim(1, 0), claim(2, 0), claim(3, 0), claim(4, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := ledger.RecordOutcomes(ctx, db, "a", t0, []ledger.Outcome{
+		{Key: key(10), State: ledger.Sent, SentAt: t0, ProviderID: "p1", Attempts: 1},
+		{Key: key(20), State: ledger.Retry, Attempts: 3, Error: "transient (451)"},
+		{Key: key(30), State: ledger.Failed, Attempts: 1, Error: "permanent (550)"},
+		{Key: key(40), State: ledger.Claimed, Attempts: 1, Error: "unknown: timeout"},
+	})
+	if err != nil || n != 4 {
+		t.Fatalf("recorded %d, %v", n, err)
+	}
+	// Another run cannot overwrite these outcomes.
+	if n, _ := ledger.RecordOutcomes(ctx, db, "b", t0, []ledger.Outcome{{Key: key(40), State: ledger.Sent}}); n != 0 {
+		t.Fatalf("run b overwrote run a's claim")
+	}
+	counts, _ := ledger.CountByState(ctx, db)
+	if counts[ledger.Sent] != 1 || counts[ledger.Retry] != 1 || counts[ledger.Failed] != 1 || counts[ledger.Claimed] != 1 {
+		t.Fatalf("counts = %v", counts)
+	}
+	// Two passes race for the retry row: exactly one wins.
+	var wins int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for p := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			won, err := ledger.Reclaim(ctx, db, opt(fmt.Sprint("r", p)), []string{key(20), key(10)})
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			wins += len(won)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if wins != 1 {
+		t.Fatalf("retry re-claimed %d times, want 1", wins)
+	}
+	// Quarantine lists the unknown outcome only.
+	q, err := ledger.Quarantine(ctx, db, t0.Add(time.Hour), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range q {
+		found = found || r.NoticeKey == key(40)
+	}
+	if !found {
+		t.Fatalf("quarantine %v lacks the unknown outcome", q)
+	}
+}
+
+func TestExpireRetries(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	_, _ = ledger.ClaimBatch(ctx, db, opt("a"), []ledger.Claim{claim(1, 0)})
+	_, _ = ledger.RecordOutcomes(ctx, db, "a", t0, []ledger.Outcome{{Key: key(10), State: ledger.Retry, Attempts: 1, Error: "451"}})
+	if n, _ := ledger.ExpireRetries(ctx, db, t0.Add(23*time.Hour)); n != 0 {
+		t.Fatal("expired before the window closed")
+	}
+	if n, _ := ledger.ExpireRetries(ctx, db, t0.Add(24*time.Hour)); n != 1 {
+		t.Fatal("not expired at close")
+	}
+	r, _ := ledger.Get(ctx, db, key(10))
+	if r.State != ledger.Missed {
+		t.Fatalf("state = %s", r.State)
+	}
+}
+
+func TestResolveAndSettle(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	_, _ = ledger.ClaimBatch(ctx, db, opt("a"), []ledger.Claim{claim(1, 0), claim(2, 0)})
+	from, err := ledger.Resolve(ctx, db, ledger.Decision{Key: key(10), To: ledger.Retry, From: []ledger.State{ledger.Claimed}, By: "alice", Reason: "provider says no", At: t0})
+	if err != nil || from != ledger.Claimed {
+		t.Fatalf("resolve = %s, %v", from, err)
+	}
+	if _, err := ledger.Resolve(ctx, db, ledger.Decision{Key: key(10), To: ledger.Retry, From: []ledger.State{ledger.Claimed}, By: "bob", Reason: "again", At: t0}); !errors.Is(err, ledger.ErrStateChanged) {
+		t.Fatalf("second resolve err = %v", err)
+	}
+	if _, err := ledger.Resolve(ctx, db, ledger.Decision{Key: key(77), To: ledger.Sent, From: []ledger.State{ledger.Claimed}, By: "bob", Reason: "x", At: t0}); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("unknown key err = %v", err)
+	}
+	res, err := ledger.Settle(ctx, db, "reconcile", t0, []ledger.Settlement{
+		{MessageID: key(20)[:32] + "@n.example.com", To: ledger.Sent, Event: "delivered"},
+		{MessageID: "nope@n.example.com", To: ledger.Sent, Event: "delivered"},
+		{MessageID: key(20)[:32] + "@n.example.com", To: ledger.Retry, Event: "dropped"},
+	})
+	if err != nil || len(res.Changed) != 1 || res.Unknown != 1 || res.Unchanged != 1 {
+		t.Fatalf("settle = %+v, %v", res, err)
+	}
+	var audit int
+	if err := db.Get(&audit, `SELECT count(*) FROM notice_ledger_resolution`); err != nil || audit != 2 {
+		t.Fatalf("audit rows = %d, %v", audit, err)
+	}
+}

@@ -1,0 +1,307 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// BySubscription returns every ledger row of one subscription.
+func BySubscription(ctx context.Context, db sqlx.QueryerContext, subscriptionID string) ([]Row, error) {
+	var rows []Row
+	if err := sqlx.SelectContext(ctx, db, &rows, NoticeListBySubscription, subscriptionID); err != nil {
+		return nil, fmt.Errorf("lookup: %w", err)
+	}
+	return rows, nil
+}
+
+// Get returns the row of key, or ErrNotFound.
+func Get(ctx context.Context, db sqlx.QueryerContext, key string) (Row, error) {
+	var r Row
+	err := sqlx.GetContext(ctx, db, &r, NoticeGet, key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, ErrNotFound
+	}
+	if err != nil {
+		return r, fmt.Errorf("get %s: %w", short(key), err)
+	}
+	return r, nil
+}
+
+// Quarantine returns up to limit claims with no recorded outcome that were
+// claimed before before, oldest first.
+func Quarantine(ctx context.Context, db sqlx.QueryerContext, before time.Time, limit int) ([]Row, error) {
+	var rows []Row
+	if err := sqlx.SelectContext(ctx, db, &rows, NoticeListQuarantine, before.UTC(), limit); err != nil {
+		return nil, fmt.Errorf("quarantine: %w", err)
+	}
+	return rows, nil
+}
+
+// QuarantineStats is the size of the quarantine and its oldest claim.
+type QuarantineStats struct {
+	Count  int        `db:"count"`
+	Oldest *time.Time `db:"oldest"`
+}
+
+// QuarantineSize counts claims without an outcome that belong to runs
+// other than exceptRun (pass the current run's id to leave its own
+// in-flight claims out, or "" for all).
+func QuarantineSize(ctx context.Context, db sqlx.QueryerContext, exceptRun string) (QuarantineStats, error) {
+	var s QuarantineStats
+	if err := sqlx.GetContext(ctx, db, &s, NoticeQuarantineStats, exceptRun); err != nil {
+		return s, fmt.Errorf("quarantine size: %w", err)
+	}
+	return s, nil
+}
+
+// TupleKey is a stored key with its business tuple.
+type TupleKey struct {
+	Key            string    `db:"notice_key"`
+	SubscriptionID string    `db:"subscription_id"`
+	Kind           string    `db:"kind"`
+	PeriodStart    time.Time `db:"period_start"`
+	Revision       int       `db:"revision"`
+}
+
+// Recent returns the keys and tuples of the n most recently claimed rows.
+func Recent(ctx context.Context, db sqlx.QueryerContext, n int) ([]TupleKey, error) {
+	var out []TupleKey
+	if err := sqlx.SelectContext(ctx, db, &out, NoticeListRecent, n); err != nil {
+		return nil, fmt.Errorf("recent keys: %w", err)
+	}
+	return out, nil
+}
+
+// CountByState counts rows per state.
+func CountByState(ctx context.Context, db sqlx.QueryerContext) (map[State]int, error) {
+	var rows []struct {
+		State State `db:"state"`
+		Count int   `db:"count"`
+	}
+	if err := sqlx.SelectContext(ctx, db, &rows, NoticeCountByState); err != nil {
+		return nil, fmt.Errorf("count by state: %w", err)
+	}
+	m := map[State]int{}
+	for _, r := range rows {
+		m[r.State] = r.Count
+	}
+	return m, nil
+}
+
+// Decision is an operator's or a reconciliation's ruling on one row.
+type Decision struct {
+	Key    string
+	To     State     // Sent or Retry
+	From   []State   // states the row may be in; the change is refused otherwise
+	By     string    // who decided
+	Reason string    // why
+	At     time.Time // when
+	SentAt time.Time // for To == Sent: when it went out, if known
+}
+
+// Resolve applies d in one transaction with its audit row and returns the
+// state the row had. ErrNotFound for an unknown key; ErrStateChanged when
+// the row is not in one of d.From.
+func Resolve(ctx context.Context, db *sqlx.DB, d Decision) (from State, err error) {
+	err = WithTx(ctx, db, func(tx *sqlx.Tx) error {
+		var r Row
+		if err := sqlx.GetContext(ctx, tx, &r, NoticeLockForResolve, d.Key); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return ErrNotFound
+			}
+			return fmt.Errorf("resolve %s: %w", short(d.Key), err)
+		}
+		from = r.State
+		allowed := false
+		for _, s := range d.From {
+			allowed = allowed || s == r.State
+		}
+		if !allowed {
+			return fmt.Errorf("%w: %s is %s", ErrStateChanged, short(d.Key), r.State)
+		}
+		return resolveLocked(ctx, tx, d, r.State)
+	})
+	return from, err
+}
+
+func resolveLocked(ctx context.Context, tx sqlx.ExtContext, d Decision, from State) error {
+	sentAt := ""
+	if d.To == Sent {
+		at := d.SentAt
+		if at.IsZero() {
+			at = d.At
+		}
+		sentAt = at.UTC().Format(tsLayout)
+	}
+	note := "resolved " + string(from) + " -> " + string(d.To) + " by " + d.By + ": " + d.Reason
+	res, err := tx.ExecContext(ctx, NoticeResolve, d.Key, string(d.To), sentAt, note, d.At.UTC(), string(from))
+	if err != nil {
+		return fmt.Errorf("resolve %s: %w", short(d.Key), err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("%w: %s", ErrStateChanged, short(d.Key))
+	}
+	if _, err := tx.ExecContext(ctx, NoticeResolutionInsert, d.Key, string(from), string(d.To), d.By, d.Reason, d.At.UTC()); err != nil {
+		return fmt.Errorf("record resolution of %s: %w", short(d.Key), err)
+	}
+	return nil
+}
+
+// Settlement is one provider event to apply to a claim.
+type Settlement struct {
+	MessageID string // without angle brackets
+	To        State  // Sent or Retry
+	Event     string // the provider's event name, for the audit trail
+	At        time.Time
+}
+
+// SettleResult says what a batch of settlements did.
+type SettleResult struct {
+	Changed   []Change // claims settled
+	Unknown   int      // message ids that match no ledger row
+	Unchanged int      // rows that were not claimed (already settled)
+}
+
+// Change is one settled claim.
+type Change struct {
+	Key       string `json:"notice_key"`
+	MessageID string `json:"message_id"`
+	From      State  `json:"from"`
+	To        State  `json:"to"`
+	Event     string `json:"event"`
+}
+
+// Settle applies provider events to quarantined claims: only rows in state
+// claimed change; each change is recorded with by as its author. Events for
+// the same Message-ID are applied in order, and the first that settles a
+// claim wins.
+func Settle(ctx context.Context, db *sqlx.DB, by string, now time.Time, ss []Settlement) (SettleResult, error) {
+	var res SettleResult
+	if len(ss) == 0 {
+		return res, nil
+	}
+	ids := make([]string, 0, len(ss))
+	for _, s := range ss {
+		ids = append(ids, s.MessageID)
+	}
+	err := WithTx(ctx, db, func(tx *sqlx.Tx) error {
+		res = SettleResult{}
+		var rows []struct {
+			Key       string `db:"notice_key"`
+			MessageID string `db:"message_id"`
+			State     State  `db:"state"`
+		}
+		if err := sqlx.SelectContext(ctx, tx, &rows, NoticeListByMessageID, pq.Array(ids)); err != nil {
+			return fmt.Errorf("settle: %w", err)
+		}
+		type cur struct {
+			key   string
+			state State
+		}
+		byID := make(map[string]*cur, len(rows))
+		for _, r := range rows {
+			byID[r.MessageID] = &cur{r.Key, r.State}
+		}
+		for _, s := range ss {
+			c, ok := byID[s.MessageID]
+			if !ok {
+				res.Unknown++
+				continue
+			}
+			if c.state != Claimed {
+				res.Unchanged++
+				continue
+			}
+			d := Decision{Key: c.key, To: s.To, By: by, Reason: "provider event " + s.Event, At: now, SentAt: s.At}
+			if err := resolveLocked(ctx, tx, d, Claimed); err != nil {
+				return err
+			}
+			res.Changed = append(res.Changed, Change{Key: c.key, MessageID: s.MessageID, From: Claimed, To: s.To, Event: s.Event})
+			c.state = s.To
+		}
+		return nil
+	})
+	return res, err
+}
+
+// Backfilled is one notice that an earlier system already sent.
+type Backfilled struct {
+	Key            string
+	SubscriptionID string
+	Kind           string
+	PeriodStart    time.Time
+	Revision       int
+	SentAt         time.Time
+	MessageID      string
+}
+
+// Backfill inserts notices as sent, in one transaction, and returns how
+// many were inserted; the rest were already in the ledger.
+func Backfill(ctx context.Context, db *sqlx.DB, runID string, bs []Backfilled) (inserted int, err error) {
+	err = WithTx(ctx, db, func(tx *sqlx.Tx) error {
+		inserted = 0
+		for start := 0; start < len(bs); start += 1000 {
+			end := min(start+1000, len(bs))
+			chunk := bs[start:end]
+			n := len(chunk)
+			keys, subs, kinds, periods, revs, sent, msg := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+			for i, b := range chunk {
+				keys[i], subs[i], kinds[i] = b.Key, b.SubscriptionID, b.Kind
+				periods[i] = b.PeriodStart.Format("2006-01-02")
+				revs[i] = strconv.Itoa(b.Revision)
+				sent[i] = b.SentAt.UTC().Format(tsLayout)
+				msg[i] = b.MessageID
+			}
+			var got []string
+			if err := sqlx.SelectContext(ctx, tx, &got, NoticeBackfill, pq.Array(keys), pq.Array(subs), pq.Array(kinds),
+				pq.Array(periods), pq.Array(revs), pq.Array(sent), pq.Array(msg), runID); err != nil {
+				return fmt.Errorf("backfill: %w", err)
+			}
+			inserted += len(got)
+		}
+		return nil
+	})
+	return inserted, err
+}
+
+func short(key string) string {
+	if len(key) > 12 {
+		return key[:12]
+	}
+	return key
+}
+
+// TrimMessageID strips surrounding angle brackets and spaces.
+func TrimMessageID(s string) string {
+	s = strings.TrimSpace(s)
+	s = strings.TrimPrefix(s, "<")
+	return strings.TrimSuffix(s, ">")
+}
+
+// TryLockScheduler takes the scheduler's advisory lock on conn and reports
+// whether it got it. The lock lives as long as the connection or until
+// UnlockScheduler.
+func TryLockScheduler(ctx context.Context, conn *sqlx.Conn) (bool, error) {
+	var ok bool
+	if err := conn.GetContext(ctx, &ok, SchedulerTryLock); err != nil {
+		return false, fmt.Errorf("scheduler lock: %w", err)
+	}
+	return ok, nil
+}
+
+// UnlockScheduler releases the scheduler's advisory lock held by conn.
+func UnlockScheduler(ctx context.Context, conn *sqlx.Conn) error {
+	var ok bool
+	if err := conn.GetContext(ctx, &ok, SchedulerUnlock); err != nil {
+		return fmt.Errorf("scheduler unlock: %w", err)
+	}
+	return nil
+}

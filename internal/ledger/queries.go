@@ -1,0 +1,181 @@
+package ledger
+
+// Every SQL statement on the ledger, by name, noun first. Statements take
+// their instants as parameters; none calls now(). Arrays travel as
+// text[] through lib/pq and are cast on the server.
+
+// NoticeClaim inserts one batch of claims and returns the rows this
+// statement inserted: a key already in the ledger (or a business tuple
+// already there under another key, after a secret rotation) is skipped by
+// ON CONFLICT DO NOTHING and is simply absent from the result. A claim of
+// a later revision reuses the cancellation token of the revision it
+// supersedes and points at it.
+//
+// $1 keys, $2 subscription ids, $3 kinds, $4 period starts (YYYY-MM-DD),
+// $5 revisions, $6 renews_at, $7 window_closes_at, $8 domains,
+// $9 message ids, $10 cancel tokens (text[] each), $11 state,
+// $12 claimed_at, $13 run id, $14 redirect address or ''.
+const NoticeClaim = `
+INSERT INTO notice_ledger AS l (
+    notice_key, subscription_id, kind, period_start, revision, state,
+    claimed_at, run_id, renews_at, window_closes_at, domain, message_id,
+    cancel_token, supersedes, redirected_to, attempts)
+SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision::int, $11,
+       $12, $13, c.renews_at::timestamptz, c.window_closes_at::timestamptz,
+       NULLIF(c.domain, ''), NULLIF(c.message_id, ''),
+       COALESCE(prev.cancel_token, NULLIF(c.cancel_token, '')), prev.notice_key,
+       NULLIF($14, ''), 0
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+            $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+     AS c(notice_key, subscription_id, kind, period_start, revision,
+          renews_at, window_closes_at, domain, message_id, cancel_token)
+LEFT JOIN LATERAL (
+    SELECT p.notice_key, p.cancel_token
+    FROM notice_ledger p
+    WHERE c.revision::int > 0
+      AND p.subscription_id = c.subscription_id
+      AND p.kind = c.kind
+      AND p.period_start = c.period_start::date
+      AND p.revision < c.revision::int
+    ORDER BY p.revision DESC
+    LIMIT 1) prev ON true
+ON CONFLICT DO NOTHING
+RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token`
+
+// NoticeReclaim re-claims rows in state retry by compare-and-set: only the
+// pass whose UPDATE sees state = 'retry' gets the row back. The window
+// must still be open at $2.
+//
+// $1 keys, $2 claimed_at (the pass's now), $3 run id, $4 redirect or ''.
+const NoticeReclaim = `
+UPDATE notice_ledger
+SET state = 'claimed', claimed_at = $2, run_id = $3,
+    redirected_to = NULLIF($4, ''), updated_at = $2
+WHERE notice_key = ANY($1::text[])
+  AND state = 'retry'
+  AND (window_closes_at IS NULL OR window_closes_at > $2)
+RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token`
+
+// NoticeRecordOutcome records a batch of outcomes of one run's claims. The
+// row must still be claimed by that run: an operator's decision made in the
+// meantime is never overwritten. An unknown outcome keeps state 'claimed'
+// (quarantine) and records only the attempt and the error.
+//
+// $1 keys, $2 states, $3 sent_at (text or ''), $4 provider ids,
+// $5 attempts, $6 errors (text[] each), $7 run id, $8 updated_at.
+const NoticeRecordOutcome = `
+UPDATE notice_ledger l
+SET state = o.state,
+    sent_at = NULLIF(o.sent_at, '')::timestamptz,
+    provider_id = NULLIF(o.provider_id, ''),
+    attempts = l.attempts + o.attempts::int,
+    last_error = NULLIF(o.last_error, ''),
+    updated_at = $8
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+     AS o(notice_key, state, sent_at, provider_id, attempts, last_error)
+WHERE l.notice_key = o.notice_key
+  AND l.state = 'claimed'
+  AND l.run_id = $7`
+
+// NoticeExpireRetries marks missed the retry rows whose window closed
+// before $1: nothing was sent and no pass may send them now.
+const NoticeExpireRetries = `
+UPDATE notice_ledger
+SET state = 'missed', updated_at = $1,
+    last_error = COALESCE(last_error, '') || ' (window closed)'
+WHERE state = 'retry'
+  AND window_closes_at <= $1`
+
+// NoticeListBySubscription returns every row of one subscription.
+const NoticeListBySubscription = `
+SELECT * FROM notice_ledger
+WHERE subscription_id = $1
+ORDER BY period_start, kind, revision`
+
+// NoticeGet returns one row by key.
+const NoticeGet = `SELECT * FROM notice_ledger WHERE notice_key = $1`
+
+// NoticeListQuarantine returns claims with no recorded outcome claimed
+// before $1, oldest first, at most $2.
+const NoticeListQuarantine = `
+SELECT * FROM notice_ledger
+WHERE state = 'claimed' AND claimed_at < $1
+ORDER BY claimed_at, notice_key
+LIMIT $2`
+
+// NoticeQuarantineStats counts claims with no recorded outcome that no
+// run other than $1 still owns, and the oldest claim time.
+const NoticeQuarantineStats = `
+SELECT count(*) AS count, min(claimed_at) AS oldest
+FROM notice_ledger
+WHERE state = 'claimed' AND run_id <> $1`
+
+// NoticeListRecent returns the business tuple and key of the most recent
+// rows, so a pass can check that its secret still derives the same keys.
+const NoticeListRecent = `
+SELECT notice_key, subscription_id, kind, period_start, revision
+FROM notice_ledger
+ORDER BY claimed_at DESC
+LIMIT $1`
+
+// NoticeLockForResolve reads one row for an operator's decision.
+const NoticeLockForResolve = `
+SELECT * FROM notice_ledger WHERE notice_key = $1 FOR UPDATE`
+
+// NoticeResolve applies an operator's or a reconciliation's decision.
+// $1 key, $2 new state, $3 sent_at (text or ''), $4 last_error note,
+// $5 updated_at, $6 expected current state.
+const NoticeResolve = `
+UPDATE notice_ledger
+SET state = $2,
+    sent_at = COALESCE(sent_at, NULLIF($3, '')::timestamptz),
+    last_error = NULLIF($4, ''),
+    updated_at = $5
+WHERE notice_key = $1 AND state = $6`
+
+// NoticeResolutionInsert records who decided what, when and why.
+const NoticeResolutionInsert = `
+INSERT INTO notice_ledger_resolution
+    (notice_key, from_state, to_state, resolved_by, reason, resolved_at)
+VALUES ($1, $2, $3, $4, $5, $6)`
+
+// NoticeListByMessageID finds the rows of a batch of Message-IDs
+// (without angle brackets).
+const NoticeListByMessageID = `
+SELECT notice_key, message_id, state
+FROM notice_ledger
+WHERE message_id = ANY($1::text[])`
+
+// NoticeBackfill imports notices an earlier system already sent, as sent.
+// A conflict (the notice is already in the ledger) is skipped and counted
+// by the caller from the rows returned.
+//
+// $1 keys, $2 subscription ids, $3 kinds, $4 period starts,
+// $5 revisions, $6 sent_at, $7 message ids (text[] each), $8 run id.
+const NoticeBackfill = `
+INSERT INTO notice_ledger (
+    notice_key, subscription_id, kind, period_start, revision, state,
+    claimed_at, sent_at, message_id, run_id, provider_id)
+SELECT b.notice_key, b.subscription_id, b.kind, b.period_start::date, b.revision::int, 'sent',
+       b.sent_at::timestamptz, b.sent_at::timestamptz, b.message_id, $8, 'backfill'
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+     AS b(notice_key, subscription_id, kind, period_start, revision, sent_at, message_id)
+ON CONFLICT DO NOTHING
+RETURNING notice_key`
+
+// NoticeCountByState counts rows per state (for metrics and tests).
+const NoticeCountByState = `
+SELECT state, count(*) AS count FROM notice_ledger GROUP BY state`
+
+// NoticeCountExpiringRetries counts the retry rows whose window closed by
+// $1 (what NoticeExpireRetries would mark missed).
+const NoticeCountExpiringRetries = `
+SELECT count(*) FROM notice_ledger
+WHERE state = 'retry' AND window_closes_at <= $1`
+
+// SchedulerTryLock takes the session-level advisory lock that keeps two
+// `scan schedule` processes (on two hosts) from running passes at once.
+const SchedulerTryLock = `SELECT pg_try_advisory_lock(736361, 1)`
+
+// SchedulerUnlock releases it.
+const SchedulerUnlock = `SELECT pg_advisory_unlock(736361, 1)`

@@ -1,0 +1,462 @@
+// Package policy loads and validates the notice policy: which kinds of
+// notice exist, the window in which each may be sent (per jurisdiction),
+// the legal lead-time bounds every window must respect, the job's cron
+// schedule, and the send rates. A Policy that Load or Default returns has
+// been validated; a policy that cannot be met is refused with an error
+// that names the kind and jurisdiction.
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"gopkg.in/yaml.v3"
+
+	"github.com/example/scan/internal/notice"
+)
+
+// Unknown-jurisdiction modes.
+const (
+	// UnknownDefault sends to a jurisdiction the policy does not name inside
+	// the kind's default window (the merchant's policy applies where no law
+	// is configured). This is the default.
+	UnknownDefault = "default"
+	// UnknownInvalid counts such rows as invalid and claims nothing.
+	UnknownInvalid = "invalid"
+)
+
+// Duration is a time.Duration that YAML writes as Go's units plus "d" for
+// days ("72h", "30d", "1d12h").
+type Duration time.Duration
+
+var dayRe = regexp.MustCompile(`([0-9]+(?:\.[0-9]+)?)d`)
+
+// ParseDuration parses Go duration syntax extended with a "d" (24h) unit.
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, errors.New("empty duration")
+	}
+	var convErr error
+	expanded := dayRe.ReplaceAllStringFunc(s, func(m string) string {
+		f, err := strconv.ParseFloat(strings.TrimSuffix(m, "d"), 64)
+		if err != nil {
+			convErr = err
+			return m
+		}
+		return strconv.FormatFloat(f*24, 'f', -1, 64) + "h"
+	})
+	if convErr != nil {
+		return 0, fmt.Errorf("invalid duration %q", s)
+	}
+	d, err := time.ParseDuration(expanded)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q (use Go units plus d, e.g. 72h or 30d)", s)
+	}
+	return d, nil
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: duration must be a string such as 72h or 30d", n.Line)
+	}
+	v, err := ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// String formats d in days when it is a whole number of days.
+func (d Duration) String() string { return FormatDuration(time.Duration(d)) }
+
+// FormatDuration writes whole days as "Nd" and everything else as Go does.
+func FormatDuration(d time.Duration) string {
+	if d != 0 && d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	}
+	return d.String()
+}
+
+// Window is when a notice may be sent, as lead times before renews_at: it
+// opens OpenBefore before the charge and closes CloseBefore before it.
+type Window struct {
+	OpenBefore  Duration `yaml:"open_before"`
+	CloseBefore Duration `yaml:"close_before"`
+}
+
+// Contains reports whether now lies in the window of a charge at renewsAt:
+// renewsAt-OpenBefore <= now < renewsAt-CloseBefore.
+func (w Window) Contains(renewsAt, now time.Time) bool {
+	open := renewsAt.Add(-time.Duration(w.OpenBefore))
+	close := renewsAt.Add(-time.Duration(w.CloseBefore))
+	return !now.Before(open) && now.Before(close)
+}
+
+// Kind is one kind of notice and its windows.
+type Kind struct {
+	Kind           string            `yaml:"kind"`
+	OpenBefore     Duration          `yaml:"open_before"`
+	CloseBefore    Duration          `yaml:"close_before"`
+	ByJurisdiction map[string]Window `yaml:"by_jurisdiction"`
+}
+
+// Default returns the kind's window for jurisdictions without an override.
+func (k Kind) Default() Window { return Window{k.OpenBefore, k.CloseBefore} }
+
+// WindowFor returns the window that applies in jurisdiction j ("" for none).
+func (k Kind) WindowFor(j string) Window {
+	if w, ok := k.ByJurisdiction[j]; ok && j != "" {
+		return w
+	}
+	return k.Default()
+}
+
+// Overrides returns the jurisdictions with their own window, sorted.
+func (k Kind) Overrides() []string {
+	out := make([]string, 0, len(k.ByJurisdiction))
+	for j := range k.ByJurisdiction {
+		out = append(out, j)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Legal is a jurisdiction's lead-time rule: every notice must reach the
+// customer at least MinLead and at most MaxLead before the charge.
+type Legal struct {
+	MinLead Duration `yaml:"min_lead"`
+	MaxLead Duration `yaml:"max_lead"`
+}
+
+// Bucket is a token bucket: PerSecond tokens a second, up to Burst.
+type Bucket struct {
+	PerSecond float64 `yaml:"per_second"`
+	Burst     int     `yaml:"burst"`
+}
+
+// Rate is the send rate policy: a bucket per recipient domain (Default for
+// every domain not listed) and a global ceiling.
+type Rate struct {
+	Default Bucket            `yaml:"default"`
+	Domains map[string]Bucket `yaml:"domains"`
+	Global  Bucket            `yaml:"global"`
+}
+
+// Policy is the whole policy file.
+type Policy struct {
+	Schedule            string           `yaml:"schedule"`
+	MessageIDDomain     string           `yaml:"message_id_domain"`
+	From                string           `yaml:"from"`
+	CancelURL           string           `yaml:"cancel_url"`
+	UnknownJurisdiction string           `yaml:"unknown_jurisdiction"`
+	Notices             []Kind           `yaml:"notices"`
+	Legal               map[string]Legal `yaml:"legal"`
+	Rate                Rate             `yaml:"rate"`
+	Concurrency         int              `yaml:"concurrency"`
+
+	// MaxScheduleGap is the longest gap between two firings of Schedule over
+	// a year, computed by Validate.
+	MaxScheduleGap time.Duration `yaml:"-"`
+}
+
+// Error is a policy that cannot be met or parsed. Field names the setting
+// (e.g. "notices[renewal_notice_t72].by_jurisdiction[US-CA]").
+type Error struct {
+	Field string
+	Msg   string
+}
+
+func (e *Error) Error() string { return "policy: " + e.Field + ": " + e.Msg }
+
+const defaultYAML = `
+schedule: "0 2 * * *"
+message_id_domain: notices.example.com
+from: "Example Box <notices@example.com>"
+cancel_url: "https://example.com/cancel?token={token}"
+unknown_jurisdiction: default
+notices:
+  - kind: renewal_notice_t72
+    open_before: 72h
+    close_before: 24h
+rate:
+  default: {per_second: 5, burst: 5}
+  global: {per_second: 100, burst: 100}
+concurrency: 16
+`
+
+// Default returns the built-in policy (used when no file is given).
+func Default() *Policy {
+	p, err := Parse(strings.NewReader(defaultYAML))
+	if err != nil {
+		panic("built-in policy is invalid: " + err.Error())
+	}
+	return p
+}
+
+// Load reads and validates the policy file at path; "" means Default.
+func Load(path string) (*Policy, error) {
+	if path == "" {
+		return Default(), nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &Error{Field: "config", Msg: err.Error()}
+	}
+	defer f.Close()
+	return Parse(f)
+}
+
+// Parse decodes a policy strictly (unknown keys are errors), fills the
+// built-in defaults for missing settings and validates it.
+func Parse(r io.Reader) (*Policy, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	if err != nil {
+		return nil, &Error{Field: "config", Msg: err.Error()}
+	}
+	var p Policy
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&p); err != nil && !errors.Is(err, io.EOF) {
+		return nil, &Error{Field: "config", Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	p.fillDefaults()
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+func (p *Policy) fillDefaults() {
+	if p.Schedule == "" {
+		p.Schedule = "0 2 * * *"
+	}
+	if p.MessageIDDomain == "" {
+		p.MessageIDDomain = "notices.example.com"
+	}
+	if p.From == "" {
+		p.From = "Example Box <notices@example.com>"
+	}
+	if p.CancelURL == "" {
+		p.CancelURL = "https://example.com/cancel?token={token}"
+	}
+	if p.UnknownJurisdiction == "" {
+		p.UnknownJurisdiction = UnknownDefault
+	}
+	if p.Notices == nil {
+		p.Notices = []Kind{{Kind: "renewal_notice_t72", OpenBefore: Duration(72 * time.Hour), CloseBefore: Duration(24 * time.Hour)}}
+	}
+	if p.Rate.Default == (Bucket{}) {
+		p.Rate.Default = Bucket{PerSecond: 5, Burst: 5}
+	}
+	if p.Rate.Global == (Bucket{}) {
+		p.Rate.Global = Bucket{PerSecond: 100, Burst: 100}
+	}
+	if p.Concurrency == 0 {
+		p.Concurrency = 16
+	}
+}
+
+// Validate checks that the policy can be met: windows that open before they
+// close, inside every jurisdiction's legal lead, and at least as wide as the
+// longest gap between two firings of the schedule (else a subscription
+// could fall between two passes and never be scanned inside its window).
+func (p *Policy) Validate() error {
+	gap, err := MaxGap(p.Schedule, time.Now().UTC())
+	if err != nil {
+		return &Error{Field: "schedule", Msg: err.Error()}
+	}
+	p.MaxScheduleGap = gap
+	if strings.ContainsAny(p.MessageIDDomain, "<>@ \r\n\t") {
+		return &Error{Field: "message_id_domain", Msg: "must be a bare domain such as notices.example.com"}
+	}
+	if strings.ContainsAny(p.From, "\r\n") || !strings.Contains(p.From, "@") {
+		return &Error{Field: "from", Msg: `must be an address such as "Example Box <notices@example.com>"`}
+	}
+	if !strings.Contains(p.CancelURL, "{token}") {
+		return &Error{Field: "cancel_url", Msg: "must contain {token}"}
+	}
+	if p.UnknownJurisdiction != UnknownDefault && p.UnknownJurisdiction != UnknownInvalid {
+		return &Error{Field: "unknown_jurisdiction", Msg: `must be "default" or "invalid"`}
+	}
+	if len(p.Notices) == 0 {
+		return &Error{Field: "notices", Msg: "at least one kind is required"}
+	}
+	for j, l := range p.Legal {
+		f := "legal[" + j + "]"
+		if j == "" {
+			return &Error{Field: "legal", Msg: "empty jurisdiction name"}
+		}
+		if l.MinLead < 0 || l.MaxLead <= 0 || l.MinLead > l.MaxLead {
+			return &Error{Field: f, Msg: fmt.Sprintf("need 0 <= min_lead <= max_lead, got [%s, %s]", l.MinLead, l.MaxLead)}
+		}
+	}
+	seen := map[string]bool{}
+	for i, k := range p.Notices {
+		f := fmt.Sprintf("notices[%d]", i)
+		if err := notice.ValidateKind(k.Kind); err != nil {
+			return &Error{Field: f + ".kind", Msg: err.Error()}
+		}
+		f = "notices[" + k.Kind + "]"
+		if seen[k.Kind] {
+			return &Error{Field: f, Msg: "kind listed twice"}
+		}
+		seen[k.Kind] = true
+		if err := p.checkWindow(f, k.Kind, "", k.Default()); err != nil {
+			return err
+		}
+		for _, j := range k.Overrides() {
+			if j == "" {
+				return &Error{Field: f + ".by_jurisdiction", Msg: "empty jurisdiction name"}
+			}
+			if err := p.checkWindow(f+".by_jurisdiction["+j+"]", k.Kind, j, k.ByJurisdiction[j]); err != nil {
+				return err
+			}
+		}
+		// Jurisdictions with a legal rule but no override use the default
+		// window, which must then satisfy their rule too.
+		for j := range p.Legal {
+			if _, ok := k.ByJurisdiction[j]; !ok {
+				if err := p.checkWindow(f+" (default window used in "+j+")", k.Kind, j, k.Default()); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := checkBucket("rate.default", p.Rate.Default); err != nil {
+		return err
+	}
+	if err := checkBucket("rate.global", p.Rate.Global); err != nil {
+		return err
+	}
+	for d, b := range p.Rate.Domains {
+		if d == "" || d != strings.ToLower(d) {
+			return &Error{Field: "rate.domains[" + d + "]", Msg: "domain must be non-empty and lower-case"}
+		}
+		if err := checkBucket("rate.domains["+d+"]", b); err != nil {
+			return err
+		}
+	}
+	if p.Concurrency < 1 || p.Concurrency > 1024 {
+		return &Error{Field: "concurrency", Msg: fmt.Sprintf("must be between 1 and 1024, got %d", p.Concurrency)}
+	}
+	return nil
+}
+
+func (p *Policy) checkWindow(field, kind, j string, w Window) error {
+	where := "kind " + kind
+	if j != "" {
+		where += ", jurisdiction " + j
+	}
+	if w.CloseBefore < 0 {
+		return &Error{Field: field, Msg: fmt.Sprintf("%s: close_before %s is negative", where, w.CloseBefore)}
+	}
+	if w.OpenBefore <= w.CloseBefore {
+		return &Error{Field: field, Msg: fmt.Sprintf("%s: window closes before it opens (open_before %s must be greater than close_before %s)", where, w.OpenBefore, w.CloseBefore)}
+	}
+	if l, ok := p.Legal[j]; ok && j != "" {
+		if w.CloseBefore < l.MinLead || w.OpenBefore > l.MaxLead {
+			return &Error{Field: field, Msg: fmt.Sprintf("%s: window [%s, %s] before renewal lies outside the legal lead [%s, %s]", where, w.CloseBefore, w.OpenBefore, l.MinLead, l.MaxLead)}
+		}
+	}
+	if width := time.Duration(w.OpenBefore - w.CloseBefore); width < p.MaxScheduleGap {
+		return &Error{Field: field, Msg: fmt.Sprintf("%s: window is %s wide but schedule %q can leave %s between two passes; widen the window or run more often", where, FormatDuration(width), p.Schedule, FormatDuration(p.MaxScheduleGap))}
+	}
+	return nil
+}
+
+func checkBucket(field string, b Bucket) error {
+	if !(b.PerSecond > 0) {
+		return &Error{Field: field + ".per_second", Msg: fmt.Sprintf("must be greater than 0, got %v", b.PerSecond)}
+	}
+	if b.Burst < 1 {
+		return &Error{Field: field + ".burst", Msg: fmt.Sprintf("must be at least 1, got %d", b.Burst)}
+	}
+	return nil
+}
+
+// ParseSchedule parses a standard five-field cron expression, with an
+// optional CRON_TZ= or TZ= prefix (UTC otherwise), or a descriptor such as
+// @daily.
+func ParseSchedule(expr string) (cron.Schedule, error) {
+	if strings.TrimSpace(expr) == "" {
+		return nil, errors.New("empty cron expression")
+	}
+	s, err := cron.ParseStandard(expr)
+	if err != nil {
+		return nil, fmt.Errorf("invalid cron expression %q: %v", expr, err)
+	}
+	return s, nil
+}
+
+// MaxGap returns the longest interval between two consecutive firings of
+// the cron expression over the year that starts at from. A year is long
+// enough for both DST changes of the schedule's zone to show.
+func MaxGap(expr string, from time.Time) (time.Duration, error) {
+	s, err := ParseSchedule(expr)
+	if err != nil {
+		return 0, err
+	}
+	end := from.AddDate(1, 0, 0)
+	prev := s.Next(from)
+	if prev.IsZero() {
+		return 0, fmt.Errorf("cron expression %q never fires", expr)
+	}
+	var gap time.Duration
+	// A schedule that fires more than a million times a year has gaps far
+	// shorter than any notice window; stop counting there.
+	for i := 0; i < 1_000_000 && prev.Before(end); i++ {
+		next := s.Next(prev)
+		if next.IsZero() {
+			return 0, fmt.Errorf("cron expression %q stops firing", expr)
+		}
+		if g := next.Sub(prev); g > gap {
+			gap = g
+		}
+		prev = next
+	}
+	return gap, nil
+}
+
+// Kind returns the kind named k.
+func (p *Policy) Kind(k string) (Kind, bool) {
+	for _, n := range p.Notices {
+		if n.Kind == k {
+			return n, true
+		}
+	}
+	return Kind{}, false
+}
+
+// KnownJurisdiction reports whether the policy names j anywhere (a legal
+// rule or a window override of any kind).
+func (p *Policy) KnownJurisdiction(j string) bool {
+	if _, ok := p.Legal[j]; ok {
+		return true
+	}
+	for _, k := range p.Notices {
+		if _, ok := k.ByJurisdiction[j]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// BucketFor returns the rate bucket of a (lower-case ASCII) domain.
+func (r Rate) BucketFor(domain string) Bucket {
+	if b, ok := r.Domains[domain]; ok {
+		return b
+	}
+	return r.Default
+}

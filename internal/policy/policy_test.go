@@ -1,0 +1,156 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultIsValid(t *testing.T) {
+	t.Parallel()
+	p := Default()
+	k, ok := p.Kind("renewal_notice_t72")
+	if !ok || time.Duration(k.OpenBefore) != 72*time.Hour || time.Duration(k.CloseBefore) != 24*time.Hour {
+		t.Fatalf("default kind = %+v", k)
+	}
+	if p.MaxScheduleGap != 24*time.Hour {
+		t.Fatalf("gap = %s", p.MaxScheduleGap)
+	}
+}
+
+const contractPolicy = `
+schedule: "0 2 * * *"
+message_id_domain: notices.example.com
+from: "Example Box <notices@example.com>"
+notices:
+  - kind: renewal_notice_t72
+    open_before: 72h
+    close_before: 24h
+    by_jurisdiction:
+      US-CA: {open_before: 30d, close_before: 16d}
+legal:
+  US-CA: {min_lead: 15d, max_lead: 45d}
+rate:
+  default: {per_second: 5, burst: 5}
+  domains:
+    gmail.com: {per_second: 20, burst: 20}
+  global: {per_second: 100, burst: 100}
+concurrency: 16
+`
+
+func TestParseContractExample(t *testing.T) {
+	t.Parallel()
+	p, err := Parse(strings.NewReader(contractPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := p.Kind("renewal_notice_t72")
+	if w := k.WindowFor("US-CA"); time.Duration(w.OpenBefore) != 30*24*time.Hour || time.Duration(w.CloseBefore) != 16*24*time.Hour {
+		t.Fatalf("US-CA window = %+v", w)
+	}
+	if w := k.WindowFor("DE"); time.Duration(w.OpenBefore) != 72*time.Hour {
+		t.Fatalf("DE window = %+v", w)
+	}
+	if p.Rate.BucketFor("gmail.com").PerSecond != 20 || p.Rate.BucketFor("yahoo.com").PerSecond != 5 {
+		t.Fatal("rate buckets")
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"closes before it opens", `notices: [{kind: k1, open_before: 24h, close_before: 72h}]`, "kind k1: window closes before it opens"},
+		{"outside legal", `
+notices:
+  - kind: k1
+    open_before: 72h
+    close_before: 24h
+    by_jurisdiction: {US-CA: {open_before: 50d, close_before: 16d}}
+legal: {US-CA: {min_lead: 15d, max_lead: 45d}}`, "kind k1, jurisdiction US-CA: window [16d, 50d] before renewal lies outside the legal lead [15d, 45d]"},
+		{"default window under a legal floor", `
+notices: [{kind: k1, open_before: 72h, close_before: 24h}]
+legal: {US-CA: {min_lead: 15d, max_lead: 45d}}`, "kind k1, jurisdiction US-CA"},
+		{"narrower than schedule gap", `
+schedule: "0 2 * * 1"
+notices: [{kind: k1, open_before: 72h, close_before: 24h}]`, "can leave 7d between two passes"},
+		{"unknown key", `notices: [{kind: k1, open_befor: 72h, close_before: 24h}]`, "field open_befor not found"},
+		{"bad duration", `notices: [{kind: k1, open_before: 3x, close_before: 24h}]`, `invalid duration "3x"`},
+		{"zero rate", `rate: {default: {per_second: 0, burst: 5}}`, "rate.default.per_second"},
+		{"negative rate", `rate: {global: {per_second: -1, burst: 5}}`, "rate.global.per_second"},
+		{"bad cron", `schedule: "61 * * * *"`, "schedule: invalid cron expression"},
+		{"pipe in kind", `notices: [{kind: "a|b", open_before: 72h, close_before: 24h}]`, "must not contain '|'"},
+		{"concurrency", `concurrency: -3`, "concurrency"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse(strings.NewReader(tc.yaml))
+			var pe *Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("err = %v, want *Error", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %q, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]time.Duration{"72h": 72 * time.Hour, "30d": 720 * time.Hour, "1d12h": 36 * time.Hour, "0.5d": 12 * time.Hour, "90m": 90 * time.Minute} {
+		got, err := ParseDuration(in)
+		if err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "d", "3x", "1w"} {
+		if _, err := ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q) succeeded", bad)
+		}
+	}
+}
+
+// A daily 02:30 run in a zone with DST: on the spring-forward day 02:30
+// does not exist, and the gap around it is not 24h. The window must cover
+// the longest gap, which is only visible over a whole year.
+func TestMaxGapSeesDST(t *testing.T) {
+	t.Parallel()
+	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	utc, err := MaxGap("30 2 * * *", from)
+	if err != nil || utc != 24*time.Hour {
+		t.Fatalf("UTC gap = %v, %v", utc, err)
+	}
+	ny, err := MaxGap("CRON_TZ=America/New_York 30 2 * * *", from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ny <= 24*time.Hour {
+		t.Fatalf("New York gap = %v, want more than 24h (DST)", ny)
+	}
+	if _, err := Parse(strings.NewReader("schedule: \"CRON_TZ=America/New_York 30 2 * * *\"\nnotices: [{kind: k, open_before: 48h, close_before: 24h}]")); err == nil {
+		t.Fatal("a 24h window under a schedule with a DST gap over 24h must be refused")
+	}
+}
+
+func TestWindowContainsBoundaries(t *testing.T) {
+	t.Parallel()
+	w := Window{Duration(72 * time.Hour), Duration(24 * time.Hour)}
+	renews := time.Date(2026, 12, 10, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		now  time.Time
+		want bool
+	}{
+		{renews.Add(-72 * time.Hour), true},                  // exactly at open
+		{renews.Add(-72*time.Hour - time.Nanosecond), false}, // just before open
+		{renews.Add(-24 * time.Hour), false},                 // exactly at close
+		{renews.Add(-24*time.Hour - time.Nanosecond), true},  // just before close
+		{renews.Add(-48 * time.Hour), true},
+	} {
+		if got := w.Contains(renews, tc.now); got != tc.want {
+			t.Errorf("Contains at %s = %v, want %v", renews.Sub(tc.now), got, tc.want)
+		}
+	}
+}
