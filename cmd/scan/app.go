@@ -1,0 +1,315 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+
+	"github.com/example/scan/internal/notice"
+	"github.com/example/scan/internal/policy"
+	"github.com/example/scan/internal/scan"
+)
+
+// Exit codes of the operator contract.
+const (
+	exitOK       = 0
+	exitAborted  = 1
+	exitUsage    = 2
+	exitRefused  = 3
+	usageSummary = `usage: scan COMMAND [flags]
+
+commands:
+  migrate      apply the embedded ledger migrations
+  run          one pass: claim, send, record (--dry-run, --max-mint N, --shard I/N, --now RFC3339)
+  lookup ID    every ledger row of one subscription
+  quarantine   claims with no recorded outcome, oldest first
+  reconcile    settle quarantined claims from provider events (--events FILE)
+  resolve KEY  an operator's decision on one claim (--sent|--not-sent|--retry --reason TEXT)
+  backfill     import notices an earlier system already sent (--from FILE.csv)
+  schedule     run passes in-process on a cron schedule
+  key          print a notice key
+
+Run 'scan COMMAND -h' for a command's flags.`
+)
+
+// usageError is a bad flag, argument, environment variable or config:
+// exit 2, nothing written. Field names what to fix.
+type usageError struct {
+	field string
+	msg   string
+}
+
+func (e *usageError) Error() string { return e.field + ": " + e.msg }
+
+func usagef(field, format string, a ...any) error {
+	return &usageError{field: field, msg: fmt.Sprintf(format, a...)}
+}
+
+// env is the process environment as the commands see it.
+type env struct {
+	getenv func(string) string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// run is the whole program minus the process: tests call it directly.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usageSummary)
+		return exitUsage
+	}
+	cmd, rest := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "migrate":
+		err = cmdMigrate(ctx, e, rest)
+	case "run":
+		err = cmdRun(ctx, e, rest)
+	case "lookup":
+		err = cmdLookup(ctx, e, rest)
+	case "quarantine":
+		err = cmdQuarantine(ctx, e, rest)
+	case "reconcile":
+		err = cmdReconcile(ctx, e, rest)
+	case "resolve":
+		err = cmdResolve(ctx, e, rest)
+	case "backfill":
+		err = cmdBackfill(ctx, e, rest)
+	case "schedule":
+		err = cmdSchedule(ctx, e, rest)
+	case "key":
+		err = cmdKey(e, rest)
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usageSummary)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "scan: unknown command %q\n%s\n", cmd, usageSummary)
+		return exitUsage
+	}
+	return exitCode(e, err)
+}
+
+func exitCode(e *env, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ue *usageError
+	var ce *scan.ConfigError
+	var pe *policy.Error
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &pe):
+		fmt.Fprintf(e.stderr, "scan: %s\n", redact(err.Error()))
+		return exitUsage
+	case errors.Is(err, scan.ErrMaxMint):
+		fmt.Fprintf(e.stderr, "scan: %s\n", redact(err.Error()))
+		return exitRefused
+	default:
+		fmt.Fprintf(e.stderr, "scan: %s\n", redact(err.Error()))
+		return exitAborted
+	}
+}
+
+// newFlags returns a flag set whose errors come back as usage errors.
+func newFlags(e *env, name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet("scan "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "usage: scan %s %s\n", name, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags that may come before or after positional arguments
+// and returns the positional ones.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usagef("flags", "%v (see 'scan %s -h')", err, strings.TrimPrefix(fs.Name(), "scan "))
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// flagOrEnv returns the flag's value when it was set, else the variable's.
+func flagOrEnv(fs *flag.FlagSet, name, val string, e *env, variable string) string {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	if set {
+		return val
+	}
+	if v := e.getenv(variable); v != "" {
+		return v
+	}
+	return val
+}
+
+// openDB validates DATABASE_URL and connects. The URL never appears in an
+// error (it may hold a password).
+func openDB(ctx context.Context, e *env) (*sqlx.DB, error) {
+	dsn := e.getenv("DATABASE_URL")
+	if dsn == "" {
+		return nil, usagef("DATABASE_URL", "required: a PostgreSQL URL (postgres://user@host/db) or keyword string (host=... dbname=...)")
+	}
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		if _, err := pq.ParseURL(dsn); err != nil {
+			return nil, usagef("DATABASE_URL", "cannot parse the URL (expected postgres://user:password@host:port/db?sslmode=...)")
+		}
+	} else if strings.Contains(dsn, "://") || !strings.Contains(dsn, "=") {
+		return nil, usagef("DATABASE_URL", "not a PostgreSQL URL (postgres://...) or keyword string (host=... dbname=...)")
+	}
+	conn, err := pq.NewConnector(dsn)
+	if err != nil {
+		return nil, usagef("DATABASE_URL", "cannot parse it: %s", redact(err.Error()))
+	}
+	db := sqlx.NewDb(sqlOpenDB(conn), "postgres")
+	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(8)
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to the database (%s): %s", redactDSN(dsn), redact(err.Error()))
+	}
+	return db, nil
+}
+
+var passwordRe = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+
+// redactDSN hides the password of a URL or keyword connection string.
+func redactDSN(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		if u.User != nil {
+			if _, ok := u.User.Password(); ok {
+				u.User = url.UserPassword(u.User.Username(), "REDACTED")
+			}
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "REDACTED")
+			u.RawQuery = q.Encode()
+		}
+		return u.String()
+	}
+	return passwordRe.ReplaceAllString(dsn, "${1}REDACTED")
+}
+
+// secrets holds values that must never be printed; redact replaces them.
+var secrets []string
+
+func addSecret(s string) {
+	if len(s) >= 4 {
+		secrets = append(secrets, s)
+	}
+}
+
+func redact(s string) string {
+	for _, sec := range secrets {
+		s = strings.ReplaceAll(s, sec, "REDACTED")
+	}
+	return passwordRe.ReplaceAllString(s, "${1}REDACTED")
+}
+
+// registerSecrets records every secret in the environment so that no
+// error or log line can print it.
+func registerSecrets(e *env) {
+	secrets = secrets[:0]
+	addSecret(e.getenv("NOTICE_KEY_SECRET"))
+	for _, v := range []string{"DATABASE_URL", "SMTP_URL", "SCAN_HTTP_URL"} {
+		raw := e.getenv(v)
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
+			if p, ok := u.User.Password(); ok {
+				addSecret(p)
+				addSecret(url.QueryEscape(p))
+			}
+		}
+		if m := passwordRe.FindStringSubmatch(raw); m != nil {
+			addSecret(strings.Trim(m[2], "'"))
+		}
+	}
+}
+
+// newLogger builds the zerolog logger: JSON on stderr, human-readable on a
+// terminal, level from LOG_LEVEL.
+func newLogger(e *env) (zerolog.Logger, error) {
+	lvl := zerolog.InfoLevel
+	if v := e.getenv("LOG_LEVEL"); v != "" {
+		l, err := zerolog.ParseLevel(strings.ToLower(v))
+		if err != nil || v == "" || l > zerolog.ErrorLevel || l < zerolog.DebugLevel {
+			return zerolog.Nop(), usagef("LOG_LEVEL", "%q is not one of debug, info, warn, error", v)
+		}
+		lvl = l
+	}
+	var w io.Writer = redactWriter{e.stderr}
+	if f, ok := e.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		w = zerolog.ConsoleWriter{Out: redactWriter{e.stderr}, TimeFormat: time.RFC3339}
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+// redactWriter removes registered secrets from every log line.
+type redactWriter struct{ w io.Writer }
+
+func (r redactWriter) Write(p []byte) (int, error) {
+	if len(secrets) == 0 {
+		return r.w.Write(p)
+	}
+	if _, err := io.WriteString(r.w, redact(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// secret reads NOTICE_KEY_SECRET.
+func secret(e *env) ([]byte, error) {
+	s := e.getenv("NOTICE_KEY_SECRET")
+	if s == "" {
+		return nil, usagef("NOTICE_KEY_SECRET", "required: set it to a random value of at least %d bytes (e.g. openssl rand -hex 32)", notice.MinSecretLen)
+	}
+	if len(s) < notice.MinSecretLen {
+		return nil, usagef("NOTICE_KEY_SECRET", "too short (%d bytes): it must be at least %d bytes", len(s), notice.MinSecretLen)
+	}
+	return []byte(s), nil
+}
+
+func newRunID(now time.Time) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/example/scan/internal/ledger"
+	"github.com/example/scan/internal/notice"
+	"github.com/example/scan/internal/policy"
+	"github.com/example/scan/internal/scan"
+	"github.com/example/scan/internal/send"
+)
+
+var sqlOpenDB = sql.OpenDB
+
+func cmdMigrate(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "migrate", "")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	registerSecrets(e)
+	log, err := newLogger(e)
+	if err != nil {
+		return err
+	}
+	db, err := openDB(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	n, err := ledger.Migrate(ctx, db.DB)
+	if err != nil {
+		return err
+	}
+	log.Info().Int("applied", n).Msg("migrations applied")
+	return nil
+}
+
+// runFlags are the flags of `scan run` (and of `scan schedule`, which runs
+// the same pass).
+type runFlags struct {
+	config, sender, source, redirect, now, shard string
+	shards, maxMint, batch                       int
+	dryRun                                       bool
+}
+
+func (f *runFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+	IntVar(*int, string, int, string)
+	BoolVar(*bool, string, bool, string)
+}, withRunOnly bool) {
+	fs.StringVar(&f.config, "config", "", "policy file (env SCAN_CONFIG); built-in defaults when empty")
+	fs.StringVar(&f.sender, "sender", "outbox", "outbox, smtp or http (env SCAN_SENDER)")
+	fs.StringVar(&f.source, "source", "subscriptions", "table or view to read, schema-qualified allowed")
+	fs.StringVar(&f.redirect, "redirect-to", "", "deliver every notice to this address instead (env SCAN_REDIRECT_TO)")
+	fs.StringVar(&f.shard, "shard", "", "I/N: take shard I of N (default from JOB_COMPLETION_INDEX and --shards)")
+	fs.IntVar(&f.shards, "shards", 0, "number of shards when the index comes from JOB_COMPLETION_INDEX")
+	fs.IntVar(&f.batch, "batch-size", 1000, "notices per claim statement")
+	if withRunOnly {
+		fs.BoolVar(&f.dryRun, "dry-run", false, "write nothing; report what the pass would mint")
+		fs.IntVar(&f.maxMint, "max-mint", -1, "refuse (exit 3, nothing sent) when the pass would mint more than N new keys")
+		fs.StringVar(&f.now, "now", "", "evaluate windows at this RFC3339 instant instead of the clock (staging data)")
+	}
+}
+
+// shardOf resolves --shard I/N, or JOB_COMPLETION_INDEX with --shards.
+func (f *runFlags) shardOf(e *env) (int, int, error) {
+	if f.shard != "" {
+		i, n, ok := strings.Cut(f.shard, "/")
+		si, err1 := strconv.Atoi(i)
+		sn, err2 := strconv.Atoi(n)
+		if !ok || err1 != nil || err2 != nil || sn < 1 || si < 0 || si >= sn {
+			return 0, 0, usagef("--shard", "%q is not a shard I/N with 0 <= I < N (e.g. 0/4)", f.shard)
+		}
+		return si, sn, nil
+	}
+	if f.shards < 0 {
+		return 0, 0, usagef("--shards", "must be at least 1")
+	}
+	if f.shards > 1 {
+		v := e.getenv("JOB_COMPLETION_INDEX")
+		i, err := strconv.Atoi(v)
+		if err != nil || i < 0 || i >= f.shards {
+			return 0, 0, usagef("JOB_COMPLETION_INDEX", "%q is not a shard index below --shards=%d", v, f.shards)
+		}
+		return i, f.shards, nil
+	}
+	return 0, 1, nil
+}
+
+func cmdRun(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "run", "[--dry-run] [--max-mint N] [--shard I/N] [--now RFC3339]")
+	var f runFlags
+	f.register(fs, true)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("arguments", "run takes no arguments, got %q", pos[0])
+	}
+	registerSecrets(e)
+	log, err := newLogger(e)
+	if err != nil {
+		return err
+	}
+	ps, err := preparePass(e, fs, &f, log)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	if f.now != "" {
+		now, err = time.Parse(time.RFC3339, f.now)
+		if err != nil {
+			return usagef("--now", "%q is not an RFC3339 instant (e.g. 2026-11-30T02:00:00Z)", f.now)
+		}
+	}
+	db, err := openDB(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	sender, err := ps.newSender()
+	if err != nil {
+		return err
+	}
+	defer sender.Close()
+	runID := newRunID(now)
+	sc, err := scan.New(ctx, db, sender, ps.renderer, log.With().Int("shard", ps.shard).Logger(), scan.Config{
+		Policy: ps.pol, Secret: ps.secret, Source: f.source, RunID: runID, Now: now,
+		MaxMint: f.maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
+		Hooks: failpointHooks(),
+	})
+	if err != nil {
+		return err
+	}
+	if f.dryRun {
+		d, err := sc.DryRun(ctx)
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(e.stdout).Encode(d)
+	}
+	sum, err := sc.Run(ctx)
+	if encErr := json.NewEncoder(e.stdout).Encode(sum); encErr != nil && err == nil {
+		err = encErr
+	}
+	return err
+}
+
+// preparedPass holds the parts of a pass built from flags and environment.
+type preparedPass struct {
+	pol                   *policy.Policy
+	secret                []byte
+	renderer              *send.Renderer
+	shard, shards         int
+	redirect, senderName  string
+	outboxDir, smtpURL    string
+	httpURL               string
+	concurrency           int
+	log                   zerolog.Logger
+}
+
+// preparePass validates every flag and variable a pass uses, so that a
+// mistake is a usage error before anything is written.
+func preparePass(e *env, fs *flag.FlagSet, f *runFlags, log zerolog.Logger) (*preparedPass, error) {
+	cfgPath := flagOrEnv(fs, "config", f.config, e, "SCAN_CONFIG")
+	pol, err := policy.Load(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	sec, err := secret(e)
+	if err != nil {
+		return nil, err
+	}
+	shard, shards, err := f.shardOf(e)
+	if err != nil {
+		return nil, err
+	}
+	if f.batch < 1 || f.batch > 10000 {
+		return nil, usagef("--batch-size", "must be between 1 and 10000, got %d", f.batch)
+	}
+	if _, err := scan.QuoteSource(f.source); err != nil {
+		return nil, usagef("--source", "%v", err)
+	}
+	p := &preparedPass{pol: pol, secret: sec, shard: shard, shards: shards, log: log, concurrency: pol.Concurrency}
+	p.redirect = flagOrEnv(fs, "redirect-to", f.redirect, e, "SCAN_REDIRECT_TO")
+	p.senderName = flagOrEnv(fs, "sender", f.sender, e, "SCAN_SENDER")
+	p.outboxDir = e.getenv("SCAN_OUTBOX_DIR")
+	if p.outboxDir == "" {
+		p.outboxDir = "./outbox"
+	}
+	production := e.getenv("SCAN_ENVIRONMENT") == "production"
+	checkRemote := func(field, raw string) error {
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" || u.Hostname() == "" {
+			return usagef(field, "needs a host, e.g. smtp://user:pass@mail.example.com:587")
+		}
+		if !isLoopback(u.Hostname()) && !production && p.redirect == "" {
+			return usagef(field, "refusing to deliver to %s outside production: set SCAN_ENVIRONMENT=production, or SCAN_REDIRECT_TO=address for staging", u.Hostname())
+		}
+		return nil
+	}
+	switch p.senderName {
+	case "outbox":
+	case "smtp":
+		p.smtpURL = e.getenv("SMTP_URL")
+		if p.smtpURL == "" {
+			return nil, usagef("SMTP_URL", "required with --sender smtp: smtp://[user:pass@]host:port or smtps://...")
+		}
+		u, _ := url.Parse(p.smtpURL)
+		if u == nil || (u.Scheme != "smtp" && u.Scheme != "smtps") {
+			return nil, usagef("SMTP_URL", "scheme must be smtp:// or smtps://")
+		}
+		if err := checkRemote("SMTP_URL", p.smtpURL); err != nil {
+			return nil, err
+		}
+	case "http":
+		p.httpURL = e.getenv("SCAN_HTTP_URL")
+		if p.httpURL == "" {
+			return nil, usagef("SCAN_HTTP_URL", "required with --sender http: the endpoint that receives one JSON POST per notice")
+		}
+		u, _ := url.Parse(p.httpURL)
+		if u == nil || (u.Scheme != "http" && u.Scheme != "https") {
+			return nil, usagef("SCAN_HTTP_URL", "scheme must be http:// or https://")
+		}
+		if err := checkRemote("SCAN_HTTP_URL", p.httpURL); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, usagef("SCAN_SENDER", "%q is not one of outbox, smtp, http", p.senderName)
+	}
+	p.renderer, err = send.NewRenderer(send.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL})
+	if err != nil {
+		return nil, usagef("config", "%v", err)
+	}
+	return p, nil
+}
+
+func (p *preparedPass) newSender() (send.Sender, error) {
+	switch p.senderName {
+	case "smtp":
+		return send.NewSMTP(send.SMTPConfig{URL: p.smtpURL, Pool: p.concurrency})
+	case "http":
+		return send.NewHTTP(send.HTTPConfig{URL: p.httpURL})
+	default:
+		if err := os.MkdirAll(p.outboxDir, 0o755); err != nil {
+			return nil, fmt.Errorf("outbox %s: %w", p.outboxDir, err)
+		}
+		return send.NewOutbox(p.outboxDir)
+	}
+}
+
+func cmdKey(e *env, args []string) error {
+	fs := newFlags(e, "key", "--subscription ID --period-start YYYY-MM-DD --kind KIND [--revision N]")
+	sub := fs.String("subscription", "", "subscription id")
+	period := fs.String("period-start", "", "billing period start, YYYY-MM-DD")
+	kind := fs.String("kind", "", "notice kind")
+	rev := fs.Int("revision", 0, "notice revision")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	sec, err := secret(e)
+	if err != nil {
+		return err
+	}
+	if *sub == "" {
+		return usagef("--subscription", "required")
+	}
+	ps, err := time.Parse(notice.DateLayout, *period)
+	if err != nil {
+		return usagef("--period-start", "%q is not a date YYYY-MM-DD", *period)
+	}
+	if err := notice.ValidateKind(*kind); err != nil {
+		return usagef("--kind", "%v", err)
+	}
+	if *rev < 0 {
+		return usagef("--revision", "must be 0 or more")
+	}
+	k, err := notice.NewKeyer(sec)
+	if err != nil {
+		return usagef("NOTICE_KEY_SECRET", "%v", err)
+	}
+	_, err = fmt.Fprintln(e.stdout, k.Key(notice.Tuple{SubscriptionID: *sub, PeriodStart: ps, Kind: *kind, Revision: *rev}))
+	return err
+}
+
+func cmdLookup(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "lookup", "SUBSCRIPTION_ID [--json]")
+	asJSON := fs.Bool("json", false, "JSON lines instead of a table")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("SUBSCRIPTION_ID", "exactly one subscription id is required")
+	}
+	registerSecrets(e)
+	db, err := openDB(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rows, err := ledger.BySubscription(ctx, db, pos[0])
+	if err != nil {
+		return err
+	}
+	return printRows(e, rows, *asJSON || !isTerminal(e.stdout), "no ledger rows for that subscription: no notice was claimed or sent")
+}
+
+var errNotImplemented = errors.New("not implemented yet")

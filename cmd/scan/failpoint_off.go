@@ -1,0 +1,8 @@
+//go:build !failpoint
+
+package main
+
+import "github.com/example/scan/internal/scan"
+
+// failpointHooks is empty in normal builds; see failpoint_on.go.
+func failpointHooks() scan.Hooks { return scan.Hooks{} }

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mattn/go-isatty"
+
+	"github.com/example/scan/internal/backfill"
+	"github.com/example/scan/internal/ledger"
+	"github.com/example/scan/internal/notice"
+	"github.com/example/scan/internal/policy"
+	"github.com/example/scan/internal/reconcile"
+	"github.com/example/scan/internal/send"
+)
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}
+
+// printRows writes ledger rows as JSON lines, or as a table on a terminal.
+func printRows(e *env, rows []ledger.Row, asJSON bool, empty string) error {
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		for _, r := range rows {
+			out := struct {
+				ledger.Row
+				PeriodStart string `json:"period_start"`
+			}{r, r.Period()}
+			if err := enc.Encode(out); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(e.stdout, empty)
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tSUBSCRIPTION\tKIND\tPERIOD\tREV\tSTATE\tCLAIMED\tSENT\tATTEMPTS\tLAST ERROR")
+	for _, r := range rows {
+		sent := "-"
+		if r.SentAt != nil {
+			sent = r.SentAt.UTC().Format(time.RFC3339)
+		}
+		lastErr := "-"
+		if r.LastError != nil {
+			lastErr = *r.LastError
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\n", r.NoticeKey[:12], r.SubscriptionID, r.Kind, r.Period(), r.Revision,
+			r.State, r.ClaimedAt.UTC().Format(time.RFC3339), sent, r.Attempts, lastErr)
+	}
+	return tw.Flush()
+}
+
+func cmdQuarantine(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "quarantine", "[--older-than 15m] [--limit 500] [--json]")
+	older := fs.Duration("older-than", 15*time.Minute, "only claims older than this")
+	limit := fs.Int("limit", 500, "at most this many rows")
+	asJSON := fs.Bool("json", false, "JSON lines even on a terminal")
+	if pos, err := parse(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("arguments", "quarantine takes no arguments")
+	}
+	if *older < 0 {
+		return usagef("--older-than", "must not be negative")
+	}
+	if *limit < 1 {
+		return usagef("--limit", "must be at least 1")
+	}
+	registerSecrets(e)
+	db, err := openDB(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rows, err := ledger.Quarantine(ctx, db, time.Now().Add(-*older), *limit)
+	if err != nil {
+		return err
+	}
+	return printRows(e, rows, *asJSON || !isTerminal(e.stdout), "quarantine is empty: every claim has a recorded outcome")
+}
+
+func cmdResolve(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "resolve", "KEY --sent|--not-sent|--retry --reason TEXT [--by NAME]")
+	sent := fs.Bool("sent", false, "the notice went out (evidence outside the provider's events)")
+	notSent := fs.Bool("not-sent", false, "the notice certainly did not go out: make it retry")
+	retry := fs.Bool("retry", false, "send it again in the next pass while its window is open (also for failed)")
+	reason := fs.String("reason", "", "why (required; recorded)")
+	by := fs.String("by", "", "who decides (default $USER)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || !notice.ValidKey(pos[0]) {
+		return usagef("KEY", "exactly one notice key (64 lower-case hex characters) is required")
+	}
+	n := 0
+	for _, b := range []bool{*sent, *notSent, *retry} {
+		if b {
+			n++
+		}
+	}
+	if n != 1 {
+		return usagef("decision", "give exactly one of --sent, --not-sent, --retry")
+	}
+	if strings.TrimSpace(*reason) == "" {
+		return usagef("--reason", "required: say why, it is recorded with the decision")
+	}
+	who := *by
+	if who == "" {
+		who = e.getenv("USER")
+	}
+	if who == "" {
+		return usagef("--by", "required when $USER is not set")
+	}
+	d := ledger.Decision{Key: pos[0], By: who, Reason: *reason, At: time.Now().UTC()}
+	switch {
+	case *sent:
+		d.To, d.From = ledger.Sent, []ledger.State{ledger.Claimed, ledger.Retry, ledger.Failed}
+	case *notSent:
+		d.To, d.From = ledger.Retry, []ledger.State{ledger.Claimed}
+	case *retry:
+		d.To, d.From = ledger.Retry, []ledger.State{ledger.Claimed, ledger.Failed}
+	}
+	registerSecrets(e)
+	db, err := openDB(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	from, err := ledger.Resolve(ctx, db, d)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return usagef("KEY", "no ledger row has key %s", pos[0][:12])
+	}
+	if errors.Is(err, ledger.ErrStateChanged) {
+		return usagef("KEY", "%v; allowed from %v", err, d.From)
+	}
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(e.stdout).Encode(map[string]any{"notice_key": pos[0], "from": from, "to": d.To, "by": who, "reason": *reason, "at": d.At})
+}
+
+func cmdReconcile(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "reconcile", "--events FILE|-")
+	events := fs.String("events", "", "provider events as JSON lines (message_id, event); - for stdin")
+	by := fs.String("by", "reconcile", "recorded as the author of each change")
+	if pos, err := parse(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("arguments", "reconcile takes no arguments; use --events FILE")
+	}
+	if *events == "" {
+		return usagef("--events", "required: a file of JSON lines, or - for stdin")
+	}
+	var in io.Reader = e.stdin
+	if *events != "-" {
+		f, err := os.Open(*events)
+		if err != nil {
+			return usagef("--events", "%v", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	registerSecrets(e)
+	db, err := openDB(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	out := json.NewEncoder(e.stdout)
+	var batch []ledger.Settlement
+	var total ledger.SettleResult
+	settled := 0
+	flush := func() error {
+		res, err := ledger.Settle(ctx, db, *by, time.Now().UTC(), batch)
+		if err != nil {
+			return err
+		}
+		for _, c := range res.Changed {
+			if err := out.Encode(c); err != nil {
+				return err
+			}
+		}
+		total.Unknown += res.Unknown
+		total.Unchanged += res.Unchanged
+		settled += len(res.Changed)
+		batch = batch[:0]
+		return nil
+	}
+	st, err := reconcile.Read(in, func(s ledger.Settlement) error {
+		batch = append(batch, s)
+		if len(batch) >= 1000 {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return err
+	}
+	for _, p := range st.Problems {
+		fmt.Fprintf(e.stderr, "scan reconcile: line %d skipped: %s\n", p.Line, p.Reason)
+	}
+	return out.Encode(map[string]any{
+		"lines": st.Lines, "settled": settled, "unknown_message_id": total.Unknown, "already_settled": total.Unchanged,
+		"malformed": st.Malformed, "oversized": st.Oversized, "irrelevant": st.Irrelevant,
+	})
+}
+
+func cmdBackfill(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "backfill", "--from FILE.csv")
+	from := fs.String("from", "", "CSV: subscription_id,period_start,kind,revision,sent_at")
+	if pos, err := parse(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("arguments", "backfill takes no arguments; use --from FILE.csv")
+	}
+	if *from == "" {
+		return usagef("--from", "required: a CSV file (subscription_id,period_start,kind,revision,sent_at)")
+	}
+	sec, err := secret(e)
+	if err != nil {
+		return err
+	}
+	pol, err := policy.Load(e.getenv("SCAN_CONFIG"))
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(*from)
+	if err != nil {
+		return usagef("--from", "%v", err)
+	}
+	defer f.Close()
+	recs, err := backfill.Read(f)
+	if err != nil {
+		return usagef("--from", "%s: %v; nothing was written", *from, err)
+	}
+	k, _ := notice.NewKeyer(sec)
+	bs := make([]ledger.Backfilled, len(recs))
+	for i, r := range recs {
+		key := k.Key(notice.Tuple{SubscriptionID: r.SubscriptionID, PeriodStart: r.PeriodStart, Kind: r.Kind, Revision: r.Revision})
+		bs[i] = ledger.Backfilled{Key: key, SubscriptionID: r.SubscriptionID, Kind: r.Kind, PeriodStart: r.PeriodStart,
+			Revision: r.Revision, SentAt: r.SentAt, MessageID: strings.Trim(send.MessageID(key, pol.MessageIDDomain), "<>")}
+	}
+	registerSecrets(e)
+	db, err := openDB(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	n, err := ledger.Backfill(ctx, db, "backfill-"+newRunID(time.Now()), bs)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(e.stdout).Encode(map[string]int{"lines": len(recs), "inserted": n, "already_in_ledger": len(recs) - n})
+}

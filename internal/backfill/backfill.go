@@ -1,0 +1,101 @@
+// Package backfill reads the notices an earlier system already sent (a CSV
+// of subscription_id,period_start,kind,revision,sent_at) so they can enter
+// the ledger as sent before the first enforced pass. A file is validated
+// whole before anything is written: one bad line rejects the file, named
+// by its line number.
+package backfill
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/example/scan/internal/notice"
+)
+
+// Header is the expected first line (optional in the file).
+var Header = []string{"subscription_id", "period_start", "kind", "revision", "sent_at"}
+
+// MaxRows bounds one file; split larger imports.
+const MaxRows = 5_000_000
+
+// Record is one line of the file.
+type Record struct {
+	Line           int
+	SubscriptionID string
+	PeriodStart    time.Time
+	Kind           string
+	Revision       int
+	SentAt         time.Time
+}
+
+// LineError is a line that failed validation.
+type LineError struct {
+	Line int
+	Msg  string
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+
+// Read parses and validates every line of r. It returns a *LineError for
+// the first bad line; then nothing should be written.
+func Read(r io.Reader) ([]Record, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	var out []Record
+	seen := map[string]int{}
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		line, _ := cr.FieldPos(0)
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				return nil, &LineError{pe.Line, pe.Err.Error()}
+			}
+			return nil, fmt.Errorf("read backfill: %w", err)
+		}
+		if line == 1 && strings.EqualFold(strings.TrimSpace(rec[0]), Header[0]) {
+			continue
+		}
+		if len(rec) != len(Header) {
+			return nil, &LineError{line, fmt.Sprintf("want %d fields (%s), got %d", len(Header), strings.Join(Header, ","), len(rec))}
+		}
+		if len(out) >= MaxRows {
+			return nil, &LineError{line, fmt.Sprintf("more than %d rows; split the file", MaxRows)}
+		}
+		x := Record{Line: line, SubscriptionID: strings.TrimSpace(rec[0]), Kind: strings.TrimSpace(rec[2])}
+		if x.SubscriptionID == "" || len(x.SubscriptionID) > notice.MaxSubscriptionIDLen {
+			return nil, &LineError{line, "subscription_id must be 1 to 255 bytes"}
+		}
+		if x.PeriodStart, err = time.Parse(notice.DateLayout, strings.TrimSpace(rec[1])); err != nil {
+			return nil, &LineError{line, fmt.Sprintf("period_start %q is not YYYY-MM-DD", rec[1])}
+		}
+		if err := notice.ValidateKind(x.Kind); err != nil {
+			return nil, &LineError{line, "kind: " + err.Error()}
+		}
+		rv := strings.TrimSpace(rec[3])
+		if rv == "" {
+			rv = "0"
+		}
+		if x.Revision, err = strconv.Atoi(rv); err != nil || x.Revision < 0 {
+			return nil, &LineError{line, fmt.Sprintf("revision %q is not a whole number >= 0", rec[3])}
+		}
+		if x.SentAt, err = time.Parse(time.RFC3339, strings.TrimSpace(rec[4])); err != nil {
+			return nil, &LineError{line, fmt.Sprintf("sent_at %q is not RFC3339 (2026-10-01T09:00:00Z)", rec[4])}
+		}
+		tuple := x.SubscriptionID + "|" + x.PeriodStart.Format(notice.DateLayout) + "|" + x.Kind + "|" + strconv.Itoa(x.Revision)
+		if first, dup := seen[tuple]; dup {
+			return nil, &LineError{line, fmt.Sprintf("same notice as line %d", first)}
+		}
+		seen[tuple] = line
+		out = append(out, x)
+	}
+}

@@ -1,0 +1,140 @@
+// Package reconcile reads provider events (JSON lines) and turns them into
+// evidence about quarantined claims: an event that proves the provider
+// accepted a message settles its claim as sent; an explicit rejection
+// settles it as retry. It reads any size of file in bounded memory and
+// never stops for one bad line.
+package reconcile
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/example/scan/internal/ledger"
+)
+
+// MaxLine is the longest event line accepted, in bytes; a longer line is
+// rejected (with its line number) and skipped.
+const MaxLine = 1 << 20
+
+// Event is one provider event. Only MessageID and Event are required.
+type Event struct {
+	MessageID string    `json:"message_id"`
+	Event     string    `json:"event"`
+	Timestamp time.Time `json:"timestamp"`
+}
+
+// Settles reports what a provider event proves about its claim: Sent for
+// events that can only follow acceptance, Retry for an explicit rejection
+// before acceptance, and "" for events that prove nothing.
+func Settles(event string) ledger.State {
+	switch strings.ToLower(strings.TrimSpace(event)) {
+	case "accepted", "delivered", "deferred", "bounced", "bounce", "complained", "complaint", "opened", "open", "clicked", "sent", "processed":
+		return ledger.Sent
+	case "rejected", "dropped":
+		return ledger.Retry
+	}
+	return ""
+}
+
+// Problem is one line that could not be used.
+type Problem struct {
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
+}
+
+// Stats counts what the reader saw.
+type Stats struct {
+	Lines      int       `json:"lines"`
+	Malformed  int       `json:"malformed"`
+	Oversized  int       `json:"oversized"`
+	Irrelevant int       `json:"irrelevant"` // events that prove nothing
+	Problems   []Problem `json:"problems,omitempty"`
+}
+
+const maxProblems = 100
+
+func (s *Stats) problem(line int, reason string) {
+	if len(s.Problems) < maxProblems {
+		s.Problems = append(s.Problems, Problem{line, reason})
+	}
+}
+
+// Read calls fn with each usable settlement in r, in order. Malformed,
+// oversized and irrelevant lines are counted, never fatal; only a read
+// error or an error from fn stops it. Memory stays bounded by MaxLine
+// whatever the size of r.
+func Read(r io.Reader, fn func(ledger.Settlement) error) (Stats, error) {
+	var st Stats
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	for n := 1; ; n++ {
+		var tooLong bool
+		line, tooLong, err := readLine(br, line[:0])
+		if err == io.EOF && len(line) == 0 && !tooLong {
+			return st, nil
+		}
+		if err != nil && err != io.EOF {
+			return st, fmt.Errorf("read events: line %d: %w", n, err)
+		}
+		st.Lines++
+		switch {
+		case tooLong:
+			st.Oversized++
+			st.problem(n, fmt.Sprintf("line longer than %d bytes", MaxLine))
+		case len(bytes.TrimSpace(line)) == 0:
+			st.Lines--
+		default:
+			var ev Event
+			if jerr := json.Unmarshal(line, &ev); jerr != nil {
+				st.Malformed++
+				st.problem(n, "not a JSON object")
+				break
+			}
+			id := ledger.TrimMessageID(ev.MessageID)
+			if id == "" || ev.Event == "" {
+				st.Malformed++
+				st.problem(n, "message_id and event are required")
+				break
+			}
+			to := Settles(ev.Event)
+			if to == "" {
+				st.Irrelevant++
+				break
+			}
+			if ferr := fn(ledger.Settlement{MessageID: id, To: to, Event: strings.ToLower(ev.Event), At: ev.Timestamp}); ferr != nil {
+				return st, ferr
+			}
+		}
+		if err == io.EOF {
+			return st, nil
+		}
+	}
+}
+
+// readLine reads one line into buf, up to MaxLine bytes; the rest of a
+// longer line is discarded and tooLong is set.
+func readLine(br *bufio.Reader, buf []byte) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, isPrefix, err := br.ReadLine()
+		if err != nil {
+			return buf, tooLong, err
+		}
+		if !tooLong {
+			if len(buf)+len(chunk) > MaxLine {
+				tooLong = true
+				buf = buf[:0]
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		if !isPrefix {
+			return buf, tooLong, nil
+		}
+	}
+}

@@ -1,0 +1,154 @@
+package scan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/rs/zerolog"
+
+	"github.com/example/scan/internal/ledger"
+	"github.com/example/scan/internal/notice"
+	"github.com/example/scan/internal/send"
+)
+
+// Outcome batching: at most recordBatch outcomes per statement (the
+// planner keeps an index scan up to about 1k keys), and none waits longer
+// than recordEvery before its commit.
+const (
+	recordBatch    = 1000
+	recordEvery    = 200 * time.Millisecond
+	recordAttempts = 4
+	recordTimeout  = 30 * time.Second
+)
+
+// recorder commits the outcomes of the pass's sends in batches.
+type recorder struct {
+	db     *sqlx.DB
+	runID  string
+	clock  func() time.Time
+	log    zerolog.Logger
+	hooks  Hooks
+	c      *counters
+	cancel context.CancelCauseFunc
+
+	buf     []ledger.Outcome
+	pending []pendingMeta
+	failed  error
+}
+
+type pendingMeta struct {
+	domain  string
+	claimed time.Time
+	waited  time.Duration
+	state   ledger.State
+}
+
+// run consumes results until the channel closes. Outcomes are written even
+// after ctx is cancelled (a shutdown still records what happened); if the
+// database refuses them, the pass is cancelled and the claims concerned stay
+// in quarantine.
+func (r *recorder) run(ctx context.Context, results <-chan send.Result) error {
+	wctx := context.WithoutCancel(ctx)
+	tick := time.NewTicker(recordEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case res, ok := <-results:
+			if !ok {
+				r.flush(wctx)
+				return r.failed
+			}
+			r.add(res)
+			if len(r.buf) >= recordBatch {
+				r.flush(wctx)
+			}
+		case <-tick.C:
+			r.flush(wctx)
+		}
+	}
+}
+
+func (r *recorder) add(res send.Result) {
+	o := ledger.Outcome{Key: res.Notice.Key, Attempts: res.Attempts}
+	class := send.Classify(res.Err)
+	switch class {
+	case 0:
+		if h := r.hooks.AfterAccepted; h != nil {
+			h(res.Notice.Key)
+		}
+		o.State, o.SentAt, o.ProviderID = ledger.Sent, res.Done, res.Receipt.ProviderID
+		r.c.add(func(x *Summary) { x.Sent++ })
+	case send.Transient:
+		o.State, o.Error = ledger.Retry, res.Err.Error()
+		r.c.add(func(x *Summary) { x.Retry++ })
+	case send.Permanent:
+		o.State, o.Error = ledger.Failed, res.Err.Error()
+		r.c.add(func(x *Summary) { x.Failed++ })
+	default:
+		// Unknown: the provider may have the message. The claim stays in
+		// quarantine until evidence (reconcile) or an operator settles it.
+		o.State, o.Error = ledger.Claimed, res.Err.Error()
+		r.c.add(func(x *Summary) { x.Ambiguous++ })
+	}
+	ev := r.log.Debug()
+	if o.State != ledger.Sent {
+		ev = r.log.Info()
+	}
+	ev.Str("key", notice.Short(o.Key)).Str("domain", res.Notice.Domain).Str("outcome", string(o.State)).
+		Int("attempts", res.Attempts).Str("error", o.Error).Msg("notice outcome")
+	r.buf = append(r.buf, o)
+	r.pending = append(r.pending, pendingMeta{domain: res.Notice.Domain, claimed: res.Notice.ClaimedAt, waited: res.Waited, state: o.State})
+}
+
+func (r *recorder) flush(ctx context.Context) {
+	if len(r.buf) == 0 {
+		return
+	}
+	defer func() { r.buf, r.pending = r.buf[:0], r.pending[:0] }()
+	if r.failed != nil {
+		r.logUnrecorded()
+		return
+	}
+	var err error
+	for attempt := 1; attempt <= recordAttempts; attempt++ {
+		wctx, cancel := context.WithTimeout(ctx, recordTimeout)
+		_, err = ledger.RecordOutcomes(wctx, r.db, r.runID, r.clock(), r.buf)
+		cancel()
+		if err == nil {
+			break
+		}
+		r.log.Warn().Err(err).Int("attempt", attempt).Msg("recording outcomes failed; retrying")
+		if attempt < recordAttempts {
+			<-time.After(time.Duration(attempt) * 500 * time.Millisecond)
+		}
+	}
+	if err != nil {
+		r.failed = fmt.Errorf("record outcomes: %w", err)
+		r.cancel(r.failed)
+		r.logUnrecorded()
+		return
+	}
+	now := r.clock()
+	if h := r.hooks.Outcome; h != nil {
+		for _, m := range r.pending {
+			h(m.state, m.domain, now.Sub(m.claimed), m.waited)
+		}
+	}
+	if h := r.hooks.AfterOutcomeCommit; h != nil {
+		h(len(r.buf))
+	}
+}
+
+// logUnrecorded names (by key prefix) the outcomes the ledger never got:
+// those claims stay in quarantine.
+func (r *recorder) logUnrecorded() {
+	for _, o := range r.buf {
+		r.log.Error().Str("key", notice.Short(o.Key)).Str("outcome", string(o.State)).
+			Msg("outcome not recorded; the claim stays in quarantine (settle it with `scan resolve`)")
+	}
+}
+
+var _ = errors.Is

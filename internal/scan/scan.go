@@ -1,0 +1,323 @@
+// Package scan runs one pass of the notice job: it captures now once,
+// selects the subscriptions whose notice window is open, claims their keys
+// in the ledger (committing each batch's claim before anything of that
+// batch leaves the process), sends only what this pass newly claimed
+// through the per-domain buckets of package send, and records each
+// outcome. Notices whose window closed with no claim are recorded missed.
+//
+// A Scanner is built once per pass with New and is not safe for
+// concurrent use; concurrent passes (several processes, or several
+// Scanners) are safe with each other because the ledger's unique indexes
+// decide every claim.
+package scan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/rs/zerolog"
+
+	"github.com/example/scan/internal/address"
+	"github.com/example/scan/internal/ledger"
+	"github.com/example/scan/internal/notice"
+	"github.com/example/scan/internal/policy"
+	"github.com/example/scan/internal/send"
+)
+
+// Errors a pass returns; the command maps them to exit codes.
+var (
+	// ErrMaxMint: the pass would mint more keys than --max-mint allows.
+	// Nothing was claimed or sent.
+	ErrMaxMint = errors.New("refused by --max-mint")
+)
+
+// ConfigError is a problem with the pass's configuration or its source
+// relation, found before anything was written. Field names the setting.
+type ConfigError struct {
+	Field string
+	Msg   string
+}
+
+func (e *ConfigError) Error() string { return e.Field + ": " + e.Msg }
+
+// Hooks are called at the pass's boundaries. They exist for tests (fail
+// points that crash the process there) and for metrics; nil hooks are
+// skipped. They run on the pass's goroutines and must be quick.
+type Hooks struct {
+	// AfterClaimCommit runs after a batch's claim committed and before any
+	// notice of it is handed to a sender.
+	AfterClaimCommit func(n int)
+	// AfterAccepted runs when a provider accepted a notice, before the
+	// outcome is written.
+	AfterAccepted func(key string)
+	// AfterOutcomeCommit runs after a batch of outcomes committed.
+	AfterOutcomeCommit func(n int)
+	// Outcome runs for every outcome recorded, with the claim-to-commit
+	// latency and the time the notice waited on rate limits.
+	Outcome func(state ledger.State, domain string, claimToCommit, waited time.Duration)
+}
+
+// Config configures one pass. Zero values take the documented defaults.
+type Config struct {
+	Policy     *policy.Policy // required
+	Secret     []byte         // NOTICE_KEY_SECRET, at least 32 bytes; required
+	Source     string         // relation name; default "subscriptions"
+	RunID      string         // required; recorded on every row this pass writes
+	Now        time.Time      // the pass's instant; required
+	MaxMint    int            // refuse when more than this many would be minted; <0 (default -1 via New's caller) means no limit
+	Shard      int            // this pass's shard, 0 <= Shard < Shards
+	Shards     int            // number of shards; default 1
+	BatchSize  int            // rows per claim statement; default 1000
+	RedirectTo string         // deliver every notice here instead (staging); recorded in the ledger
+	Retry      send.RetryPolicy
+	// Clock measures durations (claim-to-commit latency, pass duration);
+	// default the system clock. It never decides windows: Now does.
+	Clock func() time.Time
+	Hooks Hooks
+}
+
+// Summary is the JSON line a completed pass prints.
+type Summary struct {
+	RunID      string `json:"run_id"`
+	Eligible   int    `json:"eligible"`
+	Invalid    int    `json:"invalid"`
+	Minted     int    `json:"minted"`
+	Retried    int    `json:"retried"`
+	Suppressed int    `json:"suppressed"`
+	Sent       int    `json:"sent"`
+	Retry      int    `json:"retry"`
+	Failed     int    `json:"failed"`
+	Ambiguous  int    `json:"ambiguous"`
+	Missed     int    `json:"missed"`
+	DurationMS int64  `json:"duration_ms"`
+	// Quarantine is the number of claims, from any earlier run, that still
+	// have no recorded outcome; QuarantineSince the oldest of them.
+	Quarantine      int        `json:"quarantine"`
+	QuarantineSince *time.Time `json:"quarantine_since,omitempty"`
+	// KeyMismatch is set when NOTICE_KEY_SECRET no longer derives the keys
+	// in the ledger (a changed or rotated secret).
+	KeyMismatch bool `json:"key_mismatch,omitempty"`
+}
+
+// DryRunSummary is what --dry-run prints: what a pass would do now.
+type DryRunSummary struct {
+	Eligible       int `json:"eligible"`
+	Invalid        int `json:"invalid"`
+	WouldMint      int `json:"would_mint"`
+	AlreadyClaimed int `json:"already_claimed"`
+	WouldMiss      int `json:"would_miss"`
+}
+
+// Scanner runs passes against one database.
+type Scanner struct {
+	db       *sqlx.DB
+	sender   send.Sender
+	renderer *send.Renderer
+	log      zerolog.Logger
+	cfg      Config
+	keyer    *notice.Keyer
+	src      *source
+	sels     [][]selection // per kind: default group then overrides
+}
+
+// New validates cfg, checks the source relation's columns and returns a
+// Scanner. A *ConfigError means nothing can run and nothing was written.
+func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Renderer, log zerolog.Logger, cfg Config) (*Scanner, error) {
+	if cfg.Policy == nil {
+		return nil, &ConfigError{"policy", "required"}
+	}
+	keyer, err := notice.NewKeyer(cfg.Secret)
+	if err != nil {
+		return nil, &ConfigError{"NOTICE_KEY_SECRET", err.Error()}
+	}
+	if cfg.RunID == "" {
+		return nil, &ConfigError{"run_id", "required"}
+	}
+	if cfg.Now.IsZero() {
+		return nil, &ConfigError{"now", "required"}
+	}
+	if cfg.Source == "" {
+		cfg.Source = "subscriptions"
+	}
+	if cfg.Shards == 0 {
+		cfg.Shards = 1
+	}
+	if cfg.Shards < 1 || cfg.Shard < 0 || cfg.Shard >= cfg.Shards {
+		return nil, &ConfigError{"shard", fmt.Sprintf("%d/%d is not a shard: need 0 <= I < N", cfg.Shard, cfg.Shards)}
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 1000
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.RedirectTo != "" {
+		if _, err := address.Parse(cfg.RedirectTo); err != nil {
+			return nil, &ConfigError{"SCAN_REDIRECT_TO", "not a valid address"}
+		}
+	}
+	rel, err := QuoteSource(cfg.Source)
+	if err != nil {
+		return nil, &ConfigError{"source", err.Error()}
+	}
+	s := &Scanner{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer}
+	s.src = &source{rel: rel, shard: cfg.Shard, shards: cfg.Shards}
+	if err := s.probeSource(ctx); err != nil {
+		return nil, err
+	}
+	for i, k := range cfg.Policy.Notices {
+		def := k.Default()
+		group := []selection{{kind: k.Kind, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: i == 0}}
+		for _, j := range k.Overrides() {
+			w := k.ByJurisdiction[j]
+			group = append(group, selection{kind: k.Kind, open: time.Duration(w.OpenBefore), close: time.Duration(w.CloseBefore), jurisdiction: j})
+		}
+		s.sels = append(s.sels, group)
+	}
+	return s, nil
+}
+
+func (s *Scanner) probeSource(ctx context.Context) error {
+	rows, err := s.db.QueryxContext(ctx, fmt.Sprintf(SourceColumnsProbe, s.src.rel))
+	if err != nil {
+		if isUndefined(err) {
+			return &ConfigError{"source", fmt.Sprintf("relation %s does not exist or is not readable: %v", s.src.rel, err)}
+		}
+		return fmt.Errorf("probe source: %w", err)
+	}
+	cols, err := rows.Columns()
+	rows.Close()
+	if err != nil {
+		return fmt.Errorf("probe source: %w", err)
+	}
+	have := map[string]bool{}
+	for _, c := range cols {
+		have[c] = true
+	}
+	for _, c := range RequiredColumns {
+		if !have[c] {
+			return &ConfigError{"source", fmt.Sprintf("relation %s has no column %q (required: %s)", s.src.rel, c, strings.Join(RequiredColumns, ", "))}
+		}
+	}
+	s.src.optional = map[string]bool{}
+	for _, c := range OptionalColumns {
+		s.src.optional[c] = have[c]
+	}
+	return nil
+}
+
+// due is one valid due notice, ready to claim.
+type due struct {
+	claim ledger.Claim
+	n     send.Notice
+}
+
+// validate turns a source row into a due notice, or returns a reason the
+// row is invalid (never containing the address).
+func (s *Scanner) validate(r sourceRow, kind string, w policy.Window) (due, string) {
+	if r.ID == "" {
+		return due{}, "empty subscription id"
+	}
+	if len(r.ID) > notice.MaxSubscriptionIDLen {
+		return due{}, "subscription id over 255 bytes"
+	}
+	if r.RenewsAt == nil {
+		return due{}, "renews_at is NULL"
+	}
+	if r.PeriodStart == nil {
+		return due{}, "period_start is NULL"
+	}
+	if r.Revision < 0 {
+		return due{}, "notice_revision is negative"
+	}
+	j := deref(r.Jurisdiction)
+	if j != "" && s.cfg.Policy.UnknownJurisdiction == policy.UnknownInvalid && !s.cfg.Policy.KnownJurisdiction(j) {
+		return due{}, "jurisdiction not in the policy"
+	}
+	if r.Email == nil || *r.Email == "" {
+		return due{}, "no email"
+	}
+	addr, err := address.Parse(*r.Email)
+	if err != nil {
+		return due{}, "email: " + err.Error()
+	}
+	name, plan := deref(r.Name), deref(r.Plan)
+	if address.HasCRLF(name) {
+		return due{}, "CR or LF in name"
+	}
+	if address.HasCRLF(plan) {
+		return due{}, "CR or LF in plan"
+	}
+	t := notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: kind, Revision: r.Revision}
+	key := deref(r.LedgerKey)
+	if key == "" {
+		key = s.keyer.Key(t)
+	}
+	to, domain := addr.Email, addr.Domain
+	if s.cfg.RedirectTo != "" {
+		to = s.cfg.RedirectTo // the original domain's bucket still applies
+	}
+	closes := r.RenewsAt.Add(-time.Duration(w.CloseBefore))
+	msgID := send.MessageID(key, s.cfg.Policy.MessageIDDomain)
+	return due{
+		claim: ledger.Claim{
+			Key: key, SubscriptionID: r.ID, Kind: kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
+			RenewsAt: *r.RenewsAt, WindowClosesAt: closes, Domain: domain,
+			MessageID: strings.Trim(msgID, "<>"), CancelToken: s.keyer.CancelToken(t),
+		},
+		n: send.Notice{
+			Key: key, SubscriptionID: r.ID, Kind: kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
+			RenewsAt: *r.RenewsAt, To: to, Domain: domain, Name: name, Plan: plan,
+		},
+	}, ""
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// counters are the pass's tallies; the recorder goroutine updates the
+// outcome half, so they are guarded.
+type counters struct {
+	mu sync.Mutex
+	Summary
+}
+
+func (c *counters) add(f func(s *Summary)) {
+	c.mu.Lock()
+	f(&c.Summary)
+	c.mu.Unlock()
+}
+
+func (c *counters) snapshot() Summary {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Summary
+}
+
+// invalidLog logs each invalid subscription once per pass.
+type invalidLog struct {
+	seen map[string]bool
+	log  zerolog.Logger
+}
+
+func (l *invalidLog) note(id, kind, reason string) bool {
+	k := id + "\x00" + kind
+	if l.seen[k] {
+		return false
+	}
+	l.seen[k] = true
+	if len(id) > 64 {
+		id = id[:64] + "..."
+	}
+	l.log.Warn().Str("subscription_id", id).Str("kind", kind).Str("reason", reason).Msg("invalid subscription row skipped; nothing claimed")
+	return true
+}

@@ -1,0 +1,215 @@
+package scan
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// The scan's source queries: the only SQL outside internal/ledger. They
+// read the subscriptions relation (a table or a view the operator names
+// with --source) and anti-join the ledger on the business tuple, so that
+// subscriptions already handled never leave the database.
+
+// RequiredColumns are the columns the source relation must have.
+var RequiredColumns = []string{"id", "email", "status", "renews_at", "period_start", "jurisdiction", "notice_revision"}
+
+// OptionalColumns are read when present (they reach the message).
+var OptionalColumns = []string{"name", "plan"}
+
+// QuoteSource quotes a relation name, optionally schema-qualified
+// ("billing.subscriptions"), as SQL identifiers. Every character is allowed
+// inside the quotes; a name with more than two parts or an empty part is
+// refused.
+func QuoteSource(name string) (string, error) {
+	parts := strings.Split(name, ".")
+	if len(parts) > 2 {
+		return "", fmt.Errorf("source %q: at most schema.relation", name)
+	}
+	for i, p := range parts {
+		if p == "" || strings.ContainsRune(p, 0) {
+			return "", fmt.Errorf("source %q: empty or invalid name", name)
+		}
+		parts[i] = pq.QuoteIdentifier(p)
+	}
+	return strings.Join(parts, "."), nil
+}
+
+// SourceColumnsProbe lists the columns of the source relation without
+// reading a row.
+const SourceColumnsProbe = `SELECT * FROM %s LIMIT 0`
+
+// sourceRow is one subscription as the source queries return it.
+type sourceRow struct {
+	ID           string     `db:"id"`
+	Email        *string    `db:"email"`
+	RenewsAt     *time.Time `db:"renews_at"`
+	PeriodStart  *time.Time `db:"period_start"`
+	Jurisdiction *string    `db:"jurisdiction"`
+	Revision     int        `db:"revision"`
+	Name         *string    `db:"name"`
+	Plan         *string    `db:"plan"`
+	LedgerKey    *string    `db:"notice_key"` // retry rows only
+}
+
+// selection is one window group of one kind: the default window (every
+// jurisdiction without an override) or one jurisdiction's override.
+type selection struct {
+	kind        string
+	open, close time.Duration
+	// jurisdiction: "" for the default group, which excludes overrides.
+	jurisdiction string
+	overrides    []string
+	// withNullTimes also returns active rows with NULL renews_at, so they
+	// are counted invalid (once per pass: only the first group asks).
+	withNullTimes bool
+}
+
+// source builds and runs the source queries for one relation.
+type source struct {
+	rel      string // quoted
+	optional map[string]bool
+	shard    int
+	shards   int
+}
+
+func (s *source) cols() string {
+	var b strings.Builder
+	b.WriteString(`s.id::text AS id, s.email::text AS email, s.renews_at, s.period_start::date AS period_start,
+       s.jurisdiction::text AS jurisdiction, COALESCE(s.notice_revision, 0)::int AS revision`)
+	for _, c := range OptionalColumns {
+		if s.optional[c] {
+			fmt.Fprintf(&b, ", s.%s::text AS %s", c, c)
+		} else {
+			fmt.Fprintf(&b, ", NULL::text AS %s", c)
+		}
+	}
+	return b.String()
+}
+
+// where appends the predicates every source query shares: active rows of
+// this group's jurisdictions and of this shard. Parameters start at $n.
+func (s *source) where(sel selection, args []any) (string, []any) {
+	var b strings.Builder
+	b.WriteString("s.status = 'active'")
+	if sel.jurisdiction != "" {
+		args = append(args, sel.jurisdiction)
+		fmt.Fprintf(&b, " AND s.jurisdiction = $%d", len(args))
+	} else if len(sel.overrides) > 0 {
+		args = append(args, pq.Array(sel.overrides))
+		fmt.Fprintf(&b, " AND (s.jurisdiction IS NULL OR s.jurisdiction <> ALL($%d::text[]))", len(args))
+	}
+	if s.shards > 1 {
+		// A stable partition: the first 32 bits of md5(id), modulo N. The
+		// same in every PostgreSQL version, unlike hashtext.
+		args = append(args, s.shards, s.shard)
+		fmt.Fprintf(&b, " AND mod(('x' || substr(md5(s.id::text), 1, 8))::bit(32)::bigint, $%d) = $%d", len(args)-1, len(args))
+	}
+	return b.String(), args
+}
+
+const notHandled = `NOT EXISTS (
+        SELECT 1 FROM notice_ledger l
+        WHERE l.subscription_id = s.id::text AND l.kind = $1
+          AND l.period_start = s.period_start::date
+          AND l.revision = COALESCE(s.notice_revision, 0))`
+
+// SubscriptionListOpen: active subscriptions of one group whose window is
+// open at now and that have no ledger row for this notice, in id order
+// after a cursor. The window renews_at-open <= now < renews_at-close is
+// passed as bounds on renews_at: $2 = now+close (exclusive), $3 = now+open.
+func (s *source) listOpen(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, after *string, limit int) ([]sourceRow, error) {
+	args := []any{sel.kind, now.Add(sel.close), now.Add(sel.open)}
+	where, args := s.where(sel, args)
+	window := "s.renews_at > $2 AND s.renews_at <= $3"
+	if sel.withNullTimes {
+		window = "((" + window + ") OR s.renews_at IS NULL)"
+	}
+	q := fmt.Sprintf(`SELECT %s
+FROM %s s
+WHERE %s
+  AND %s
+  AND %s`, s.cols(), s.rel, where, window, notHandled)
+	return s.page(ctx, db, q, args, after, limit)
+}
+
+// SubscriptionListClosed: active subscriptions of one group whose window
+// has closed while the charge is still ahead, with no ledger row: the
+// notices to record as missed.
+func (s *source) listClosed(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, after *string, limit int) ([]sourceRow, error) {
+	args := []any{sel.kind, now, now.Add(sel.close)}
+	where, args := s.where(sel, args)
+	q := fmt.Sprintf(`SELECT %s
+FROM %s s
+WHERE %s
+  AND s.renews_at > $2 AND s.renews_at <= $3
+  AND s.period_start IS NOT NULL
+  AND %s`, s.cols(), s.rel, where, notHandled)
+	return s.page(ctx, db, q, args, after, limit)
+}
+
+func (s *source) page(ctx context.Context, db sqlx.QueryerContext, q string, args []any, after *string, limit int) ([]sourceRow, error) {
+	if after != nil {
+		args = append(args, *after)
+		q += fmt.Sprintf("\n  AND s.id::text > $%d", len(args))
+	}
+	args = append(args, limit)
+	q += fmt.Sprintf("\nORDER BY s.id::text\nLIMIT $%d", len(args))
+	var rows []sourceRow
+	if err := sqlx.SelectContext(ctx, db, &rows, q, args...); err != nil {
+		return nil, fmt.Errorf("select subscriptions: %w", err)
+	}
+	return rows, nil
+}
+
+// SubscriptionListRetry: ledger rows of one kind in state retry whose
+// window has not closed, with their subscription's current row, in key
+// order after a cursor.
+func (s *source) listRetry(ctx context.Context, db sqlx.QueryerContext, kind string, now time.Time, after string, limit int) ([]sourceRow, error) {
+	args := []any{kind, now, after}
+	where, args := s.where(selection{}, args)
+	args = append(args, limit)
+	q := fmt.Sprintf(`SELECT %s, l.notice_key
+FROM notice_ledger l
+JOIN %s s ON s.id::text = l.subscription_id
+         AND s.period_start::date = l.period_start
+         AND COALESCE(s.notice_revision, 0) = l.revision
+WHERE l.state = 'retry' AND l.kind = $1
+  AND (l.window_closes_at IS NULL OR l.window_closes_at > $2)
+  AND l.notice_key > $3
+  AND %s
+ORDER BY l.notice_key
+LIMIT $%d`, s.cols(), s.rel, where, len(args))
+	var rows []sourceRow
+	if err := sqlx.SelectContext(ctx, db, &rows, q, args...); err != nil {
+		return nil, fmt.Errorf("select retries: %w", err)
+	}
+	return rows, nil
+}
+
+// SubscriptionCountHandled: due notices of one group that already have a
+// ledger row owned by another run (claimed, sent, failed or retried
+// elsewhere): the pass's "suppressed".
+func (s *source) countHandled(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, runID string) (int, error) {
+	args := []any{sel.kind, now.Add(sel.close), now.Add(sel.open), runID}
+	where, args := s.where(sel, args)
+	q := fmt.Sprintf(`SELECT count(*)
+FROM %s s
+WHERE %s
+  AND s.renews_at > $2 AND s.renews_at <= $3
+  AND EXISTS (
+        SELECT 1 FROM notice_ledger l
+        WHERE l.subscription_id = s.id::text AND l.kind = $1
+          AND l.period_start = s.period_start::date
+          AND l.revision = COALESCE(s.notice_revision, 0)
+          AND l.run_id <> $4)`, s.rel, where)
+	var n int
+	if err := sqlx.GetContext(ctx, db, &n, q, args...); err != nil {
+		return 0, fmt.Errorf("count handled: %w", err)
+	}
+	return n, nil
+}
