@@ -1,0 +1,47 @@
+# Run `make` (or `make help`) for the list of targets.
+#
+# Every target that needs PostgreSQL runs under tools/devpg, which starts a
+# throwaway server from the machine's own binaries (no Docker) unless
+# TEST_DATABASE_URL already names one. devpg is built to bin/devpg rather than
+# run with `go run`, which would turn every exit code into 1 and not relay
+# SIGTERM.
+
+GO       ?= go
+FUZZTIME ?= 30s
+DEVPG    := bin/devpg
+
+.DEFAULT_GOAL := help
+.PHONY: help build test demo bench lint fuzz clean FORCE
+
+help: ## show this list of targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-7s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build bin/scan
+	$(GO) build -o bin/scan ./cmd/scan
+
+$(DEVPG): FORCE
+	@$(GO) build -o $@ ./tools/devpg
+
+test: $(DEVPG) ## run every test, with -race, against a throwaway PostgreSQL
+	$(DEVPG) -- $(GO) test -race -count=1 ./...
+
+demo: $(DEVPG) ## migrate, seed 3000 subscriptions, run twice into a temp outbox
+	$(DEVPG) -- ./scripts/demo.sh
+
+bench: $(DEVPG) ## run the benchmarks against a durable (fsync on) PostgreSQL
+	$(DEVPG) -durable -- $(GO) test -run '^$$' -bench . -benchmem ./...
+
+lint: ## gofmt -l must list nothing, then go vet
+	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+fuzz: ## run every Fuzz target for FUZZTIME (default 30s) each
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' "$$pkg" | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) "$$pkg"; \
+	  done; \
+	done
+
+clean: ## remove bin/ and the default outbox/
+	rm -rf bin outbox

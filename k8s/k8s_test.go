@@ -1,0 +1,401 @@
+package k8s_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/example/scan/internal/policy"
+)
+
+// doc is one YAML document of a manifest file, decoded.
+type doc struct {
+	file string
+	obj  any // *batchv1.CronJob or *corev1.ConfigMap
+}
+
+var separator = regexp.MustCompile(`(?m)^---[ \t]*$`)
+
+// decodeStrict decodes one document into the API type of its kind, rejecting
+// unknown and duplicate fields. sigs.k8s.io/yaml's UnmarshalStrict matches
+// field names case-insensitively (encoding/json does), which the API server
+// does not: a second, case-sensitive pass with sigs.k8s.io/json (the
+// server's decoder) rejects "runAsNonroot" and the like.
+func decodeStrict(raw []byte) (any, error) {
+	obj, err := newObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := yaml.UnmarshalStrict(raw, obj); err != nil {
+		return nil, err
+	}
+	j, err := yaml.YAMLToJSONStrict(raw)
+	if err != nil {
+		return nil, err
+	}
+	again, _ := newObject(raw)
+	strictErrs, err := sigsjson.UnmarshalStrict(j, again)
+	if err != nil {
+		return nil, err
+	}
+	if len(strictErrs) > 0 {
+		return nil, errors.Join(strictErrs...)
+	}
+	return obj, nil
+}
+
+// newObject returns a new object of the API type of the document's kind.
+func newObject(raw []byte) (any, error) {
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(raw, &tm); err != nil {
+		return nil, err
+	}
+	var obj any
+	switch tm.APIVersion + " " + tm.Kind {
+	case "batch/v1 CronJob":
+		obj = &batchv1.CronJob{}
+	case "v1 ConfigMap":
+		obj = &corev1.ConfigMap{}
+	default:
+		return nil, &unknownKind{tm}
+	}
+	return obj, nil
+}
+
+type unknownKind struct{ tm metav1.TypeMeta }
+
+func (u *unknownKind) Error() string {
+	return "no test decodes " + u.tm.APIVersion + " " + u.tm.Kind + "; add it to decodeStrict"
+}
+
+// load decodes every document of every manifest in this directory.
+func load(t *testing.T) []doc {
+	t.Helper()
+	files, err := filepath.Glob("*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no manifests")
+	}
+	var docs []doc
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, raw := range separator.Split(string(b), -1) {
+			if isEmpty(raw) {
+				continue
+			}
+			obj, err := decodeStrict([]byte(raw))
+			if err != nil {
+				t.Fatalf("%s document %d: %v", f, i+1, err)
+			}
+			docs = append(docs, doc{file: f, obj: obj})
+		}
+	}
+	return docs
+}
+
+// isEmpty reports whether a document holds only comments and blank lines.
+func isEmpty(raw string) bool {
+	for _, line := range strings.Split(raw, "\n") {
+		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
+			return false
+		}
+	}
+	return true
+}
+
+func cronJobs(t *testing.T, docs []doc) map[string]*batchv1.CronJob {
+	out := map[string]*batchv1.CronJob{}
+	for _, d := range docs {
+		if cj, ok := d.obj.(*batchv1.CronJob); ok {
+			out[d.file] = cj
+		}
+	}
+	return out
+}
+
+func TestManifestsDecodeStrictly(t *testing.T) {
+	docs := load(t)
+	var files []string
+	for _, d := range docs {
+		if !slices.Contains(files, d.file) {
+			files = append(files, d.file)
+		}
+	}
+	for _, want := range []string{"configmap.yaml", "cronjob.yaml", "cronjob-indexed.yaml"} {
+		if !slices.Contains(files, want) {
+			t.Errorf("%s: no document decoded", want)
+		}
+	}
+
+	// The decoder really is strict: a misspelt field fails.
+	b, err := os.ReadFile("cronjob.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := bytes.Replace(b, []byte("concurrencyPolicy:"), []byte("concurencyPolicy:"), 1)
+	if _, err := decodeStrict(bad); err == nil {
+		t.Error("a misspelt field was accepted")
+	}
+	bad = bytes.Replace(b, []byte("readOnlyRootFilesystem: true"), []byte("readOnlyRootFilesystem: true\n                readOnlyRootFileSystem: true"), 1)
+	if _, err := decodeStrict(bad); err == nil {
+		t.Error("a field in the wrong case was accepted")
+	}
+	bad = bytes.Replace(b, []byte("runAsNonRoot: true"), []byte("runAsNonroot: true"), 1)
+	if _, err := decodeStrict(bad); err == nil {
+		t.Error("a field in the wrong case was accepted")
+	}
+	bad = bytes.Replace(b, []byte("concurrencyPolicy: Forbid"), []byte("concurrencyPolicy: Forbid\n  concurrencyPolicy: Allow"), 1)
+	if _, err := decodeStrict(bad); err == nil {
+		t.Error("a duplicate field was accepted")
+	}
+}
+
+func TestCronJobs(t *testing.T) {
+	jobs := cronJobs(t, load(t))
+	for file, wantArgs := range map[string][]string{
+		"cronjob.yaml":         {"run"},
+		"cronjob-indexed.yaml": {"run", "--shards", "4"},
+	} {
+		t.Run(file, func(t *testing.T) {
+			cj := jobs[file]
+			if cj == nil {
+				t.Fatalf("%s has no CronJob", file)
+			}
+			checkCronJob(t, cj, wantArgs, file == "cronjob-indexed.yaml")
+		})
+	}
+}
+
+func checkCronJob(t *testing.T, cj *batchv1.CronJob, wantArgs []string, indexed bool) {
+	t.Helper()
+	s := cj.Spec
+	if s.Schedule != "0 2 * * *" {
+		t.Errorf("schedule = %q", s.Schedule)
+	}
+	if s.TimeZone == nil || *s.TimeZone != "Etc/UTC" {
+		t.Errorf("timeZone = %v, want Etc/UTC", s.TimeZone)
+	}
+	if s.ConcurrencyPolicy != batchv1.ForbidConcurrent {
+		t.Errorf("concurrencyPolicy = %q", s.ConcurrencyPolicy)
+	}
+	// A start missed by more than a day would collide with the next one.
+	if d := s.StartingDeadlineSeconds; d == nil || *d <= 0 || *d >= 24*3600 {
+		t.Errorf("startingDeadlineSeconds = %v, want in (0, 86400)", d)
+	}
+	if h := s.SuccessfulJobsHistoryLimit; h == nil || *h < 1 {
+		t.Errorf("successfulJobsHistoryLimit = %v", h)
+	}
+	if h := s.FailedJobsHistoryLimit; h == nil || *h < 1 {
+		t.Errorf("failedJobsHistoryLimit = %v", h)
+	}
+
+	js := s.JobTemplate.Spec
+	if js.BackoffLimit == nil || *js.BackoffLimit < 1 {
+		t.Errorf("backoffLimit = %v, want retries (they are safe)", js.BackoffLimit)
+	}
+	if d := js.ActiveDeadlineSeconds; d == nil || *d <= 0 || *d >= 24*3600 {
+		t.Errorf("activeDeadlineSeconds = %v", d)
+	}
+	checkFailurePolicy(t, js.PodFailurePolicy)
+	if indexed {
+		if js.CompletionMode == nil || *js.CompletionMode != batchv1.IndexedCompletion {
+			t.Errorf("completionMode = %v, want Indexed", js.CompletionMode)
+		}
+		if js.Completions == nil || *js.Completions != 4 || js.Parallelism == nil || *js.Parallelism != 4 {
+			t.Errorf("completions = %v, parallelism = %v, want 4 and 4", js.Completions, js.Parallelism)
+		}
+		if js.BackoffLimitPerIndex == nil || *js.BackoffLimitPerIndex < 1 {
+			t.Errorf("backoffLimitPerIndex = %v", js.BackoffLimitPerIndex)
+		}
+	} else if js.CompletionMode != nil && *js.CompletionMode == batchv1.IndexedCompletion {
+		t.Errorf("completionMode = Indexed in the unsharded job")
+	}
+
+	pod := js.Template.Spec
+	if pod.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("restartPolicy = %q", pod.RestartPolicy)
+	}
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Errorf("automountServiceAccountToken should be false")
+	}
+	psc := pod.SecurityContext
+	if psc == nil || !isTrue(psc.RunAsNonRoot) || psc.RunAsUser == nil || *psc.RunAsUser != 65532 ||
+		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod securityContext = %+v", psc)
+	}
+
+	volumes := map[string]corev1.Volume{}
+	for _, v := range pod.Volumes {
+		volumes[v.Name] = v
+	}
+	if v := volumes["tmp"]; v.EmptyDir == nil {
+		t.Errorf("no emptyDir volume named tmp")
+	}
+	if v := volumes["config"]; v.ConfigMap == nil || v.ConfigMap.Name != "scan-policy" {
+		t.Errorf("volume config = %+v, want the scan-policy ConfigMap", v)
+	}
+
+	if len(pod.InitContainers) != 1 || pod.InitContainers[0].Name != "migrate" {
+		t.Fatalf("initContainers = %d, want one named migrate", len(pod.InitContainers))
+	}
+	migrate := pod.InitContainers[0]
+	if !slices.Equal(migrate.Args, []string{"migrate"}) {
+		t.Errorf("migrate args = %q", migrate.Args)
+	}
+	checkContainer(t, migrate)
+	checkSecretEnv(t, migrate, "DATABASE_URL", "database-url")
+
+	if len(pod.Containers) != 1 || pod.Containers[0].Name != "scan" {
+		t.Fatalf("containers = %d, want one named scan", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	if !slices.Equal(c.Args, wantArgs) {
+		t.Errorf("args = %q, want %q", c.Args, wantArgs)
+	}
+	if migrate.Image != c.Image || c.Image == "" {
+		t.Errorf("images %q and %q should be the same", migrate.Image, c.Image)
+	}
+	checkContainer(t, c)
+	checkSecretEnv(t, c, "DATABASE_URL", "database-url")
+	checkSecretEnv(t, c, "NOTICE_KEY_SECRET", "notice-key-secret")
+	checkSecretEnv(t, c, "SMTP_URL", "smtp-url")
+	for name, want := range map[string]string{
+		"SCAN_ENVIRONMENT": "production",
+		"SCAN_SENDER":      "smtp",
+		"SCAN_CONFIG":      "/etc/scan/policy.yaml",
+	} {
+		if e := env(c, name); e == nil || e.Value != want || e.ValueFrom != nil {
+			t.Errorf("env %s = %+v, want %q", name, e, want)
+		}
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m
+	}
+	if m := mounts["config"]; m.MountPath != "/etc/scan" || !m.ReadOnly {
+		t.Errorf("config mount = %+v, want /etc/scan read-only", m)
+	}
+	if m := mounts["tmp"]; m.MountPath != "/tmp" {
+		t.Errorf("tmp mount = %+v", m)
+	}
+}
+
+// checkFailurePolicy: exit codes 2 (usage) and 3 (--max-mint) fail the Job
+// instead of being retried.
+func checkFailurePolicy(t *testing.T, p *batchv1.PodFailurePolicy) {
+	t.Helper()
+	if p == nil {
+		t.Error("no podFailurePolicy")
+		return
+	}
+	for _, r := range p.Rules {
+		if r.Action == batchv1.PodFailurePolicyActionFailJob && r.OnExitCodes != nil &&
+			r.OnExitCodes.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn &&
+			slices.Contains(r.OnExitCodes.Values, 2) && slices.Contains(r.OnExitCodes.Values, 3) {
+			return
+		}
+	}
+	t.Errorf("podFailurePolicy has no FailJob rule for exit codes 2 and 3: %+v", p.Rules)
+}
+
+func checkContainer(t *testing.T, c corev1.Container) {
+	t.Helper()
+	sc := c.SecurityContext
+	if sc == nil {
+		t.Errorf("%s: no securityContext", c.Name)
+		return
+	}
+	if !isTrue(sc.RunAsNonRoot) || sc.RunAsUser == nil || *sc.RunAsUser != 65532 {
+		t.Errorf("%s: runAsNonRoot/runAsUser = %v/%v", c.Name, sc.RunAsNonRoot, sc.RunAsUser)
+	}
+	if !isTrue(sc.ReadOnlyRootFilesystem) {
+		t.Errorf("%s: readOnlyRootFilesystem not true", c.Name)
+	}
+	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("%s: allowPrivilegeEscalation not false", c.Name)
+	}
+	if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0 {
+		t.Errorf("%s: capabilities = %+v, want drop ALL", c.Name, sc.Capabilities)
+	}
+	if sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("%s: seccompProfile = %+v", c.Name, sc.SeccompProfile)
+	}
+	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, okReq := c.Resources.Requests[res]
+		lim, okLim := c.Resources.Limits[res]
+		if !okReq || !okLim || req.Cmp(lim) > 0 || req.Cmp(resource.Quantity{}) <= 0 {
+			t.Errorf("%s: %s request %v, limit %v", c.Name, res, req.String(), lim.String())
+		}
+	}
+	for _, m := range c.VolumeMounts {
+		if m.Name == "tmp" && m.MountPath == "/tmp" {
+			return
+		}
+	}
+	t.Errorf("%s: /tmp is not an emptyDir mount", c.Name)
+}
+
+func env(c corev1.Container, name string) *corev1.EnvVar {
+	for i := range c.Env {
+		if c.Env[i].Name == name {
+			return &c.Env[i]
+		}
+	}
+	return nil
+}
+
+func checkSecretEnv(t *testing.T, c corev1.Container, name, key string) {
+	t.Helper()
+	e := env(c, name)
+	if e == nil || e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil ||
+		e.ValueFrom.SecretKeyRef.Name != "scan" || e.ValueFrom.SecretKeyRef.Key != key {
+		t.Errorf("%s: env %s = %+v, want secretKeyRef scan/%s", c.Name, name, e, key)
+	}
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
+
+// The CronJobs fire on the schedule the policy was validated against, and the
+// sample policy is valid.
+func TestScheduleMatchesPolicy(t *testing.T) {
+	docs := load(t)
+	var cm *corev1.ConfigMap
+	for _, d := range docs {
+		if c, ok := d.obj.(*corev1.ConfigMap); ok && c.Name == "scan-policy" {
+			cm = c
+		}
+	}
+	if cm == nil {
+		t.Fatal("no ConfigMap scan-policy")
+	}
+	text, ok := cm.Data["policy.yaml"]
+	if !ok {
+		t.Fatal("ConfigMap scan-policy has no policy.yaml")
+	}
+	p, err := policy.Parse(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("the sample policy is refused: %v", err)
+	}
+	for file, cj := range cronJobs(t, docs) {
+		if cj.Spec.Schedule != p.Schedule {
+			t.Errorf("%s: schedule %q, policy schedule %q", file, cj.Spec.Schedule, p.Schedule)
+		}
+	}
+}
