@@ -161,15 +161,15 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 
 // preparedPass holds the parts of a pass built from flags and environment.
 type preparedPass struct {
-	pol                   *policy.Policy
-	secret                []byte
-	renderer              *send.Renderer
-	shard, shards         int
-	redirect, senderName  string
-	outboxDir, smtpURL    string
-	httpURL               string
-	concurrency           int
-	log                   zerolog.Logger
+	pol                  *policy.Policy
+	secret               []byte
+	renderer             *send.Renderer
+	shard, shards        int
+	redirect, senderName string
+	outboxDir, smtpURL   string
+	httpURL              string
+	concurrency          int
+	log                  zerolog.Logger
 }
 
 // preparePass validates every flag and variable a pass uses, so that a

@@ -14,7 +14,7 @@ package ledger
 // $1 keys, $2 subscription ids, $3 kinds, $4 period starts (YYYY-MM-DD),
 // $5 revisions, $6 renews_at, $7 window_closes_at, $8 domains,
 // $9 message ids, $10 cancel tokens (text[] each), $11 state,
-// $12 claimed_at, $13 run id, $14 redirect address or ''.
+// $12 claimed_at, $13 run id, $14 redirect address or ”.
 const NoticeClaim = `
 INSERT INTO notice_ledger AS l (
     notice_key, subscription_id, kind, period_start, revision, state,
@@ -46,7 +46,7 @@ RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token`
 // pass whose UPDATE sees state = 'retry' gets the row back. The window
 // must still be open at $2.
 //
-// $1 keys, $2 claimed_at (the pass's now), $3 run id, $4 redirect or ''.
+// $1 keys, $2 claimed_at (the pass's now), $3 run id, $4 redirect or ”.
 const NoticeReclaim = `
 UPDATE notice_ledger
 SET state = 'claimed', claimed_at = $2, run_id = $3,
@@ -61,7 +61,7 @@ RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token`
 // meantime is never overwritten. An unknown outcome keeps state 'claimed'
 // (quarantine) and records only the attempt and the error.
 //
-// $1 keys, $2 states, $3 sent_at (text or ''), $4 provider ids,
+// $1 keys, $2 states, $3 sent_at (text or ”), $4 provider ids,
 // $5 attempts, $6 errors (text[] each), $7 run id, $8 updated_at.
 const NoticeRecordOutcome = `
 UPDATE notice_ledger l
@@ -123,7 +123,7 @@ const NoticeLockForResolve = `
 SELECT * FROM notice_ledger WHERE notice_key = $1 FOR UPDATE`
 
 // NoticeResolve applies an operator's or a reconciliation's decision.
-// $1 key, $2 new state, $3 sent_at (text or ''), $4 last_error note,
+// $1 key, $2 new state, $3 sent_at (text or ”), $4 last_error note,
 // $5 updated_at, $6 expected current state.
 const NoticeResolve = `
 UPDATE notice_ledger

@@ -394,4 +394,3 @@ func isUndefined(err error) bool {
 	}
 	return false
 }
-

@@ -91,25 +91,27 @@ func (s *source) cols() string {
 	return b.String()
 }
 
-// where appends the predicates every source query shares: active rows of
-// this group's jurisdictions and of this shard. Parameters start at $n.
-func (s *source) where(sel selection, args []any) (string, []any) {
+// where returns the predicates every source query shares: active rows of
+// this shard, and of this group's jurisdictions. Parameters are appended
+// to args.
+func (s *source) where(sel selection, args []any) (base, juris string, _ []any) {
 	var b strings.Builder
 	b.WriteString("s.status = 'active'")
-	if sel.jurisdiction != "" {
-		args = append(args, sel.jurisdiction)
-		fmt.Fprintf(&b, " AND s.jurisdiction = $%d", len(args))
-	} else if len(sel.overrides) > 0 {
-		args = append(args, pq.Array(sel.overrides))
-		fmt.Fprintf(&b, " AND (s.jurisdiction IS NULL OR s.jurisdiction <> ALL($%d::text[]))", len(args))
-	}
 	if s.shards > 1 {
 		// A stable partition: the first 32 bits of md5(id), modulo N. The
 		// same in every PostgreSQL version, unlike hashtext.
 		args = append(args, s.shards, s.shard)
 		fmt.Fprintf(&b, " AND mod(('x' || substr(md5(s.id::text), 1, 8))::bit(32)::bigint, $%d) = $%d", len(args)-1, len(args))
 	}
-	return b.String(), args
+	juris = "true"
+	if sel.jurisdiction != "" {
+		args = append(args, sel.jurisdiction)
+		juris = fmt.Sprintf("s.jurisdiction = $%d", len(args))
+	} else if len(sel.overrides) > 0 {
+		args = append(args, pq.Array(sel.overrides))
+		juris = fmt.Sprintf("(s.jurisdiction IS NULL OR s.jurisdiction <> ALL($%d::text[]))", len(args))
+	}
+	return b.String(), juris, args
 }
 
 const notHandled = `NOT EXISTS (
@@ -124,16 +126,18 @@ const notHandled = `NOT EXISTS (
 // passed as bounds on renews_at: $2 = now+close (exclusive), $3 = now+open.
 func (s *source) listOpen(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, after *string, limit int) ([]sourceRow, error) {
 	args := []any{sel.kind, now.Add(sel.close), now.Add(sel.open)}
-	where, args := s.where(sel, args)
-	window := "s.renews_at > $2 AND s.renews_at <= $3"
+	base, juris, args := s.where(sel, args)
+	window := juris + " AND s.renews_at > $2 AND s.renews_at <= $3"
 	if sel.withNullTimes {
+		// Rows with no renews_at are in no window; the first group returns
+		// them (whatever their jurisdiction) so they are counted invalid.
 		window = "((" + window + ") OR s.renews_at IS NULL)"
 	}
 	q := fmt.Sprintf(`SELECT %s
 FROM %s s
 WHERE %s
   AND %s
-  AND %s`, s.cols(), s.rel, where, window, notHandled)
+  AND %s`, s.cols(), s.rel, base, window, notHandled)
 	return s.page(ctx, db, q, args, after, limit)
 }
 
@@ -142,13 +146,13 @@ WHERE %s
 // notices to record as missed.
 func (s *source) listClosed(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, after *string, limit int) ([]sourceRow, error) {
 	args := []any{sel.kind, now, now.Add(sel.close)}
-	where, args := s.where(sel, args)
+	base, juris, args := s.where(sel, args)
 	q := fmt.Sprintf(`SELECT %s
 FROM %s s
-WHERE %s
+WHERE %s AND %s
   AND s.renews_at > $2 AND s.renews_at <= $3
   AND s.period_start IS NOT NULL
-  AND %s`, s.cols(), s.rel, where, notHandled)
+  AND %s`, s.cols(), s.rel, base, juris, notHandled)
 	return s.page(ctx, db, q, args, after, limit)
 }
 
@@ -171,7 +175,7 @@ func (s *source) page(ctx context.Context, db sqlx.QueryerContext, q string, arg
 // order after a cursor.
 func (s *source) listRetry(ctx context.Context, db sqlx.QueryerContext, kind string, now time.Time, after string, limit int) ([]sourceRow, error) {
 	args := []any{kind, now, after}
-	where, args := s.where(selection{}, args)
+	where, _, args := s.where(selection{}, args)
 	args = append(args, limit)
 	q := fmt.Sprintf(`SELECT %s, l.notice_key
 FROM notice_ledger l
@@ -196,17 +200,17 @@ LIMIT $%d`, s.cols(), s.rel, where, len(args))
 // elsewhere): the pass's "suppressed".
 func (s *source) countHandled(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, runID string) (int, error) {
 	args := []any{sel.kind, now.Add(sel.close), now.Add(sel.open), runID}
-	where, args := s.where(sel, args)
+	base, juris, args := s.where(sel, args)
 	q := fmt.Sprintf(`SELECT count(*)
 FROM %s s
-WHERE %s
+WHERE %s AND %s
   AND s.renews_at > $2 AND s.renews_at <= $3
   AND EXISTS (
         SELECT 1 FROM notice_ledger l
         WHERE l.subscription_id = s.id::text AND l.kind = $1
           AND l.period_start = s.period_start::date
           AND l.revision = COALESCE(s.notice_revision, 0)
-          AND l.run_id <> $4)`, s.rel, where)
+          AND l.run_id <> $4)`, s.rel, base, juris)
 	var n int
 	if err := sqlx.GetContext(ctx, db, &n, q, args...); err != nil {
 		return 0, fmt.Errorf("count handled: %w", err)
