@@ -37,6 +37,9 @@ type recorder struct {
 	buf     []ledger.Outcome
 	pending []pendingMeta
 	failed  error
+	// misconfigured is set when the sender reported a configuration
+	// problem (TLS or credentials refused): the pass aborts.
+	misconfigured error
 }
 
 type pendingMeta struct {
@@ -59,6 +62,9 @@ func (r *recorder) run(ctx context.Context, results <-chan send.Result) error {
 		case res, ok := <-results:
 			if !ok {
 				r.flush(wctx)
+				if r.failed == nil && r.misconfigured != nil {
+					return r.misconfigured
+				}
 				return r.failed
 			}
 			r.add(res)
@@ -84,6 +90,12 @@ func (r *recorder) add(res send.Result) {
 	case send.Transient:
 		o.State, o.Error = ledger.Retry, res.Err.Error()
 		r.c.add(func(x *Summary) { x.Retry++ })
+		if errors.Is(res.Err, send.ErrMisconfigured) && r.misconfigured == nil {
+			// Every further send would fail the same way: stop the pass
+			// (exit 1) instead of turning the whole batch into retries.
+			r.misconfigured = fmt.Errorf("sender unusable: %w", res.Err)
+			r.cancel(r.misconfigured)
+		}
 	case send.Permanent:
 		o.State, o.Error = ledger.Failed, res.Err.Error()
 		r.c.add(func(x *Summary) { x.Failed++ })
@@ -151,4 +163,3 @@ func (r *recorder) logUnrecorded() {
 	}
 }
 
-var _ = errors.Is

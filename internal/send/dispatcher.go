@@ -1,0 +1,677 @@
+package send
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
+)
+
+// Defaults for DispatcherConfig and RetryPolicy.
+const (
+	DefaultConcurrency = 16
+	DefaultMaxQueued   = 10000
+	DefaultAttempts    = 3
+	DefaultBackoff     = time.Second
+	DefaultMaxBackoff  = 30 * time.Second
+)
+
+// ErrClosed is returned by Submit after Close.
+var ErrClosed = errors.New("send: dispatcher closed")
+
+// Bucket is a token bucket: PerSecond tokens a second, up to Burst at once.
+// A zero PerSecond means no limit. A Burst below 1 is taken as 1.
+type Bucket struct {
+	PerSecond float64
+	Burst     int
+}
+
+// Limits are the token buckets a Dispatcher enforces. Each distinct
+// recipient domain gets its own bucket, configured by Domains[domain] when
+// present (keys are matched case-insensitively) or else by Default; every
+// send also takes a token from Global, the provider account's ceiling. A
+// zero Limits means no limit at all. With several shards running at once,
+// the caller divides the rates by the shard count.
+type Limits struct {
+	Default Bucket
+	Domains map[string]Bucket
+	Global  Bucket
+}
+
+// RetryPolicy says how a Dispatcher retries Transient failures within its
+// run. Permanent and Unknown failures, render failures and ErrMisconfigured
+// are never retried.
+type RetryPolicy struct {
+	// Attempts is the most sends of one notice, the first included.
+	// Default DefaultAttempts; 1 disables retries.
+	Attempts int
+	// Backoff is the wait before the second attempt; it doubles for each
+	// further attempt. Default DefaultBackoff.
+	Backoff time.Duration
+	// MaxBackoff caps the wait. Default DefaultMaxBackoff.
+	MaxBackoff time.Duration
+}
+
+// DispatcherConfig configures a Dispatcher. Sender and Renderer are
+// required.
+type DispatcherConfig struct {
+	Sender   Sender
+	Renderer *Renderer
+	Limits   Limits
+	// Concurrency is the most sends in flight. Default DefaultConcurrency.
+	Concurrency int
+	// MaxQueued is the most accepted notices without a delivered Result;
+	// Submit blocks beyond it. Default DefaultMaxQueued.
+	MaxQueued int
+	Retry     RetryPolicy
+	// Logger gets one debug line per notice (key prefix, domain, kind,
+	// outcome; never the address or name). The zero Logger discards.
+	Logger zerolog.Logger
+}
+
+// Result is the outcome of one accepted notice.
+type Result struct {
+	Notice    Notice
+	MessageID string  // the Message-ID the notice has (or would have had)
+	Receipt   Receipt // the provider's receipt when Err is nil
+	// Err is nil when the provider accepted the message, else an *Error:
+	// use Classify. A notice never handed to the Sender because the run
+	// was cancelled has a Transient Err wrapping ErrNotAttempted.
+	Err error
+	// Attempts is how many times the notice was handed to the Sender.
+	Attempts int
+	// Waited is the time the notice spent queued for its buckets and a
+	// free worker, summed over its attempts (retry backoff excluded).
+	Waited time.Duration
+	// Done is when the outcome was known.
+	Done time.Time
+}
+
+// Dispatcher renders and sends notices through a Sender with a bounded
+// number of workers, pacing each recipient domain with its own token bucket
+// and all sends with a global one, and retrying Transient failures.
+//
+// A domain whose bucket is empty never holds back the others: notices wait
+// in one queue per domain, and a single scheduler hands a worker the next
+// notice whose domain bucket and the global bucket both have a token, waking
+// on a timer for the earliest domain to refill. No worker ever blocks on a
+// limiter. A pass over domains A and B so finishes in about the longer of
+// their two paces, not their sum.
+//
+// The caller Submits notices, reads Results concurrently (a Dispatcher
+// whose Results are not drained stops accepting once MaxQueued results are
+// pending), and calls Close after the last Submit. Every notice Submit
+// accepted yields exactly one Result; then Results is closed.
+//
+// A Dispatcher is safe for concurrent use.
+type Dispatcher struct {
+	sender   Sender
+	renderer *Renderer
+	log      zerolog.Logger
+	retry    RetryPolicy
+	workers  int
+	limits   Limits
+	global   *rate.Limiter
+	now      func() time.Time
+
+	ctx     context.Context // the run: cancelled means shut down
+	sendCtx context.Context // ctx without its cancellation, for in-flight sends
+
+	slots   chan struct{} // one per accepted notice without a delivered Result
+	results chan Result
+	work    chan *job
+	done    chan *job
+	wake    chan struct{}
+	closing chan struct{}
+	wg      sync.WaitGroup
+
+	mu     sync.Mutex
+	intake []*job
+	closed bool
+
+	// Owned by the scheduler goroutine.
+	domains   map[string]*domainQueue
+	ready     domainHeap // domains with queued notices, by when they may send
+	delayed   retryHeap  // notices waiting out a retry backoff
+	out       []Result   // results not yet delivered
+	inFlight  int
+	queued    int
+	globalAt  time.Time // the global bucket has no token before this
+	cancelled bool
+	drained   bool // closed was seen with an empty intake
+	seq       uint64
+}
+
+// job is one accepted notice.
+type job struct {
+	n          Notice
+	domain     string
+	msg        *Message
+	attempts   int
+	waited     time.Duration
+	enqueuedAt time.Time
+	retryAt    time.Time
+	receipt    Receipt
+	err        error
+	index      int // in retryHeap
+}
+
+// NewDispatcher validates cfg, fills its defaults and starts the
+// dispatcher's goroutines, which live until Close and the delivery of the
+// last Result.
+//
+// ctx is the run: when it is cancelled, notices not yet handed to the
+// Sender, and those waiting to retry, come back at once (ErrNotAttempted,
+// or their last Transient error); a send already in flight continues,
+// bounded by the Sender's own timeout, so that its outcome is known.
+// Submit keeps accepting after cancellation and answers each notice with
+// ErrNotAttempted.
+func NewDispatcher(ctx context.Context, cfg DispatcherConfig) (*Dispatcher, error) {
+	if cfg.Sender == nil {
+		return nil, errors.New("send: DispatcherConfig.Sender is nil")
+	}
+	if cfg.Renderer == nil {
+		return nil, errors.New("send: DispatcherConfig.Renderer is nil")
+	}
+	if cfg.Concurrency < 0 {
+		return nil, fmt.Errorf("send: DispatcherConfig.Concurrency %d is negative", cfg.Concurrency)
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.MaxQueued < 0 {
+		return nil, fmt.Errorf("send: DispatcherConfig.MaxQueued %d is negative", cfg.MaxQueued)
+	}
+	if cfg.MaxQueued == 0 {
+		cfg.MaxQueued = DefaultMaxQueued
+	}
+	r := &cfg.Retry
+	if r.Attempts < 0 || r.Backoff < 0 || r.MaxBackoff < 0 {
+		return nil, errors.New("send: DispatcherConfig.Retry has a negative field")
+	}
+	if r.Attempts == 0 {
+		r.Attempts = DefaultAttempts
+	}
+	if r.Backoff == 0 {
+		r.Backoff = DefaultBackoff
+	}
+	if r.MaxBackoff == 0 {
+		r.MaxBackoff = DefaultMaxBackoff
+	}
+	if err := checkBucket("Default", cfg.Limits.Default); err != nil {
+		return nil, err
+	}
+	if err := checkBucket("Global", cfg.Limits.Global); err != nil {
+		return nil, err
+	}
+	domains := make(map[string]Bucket, len(cfg.Limits.Domains))
+	for name, b := range cfg.Limits.Domains {
+		if err := checkBucket("Domains["+name+"]", b); err != nil {
+			return nil, err
+		}
+		domains[strings.ToLower(name)] = b
+	}
+	cfg.Limits.Domains = domains
+
+	d := &Dispatcher{
+		sender:   cfg.Sender,
+		renderer: cfg.Renderer,
+		log:      cfg.Logger,
+		retry:    cfg.Retry,
+		workers:  cfg.Concurrency,
+		limits:   cfg.Limits,
+		global:   newLimiter(cfg.Limits.Global),
+		now:      time.Now,
+		ctx:      ctx,
+		sendCtx:  context.WithoutCancel(ctx),
+		slots:    make(chan struct{}, cfg.MaxQueued),
+		results:  make(chan Result),
+		work:     make(chan *job, cfg.Concurrency),
+		done:     make(chan *job),
+		wake:     make(chan struct{}, 1),
+		closing:  make(chan struct{}),
+		domains:  map[string]*domainQueue{},
+	}
+	d.wg.Add(cfg.Concurrency)
+	for range cfg.Concurrency {
+		go d.worker()
+	}
+	go d.schedule()
+	return d, nil
+}
+
+func checkBucket(field string, b Bucket) error {
+	if b.PerSecond < 0 || math.IsNaN(b.PerSecond) || math.IsInf(b.PerSecond, 0) {
+		return fmt.Errorf("send: DispatcherConfig.Limits.%s.PerSecond %v is not a finite rate >= 0", field, b.PerSecond)
+	}
+	if b.Burst < 0 {
+		return fmt.Errorf("send: DispatcherConfig.Limits.%s.Burst %d is negative", field, b.Burst)
+	}
+	return nil
+}
+
+func newLimiter(b Bucket) *rate.Limiter {
+	if b.PerSecond == 0 {
+		return rate.NewLimiter(rate.Inf, 1)
+	}
+	return rate.NewLimiter(rate.Limit(b.PerSecond), max(b.Burst, 1))
+}
+
+// Submit queues n for sending. It blocks while MaxQueued notices are
+// pending and returns ctx's error if ctx ends first, or ErrClosed after
+// Close; in both cases n was not accepted and yields no Result. A nil
+// return means n will yield exactly one Result.
+func (d *Dispatcher) Submit(ctx context.Context, n Notice) error {
+	select {
+	case <-d.closing:
+		return ErrClosed
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case d.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-d.closing:
+		return ErrClosed
+	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		<-d.slots
+		return ErrClosed
+	}
+	d.intake = append(d.intake, &job{n: n, domain: domainOf(n)})
+	d.mu.Unlock()
+	d.signal()
+	return nil
+}
+
+// domainOf returns the notice's bucket key: Domain, else the part of To
+// after its last "@", lower-cased.
+func domainOf(n Notice) string {
+	if n.Domain != "" {
+		return strings.ToLower(n.Domain)
+	}
+	return strings.ToLower(n.To[strings.LastIndexByte(n.To, '@')+1:])
+}
+
+// Results returns the channel on which each accepted notice's Result
+// arrives, in completion order. It is closed after Close, once every
+// accepted notice has its Result.
+func (d *Dispatcher) Results() <-chan Result { return d.results }
+
+// Close stops Submit from accepting notices. It does not wait: Results is
+// closed when the last Result has been delivered. Close does not close the
+// Sender. Calling Close more than once does nothing.
+func (d *Dispatcher) Close() {
+	d.mu.Lock()
+	if !d.closed {
+		d.closed = true
+		close(d.closing)
+	}
+	d.mu.Unlock()
+	d.signal()
+}
+
+func (d *Dispatcher) signal() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// worker renders (once) and sends the notices the scheduler hands it.
+func (d *Dispatcher) worker() {
+	defer d.wg.Done()
+	for j := range d.work {
+		d.attempt(j)
+		d.done <- j
+	}
+}
+
+// attempt renders j if it is not yet, then sends it once. A panic becomes
+// an error, so that the notice still gets its one Result: Permanent if
+// nothing was sent, Unknown if the Sender had the message.
+func (d *Dispatcher) attempt(j *job) {
+	defer func() {
+		if p := recover(); p != nil {
+			class := Unknown
+			if j.msg == nil {
+				class = Permanent
+			}
+			j.err = &Error{Class: class, Err: fmt.Errorf("panic: %v", p)}
+		}
+	}()
+	if j.msg == nil {
+		m, err := d.renderer.Render(j.n)
+		if err != nil {
+			j.err = &Error{Class: Permanent, Err: err}
+			return
+		}
+		j.msg = m
+	}
+	j.attempts++
+	j.receipt, j.err = d.sender.Send(d.sendCtx, j.msg)
+}
+
+// schedule is the single goroutine that owns the queues and buckets.
+func (d *Dispatcher) schedule() {
+	defer func() {
+		close(d.work)
+		d.wg.Wait()
+		close(d.results)
+	}()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	ctxDone := d.ctx.Done()
+	for {
+		now := d.now()
+		if !d.cancelled && d.ctx.Err() != nil {
+			d.cancel(now)
+			ctxDone = nil
+		}
+		d.promote(now)
+		d.dispatch(now)
+		if d.drained && d.queued == 0 && d.inFlight == 0 && d.delayed.Len() == 0 && len(d.out) == 0 {
+			return
+		}
+		var timerC <-chan time.Time
+		if at := d.nextWake(); !at.IsZero() {
+			timer.Reset(at.Sub(now))
+			timerC = timer.C
+		}
+		var out chan<- Result
+		var head Result
+		if len(d.out) > 0 {
+			out, head = d.results, d.out[0]
+		}
+		select {
+		case <-timerC:
+		case <-d.wake:
+			d.take(d.now())
+		case j := <-d.done:
+			d.inFlight--
+			d.complete(j, d.now())
+		case out <- head:
+			d.out[0] = Result{}
+			d.out = d.out[1:]
+			<-d.slots
+		case <-ctxDone:
+			ctxDone = nil
+			d.cancel(d.now())
+		}
+		timer.Stop()
+	}
+}
+
+// take moves submitted notices into their domain queues.
+func (d *Dispatcher) take(now time.Time) {
+	d.mu.Lock()
+	in := d.intake
+	d.intake = nil
+	if d.closed {
+		d.drained = true
+	}
+	d.mu.Unlock()
+	for _, j := range in {
+		if d.cancelled {
+			d.finish(j, now, &Error{Class: Transient, Err: ErrNotAttempted})
+			continue
+		}
+		d.enqueue(j, now)
+	}
+}
+
+func (d *Dispatcher) enqueue(j *job, now time.Time) {
+	dq := d.domains[j.domain]
+	if dq == nil {
+		b, ok := d.limits.Domains[j.domain]
+		if !ok {
+			b = d.limits.Default
+		}
+		dq = &domainQueue{lim: newLimiter(b), index: -1}
+		d.domains[j.domain] = dq
+	}
+	j.enqueuedAt = now
+	dq.jobs = append(dq.jobs, j)
+	d.queued++
+	if dq.index < 0 {
+		dq.readyAt = now.Add(delay(dq.lim, now))
+		d.seq++
+		dq.seq = d.seq
+		heap.Push(&d.ready, dq)
+	}
+}
+
+// dispatch hands workers every notice that its domain bucket and the global
+// bucket allow now.
+func (d *Dispatcher) dispatch(now time.Time) {
+	for d.inFlight < d.workers && d.ready.Len() > 0 {
+		dq := d.ready[0]
+		if dq.readyAt.After(now) {
+			return
+		}
+		if w := delay(d.global, now); w > 0 {
+			d.globalAt = now.Add(w)
+			return
+		}
+		if !dq.lim.AllowN(now, 1) {
+			dq.readyAt = now.Add(max(delay(dq.lim, now), time.Microsecond))
+			heap.Fix(&d.ready, 0)
+			continue
+		}
+		d.global.AllowN(now, 1)
+		j := dq.jobs[0]
+		dq.jobs[0] = nil
+		dq.jobs = dq.jobs[1:]
+		d.queued--
+		j.waited += now.Sub(j.enqueuedAt)
+		d.inFlight++
+		d.work <- j // buffered for every worker: never blocks
+		if len(dq.jobs) == 0 {
+			heap.Pop(&d.ready)
+			dq.jobs = nil
+			continue
+		}
+		// Behind every domain already waiting.
+		dq.readyAt = now.Add(delay(dq.lim, now))
+		d.seq++
+		dq.seq = d.seq
+		heap.Fix(&d.ready, 0)
+	}
+}
+
+// promote moves notices whose retry backoff is over back into their
+// domain queues.
+func (d *Dispatcher) promote(now time.Time) {
+	for d.delayed.Len() > 0 && !d.delayed[0].retryAt.After(now) {
+		d.enqueue(heap.Pop(&d.delayed).(*job), now)
+	}
+}
+
+// nextWake returns when the scheduler has something to do without being
+// told, or the zero time.
+func (d *Dispatcher) nextWake() time.Time {
+	var at time.Time
+	if d.inFlight < d.workers && d.ready.Len() > 0 {
+		at = d.ready[0].readyAt
+		if d.globalAt.After(at) {
+			at = d.globalAt
+		}
+	}
+	if d.delayed.Len() > 0 {
+		if r := d.delayed[0].retryAt; at.IsZero() || r.Before(at) {
+			at = r
+		}
+	}
+	return at
+}
+
+// complete takes a worker's outcome: a Result, or another attempt later.
+func (d *Dispatcher) complete(j *job, now time.Time) {
+	if j.err == nil {
+		d.finish(j, now, nil)
+		return
+	}
+	var se *Error
+	if !errors.As(j.err, &se) {
+		j.err = &Error{Class: Unknown, Err: j.err}
+	}
+	if d.cancelled || j.msg == nil || Classify(j.err) != Transient ||
+		errors.Is(j.err, ErrMisconfigured) || j.attempts >= d.retry.Attempts {
+		d.finish(j, now, j.err)
+		return
+	}
+	backoff := d.retry.Backoff << (j.attempts - 1)
+	if backoff > d.retry.MaxBackoff || backoff <= 0 {
+		backoff = d.retry.MaxBackoff
+	}
+	j.retryAt = now.Add(backoff)
+	heap.Push(&d.delayed, j)
+}
+
+// cancel answers every notice not in flight: the run is over.
+func (d *Dispatcher) cancel(now time.Time) {
+	d.cancelled = true
+	for d.ready.Len() > 0 {
+		dq := heap.Pop(&d.ready).(*domainQueue)
+		for _, j := range dq.jobs {
+			d.queued--
+			d.finish(j, now, &Error{Class: Transient, Err: ErrNotAttempted})
+		}
+		dq.jobs = nil
+	}
+	for d.delayed.Len() > 0 {
+		j := heap.Pop(&d.delayed).(*job)
+		d.finish(j, now, j.err) // its last Transient error
+	}
+}
+
+// finish queues j's Result for delivery and logs it.
+func (d *Dispatcher) finish(j *job, now time.Time, err error) {
+	r := Result{
+		Notice:   j.n,
+		Err:      err,
+		Attempts: j.attempts,
+		Waited:   j.waited,
+		Done:     now,
+	}
+	if j.msg != nil {
+		r.MessageID = j.msg.MessageID
+	} else {
+		r.MessageID = d.renderer.MessageID(j.n.Key)
+	}
+	if err == nil {
+		r.Receipt = j.receipt
+	}
+	d.out = append(d.out, r)
+
+	if e := d.log.Debug(); e.Enabled() {
+		key := j.n.Key
+		if len(key) > 12 {
+			key = key[:12]
+		}
+		outcome, code := "sent", 0
+		var se *Error
+		if errors.As(err, &se) {
+			outcome, code = se.Class.String(), se.Code
+			if errors.Is(err, ErrNotAttempted) {
+				outcome = "not_attempted"
+			}
+		}
+		e.Str("key", key).
+			Str("domain", j.domain).
+			Str("kind", j.n.Kind).
+			Str("outcome", outcome).
+			Int("code", code).
+			Int("attempts", j.attempts).
+			Dur("waited", j.waited).
+			Msg("notice")
+	}
+}
+
+// delay returns how long until l has a token at now; 0 if it has one.
+func delay(l *rate.Limiter, now time.Time) time.Duration {
+	lim := l.Limit()
+	if lim == rate.Inf {
+		return 0
+	}
+	tokens := l.TokensAt(now)
+	if tokens >= 1 {
+		return 0
+	}
+	if lim <= 0 {
+		return time.Hour
+	}
+	return max(time.Duration(math.Ceil((1-tokens)/float64(lim)*float64(time.Second))), time.Microsecond)
+}
+
+// domainQueue is one recipient domain's bucket and waiting notices.
+type domainQueue struct {
+	lim     *rate.Limiter
+	jobs    []*job
+	readyAt time.Time // its bucket has a token for the head from then
+	seq     uint64    // order among domains ready at the same time
+	index   int       // in domainHeap; -1 when not queued
+}
+
+// domainHeap orders domains with waiting notices by readyAt, then by seq,
+// so that domains ready together take turns.
+type domainHeap []*domainQueue
+
+func (h domainHeap) Len() int { return len(h) }
+func (h domainHeap) Less(i, j int) bool {
+	if !h[i].readyAt.Equal(h[j].readyAt) {
+		return h[i].readyAt.Before(h[j].readyAt)
+	}
+	return h[i].seq < h[j].seq
+}
+func (h domainHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *domainHeap) Push(x any) {
+	dq := x.(*domainQueue)
+	dq.index = len(*h)
+	*h = append(*h, dq)
+}
+func (h *domainHeap) Pop() any {
+	old := *h
+	dq := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	dq.index = -1
+	return dq
+}
+
+// retryHeap orders notices waiting to retry by retryAt.
+type retryHeap []*job
+
+func (h retryHeap) Len() int           { return len(h) }
+func (h retryHeap) Less(i, j int) bool { return h[i].retryAt.Before(h[j].retryAt) }
+func (h retryHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *retryHeap) Push(x any) {
+	j := x.(*job)
+	j.index = len(*h)
+	*h = append(*h, j)
+}
+func (h *retryHeap) Pop() any {
+	old := *h
+	j := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return j
+}

@@ -1,0 +1,500 @@
+package send_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/example/scan/internal/send"
+)
+
+// fakeSender runs fn for every Send.
+type fakeSender struct {
+	fn func(ctx context.Context, m *send.Message) (send.Receipt, error)
+}
+
+func (f fakeSender) Send(ctx context.Context, m *send.Message) (send.Receipt, error) {
+	return f.fn(ctx, m)
+}
+func (fakeSender) Close() error { return nil }
+
+func accept(context.Context, *send.Message) (send.Receipt, error) {
+	return send.Receipt{ProviderID: "ok"}, nil
+}
+
+func newDispatcher(t testing.TB, ctx context.Context, cfg send.DispatcherConfig) *send.Dispatcher {
+	t.Helper()
+	if cfg.Renderer == nil {
+		cfg.Renderer = newRenderer(t)
+	}
+	d, err := send.NewDispatcher(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// collect gathers every Result until Results is closed.
+func collect(d *send.Dispatcher) <-chan []send.Result {
+	out := make(chan []send.Result, 1)
+	go func() {
+		var rs []send.Result
+		for r := range d.Results() {
+			rs = append(rs, r)
+		}
+		out <- rs
+	}()
+	return out
+}
+
+func submitAll(t testing.TB, d *send.Dispatcher, ns []send.Notice) {
+	t.Helper()
+	for _, n := range ns {
+		if err := d.Submit(context.Background(), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func byKey(t *testing.T, submitted []send.Notice, rs []send.Result) map[string]send.Result {
+	t.Helper()
+	m := map[string]send.Result{}
+	for _, r := range rs {
+		if _, dup := m[r.Notice.Key]; dup {
+			t.Fatalf("two Results for %s", r.Notice.Key[:12])
+		}
+		m[r.Notice.Key] = r
+	}
+	for _, n := range submitted {
+		if _, ok := m[n.Key]; !ok {
+			t.Fatalf("no Result for %s", n.Key[:12])
+		}
+	}
+	if len(rs) != len(submitted) {
+		t.Fatalf("%d Results for %d notices", len(rs), len(submitted))
+	}
+	return m
+}
+
+func TestDispatcherOneResultPerNotice(t *testing.T) {
+	t.Parallel()
+	var calls sync.Map // key -> *atomic.Int32
+	sender := fakeSender{fn: func(_ context.Context, m *send.Message) (send.Receipt, error) {
+		c, _ := calls.LoadOrStore(m.Notice.Key, new(atomic.Int32))
+		n := c.(*atomic.Int32).Add(1)
+		switch m.Notice.Revision % 5 {
+		case 1:
+			return send.Receipt{}, &send.Error{Class: send.Permanent, Code: 550, Err: errors.New("no")}
+		case 2:
+			return send.Receipt{}, &send.Error{Class: send.Unknown, Err: errors.New("eof")}
+		case 3:
+			if n == 1 {
+				return send.Receipt{}, &send.Error{Class: send.Transient, Code: 451, Err: errors.New("later")}
+			}
+		case 4:
+			return send.Receipt{}, errors.New("untyped")
+		}
+		return send.Receipt{ProviderID: "id-" + m.Notice.Key[:8]}, nil
+	}}
+	d := newDispatcher(t, t.Context(), send.DispatcherConfig{
+		Sender:      sender,
+		Concurrency: 8,
+		MaxQueued:   50,
+		Retry:       send.RetryPolicy{Backoff: time.Millisecond},
+	})
+	results := collect(d)
+	var ns []send.Notice
+	for i := range 500 {
+		n := notice(i, fmt.Sprintf("d%d.example", i%20))
+		n.Revision = i
+		ns = append(ns, n)
+	}
+	submitAll(t, d, ns)
+	d.Close()
+	rs := byKey(t, ns, <-results)
+	for _, n := range ns {
+		r := rs[n.Key]
+		want, attempts := send.Class(0), 1
+		switch n.Revision % 5 {
+		case 1:
+			want = send.Permanent
+		case 2, 4:
+			want = send.Unknown
+		case 3:
+			attempts = 2
+		}
+		if got := send.Classify(r.Err); got != want || r.Attempts != attempts {
+			t.Fatalf("notice %d: class %v attempts %d (%v), want %v %d", n.Revision, got, r.Attempts, r.Err, want, attempts)
+		}
+		if r.Err != nil {
+			var se *send.Error
+			if !errors.As(r.Err, &se) {
+				t.Fatalf("Err %v is not an *Error", r.Err)
+			}
+		} else if r.Receipt.ProviderID != "id-"+n.Key[:8] {
+			t.Fatalf("Receipt = %+v", r.Receipt)
+		}
+		if r.MessageID != send.MessageID(n.Key, "notices.example.com") || r.Done.IsZero() {
+			t.Fatalf("Result = %+v", r)
+		}
+	}
+	if err := d.Submit(t.Context(), ns[0]); !errors.Is(err, send.ErrClosed) {
+		t.Fatalf("Submit after Close = %v", err)
+	}
+}
+
+func TestDispatcherCancel(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{})
+	release := make(chan struct{})
+	var inFlight atomic.Bool
+	sender := fakeSender{fn: func(ctx context.Context, m *send.Message) (send.Receipt, error) {
+		if inFlight.Swap(true) {
+			t.Error("a second notice was sent after cancellation")
+		}
+		close(started)
+		<-release
+		if ctx.Err() != nil {
+			t.Error("the in-flight send's context was cancelled")
+		}
+		return send.Receipt{ProviderID: "ok"}, nil
+	}}
+	ctx, cancel := context.WithCancel(t.Context())
+	d := newDispatcher(t, ctx, send.DispatcherConfig{Sender: sender, Concurrency: 1})
+	results := collect(d)
+	var ns []send.Notice
+	for i := range 5 {
+		ns = append(ns, notice(i, "example.org"))
+	}
+	submitAll(t, d, ns)
+	<-started
+	cancel()
+	close(release)
+	// Submit still accepts, and answers at once.
+	late := notice(99, "example.net")
+	if err := d.Submit(context.Background(), late); err != nil {
+		t.Fatal(err)
+	}
+	ns = append(ns, late)
+	d.Close()
+	rs := byKey(t, ns, <-results)
+	sent, notAttempted := 0, 0
+	for _, r := range rs {
+		switch {
+		case r.Err == nil && r.Attempts == 1:
+			sent++
+		case errors.Is(r.Err, send.ErrNotAttempted) && send.Classify(r.Err) == send.Transient && r.Attempts == 0:
+			notAttempted++
+		default:
+			t.Errorf("unexpected Result %+v", r)
+		}
+	}
+	if sent != 1 || notAttempted != 5 {
+		t.Fatalf("sent %d, not attempted %d; want 1, 5", sent, notAttempted)
+	}
+}
+
+func TestDispatcherCancelDuringBackoff(t *testing.T) {
+	t.Parallel()
+	attempted := make(chan struct{}, 1)
+	sender := fakeSender{fn: func(context.Context, *send.Message) (send.Receipt, error) {
+		attempted <- struct{}{}
+		return send.Receipt{}, &send.Error{Class: send.Transient, Code: 421, Err: errors.New("busy")}
+	}}
+	ctx, cancel := context.WithCancel(t.Context())
+	d := newDispatcher(t, ctx, send.DispatcherConfig{Sender: sender, Retry: send.RetryPolicy{Backoff: time.Hour}})
+	results := collect(d)
+	submitAll(t, d, []send.Notice{notice(1, "example.org")})
+	<-attempted
+	cancel()
+	d.Close()
+	rs := <-results
+	if len(rs) != 1 || rs[0].Attempts != 1 || errors.Is(rs[0].Err, send.ErrNotAttempted) || send.Classify(rs[0].Err) != send.Transient {
+		t.Fatalf("Results = %+v, want the last Transient error after 1 attempt", rs)
+	}
+}
+
+func TestDispatcherSubmit(t *testing.T) {
+	t.Parallel()
+	d := newDispatcher(t, t.Context(), send.DispatcherConfig{Sender: fakeSender{fn: accept}, MaxQueued: 2})
+	submitAll(t, d, []send.Notice{notice(1, "a.example"), notice(2, "a.example")})
+	// Nobody reads Results: the third notice does not fit.
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := d.Submit(ctx, notice(3, "a.example")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Submit beyond MaxQueued = %v", err)
+	}
+	done, stop := context.WithCancel(t.Context())
+	stop()
+	if err := d.Submit(done, notice(4, "a.example")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Submit with a cancelled ctx = %v", err)
+	}
+	d.Close()
+	d.Close()
+	n := 0
+	for range d.Results() {
+		n++
+	}
+	if n != 2 {
+		t.Fatalf("%d Results, want 2", n)
+	}
+}
+
+func TestDispatcherRetry(t *testing.T) {
+	t.Parallel()
+	transient := &send.Error{Class: send.Transient, Code: 451, Err: errors.New("later")}
+	tests := []struct {
+		name     string
+		fail     int // failures before success; -1: always
+		err      error
+		class    send.Class
+		attempts int
+	}{
+		{"transient then success", 2, transient, 0, 3},
+		{"transient exhausted", -1, transient, send.Transient, 3},
+		{"permanent not retried", -1, &send.Error{Class: send.Permanent, Code: 550, Err: errors.New("no")}, send.Permanent, 1},
+		{"unknown not retried", -1, &send.Error{Class: send.Unknown, Err: errors.New("eof")}, send.Unknown, 1},
+		{"misconfigured not retried", -1, &send.Error{Class: send.Transient, Err: fmt.Errorf("%w: no STARTTLS", send.ErrMisconfigured)}, send.Transient, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var calls atomic.Int32
+			var first atomic.Pointer[send.Message]
+			sender := fakeSender{fn: func(_ context.Context, m *send.Message) (send.Receipt, error) {
+				first.CompareAndSwap(nil, m)
+				if first.Load() != m {
+					t.Error("notice rendered again for a retry")
+				}
+				if n := calls.Add(1); tt.fail < 0 || int(n) <= tt.fail {
+					return send.Receipt{}, tt.err
+				}
+				return send.Receipt{ProviderID: "ok"}, nil
+			}}
+			d := newDispatcher(t, t.Context(), send.DispatcherConfig{
+				Sender: sender,
+				Retry:  send.RetryPolicy{Attempts: 3, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
+			})
+			results := collect(d)
+			submitAll(t, d, []send.Notice{notice(1, "example.org")})
+			d.Close()
+			rs := <-results
+			if len(rs) != 1 || send.Classify(rs[0].Err) != tt.class || rs[0].Attempts != tt.attempts {
+				t.Fatalf("Results = %+v, want class %v after %d attempts", rs, tt.class, tt.attempts)
+			}
+		})
+	}
+}
+
+func TestDispatcherSenderPanic(t *testing.T) {
+	t.Parallel()
+	sender := fakeSender{fn: func(context.Context, *send.Message) (send.Receipt, error) { panic("boom") }}
+	d := newDispatcher(t, t.Context(), send.DispatcherConfig{Sender: sender})
+	results := collect(d)
+	submitAll(t, d, []send.Notice{notice(1, "example.org")})
+	d.Close()
+	if rs := <-results; len(rs) != 1 || send.Classify(rs[0].Err) != send.Unknown {
+		t.Fatalf("Results = %+v, want one Unknown", rs)
+	}
+}
+
+func TestDispatcherRenderFailure(t *testing.T) {
+	t.Parallel()
+	sender := fakeSender{fn: func(context.Context, *send.Message) (send.Receipt, error) {
+		t.Error("an unrenderable notice was sent")
+		return send.Receipt{}, nil
+	}}
+	d := newDispatcher(t, t.Context(), send.DispatcherConfig{Sender: sender})
+	results := collect(d)
+	n := notice(1, "example.org")
+	n.Name = "Eve\r\nBcc: x@example.org"
+	submitAll(t, d, []send.Notice{n})
+	d.Close()
+	rs := <-results
+	if len(rs) != 1 || send.Classify(rs[0].Err) != send.Permanent || !errors.Is(rs[0].Err, send.ErrHeaderInjection) || rs[0].Attempts != 0 {
+		t.Fatalf("Results = %+v", rs)
+	}
+}
+
+// A slow domain must not hold back the others: three domains each paced to
+// take about 1s finish together in about 1s, not 3s, even with only two
+// workers.
+func TestDispatcherFairness(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	sends := map[string][]time.Time{}
+	sender := fakeSender{fn: func(_ context.Context, m *send.Message) (send.Receipt, error) {
+		mu.Lock()
+		sends[m.Notice.Domain] = append(sends[m.Notice.Domain], time.Now())
+		mu.Unlock()
+		return send.Receipt{}, nil
+	}}
+	d := newDispatcher(t, t.Context(), send.DispatcherConfig{
+		Sender:      sender,
+		Concurrency: 2,
+		Limits: send.Limits{
+			Default: send.Bucket{PerSecond: 1000, Burst: 1},
+			Domains: map[string]send.Bucket{
+				"slow.example": {PerSecond: 2, Burst: 1},  // 3 notices: 0, .5, 1s
+				"mid.example":  {PerSecond: 5, Burst: 1},  // 6 notices: 0 .. 1s
+				"FAST.example": {PerSecond: 10, Burst: 1}, // 11 notices: 0 .. 1s
+			},
+		},
+	})
+	results := collect(d)
+	var ns []send.Notice
+	for i := range 3 {
+		ns = append(ns, notice(i, "slow.example"))
+	}
+	for i := range 6 {
+		ns = append(ns, notice(i, "mid.example"))
+	}
+	for i := range 11 {
+		ns = append(ns, notice(i, "fast.example"))
+	}
+	start := time.Now()
+	submitAll(t, d, ns)
+	d.Close()
+	rs := byKey(t, ns, <-results)
+	elapsed := time.Since(start)
+	for _, r := range rs {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	if elapsed >= 2*time.Second {
+		t.Errorf("took %v; the domains' paces were summed (max 1s, sum 3s)", elapsed)
+	}
+	// Each domain's own pace was kept.
+	for domain, rate := range map[string]float64{"slow.example": 2, "mid.example": 5, "fast.example": 10} {
+		ts := sends[domain]
+		span := ts[len(ts)-1].Sub(ts[0])
+		if min := time.Duration(float64(len(ts)-1)/rate*float64(time.Second)) - 100*time.Millisecond; span < min {
+			t.Errorf("%s: %d sends in %v, faster than %v/s", domain, len(ts), span, rate)
+		}
+	}
+}
+
+func TestDispatcherGlobalCeiling(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var times []time.Time
+	sender := fakeSender{fn: func(context.Context, *send.Message) (send.Receipt, error) {
+		mu.Lock()
+		times = append(times, time.Now())
+		mu.Unlock()
+		return send.Receipt{}, nil
+	}}
+	d := newDispatcher(t, t.Context(), send.DispatcherConfig{
+		Sender:      sender,
+		Concurrency: 8,
+		Limits:      send.Limits{Global: send.Bucket{PerSecond: 20, Burst: 2}},
+	})
+	results := collect(d)
+	var ns []send.Notice
+	for i := range 12 {
+		ns = append(ns, notice(i, fmt.Sprintf("d%d.example", i))) // unlimited domains
+	}
+	submitAll(t, d, ns)
+	d.Close()
+	rs := <-results
+	if len(rs) != 12 {
+		t.Fatalf("%d Results", len(rs))
+	}
+	// 2 at once, then 10 more at 20/s: at least 0.5s.
+	span := times[len(times)-1].Sub(times[0])
+	if span < 400*time.Millisecond {
+		t.Fatalf("12 sends in %v exceed 20/s with burst 2", span)
+	}
+	var waited time.Duration
+	for _, r := range rs {
+		waited = max(waited, r.Waited)
+	}
+	if waited < 400*time.Millisecond {
+		t.Errorf("longest Waited = %v", waited)
+	}
+}
+
+func TestDispatcherLogsNoAddress(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	logger := zerolog.New(zerolog.SyncWriter(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}))).Level(zerolog.DebugLevel)
+	d := newDispatcher(t, t.Context(), send.DispatcherConfig{Sender: fakeSender{fn: accept}, Logger: logger})
+	results := collect(d)
+	n := notice(7, "example.org")
+	submitAll(t, d, []send.Notice{n})
+	d.Close()
+	<-results
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	for _, want := range []string{`"key":"` + n.Key[:12] + `"`, `"domain":"example.org"`, `"outcome":"sent"`} {
+		if !bytes.Contains([]byte(out), []byte(want)) {
+			t.Errorf("log lacks %s: %s", want, out)
+		}
+	}
+	for _, secret := range []string{n.To, n.Name, n.Key[12:]} {
+		if bytes.Contains([]byte(out), []byte(secret)) {
+			t.Errorf("log carries %q: %s", secret, out)
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func TestNewDispatcherErrors(t *testing.T) {
+	t.Parallel()
+	r := newRenderer(t)
+	s := fakeSender{fn: accept}
+	for name, cfg := range map[string]send.DispatcherConfig{
+		"Sender":      {Renderer: r},
+		"Renderer":    {Sender: s},
+		"Concurrency": {Sender: s, Renderer: r, Concurrency: -1},
+		"MaxQueued":   {Sender: s, Renderer: r, MaxQueued: -1},
+		"Retry":       {Sender: s, Renderer: r, Retry: send.RetryPolicy{Attempts: -1}},
+		"Global":      {Sender: s, Renderer: r, Limits: send.Limits{Global: send.Bucket{PerSecond: -1}}},
+		"gmail.com":   {Sender: s, Renderer: r, Limits: send.Limits{Domains: map[string]send.Bucket{"gmail.com": {Burst: -1}}}},
+	} {
+		if _, err := send.NewDispatcher(t.Context(), cfg); err == nil || !bytes.Contains([]byte(err.Error()), []byte(name)) {
+			t.Errorf("%s: error = %v", name, err)
+		}
+	}
+}
+
+func BenchmarkDispatcher(b *testing.B) {
+	d := newDispatcher(b, b.Context(), send.DispatcherConfig{Sender: fakeSender{fn: accept}})
+	ns := make([]send.Notice, 1000)
+	for i := range ns {
+		ns[i] = notice(i, fmt.Sprintf("d%d.example", i%100))
+	}
+	results := make(chan int)
+	go func() {
+		n := 0
+		for range d.Results() {
+			n++
+		}
+		results <- n
+	}()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if err := d.Submit(b.Context(), ns[i%len(ns)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d.Close()
+	<-results
+}

@@ -1,0 +1,314 @@
+package send
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	htmltemplate "html/template"
+	"io/fs"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
+	"net/mail"
+	"net/textproto"
+	"net/url"
+	"path"
+	"strings"
+	texttemplate "text/template"
+	"time"
+
+	"github.com/example/scan/internal/address"
+)
+
+// DefaultCancelURL is the RenderConfig.CancelURL used when none is given.
+const DefaultCancelURL = "https://example.com/cancel?token={token}"
+
+// defaultKind names the templates used for a kind that has none of its own.
+const defaultKind = "default"
+
+//go:embed templates/*.tmpl
+var embedded embed.FS
+
+// ErrHeaderInjection is the cause of a Render error for a header value that
+// contains CR or LF (or another control character).
+var ErrHeaderInjection = errors.New("send: header value contains a line break or control character")
+
+// RenderConfig configures a Renderer. From and MessageIDDomain are required.
+type RenderConfig struct {
+	// From is the header From, "Name <addr>" or "addr". Its address is also
+	// the envelope sender.
+	From string
+	// MessageIDDomain is the right-hand side of every Message-ID.
+	MessageIDDomain string
+	// CancelURL is the cancellation link; "{token}" is replaced by the
+	// notice's query-escaped CancelToken. It must be an absolute http or
+	// https URL containing "{token}". Default DefaultCancelURL.
+	CancelURL string
+	// Templates optionally overrides the embedded templates. For a notice
+	// of kind K the Renderer uses K.subject.tmpl, K.txt.tmpl and
+	// K.html.tmpl (text/template, text/template and html/template) from
+	// Templates, else from the embedded set, else default.*.tmpl from
+	// Templates, else the embedded default.*.tmpl. Each file is looked up
+	// on its own. Templates are parsed once, by NewRenderer.
+	Templates fs.FS
+}
+
+// TemplateData is what a template sees.
+type TemplateData struct {
+	Kind        string
+	Name        string    // display name; may be empty
+	Plan        string    // plan name; may be empty
+	RenewsAt    time.Time // when the card is charged, UTC
+	RenewsOn    string    // RenewsAt's date, e.g. "2 January 2006" (UTC)
+	PeriodStart string    // YYYY-MM-DD
+	CancelURL   string    // the cancellation link
+}
+
+// Renderer turns a Notice into a Message. A Renderer is safe for concurrent
+// use; Render does not modify it.
+type Renderer struct {
+	from      mail.Address
+	fromHdr   string
+	domain    string
+	cancelURL string
+	subject   map[string]*texttemplate.Template
+	text      map[string]*texttemplate.Template
+	html      map[string]*htmltemplate.Template
+}
+
+// NewRenderer validates cfg, fills its defaults and parses every template.
+func NewRenderer(cfg RenderConfig) (*Renderer, error) {
+	if cfg.From == "" {
+		return nil, errors.New("send: RenderConfig.From is empty")
+	}
+	if !address.ValidHeaderValue(cfg.From) {
+		return nil, fmt.Errorf("RenderConfig.From: %w", ErrHeaderInjection)
+	}
+	from, err := mail.ParseAddress(cfg.From)
+	if err != nil {
+		return nil, fmt.Errorf("send: RenderConfig.From: %w", err)
+	}
+	if _, err := address.Parse(from.Address); err != nil {
+		return nil, fmt.Errorf("send: RenderConfig.From address: %w", err)
+	}
+	if cfg.MessageIDDomain == "" {
+		return nil, errors.New("send: RenderConfig.MessageIDDomain is empty")
+	}
+	if _, err := address.Parse("x@" + cfg.MessageIDDomain); err != nil {
+		return nil, fmt.Errorf("send: RenderConfig.MessageIDDomain %q is not a domain", cfg.MessageIDDomain)
+	}
+	if cfg.CancelURL == "" {
+		cfg.CancelURL = DefaultCancelURL
+	}
+	if err := checkCancelURL(cfg.CancelURL); err != nil {
+		return nil, err
+	}
+	r := &Renderer{
+		from:      *from,
+		fromHdr:   from.String(),
+		domain:    strings.ToLower(cfg.MessageIDDomain),
+		cancelURL: cfg.CancelURL,
+		subject:   map[string]*texttemplate.Template{},
+		text:      map[string]*texttemplate.Template{},
+		html:      map[string]*htmltemplate.Template{},
+	}
+	// Embedded first, then the overrides replace them file by file.
+	sub, _ := fs.Sub(embedded, "templates")
+	if err := r.load(sub); err != nil {
+		return nil, fmt.Errorf("send: embedded templates: %w", err)
+	}
+	if cfg.Templates != nil {
+		if err := r.load(cfg.Templates); err != nil {
+			return nil, fmt.Errorf("send: RenderConfig.Templates: %w", err)
+		}
+	}
+	return r, nil
+}
+
+func checkCancelURL(raw string) error {
+	if !strings.Contains(raw, "{token}") {
+		return errors.New("send: RenderConfig.CancelURL has no {token}")
+	}
+	if !address.ValidHeaderValue(raw) || strings.ContainsAny(raw, " <>\"") {
+		return errors.New("send: RenderConfig.CancelURL contains a space, control character, quote or angle bracket")
+	}
+	u, err := url.Parse(strings.ReplaceAll(raw, "{token}", "t"))
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return errors.New("send: RenderConfig.CancelURL is not an absolute http(s) URL")
+	}
+	return nil
+}
+
+// load parses every *.subject.tmpl, *.txt.tmpl and *.html.tmpl in fsys.
+func (r *Renderer) load(fsys fs.FS) error {
+	names, err := fs.Glob(fsys, "*.tmpl")
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		b, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return err
+		}
+		base := path.Base(name)
+		switch {
+		case strings.HasSuffix(base, ".subject.tmpl"):
+			t, err := texttemplate.New(base).Option("missingkey=error").Parse(string(b))
+			if err != nil {
+				return err
+			}
+			r.subject[strings.TrimSuffix(base, ".subject.tmpl")] = t
+		case strings.HasSuffix(base, ".txt.tmpl"):
+			t, err := texttemplate.New(base).Option("missingkey=error").Parse(string(b))
+			if err != nil {
+				return err
+			}
+			r.text[strings.TrimSuffix(base, ".txt.tmpl")] = t
+		case strings.HasSuffix(base, ".html.tmpl"):
+			t, err := htmltemplate.New(base).Option("missingkey=error").Parse(string(b))
+			if err != nil {
+				return err
+			}
+			r.html[strings.TrimSuffix(base, ".html.tmpl")] = t
+		}
+	}
+	return nil
+}
+
+func pick[T any](m map[string]T, kind string) T {
+	if t, ok := m[kind]; ok {
+		return t
+	}
+	return m[defaultKind]
+}
+
+// MessageID returns the Message-ID of the notice with key key:
+// "<" + the first 32 characters of key + "@" + domain + ">".
+func MessageID(key, domain string) string {
+	if len(key) > 32 {
+		key = key[:32]
+	}
+	return "<" + key + "@" + domain + ">"
+}
+
+// MessageID returns the Message-ID r gives the notice with key key.
+func (r *Renderer) MessageID(key string) string { return MessageID(key, r.domain) }
+
+// CancelLink returns the cancellation link for token.
+func (r *Renderer) CancelLink(token string) string {
+	return strings.ReplaceAll(r.cancelURL, "{token}", url.QueryEscape(token))
+}
+
+// Render renders n into a complete RFC 5322 multipart/alternative message
+// with CRLF line endings. It refuses a notice whose Key is not at least 32
+// hex characters, whose To, Name or rendered Subject would put a line break
+// or control character in a header (ErrHeaderInjection), or that lacks
+// ClaimedAt (the Date header) or CancelToken. Render reads no clock: the
+// same Notice always renders to the same bytes.
+func (r *Renderer) Render(n Notice) (*Message, error) {
+	if len(n.Key) < 32 || strings.Trim(n.Key, "0123456789abcdef") != "" {
+		return nil, errors.New("render: key is not 32 or more lower-case hex characters")
+	}
+	if n.To == "" {
+		return nil, errors.New("render: notice has no recipient")
+	}
+	for _, v := range []struct{ field, value string }{{"To", n.To}, {"Name", n.Name}, {"Kind", n.Kind}} {
+		if !address.ValidHeaderValue(v.value) {
+			return nil, fmt.Errorf("render: %s: %w", v.field, ErrHeaderInjection)
+		}
+	}
+	if n.ClaimedAt.IsZero() {
+		return nil, errors.New("render: notice has no ClaimedAt (the Date header)")
+	}
+	if n.CancelToken == "" {
+		return nil, errors.New("render: notice has no CancelToken")
+	}
+	link := r.CancelLink(n.CancelToken)
+	data := TemplateData{
+		Kind:        n.Kind,
+		Name:        n.Name,
+		Plan:        n.Plan,
+		RenewsAt:    n.RenewsAt.UTC(),
+		RenewsOn:    n.RenewsAt.UTC().Format("2 January 2006"),
+		PeriodStart: n.PeriodStart.Format(time.DateOnly),
+		CancelURL:   link,
+	}
+
+	var subj, text, html bytes.Buffer
+	if err := pick(r.subject, n.Kind).Execute(&subj, data); err != nil {
+		return nil, fmt.Errorf("render: subject: %w", err)
+	}
+	if err := pick(r.text, n.Kind).Execute(&text, data); err != nil {
+		return nil, fmt.Errorf("render: text: %w", err)
+	}
+	if err := pick(r.html, n.Kind).Execute(&html, data); err != nil {
+		return nil, fmt.Errorf("render: html: %w", err)
+	}
+	subject := strings.TrimSpace(subj.String())
+	if !address.ValidHeaderValue(subject) {
+		return nil, fmt.Errorf("render: Subject: %w", ErrHeaderInjection)
+	}
+
+	m := &Message{
+		Notice:    n,
+		From:      r.from.Address,
+		MessageID: r.MessageID(n.Key),
+		Subject:   subject,
+		Text:      text.String(),
+		HTML:      html.String(),
+	}
+	to := (&mail.Address{Name: n.Name, Address: n.To}).String()
+	headers := []struct{ name, value string }{
+		{"From", r.fromHdr},
+		{"To", to},
+		{"Subject", mime.QEncoding.Encode("utf-8", subject)},
+		{"Date", n.ClaimedAt.UTC().Format(time.RFC1123Z)},
+		{"Message-ID", m.MessageID},
+		{"MIME-Version", "1.0"},
+		{"X-Notice-Key", n.Key},
+		{"List-Unsubscribe", "<" + link + ">"},
+		{"Auto-Submitted", "auto-generated"},
+	}
+	boundary := "=_notice_" + n.Key[:32]
+	var raw bytes.Buffer
+	raw.Grow(len(m.Text) + len(m.HTML) + 1024)
+	for _, h := range headers {
+		// Defence in depth: every value was checked above, check again
+		// after encoding.
+		if address.HasCRLF(h.value) {
+			return nil, fmt.Errorf("render: %s: %w", h.name, ErrHeaderInjection)
+		}
+		raw.WriteString(h.name + ": " + h.value + "\r\n")
+	}
+	raw.WriteString(`Content-Type: multipart/alternative; boundary="` + boundary + "\"\r\n\r\n")
+	mw := multipart.NewWriter(&raw)
+	if err := mw.SetBoundary(boundary); err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	for _, part := range []struct{ ctype, body string }{
+		{"text/plain; charset=utf-8", m.Text},
+		{"text/html; charset=utf-8", m.HTML},
+	} {
+		w, err := mw.CreatePart(textproto.MIMEHeader{
+			"Content-Type":              {part.ctype},
+			"Content-Transfer-Encoding": {"quoted-printable"},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("render: %w", err)
+		}
+		qp := quotedprintable.NewWriter(w)
+		if _, err := qp.Write([]byte(part.body)); err != nil {
+			return nil, fmt.Errorf("render: %w", err)
+		}
+		if err := qp.Close(); err != nil {
+			return nil, fmt.Errorf("render: %w", err)
+		}
+	}
+	if err := mw.Close(); err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	raw.WriteString("\r\n")
+	m.Raw = raw.Bytes()
+	return m, nil
+}

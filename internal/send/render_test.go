@@ -1,0 +1,287 @@
+package send_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
+	"net/mail"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/example/scan/internal/send"
+)
+
+func TestMessageID(t *testing.T) {
+	t.Parallel()
+	k := key("x")
+	if got, want := send.MessageID(k, "n.example.com"), "<"+k[:32]+"@n.example.com>"; got != want {
+		t.Fatalf("MessageID = %q, want %q", got, want)
+	}
+}
+
+func TestRenderHeaders(t *testing.T) {
+	t.Parallel()
+	r := newRenderer(t)
+	n := notice(1, "example.org")
+	m := render(t, r, n)
+
+	if bytes.Contains(bytes.ReplaceAll(m.Raw, []byte("\r\n"), nil), []byte("\n")) ||
+		bytes.Contains(bytes.ReplaceAll(m.Raw, []byte("\r\n"), nil), []byte("\r")) {
+		t.Fatal("Raw has a bare CR or LF")
+	}
+	msg, err := mail.ReadMessage(bytes.NewReader(m.Raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := msg.Header
+	link := "https://example.com/cancel?token=tok-1"
+	for name, want := range map[string]string{
+		"From":             `"Example Box" <notices@example.com>`,
+		"To":               `"Ada Lovelace" <user1@example.org>`,
+		"Subject":          "Your Pro subscription renews on 4 March 2026",
+		"Date":             "Sun, 01 Mar 2026 02:00:00 +0000",
+		"Message-Id":       "<" + n.Key[:32] + "@notices.example.com>",
+		"Mime-Version":     "1.0",
+		"X-Notice-Key":     n.Key,
+		"List-Unsubscribe": "<" + link + ">",
+	} {
+		if got := h.Get(name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	if m.MessageID != h.Get("Message-Id") || m.From != "notices@example.com" || m.Subject != h.Get("Subject") {
+		t.Errorf("Message fields = %q %q %q", m.MessageID, m.From, m.Subject)
+	}
+	if strings.Contains(string(m.Raw), n.SubscriptionID) {
+		t.Error("Raw contains the subscription id")
+	}
+
+	mt, params, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err != nil || mt != "multipart/alternative" {
+		t.Fatalf("Content-Type = %q (%v)", h.Get("Content-Type"), err)
+	}
+	mr := multipart.NewReader(msg.Body, params["boundary"])
+	var types []string
+	for {
+		p, err := mr.NextRawPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Header.Get("Content-Transfer-Encoding") != "quoted-printable" {
+			t.Errorf("part encoding = %q", p.Header.Get("Content-Transfer-Encoding"))
+		}
+		body, err := io.ReadAll(quotedprintable.NewReader(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ct := p.Header.Get("Content-Type")
+		types = append(types, ct)
+		want := []string{"4 March 2026", "Pro", "Ada Lovelace"}
+		if strings.HasPrefix(ct, "text/html") {
+			want = append(want, `href="`+link+`"`)
+		} else {
+			want = append(want, link)
+		}
+		for _, w := range want {
+			if !strings.Contains(string(body), w) {
+				t.Errorf("%s part lacks %q:\n%s", ct, w, body)
+			}
+		}
+	}
+	if strings.Join(types, ",") != "text/plain; charset=utf-8,text/html; charset=utf-8" {
+		t.Errorf("parts = %v", types)
+	}
+}
+
+func TestRenderDeterministicAndCancelLink(t *testing.T) {
+	t.Parallel()
+	r := newRenderer(t)
+	a := notice(1, "example.org")
+	a2 := render(t, r, a)
+	if b := render(t, r, a); !bytes.Equal(a2.Raw, b.Raw) {
+		t.Fatal("same notice rendered differently")
+	}
+	// A corrected revision: new key, same token, same link.
+	rev := a
+	rev.Revision = 1
+	rev.Key = key("rev")
+	m1, m2 := a2, render(t, r, rev)
+	h1, _ := mail.ReadMessage(bytes.NewReader(m1.Raw))
+	h2, _ := mail.ReadMessage(bytes.NewReader(m2.Raw))
+	if h1.Header.Get("List-Unsubscribe") != h2.Header.Get("List-Unsubscribe") {
+		t.Error("same CancelToken gave different links")
+	}
+	if m1.MessageID == m2.MessageID {
+		t.Error("different keys gave one Message-ID")
+	}
+	// Tokens are query-escaped.
+	odd := a
+	odd.CancelToken = "a b&c=d"
+	if got := r.CancelLink(odd.CancelToken); got != "https://example.com/cancel?token=a+b%26c%3Dd" {
+		t.Errorf("CancelLink = %q", got)
+	}
+	if _, err := r.Render(odd); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestRenderNoPlanNoName(t *testing.T) {
+	t.Parallel()
+	n := notice(1, "example.org")
+	n.Plan, n.Name = "", ""
+	m := render(t, newRenderer(t), n)
+	if m.Subject != "Your subscription renews on 4 March 2026" {
+		t.Errorf("Subject = %q", m.Subject)
+	}
+	if !strings.HasPrefix(m.Text, "Hello,") {
+		t.Errorf("Text starts %q", m.Text[:20])
+	}
+}
+
+func TestRenderRefuses(t *testing.T) {
+	t.Parallel()
+	r := newRenderer(t)
+	tests := []struct {
+		name   string
+		mut    func(*send.Notice)
+		inject bool
+	}{
+		{"crlf in to", func(n *send.Notice) { n.To = "a@example.org\r\nBcc: x@example.org" }, true},
+		{"lf in name", func(n *send.Notice) { n.Name = "Ada\nBcc: x@example.org" }, true},
+		{"cr in name", func(n *send.Notice) { n.Name = "Ada\r" }, true},
+		{"nul in to", func(n *send.Notice) { n.To = "a\x00@example.org" }, true},
+		{"short key", func(n *send.Notice) { n.Key = "abc" }, false},
+		{"upper key", func(n *send.Notice) { n.Key = strings.ToUpper(n.Key) }, false},
+		{"no recipient", func(n *send.Notice) { n.To = "" }, false},
+		{"no claimed at", func(n *send.Notice) { n.ClaimedAt = time.Time{} }, false},
+		{"no token", func(n *send.Notice) { n.CancelToken = "" }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			n := notice(1, "example.org")
+			tt.mut(&n)
+			m, err := r.Render(n)
+			if err == nil {
+				t.Fatalf("Render = %q, want an error", m.Raw)
+			}
+			if got := errors.Is(err, send.ErrHeaderInjection); got != tt.inject {
+				t.Errorf("Render error %v: ErrHeaderInjection = %v", err, got)
+			}
+		})
+	}
+}
+
+func TestRenderTemplates(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{
+		"renewal_notice_t72.subject.tmpl": {Data: []byte("Prämie {{.Plan}} – {{.RenewsOn}}\n")},
+		"renewal_notice_t72.txt.tmpl":     {Data: []byte("custom {{.CancelURL}}\n")},
+		"broken.subject.tmpl":             {Data: []byte("line one\nline two")},
+	}
+	r, err := send.NewRenderer(send.RenderConfig{
+		From:            "notices@example.com",
+		MessageIDDomain: "notices.example.com",
+		Templates:       fsys,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := notice(1, "example.org")
+	m := render(t, r, n)
+	if m.Subject != "Prämie Pro – 4 March 2026" {
+		t.Errorf("Subject = %q", m.Subject)
+	}
+	if !strings.Contains(string(m.Raw), "Subject: =?utf-8?q?") {
+		t.Errorf("Subject not RFC 2047 encoded:\n%s", m.Raw)
+	}
+	msg, _ := mail.ReadMessage(bytes.NewReader(m.Raw))
+	if got, _ := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject")); got != m.Subject {
+		t.Errorf("decoded Subject = %q", got)
+	}
+	if m.Text != "custom "+send.DefaultCancelURL[:len(send.DefaultCancelURL)-len("{token}")]+"tok-1\n" {
+		t.Errorf("Text = %q", m.Text)
+	}
+	if !strings.Contains(m.HTML, "<!DOCTYPE html>") {
+		t.Error("HTML did not fall back to the embedded default")
+	}
+	// An unknown kind gets the defaults.
+	n.Kind = "something_else"
+	if m := render(t, r, n); m.Subject != "Your Pro subscription renews on 4 March 2026" {
+		t.Errorf("default Subject = %q", m.Subject)
+	}
+	// A template that renders a line break into Subject is refused.
+	n.Kind = "broken"
+	if _, err := r.Render(n); !errors.Is(err, send.ErrHeaderInjection) {
+		t.Errorf("Render(broken) error = %v", err)
+	}
+}
+
+func TestRenderHTMLEscapes(t *testing.T) {
+	t.Parallel()
+	n := notice(1, "example.org")
+	n.Name = `<script>alert(1)</script>`
+	n.Plan = `"Pro" & more`
+	m := render(t, newRenderer(t), n)
+	if strings.Contains(m.HTML, "<script>") {
+		t.Error("HTML not escaped")
+	}
+	if !strings.Contains(m.Text, "<script>") {
+		t.Error("text part should carry the name as is")
+	}
+}
+
+func TestNewRendererErrors(t *testing.T) {
+	t.Parallel()
+	good := send.RenderConfig{From: "a@example.com", MessageIDDomain: "n.example.com"}
+	tests := []struct {
+		name string
+		mut  func(*send.RenderConfig)
+		want string
+	}{
+		{"no from", func(c *send.RenderConfig) { c.From = "" }, "From"},
+		{"bad from", func(c *send.RenderConfig) { c.From = "not an address" }, "From"},
+		{"crlf from", func(c *send.RenderConfig) { c.From = "a@example.com\r\nBcc: b@example.com" }, "From"},
+		{"no domain", func(c *send.RenderConfig) { c.MessageIDDomain = "" }, "MessageIDDomain"},
+		{"bad domain", func(c *send.RenderConfig) { c.MessageIDDomain = "a b" }, "MessageIDDomain"},
+		{"no token", func(c *send.RenderConfig) { c.CancelURL = "https://example.com/cancel" }, "CancelURL"},
+		{"relative", func(c *send.RenderConfig) { c.CancelURL = "/cancel?t={token}" }, "CancelURL"},
+		{"angle", func(c *send.RenderConfig) { c.CancelURL = "https://example.com/<{token}>" }, "CancelURL"},
+		{"bad template", func(c *send.RenderConfig) {
+			c.Templates = fstest.MapFS{"x.txt.tmpl": {Data: []byte("{{.Nope")}}
+		}, "Templates"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := good
+			tt.mut(&cfg)
+			_, err := send.NewRenderer(cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("NewRenderer error = %v, want one naming %s", err, tt.want)
+			}
+		})
+	}
+	if _, err := send.NewRenderer(good); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func BenchmarkRender(b *testing.B) {
+	r := newRenderer(b)
+	n := notice(1, "example.org")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.Render(n); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,124 @@
+// Package send owns everything that leaves the process: rendering a notice
+// into a message, the senders that deliver it (outbox files, SMTP, HTTP),
+// and the per-domain token buckets that pace them. It knows nothing of the
+// database: the caller claims a notice before handing it here and records
+// the Outcome that comes back.
+package send
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Notice is one claimed notice, ready to render and send. Every field is
+// already validated by the caller (no CR/LF, a parseable address).
+type Notice struct {
+	Key            string    // 64 hex chars; the notice key
+	SubscriptionID string    // logged, never sent in a header
+	Kind           string    // selects the template
+	PeriodStart    time.Time // billing period the charge starts
+	Revision       int
+	RenewsAt       time.Time // when the card is charged
+	To             string    // recipient address (possibly the staging redirect)
+	Domain         string    // recipient domain, lower-case ASCII: the bucket key
+	Name           string    // optional display name, may be empty
+	Plan           string    // optional plan name, may be empty
+	CancelToken    string    // token of the cancellation link; reused across revisions
+	ClaimedAt      time.Time // when the claim committed (for claim-to-commit latency)
+}
+
+// ErrNotAttempted is the cause of a Transient *Error for a notice that was
+// never handed to a sender, because the run was cancelled first.
+var ErrNotAttempted = errors.New("send: not attempted")
+
+// ErrMisconfigured is the cause of a Transient *Error that no retry can
+// cure: the provider refused the connection itself (TLS required but not
+// offered, authentication rejected). Nothing was sent; a caller should stop
+// the pass rather than try every notice in turn. The Dispatcher does not
+// retry it.
+var ErrMisconfigured = errors.New("send: sender misconfigured")
+
+// Message is a rendered notice: the RFC 5322 bytes plus what the senders
+// need beside them.
+type Message struct {
+	Notice    Notice
+	From      string // envelope and header From address (addr-spec only)
+	MessageID string // with angle brackets: <32hex@domain>
+	Subject   string
+	Text      string
+	HTML      string
+	Raw       []byte // complete RFC 5322 message, CRLF line endings
+}
+
+// Receipt is what a provider said when it accepted a message.
+type Receipt struct {
+	ProviderID string // provider's id for the message; may be empty
+}
+
+// Sender delivers one rendered message. Implementations must honour ctx
+// and must return an *Error (or nil) so the caller can classify the outcome.
+// A Sender is safe for concurrent use.
+type Sender interface {
+	Send(ctx context.Context, m *Message) (Receipt, error)
+	Close() error
+}
+
+// Class says what is known about a failed send.
+type Class int
+
+const (
+	// Transient: the provider definitely did not accept the message
+	// (SMTP 4xx, HTTP 429/503, connection refused, not attempted). Safe to
+	// try again.
+	Transient Class = iota + 1
+	// Permanent: the provider rejected the message for good (SMTP 5xx,
+	// HTTP 4xx, invalid recipient).
+	Permanent
+	// Unknown: the message may have been accepted (a timeout or reset after
+	// it was handed over). The claim must stay quarantined.
+	Unknown
+)
+
+func (c Class) String() string {
+	switch c {
+	case Transient:
+		return "transient"
+	case Permanent:
+		return "permanent"
+	case Unknown:
+		return "unknown"
+	}
+	return "invalid"
+}
+
+// Error is a classified send failure. Code is the SMTP reply code or HTTP
+// status when there was one, else 0.
+type Error struct {
+	Class Class
+	Code  int
+	Err   error
+}
+
+func (e *Error) Error() string {
+	if e.Code != 0 {
+		return fmt.Sprintf("%s (%d): %v", e.Class, e.Code, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.Class, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Classify returns the class of err: nil is not an error (0), an *Error
+// its Class, and anything else Unknown (when in doubt, quarantine).
+func Classify(err error) Class {
+	if err == nil {
+		return 0
+	}
+	var se *Error
+	if errors.As(err, &se) {
+		return se.Class
+	}
+	return Unknown
+}

@@ -1,0 +1,605 @@
+package send
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+)
+
+// Defaults for SMTPConfig.
+const (
+	DefaultSMTPPool    = 16
+	DefaultSendTimeout = 30 * time.Second
+	DefaultHelo        = "localhost"
+)
+
+// SMTPConfig configures an SMTP sender.
+type SMTPConfig struct {
+	// URL is smtp://[user:pass@]host[:port] (port 587 by default; STARTTLS
+	// when the server offers it, and required unless host is a loopback
+	// address or "localhost") or smtps://[user:pass@]host[:port] (implicit
+	// TLS, port 465 by default). With a user, the sender authenticates
+	// with AUTH PLAIN, which only ever travels over TLS or loopback.
+	URL string
+	// Pool is the most connections open at once, and so the most sends in
+	// flight; give it the Dispatcher's Concurrency. Default
+	// DefaultSMTPPool.
+	Pool int
+	// Timeout bounds one Send, dialling included. Default
+	// DefaultSendTimeout.
+	Timeout time.Duration
+	// TLSConfig is the base client TLS configuration, e.g. RootCAs for a
+	// test server. ServerName defaults to the URL's host. Certificates are
+	// always verified: InsecureSkipVerify is refused.
+	TLSConfig *tls.Config
+	// Helo is the name given in EHLO. Default DefaultHelo.
+	Helo string
+}
+
+// SMTP is a Sender that submits each message to one SMTP server over a
+// pool of reused connections. A connection serves one message at a time
+// and is reused after a transaction that ended cleanly (a reply to the end
+// of the message, or a refused MAIL); one left mid-transaction by a refused
+// RCPT or DATA, or by any I/O failure, is dropped. A pooled connection that
+// the server closed while idle is replaced transparently.
+//
+// Outcomes: a failure to connect, greet, start TLS or authenticate is
+// Transient (ErrMisconfigured when TLS is required but not offered, or the
+// credentials are refused); a 4xx reply to MAIL, RCPT, DATA or to the end
+// of the message is Transient and a 5xx reply Permanent, both with Code;
+// a failure while writing the message is Transient; a timeout, reset or
+// EOF while waiting for the reply to the end of the message (when the
+// server holds the whole message) is Unknown.
+//
+// An SMTP is safe for concurrent use.
+type SMTP struct {
+	addr        string // host:port
+	host        string
+	implicitTLS bool
+	requireTLS  bool
+	user, pass  string
+	hasAuth     bool
+	timeout     time.Duration
+	helo        string
+	tlsConfig   *tls.Config
+	redacted    string
+
+	slots chan struct{}  // one per connection in use or being dialled
+	idle  chan *smtpConn // connections waiting for their next message
+
+	mu     sync.Mutex
+	closed bool
+}
+
+var _ Sender = (*SMTP)(nil)
+
+// NewSMTP validates cfg and fills its defaults. It does not connect: the
+// first Send does.
+func NewSMTP(cfg SMTPConfig) (*SMTP, error) {
+	s := &SMTP{redacted: RedactURL(cfg.URL)}
+	u, err := url.Parse(cfg.URL)
+	if err != nil || cfg.URL == "" {
+		return nil, fmt.Errorf("send: SMTPConfig.URL %s is not a URL", s.redacted)
+	}
+	port := ""
+	switch u.Scheme {
+	case "smtp":
+		port = "587"
+	case "smtps":
+		port = "465"
+		s.implicitTLS = true
+	default:
+		return nil, fmt.Errorf("send: SMTPConfig.URL %s: scheme must be smtp or smtps", s.redacted)
+	}
+	s.host = u.Hostname()
+	if s.host == "" {
+		return nil, fmt.Errorf("send: SMTPConfig.URL %s has no host", s.redacted)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("send: SMTPConfig.URL %s: bad port", s.redacted)
+		}
+		port = p
+	}
+	s.addr = net.JoinHostPort(s.host, port)
+	s.requireTLS = tlsRequired(s.host)
+	if u.User != nil {
+		s.user = u.User.Username()
+		s.pass, _ = u.User.Password()
+		s.hasAuth = s.user != ""
+	}
+	if cfg.Pool < 0 {
+		return nil, fmt.Errorf("send: SMTPConfig.Pool %d is negative", cfg.Pool)
+	}
+	if cfg.Pool == 0 {
+		cfg.Pool = DefaultSMTPPool
+	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("send: SMTPConfig.Timeout %v is negative", cfg.Timeout)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultSendTimeout
+	}
+	s.timeout = cfg.Timeout
+	if cfg.Helo == "" {
+		cfg.Helo = DefaultHelo
+	}
+	if strings.ContainsAny(cfg.Helo, " \r\n\t") {
+		return nil, errors.New("send: SMTPConfig.Helo contains white space")
+	}
+	s.helo = cfg.Helo
+	if cfg.TLSConfig != nil {
+		if cfg.TLSConfig.InsecureSkipVerify {
+			return nil, errors.New("send: SMTPConfig.TLSConfig.InsecureSkipVerify is not allowed")
+		}
+		s.tlsConfig = cfg.TLSConfig.Clone()
+	} else {
+		s.tlsConfig = &tls.Config{}
+	}
+	if s.tlsConfig.ServerName == "" {
+		s.tlsConfig.ServerName = s.host
+	}
+	if s.tlsConfig.MinVersion == 0 {
+		s.tlsConfig.MinVersion = tls.VersionTLS12
+	}
+	s.slots = make(chan struct{}, cfg.Pool)
+	s.idle = make(chan *smtpConn, cfg.Pool)
+	return s, nil
+}
+
+// tlsRequired reports whether a connection to host must be encrypted: it
+// must unless host is "localhost" or a loopback IP address.
+func tlsRequired(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
+}
+
+// RedactURL returns raw with any password replaced by "xxxxx", for logs
+// and errors. A string that does not parse as a URL comes back as
+// "[unparseable URL]", since it might hold a password.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "[unparseable URL]"
+	}
+	return u.Redacted()
+}
+
+// String returns the server's URL without the password.
+func (s *SMTP) String() string { return s.redacted }
+
+// Send submits m to the server, taking a pooled connection or dialling a
+// new one. It waits for a free connection while Pool sends are in flight.
+// Send returns within the configured Timeout or when ctx ends, whichever
+// is first. The Receipt's ProviderID is the server's final reply text, or
+// "smtp:"+Message-ID when the reply has none.
+func (s *SMTP) Send(ctx context.Context, m *Message) (Receipt, error) {
+	if err := ctx.Err(); err != nil {
+		return Receipt{}, &Error{Class: Transient, Err: err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return Receipt{}, &Error{Class: Transient, Err: fmt.Errorf("smtp: waiting for a connection: %w", ctx.Err())}
+	}
+	defer func() { <-s.slots }()
+
+	deadline, _ := ctx.Deadline()
+	var c *smtpConn
+	select {
+	case c = <-s.idle:
+		c.dc.begin(deadline)
+	default:
+	}
+	for {
+		reused := c != nil
+		if c == nil {
+			var err error
+			if c, err = s.dial(ctx, deadline); err != nil {
+				return Receipt{}, err
+			}
+		}
+		stop := context.AfterFunc(ctx, c.dc.expire)
+		rcpt, err, state := s.transact(c, m)
+		if !stop() && state == connReuse {
+			state = connDrop // the deadline was forced into the past
+		}
+		switch {
+		case state == connReuse:
+			s.put(c)
+		case state == connStale && reused && ctx.Err() == nil:
+			// The server closed the idle connection before MAIL was
+			// taken: nothing was sent, dial afresh.
+			c.close()
+			c = nil
+			continue
+		default:
+			c.close()
+		}
+		return rcpt, err
+	}
+}
+
+// connState says what a transaction left its connection fit for.
+type connState int
+
+const (
+	connReuse connState = iota // in step, no transaction open
+	connDrop                   // mid-transaction or broken
+	connStale                  // failed at MAIL without a reply, or 421: closed by the server
+)
+
+func (s *SMTP) put(c *smtpConn) {
+	c.dc.begin(time.Time{})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		c.close()
+		return
+	}
+	select {
+	case s.idle <- c:
+	default:
+		c.close()
+	}
+}
+
+// transact runs one mail transaction on c.
+func (s *SMTP) transact(c *smtpConn, m *Message) (Receipt, error, connState) {
+	to := m.Notice.To
+	opts := &smtp.MailOptions{Size: int64(len(m.Raw))}
+	if !isASCII(m.From) || !isASCII(to) {
+		if ok, _ := c.c.Extension("SMTPUTF8"); !ok {
+			return Receipt{}, &Error{Class: Permanent, Err: errors.New("smtp: address needs SMTPUTF8, which the server does not offer")}, connReuse
+		}
+		opts.UTF8 = true
+	}
+	if err := c.c.Mail(m.From, opts); err != nil {
+		state := connReuse // a refused MAIL opens no transaction
+		if code := replyCode(err); code == 0 || code == 421 {
+			state = connStale
+		}
+		return Receipt{}, replyError("mail", err, to, false), state
+	}
+	if err := c.c.Rcpt(to, nil); err != nil {
+		return Receipt{}, replyError("rcpt", err, to, false), connDrop
+	}
+	w, err := c.c.Data()
+	if err != nil {
+		return Receipt{}, replyError("data", err, to, false), connDrop
+	}
+	if _, err := w.Write(m.Raw); err != nil {
+		return Receipt{}, &Error{Class: Transient, Err: fmt.Errorf("smtp: writing message: %w", err)}, connDrop
+	}
+	resp, err := w.CloseWithResponse()
+	if err != nil {
+		if code := replyCode(err); code >= 400 && code < 600 {
+			// The transaction is over either way (RFC 5321 4.1.1.4).
+			state := connReuse
+			if code == 421 {
+				state = connDrop
+			}
+			return Receipt{}, replyError("end of data", err, to, true), state
+		}
+		if c.dc.failedWrite() {
+			// The final dot did not leave: the server cannot have
+			// accepted the message.
+			return Receipt{}, &Error{Class: Transient, Err: fmt.Errorf("smtp: writing message: %w", err)}, connDrop
+		}
+		return Receipt{}, &Error{Class: Unknown, Err: fmt.Errorf("smtp: no reply after the message was handed over: %w", err)}, connDrop
+	}
+	id := scrub(strings.TrimSpace(resp.StatusText), to)
+	if id == "" {
+		id = "smtp:" + m.MessageID
+	}
+	return Receipt{ProviderID: id}, nil, connReuse
+}
+
+// replyCode returns the server's reply code in err, or 0 for an I/O
+// failure.
+func replyCode(err error) int {
+	var se *smtp.SMTPError
+	if errors.As(err, &se) {
+		return se.Code
+	}
+	return 0
+}
+
+// replyError classifies an error at a command before the message was
+// handed over, or (handedOver) the reply to the end of the message. The
+// server's text is kept, with the recipient address removed.
+func replyError(stage string, err error, to string, handedOver bool) error {
+	var se *smtp.SMTPError
+	if !errors.As(err, &se) {
+		class := Transient
+		if handedOver {
+			class = Unknown
+		}
+		return &Error{Class: class, Err: fmt.Errorf("smtp: %s: %s", stage, scrub(err.Error(), to))}
+	}
+	var class Class
+	switch {
+	case se.Code >= 400 && se.Code < 500:
+		class = Transient
+	case se.Code >= 500 && se.Code < 600:
+		class = Permanent
+	case handedOver:
+		class = Unknown // a reply out of protocol
+	default:
+		class = Transient
+	}
+	return &Error{Class: class, Code: se.Code, Err: fmt.Errorf("smtp: %s: %s", stage, scrub(se.Message, to))}
+}
+
+// scrub removes the recipient address from a server's text, so that errors
+// and receipts can be logged and stored.
+func scrub(s, to string) string {
+	if to == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, to, "[recipient]")
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// dial connects, greets, starts TLS and authenticates. Every failure is
+// Transient: nothing was sent.
+func (s *SMTP) dial(ctx context.Context, deadline time.Time) (*smtpConn, error) {
+	fail := func(stage string, err error) error {
+		var se *smtp.SMTPError
+		code := 0
+		if errors.As(err, &se) {
+			code = se.Code
+		}
+		return &Error{Class: Transient, Code: code, Err: fmt.Errorf("smtp: %s %s: %w", stage, s.redacted, err)}
+	}
+	var d net.Dialer
+	raw, err := d.DialContext(ctx, "tcp", s.addr)
+	if err != nil {
+		return nil, fail("connect", err)
+	}
+	dc := &deadlineConn{Conn: raw}
+	dc.begin(deadline)
+	stop := context.AfterFunc(ctx, dc.expire)
+	defer stop()
+
+	var conn net.Conn = dc
+	if s.implicitTLS {
+		tc := tls.Client(dc, s.tlsConfig)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			dc.Close()
+			return nil, fail("tls handshake", err)
+		}
+		conn = tc
+	} else {
+		conn, err = s.startTLS(ctx, dc)
+		if err != nil {
+			dc.Close()
+			if errors.Is(err, ErrMisconfigured) {
+				return nil, &Error{Class: Transient, Err: err}
+			}
+			return nil, fail("starttls", err)
+		}
+	}
+	c := smtp.NewClient(conn)
+	c.CommandTimeout = s.timeout
+	c.SubmissionTimeout = s.timeout
+	if err := c.Hello(s.helo); err != nil {
+		c.Close()
+		return nil, fail("ehlo", err)
+	}
+	if s.hasAuth {
+		if ok, _ := c.Extension("AUTH"); !ok {
+			c.Close()
+			return nil, &Error{Class: Transient, Err: fmt.Errorf("%w: smtp server %s does not offer AUTH", ErrMisconfigured, s.redacted)}
+		}
+		if err := c.Auth(sasl.NewPlainClient("", s.user, s.pass)); err != nil {
+			c.Close()
+			var se *smtp.SMTPError
+			if errors.As(err, &se) && se.Code >= 500 {
+				return nil, &Error{Class: Transient, Code: se.Code, Err: fmt.Errorf("%w: smtp server %s refused the credentials: %s", ErrMisconfigured, s.redacted, se.Message)}
+			}
+			return nil, fail("auth", err)
+		}
+	}
+	return &smtpConn{c: c, dc: dc}, nil
+}
+
+// startTLS reads the greeting, says EHLO and, when the server offers it,
+// upgrades the connection with STARTTLS. It returns the connection to run
+// the session on, primed with a greeting for smtp.NewClient. Without
+// STARTTLS it fails with ErrMisconfigured unless the host is loopback.
+func (s *SMTP) startTLS(ctx context.Context, dc *deadlineConn) (net.Conn, error) {
+	tp := textproto.NewConn(dc)
+	if _, _, err := tp.ReadResponse(220); err != nil {
+		return nil, err
+	}
+	offered := false
+	id, err := tp.Cmd("EHLO %s", s.helo)
+	if err != nil {
+		return nil, err
+	}
+	tp.StartResponse(id)
+	_, msg, err := tp.ReadResponse(250)
+	tp.EndResponse(id)
+	var te *textproto.Error
+	switch {
+	case err == nil:
+		for _, line := range strings.Split(msg, "\n")[1:] {
+			if strings.EqualFold(strings.Fields(line + " x")[0], "STARTTLS") {
+				offered = true
+			}
+		}
+	case errors.As(err, &te) && te.Code >= 500:
+		// No ESMTP: no STARTTLS either. go-smtp's client falls back to
+		// HELO by itself.
+	default:
+		return nil, err
+	}
+	if !offered {
+		if s.requireTLS {
+			return nil, fmt.Errorf("%w: smtp server %s does not offer STARTTLS and is not a loopback host", ErrMisconfigured, s.redacted)
+		}
+		return &greetedConn{Conn: dc, greeting: strings.NewReader("220 ready\r\n")}, nil
+	}
+	id, err = tp.Cmd("STARTTLS")
+	if err != nil {
+		return nil, err
+	}
+	tp.StartResponse(id)
+	_, _, err = tp.ReadResponse(220)
+	tp.EndResponse(id)
+	if err != nil {
+		return nil, err
+	}
+	if tp.R.Buffered() > 0 {
+		return nil, errors.New("server sent data before the TLS handshake")
+	}
+	tc := tls.Client(dc, s.tlsConfig)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return nil, err
+	}
+	return &greetedConn{Conn: tc, greeting: strings.NewReader("220 ready\r\n")}, nil
+}
+
+// Close closes every idle connection (QUIT, bounded by a second) and makes
+// connections in use close when their Send ends. Send must not be called
+// after Close.
+func (s *SMTP) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	for {
+		select {
+		case c := <-s.idle:
+			c.quit()
+		default:
+			return nil
+		}
+	}
+}
+
+// smtpConn is one pooled connection.
+type smtpConn struct {
+	c  *smtp.Client
+	dc *deadlineConn
+}
+
+func (c *smtpConn) close() { _ = c.c.Close() }
+
+func (c *smtpConn) quit() {
+	c.dc.begin(time.Now().Add(time.Second))
+	_ = c.c.Quit()
+	_ = c.c.Close()
+}
+
+// deadlineConn caps every deadline that go-smtp sets (it sets one per
+// command and clears it after) at the current send's limit, so that the
+// whole send, not each command, is bounded; and it remembers whether a
+// write failed, which tells a message that never fully left from one
+// that waits for its reply.
+type deadlineConn struct {
+	net.Conn
+	mu       sync.Mutex
+	limit    time.Time
+	writeErr bool
+}
+
+func (c *deadlineConn) clamp(t time.Time) time.Time {
+	if !c.limit.IsZero() && (t.IsZero() || t.After(c.limit)) {
+		return c.limit
+	}
+	return t
+}
+
+// begin starts a send: it sets the cap (zero: none), applies it at once
+// and clears the write-failure flag.
+func (c *deadlineConn) begin(limit time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.limit = limit
+	c.writeErr = false
+	_ = c.Conn.SetDeadline(limit)
+}
+
+// expire moves the cap into the past, failing any blocked read or write at
+// once: the send's context has ended.
+func (c *deadlineConn) expire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.limit = time.Unix(1, 0)
+	_ = c.Conn.SetDeadline(c.limit)
+}
+
+func (c *deadlineConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Conn.SetDeadline(c.clamp(t))
+}
+
+func (c *deadlineConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Conn.SetReadDeadline(c.clamp(t))
+}
+
+func (c *deadlineConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Conn.SetWriteDeadline(c.clamp(t))
+}
+
+func (c *deadlineConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if err != nil {
+		c.mu.Lock()
+		c.writeErr = true
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+func (c *deadlineConn) failedWrite() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writeErr
+}
+
+// greetedConn replays a greeting before the real stream, so that
+// smtp.NewClient can take over a session whose greeting (and STARTTLS)
+// was handled here.
+type greetedConn struct {
+	net.Conn
+	greeting *strings.Reader
+}
+
+func (c *greetedConn) Read(b []byte) (int, error) {
+	if c.greeting.Len() > 0 {
+		return c.greeting.Read(b)
+	}
+	return c.Conn.Read(b)
+}

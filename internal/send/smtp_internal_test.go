@@ -1,0 +1,63 @@
+package send
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/example/scan/internal/smtptest"
+)
+
+func TestTLSRequired(t *testing.T) {
+	t.Parallel()
+	for host, want := range map[string]bool{
+		"localhost":        false,
+		"LOCALHOST":        false,
+		"127.0.0.1":        false,
+		"127.1.2.3":        false,
+		"::1":              false,
+		"mail.example.com": true,
+		"10.0.0.1":         true,
+		"192.168.1.1":      true,
+		"localhost.evil":   true,
+		"::ffff:8.8.8.8":   true,
+	} {
+		if got := tlsRequired(host); got != want {
+			t.Errorf("tlsRequired(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
+// A non-loopback server that does not offer STARTTLS is refused before
+// anything is sent.
+func TestSMTPRequiresTLS(t *testing.T) {
+	t.Parallel()
+	srv := smtptest.New(t)
+	s, err := NewSMTP(SMTPConfig{URL: srv.URL(), Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.requireTLS = true // as if the host were not loopback
+	m := &Message{From: "a@example.com", MessageID: "<x@y.z>", Raw: []byte("Subject: x\r\n\r\nx\r\n")}
+	m.Notice.To = "b@example.org"
+	_, err = s.Send(t.Context(), m)
+	if !errors.Is(err, ErrMisconfigured) || Classify(err) != Transient {
+		t.Fatalf("Send error = %v, want Transient ErrMisconfigured", err)
+	}
+	if srv.Total() != 0 {
+		t.Fatal("a message was sent in the clear")
+	}
+
+	// With STARTTLS offered, the same requirement is met.
+	tsrv := smtptest.New(t, smtptest.WithSTARTTLS())
+	s2, err := NewSMTP(SMTPConfig{URL: tsrv.URL(), TLSConfig: tsrv.ClientTLSConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	s2.requireTLS = true
+	if _, err := s2.Send(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+}
