@@ -162,4 +162,3 @@ func (r *recorder) logUnrecorded() {
 			Msg("outcome not recorded; the claim stays in quarantine (settle it with `scan resolve`)")
 	}
 }
-
