@@ -251,7 +251,7 @@ func (s *Scanner) produce(ctx context.Context, d *send.Dispatcher, c *counters) 
 
 func (s *Scanner) submit(ctx context.Context, d *send.Dispatcher, won []ledger.Won, byKey map[string]due) error {
 	at := s.cfg.Clock()
-	for i, w := range won {
+	for _, w := range won {
 		dn := byKey[w.Key]
 		n := dn.n
 		n.ClaimedAt = at
@@ -259,14 +259,15 @@ func (s *Scanner) submit(ctx context.Context, d *send.Dispatcher, won []ledger.W
 		if n.CancelToken == "" {
 			n.CancelToken = dn.claim.CancelToken
 		}
-		if err := d.Submit(ctx, n); err != nil {
-			// Claimed but never handed over: it did not leave the process.
-			rest := len(won) - i
-			s.log.Warn().Int("claimed_not_sent", rest).Msg("pass interrupted; claims not yet queued stay in quarantine and can be released with `scan resolve KEY --not-sent`")
+		// Every claimed notice goes to the dispatcher, even on shutdown:
+		// once the run is cancelled it answers at once with "not
+		// attempted", and the recorder releases the claim as retry instead
+		// of leaving a notice that never left the process in quarantine.
+		if err := d.Submit(context.WithoutCancel(ctx), n); err != nil {
 			return err
 		}
 	}
-	return nil
+	return ctx.Err()
 }
 
 // recordMissed records as missed every notice whose window closed with no

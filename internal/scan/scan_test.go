@@ -488,3 +488,37 @@ func TestRedirectKeepsTheDomainAndRecordsIt(t *testing.T) {
 		t.Fatalf("row = %+v", rows[0])
 	}
 }
+
+// A pass cancelled mid-way (SIGTERM) hands back every claim it never
+// sent as retry, so nothing is left in quarantine that never left the
+// process, and the next pass sends the rest exactly once.
+func TestShutdownReleasesUnsentClaims(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e := setup(t, smtptest.OnMessage(func(smtptest.Received) { cancel() }), smtptest.WithLatency(2*time.Millisecond))
+	e.many(300, "example.com")
+	s, err := e.pass(ctx)
+	if err == nil {
+		t.Fatal("a cancelled pass reported success")
+	}
+	counts, _ := ledger.CountByState(context.Background(), e.db)
+	if counts[ledger.Claimed] != 0 {
+		t.Fatalf("claims left in quarantine after shutdown: %v (summary %+v)", counts, s)
+	}
+	if counts[ledger.Retry]+counts[ledger.Sent] != s.Minted {
+		t.Fatalf("states %v do not cover the %d minted", counts, s.Minted)
+	}
+	if s.Sent == 300 {
+		t.Fatal("the pass was not interrupted; the test proves nothing")
+	}
+	s2 := e.mustPass()
+	if e.smtp.Total() != 300 {
+		t.Fatalf("SMTP received %d, want 300 (second pass %+v)", e.smtp.Total(), s2)
+	}
+	for _, m := range e.smtp.Messages() {
+		if e.smtp.Count(m.MessageID) != 1 {
+			t.Fatalf("%s received twice", m.MessageID)
+		}
+	}
+}
