@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
@@ -135,3 +136,19 @@ type Row struct {
 
 // Period returns the billing period as YYYY-MM-DD.
 func (r Row) Period() string { return r.PeriodStart.Format("2006-01-02") }
+
+// ErrNotMigrated: the database has no notice_ledger; run `scan migrate`.
+var ErrNotMigrated = errors.New("the database has no notice_ledger table: run `scan migrate` first")
+
+// Probe checks that the ledger exists, without touching a row.
+func Probe(ctx context.Context, db sqlx.QueryerContext) error {
+	rows, err := db.QueryContext(ctx, NoticeLedgerProbe)
+	if err != nil {
+		var pe *pq.Error
+		if errors.As(err, &pe) && pe.Code == "42P01" {
+			return ErrNotMigrated
+		}
+		return fmt.Errorf("probe ledger: %w", err)
+	}
+	return rows.Close()
+}

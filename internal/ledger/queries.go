@@ -179,3 +179,6 @@ const SchedulerTryLock = `SELECT pg_try_advisory_lock(736361, 1)`
 
 // SchedulerUnlock releases it.
 const SchedulerUnlock = `SELECT pg_advisory_unlock(736361, 1)`
+
+// NoticeLedgerProbe fails when the ledger has not been migrated.
+const NoticeLedgerProbe = `SELECT 1 FROM notice_ledger LIMIT 0`

@@ -49,6 +49,9 @@ func (e *ConfigError) Error() string { return e.Field + ": " + e.Msg }
 // points that crash the process there) and for metrics; nil hooks are
 // skipped. They run on the pass's goroutines and must be quick.
 type Hooks struct {
+	// BeforeClaim runs just before a batch of n new claims is sent to the
+	// ledger, before anything of that batch is written.
+	BeforeClaim func(n int)
 	// AfterClaimCommit runs after a batch's claim committed and before any
 	// notice of it is handed to a sender.
 	AfterClaimCommit func(n int)
@@ -167,6 +170,12 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 	}
 	s := &Scanner{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer}
 	s.src = &source{rel: rel, shard: cfg.Shard, shards: cfg.Shards}
+	if err := ledger.Probe(ctx, db); err != nil {
+		if errors.Is(err, ledger.ErrNotMigrated) {
+			return nil, &ConfigError{"database", err.Error()}
+		}
+		return nil, err
+	}
 	if err := s.probeSource(ctx); err != nil {
 		return nil, err
 	}
