@@ -15,7 +15,7 @@ import (
 // failpointHooks crashes the process with SIGKILL at a pass boundary, for
 // the crash tests (built with -tags failpoint). SCAN_FAILPOINT is
 // NAME[:N]: crash the N-th time (default 1st) the pass reaches NAME, one of
-// after-claim-commit, after-accepted, after-outcome-commit.
+// before-claim, after-claim-commit, after-accepted, after-outcome-commit.
 func failpointHooks() scan.Hooks {
 	name, nth, _ := strings.Cut(os.Getenv("SCAN_FAILPOINT"), ":")
 	n, err := strconv.Atoi(nth)
@@ -30,6 +30,7 @@ func failpointHooks() scan.Hooks {
 		}
 	}
 	return scan.Hooks{
+		BeforeClaim:        func(int) { crash("before-claim") },
 		AfterClaimCommit:   func(int) { crash("after-claim-commit") },
 		AfterAccepted:      func(string) { crash("after-accepted") },
 		AfterOutcomeCommit: func(int) { crash("after-outcome-commit") },

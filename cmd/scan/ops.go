@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/mattn/go-isatty"
 
 	"github.com/example/scan/internal/backfill"
@@ -92,7 +93,8 @@ func cmdQuarantine(ctx context.Context, e *env, args []string) error {
 }
 
 func cmdResolve(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "resolve", "KEY --sent|--not-sent|--retry --reason TEXT [--by NAME]")
+	fs := newFlags(e, "resolve", "KEY|--run RUN_ID --sent|--not-sent|--retry --reason TEXT [--by NAME]")
+	runID := fs.String("run", "", "decide for every claim of this run that still has no outcome (after a crash, once reconcile has settled what the provider saw)")
 	sent := fs.Bool("sent", false, "the notice went out (evidence outside the provider's events)")
 	notSent := fs.Bool("not-sent", false, "the notice certainly did not go out: make it retry")
 	retry := fs.Bool("retry", false, "send it again in the next pass while its window is open (also for failed)")
@@ -102,8 +104,10 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || !notice.ValidKey(pos[0]) {
-		return usagef("KEY", "exactly one notice key (64 lower-case hex characters) is required")
+	if *runID != "" && len(pos) == 0 {
+		pos = []string{""}
+	} else if len(pos) != 1 || !notice.ValidKey(pos[0]) || *runID != "" {
+		return usagef("KEY", "exactly one notice key (64 lower-case hex characters), or --run RUN_ID, is required")
 	}
 	n := 0
 	for _, b := range []bool{*sent, *notSent, *retry} {
@@ -139,6 +143,9 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
+	if *runID != "" {
+		return resolveRun(ctx, e, db, *runID, d)
+	}
 	from, err := ledger.Resolve(ctx, db, d)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return usagef("KEY", "no ledger row has key %s", pos[0][:12])
@@ -267,4 +274,34 @@ func cmdBackfill(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	return json.NewEncoder(e.stdout).Encode(map[string]int{"lines": len(recs), "inserted": n, "already_in_ledger": len(recs) - n})
+}
+
+// resolveRun applies one decision to every claim of a run that still has
+// no outcome, each recorded on its own, and prints each change.
+func resolveRun(ctx context.Context, e *env, db *sqlx.DB, runID string, d ledger.Decision) error {
+	keys, err := ledger.ClaimedByRun(ctx, db, runID)
+	if err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		return usagef("--run", "run %q has no claims without an outcome", runID)
+	}
+	d.From = []ledger.State{ledger.Claimed}
+	enc := json.NewEncoder(e.stdout)
+	changed := 0
+	for _, k := range keys {
+		d.Key = k
+		from, err := ledger.Resolve(ctx, db, d)
+		if errors.Is(err, ledger.ErrStateChanged) {
+			continue // settled meanwhile (a reconcile or a pass)
+		}
+		if err != nil {
+			return err
+		}
+		changed++
+		if err := enc.Encode(map[string]any{"notice_key": k, "from": from, "to": d.To, "by": d.By, "reason": d.Reason, "at": d.At}); err != nil {
+			return err
+		}
+	}
+	return enc.Encode(map[string]any{"run_id": runID, "resolved": changed})
 }

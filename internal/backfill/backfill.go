@@ -54,16 +54,21 @@ func Read(r io.Reader) ([]Record, error) {
 		if errors.Is(err, io.EOF) {
 			return out, nil
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
+			// FieldPos is only defined for a record Read returned.
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
-				return nil, &LineError{pe.Line, pe.Err.Error()}
+				return nil, &LineError{pe.StartLine, pe.Err.Error()} // where the bad record starts
 			}
 			return nil, fmt.Errorf("read backfill: %w", err)
 		}
-		if line == 1 && strings.EqualFold(strings.TrimSpace(rec[0]), Header[0]) {
-			continue
+		line, _ := cr.FieldPos(0)
+		if line == 1 {
+			// A spreadsheet's export may start with a byte order mark.
+			rec[0] = strings.TrimPrefix(rec[0], "\uFEFF")
+			if strings.EqualFold(strings.TrimSpace(rec[0]), Header[0]) {
+				continue
+			}
 		}
 		if len(rec) != len(Header) {
 			return nil, &LineError{line, fmt.Sprintf("want %d fields (%s), got %d", len(Header), strings.Join(Header, ","), len(rec))}

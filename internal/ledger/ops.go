@@ -221,7 +221,15 @@ func Settle(ctx context.Context, db *sqlx.DB, by string, now time.Time, ss []Set
 				continue
 			}
 			d := Decision{Key: c.key, To: s.To, By: by, Reason: "provider event " + s.Event, At: now, SentAt: s.At}
-			if err := resolveLocked(ctx, tx, d, Claimed); err != nil {
+			err := resolveLocked(ctx, tx, d, Claimed)
+			if errors.Is(err, ErrStateChanged) {
+				// A running pass recorded its outcome since the read above
+				// (the UPDATE changed no row, so the transaction is intact).
+				res.Unchanged++
+				c.state = ""
+				continue
+			}
+			if err != nil {
 				return err
 			}
 			res.Changed = append(res.Changed, Change{Key: c.key, MessageID: s.MessageID, From: Claimed, To: s.To, Event: s.Event})
@@ -304,4 +312,13 @@ func UnlockScheduler(ctx context.Context, conn *sqlx.Conn) error {
 		return fmt.Errorf("scheduler unlock: %w", err)
 	}
 	return nil
+}
+
+// ClaimedByRun returns the keys of run runID still in state claimed.
+func ClaimedByRun(ctx context.Context, db sqlx.QueryerContext, runID string) ([]string, error) {
+	var keys []string
+	if err := sqlx.SelectContext(ctx, db, &keys, NoticeListClaimedByRun, runID); err != nil {
+		return nil, fmt.Errorf("claims of run: %w", err)
+	}
+	return keys, nil
 }

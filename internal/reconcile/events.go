@@ -9,9 +9,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -23,10 +23,61 @@ import (
 const MaxLine = 1 << 20
 
 // Event is one provider event. Only MessageID and Event are required.
+// Timestamp, when present, is when the provider saw the event: an RFC 3339
+// string or a Unix time in seconds (or milliseconds), as providers send
+// it; any other form is ignored rather than rejecting the line.
 type Event struct {
 	MessageID string    `json:"message_id"`
 	Event     string    `json:"event"`
 	Timestamp time.Time `json:"timestamp"`
+}
+
+// UnmarshalJSON decodes an event, reading its timestamp leniently.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		MessageID string          `json:"message_id"`
+		Event     string          `json:"event"`
+		Timestamp json.RawMessage `json:"timestamp"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*e = Event{MessageID: raw.MessageID, Event: raw.Event, Timestamp: parseTime(raw.Timestamp)}
+	return nil
+}
+
+// parseTime reads an RFC 3339 string or a Unix time in seconds (values
+// above 1e11 are taken as milliseconds); anything else is the zero time.
+func parseTime(raw json.RawMessage) time.Time {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s)); err == nil {
+			return t.UTC()
+		}
+		return time.Time{}
+	}
+	var num json.Number
+	if json.Unmarshal(raw, &num) != nil {
+		return time.Time{}
+	}
+	if n, err := num.Int64(); err == nil {
+		switch {
+		case n <= 0:
+			return time.Time{}
+		case n > 1e11:
+			return time.UnixMilli(n).UTC()
+		}
+		return time.Unix(n, 0).UTC()
+	}
+	f, err := num.Float64()
+	if err != nil || f <= 0 || math.IsInf(f, 0) {
+		return time.Time{}
+	}
+	if f > 1e11 {
+		f /= 1000
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*1e9)).UTC()
 }
 
 // Settles reports what a provider event proves about its claim: Sent for
@@ -72,10 +123,10 @@ func (s *Stats) problem(line int, reason string) {
 func Read(r io.Reader, fn func(ledger.Settlement) error) (Stats, error) {
 	var st Stats
 	br := bufio.NewReaderSize(r, 64<<10)
-	var line []byte
+	var buf []byte
 	for n := 1; ; n++ {
-		var tooLong bool
-		line, tooLong, err := readLine(br, line[:0])
+		line, tooLong, err := readLine(br, buf[:0])
+		buf = line
 		if err == io.EOF && len(line) == 0 && !tooLong {
 			return st, nil
 		}
@@ -107,7 +158,7 @@ func Read(r io.Reader, fn func(ledger.Settlement) error) (Stats, error) {
 				st.Irrelevant++
 				break
 			}
-			if ferr := fn(ledger.Settlement{MessageID: id, To: to, Event: strings.ToLower(ev.Event), At: ev.Timestamp}); ferr != nil {
+			if ferr := fn(ledger.Settlement{MessageID: id, To: to, Event: strings.ToLower(strings.TrimSpace(ev.Event)), At: ev.Timestamp}); ferr != nil {
 				return st, ferr
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -128,6 +129,10 @@ func (h *HTTP) Send(ctx context.Context, m *Message) (Receipt, error) {
 		}
 		if wrote.Load() {
 			return Receipt{}, &Error{Class: Unknown, Err: fmt.Errorf("http: no response after the request was sent to %s: %w", h.redacted, err)}
+		}
+		var oe *net.OpError
+		if errors.As(err, &oe) && oe.Op == "dial" {
+			err = fmt.Errorf("%w: %w", ErrUnreachable, err)
 		}
 		return Receipt{}, &Error{Class: Transient, Err: fmt.Errorf("http: %s: %w", h.redacted, err)}
 	}

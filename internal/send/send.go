@@ -40,6 +40,13 @@ var ErrNotAttempted = errors.New("send: not attempted")
 // retry it.
 var ErrMisconfigured = errors.New("send: sender misconfigured")
 
+// ErrUnreachable is the cause of a Transient *Error for a send whose
+// connection to the provider could not be opened (refused, no route, DNS):
+// nothing was handed over. The dispatcher retries it like any Transient
+// error; a caller that still sees it after the retries may conclude that
+// the provider is down and stop the pass.
+var ErrUnreachable = errors.New("send: provider unreachable")
+
 // Message is a rendered notice: the RFC 5322 bytes plus what the senders
 // need beside them.
 type Message struct {

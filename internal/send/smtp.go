@@ -380,7 +380,7 @@ func (s *SMTP) dial(ctx context.Context, deadline time.Time) (*smtpConn, error) 
 	var d net.Dialer
 	raw, err := d.DialContext(ctx, "tcp", s.addr)
 	if err != nil {
-		return nil, fail("connect", err)
+		return nil, fail("connect", fmt.Errorf("%w: %w", ErrUnreachable, err))
 	}
 	dc := &deadlineConn{Conn: raw}
 	dc.begin(deadline)
