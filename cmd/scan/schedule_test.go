@@ -1,0 +1,316 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/example/scan/internal/ledger"
+	"github.com/example/scan/internal/policy"
+	"github.com/example/scan/internal/scan"
+	"github.com/example/scan/internal/smtptest"
+)
+
+// watchBuf is an io.Writer that tests can wait on: WaitFor blocks until
+// the text written so far contains a string a number of times.
+type watchBuf struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{}
+}
+
+func newWatchBuf() *watchBuf { return &watchBuf{changed: make(chan struct{})} }
+
+func (w *watchBuf) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(p)
+	close(w.changed)
+	w.changed = make(chan struct{})
+	return n, err
+}
+
+func (w *watchBuf) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// WaitFor waits until s occurs at least n times, or ctx ends (then it
+// fails the test).
+func (w *watchBuf) WaitFor(ctx context.Context, t *testing.T, s string, n int) {
+	t.Helper()
+	for {
+		w.mu.Lock()
+		have, ch := strings.Count(w.buf.String(), s), w.changed
+		w.mu.Unlock()
+		if have >= n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waited for %d x %q, saw %d; output:\n%s", n, s, have, tail(w.String()))
+		case <-ch:
+		}
+	}
+}
+
+// summaries decodes the pass summaries a scheduler printed.
+func summaries(t *testing.T, out string) []scan.Summary {
+	t.Helper()
+	var ss []scan.Summary
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var s scan.Summary
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			t.Fatalf("stdout line %q: %v", line, err)
+		}
+		ss = append(ss, s)
+	}
+	return ss
+}
+
+// holdReplies makes f's SMTP server hold its reply to every message until
+// the returned release is called, then accept it (250). first is closed
+// when the server has read the first message.
+func holdReplies(f *fixture) (first <-chan struct{}, release func()) {
+	firstCh, gate := make(chan struct{}), make(chan struct{})
+	var once, relOnce sync.Once
+	f.onMessage(func(smtptest.Received) {
+		once.Do(func() { close(firstCh) })
+		<-gate
+	})
+	f.t.Cleanup(func() { relOnce.Do(func() { close(gate) }) })
+	return firstCh, func() { relOnce.Do(func() { close(gate) }) }
+}
+
+type scheduler struct {
+	stdout, stderr *watchBuf
+	done           chan int // the exit code
+}
+
+func startScheduler(ctx context.Context, getenv func(string) string, args ...string) *scheduler {
+	s := &scheduler{stdout: newWatchBuf(), stderr: newWatchBuf(), done: make(chan int, 1)}
+	go func() {
+		s.done <- run(ctx, append([]string{"schedule"}, args...), getenv, strings.NewReader(""), s.stdout, s.stderr)
+	}()
+	return s
+}
+
+// Two schedulers on one database fire every second. While one's pass is
+// in flight (its sends held by the SMTP server), the other fires, finds
+// the advisory lock taken and skips: it runs no pass until the first has
+// finished. Every notice goes out once.
+func TestScheduleTwoSchedulersNeverOverlap(t *testing.T) {
+	t.Parallel()
+	const n = 30
+	f := newFixture(t, n, "")
+	first, release := holdReplies(f)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	env := f.getenv("LOG_LEVEL=info")
+	a := startScheduler(runCtx, env, "--cron", "@every 1s", "--batch-size", "10")
+	b := startScheduler(runCtx, env, "--cron", "@every 1s", "--batch-size", "10")
+
+	// A pass is in flight: the server holds its first message.
+	select {
+	case <-first:
+	case <-ctx.Done():
+		t.Fatal("no message reached the SMTP server")
+	}
+	// The other scheduler fires twice meanwhile and skips both times.
+	const skipped = "another scheduler's pass is running"
+	var holder, other *scheduler
+	select {
+	case <-waitCh(ctx, t, a.stderr, skipped):
+		holder, other = b, a
+	case <-waitCh(ctx, t, b.stderr, skipped):
+		holder, other = a, b
+	}
+	other.stderr.WaitFor(ctx, t, skipped, 2)
+	if got := summaries(t, other.stdout.String()); len(got) != 0 {
+		t.Fatalf("the skipping scheduler ran %d passes while the other's was in flight: %+v", len(got), got)
+	}
+	if got := summaries(t, holder.stdout.String()); len(got) != 0 {
+		t.Fatalf("the holder finished a pass while its sends were held: %+v", got)
+	}
+
+	release()
+	holder.stdout.WaitFor(ctx, t, `"run_id"`, 1)
+	// After that, both schedulers run passes again, which find nothing to
+	// do; wait for one of the other's, proving the lock was released.
+	other.stdout.WaitFor(ctx, t, `"run_id"`, 1)
+	stop()
+	for _, s := range []*scheduler{a, b} {
+		if code := <-s.done; code != 0 {
+			t.Errorf("scheduler exit %d\nstderr:\n%s", code, tail(s.stderr.String()))
+		}
+	}
+
+	minted, sent, passes := 0, 0, 0
+	for _, s := range []*scheduler{a, b} {
+		for _, sum := range summaries(t, s.stdout.String()) {
+			passes++
+			minted += sum.Minted
+			sent += sum.Sent
+		}
+	}
+	if minted != n || sent != n {
+		t.Errorf("%d passes minted %d and sent %d notices, want %d each", passes, minted, sent, n)
+	}
+	if tl := f.check(true); tl.sent != n || tl.received != n {
+		t.Errorf("after both schedulers: %v, want %d sent and received", tl, n)
+	}
+}
+
+// waitCh runs w.WaitFor(s) in the background and closes the returned
+// channel when s has appeared; the wait ends with ctx.
+func waitCh(ctx context.Context, t *testing.T, w *watchBuf, s string) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		for {
+			w.mu.Lock()
+			found, changed := strings.Contains(w.buf.String(), s), w.changed
+			w.mu.Unlock()
+			if found {
+				close(ch)
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+			}
+		}
+	}()
+	return ch
+}
+
+// SIGTERM (the context main cancels on it) during a pass: the sends in
+// flight finish and are recorded as sent, the rest of the batch is
+// released for the next pass, nothing stays in quarantine, and the
+// scheduler exits 0 without starting another pass.
+func TestScheduleSIGTERMFinishesInFlightAndExits(t *testing.T) {
+	t.Parallel()
+	const n = 40
+	f := newFixture(t, n, "")
+	first, release := holdReplies(f)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	runCtx, sigterm := context.WithCancel(ctx)
+	s := startScheduler(runCtx, f.getenv(), "--cron", "@every 1s", "--batch-size", "40")
+	select {
+	case <-first:
+	case <-ctx.Done():
+		t.Fatal("no message reached the SMTP server")
+	}
+	sigterm()
+	release()
+	select {
+	case code := <-s.done:
+		if code != 0 {
+			t.Fatalf("exit %d after SIGTERM\nstderr:\n%s", code, tail(s.stderr.String()))
+		}
+	case <-ctx.Done():
+		t.Fatal("the scheduler did not exit after SIGTERM")
+	}
+	sums := summaries(t, s.stdout.String())
+	if len(sums) != 1 {
+		t.Fatalf("%d passes, want the one interrupted pass: %+v", len(sums), sums)
+	}
+	sum := sums[0]
+	c := f.counts()
+	received := f.smtp.Total()
+	if received == 0 || received == n {
+		t.Fatalf("the server read %d of %d messages; the test needs a pass stopped part-way", received, n)
+	}
+	if c[ledger.Sent] != received || sum.Sent != received {
+		t.Errorf("ledger sent %d, summary sent %d, server received %d: every send in flight must finish and be recorded", c[ledger.Sent], sum.Sent, received)
+	}
+	if c[ledger.Claimed] != 0 {
+		t.Errorf("%d claims left in quarantine after a clean shutdown", c[ledger.Claimed])
+	}
+	if c[ledger.Sent]+c[ledger.Retry] != n {
+		t.Errorf("ledger %v: want every notice sent or released as retry", c)
+	}
+	if !strings.Contains(s.stderr.String(), "scheduler stopped") && !strings.Contains(s.stderr.String(), "pass aborted") {
+		t.Errorf("no shutdown line in the log:\n%s", tail(s.stderr.String()))
+	}
+	f.check(false)
+}
+
+// robfig/cron evaluates an expression without CRON_TZ in the location of
+// the time it is given; the scheduler passes UTC, so the host's TZ never
+// decides when passes run.
+func TestScheduleEvaluatesInUTC(t *testing.T) {
+	t.Parallel()
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := policy.ParseSchedule("0 2 * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, ny) // 16:00 UTC
+	want := time.Date(2026, 6, 2, 2, 0, 0, 0, time.UTC)
+	if got := nextFiring(s, now); !got.Equal(want) {
+		t.Errorf("next firing of 0 2 * * * from %v = %v, want %v (02:00 UTC)", now, got.UTC(), want)
+	}
+	if raw := s.Next(now); raw.Equal(want) {
+		t.Errorf("robfig/cron now evaluates in UTC itself (%v); nextFiring's conversion and its comment can go", raw)
+	}
+}
+
+// What robfig/cron does with a daily time in America/New_York on the two
+// DST days of 2026, as the schedule's comment and the README say.
+func TestScheduleDSTBehaviour(t *testing.T) {
+	t.Parallel()
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	firings := func(expr string, from time.Time, n int) []time.Time {
+		s, err := policy.ParseSchedule(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []time.Time
+		for at := from; len(out) < n; {
+			at = nextFiring(s, at)
+			out = append(out, at)
+		}
+		return out
+	}
+	// Spring forward, Sunday 8 March 2026: 02:00 EST jumps to 03:00 EDT.
+	// 02:30 does not exist that day and robfig/cron skips the day: 48h
+	// between two passes.
+	got := firings("CRON_TZ=America/New_York 30 2 * * *", time.Date(2026, 3, 7, 12, 0, 0, 0, ny), 2)
+	want := []time.Time{time.Date(2026, 3, 9, 2, 30, 0, 0, ny), time.Date(2026, 3, 10, 2, 30, 0, 0, ny)}
+	if !got[0].Equal(want[0]) || !got[1].Equal(want[1]) {
+		t.Errorf("02:30 New York around spring forward: %v, want %v (8 March skipped)", got, want)
+	}
+	// 02:30 EST on the 7th to 02:30 EDT on the 9th: 47 hours.
+	gap, err := policy.MaxGap("CRON_TZ=America/New_York 30 2 * * *", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	if err != nil || gap != 47*time.Hour {
+		t.Errorf("MaxGap = %v, %v; want 47h (the skipped day)", gap, err)
+	}
+	// Fall back, Sunday 1 November 2026: 01:00-02:00 happens twice, and so
+	// does a pass at 01:30 (harmless: the second mints nothing).
+	got = firings("CRON_TZ=America/New_York 30 1 * * *", time.Date(2026, 10, 31, 12, 0, 0, 0, ny), 2)
+	if d := got[1].Sub(got[0]); d != time.Hour {
+		t.Errorf("01:30 New York on fall-back day: %v, want two firings an hour apart", got)
+	}
+	// In UTC nothing moves: every gap is 24h.
+	if gap, err := policy.MaxGap("0 2 * * *", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil || gap != 24*time.Hour {
+		t.Errorf("MaxGap(0 2 * * *) = %v, %v; want 24h", gap, err)
+	}
+}

@@ -1,0 +1,244 @@
+// Package metrics owns the Prometheus metrics of one pass and pushes them
+// to a Pushgateway when the pass ends: a batch job has exited before any
+// Prometheus server could scrape it.
+//
+// The Pushgateway keeps one group per job ("scan") and shard and replaces
+// the whole group on each push, so the counts are gauges of the last pass
+// ("how many did the last pass send"), not counters; rate() over them means
+// nothing, and alerts compare them with thresholds instead. A completed pass
+// replaces the group (PUT); an aborted one only adds or replaces the
+// metrics it pushes (POST) and never pushes scan_last_success_timestamp_seconds,
+// so the previous success time survives a failed pass and "last success too
+// old" stays true until a pass completes.
+//
+// No label carries an email address, a subscription id or a notice key:
+// the labels are result, outcome, and domain, whose values are only the
+// recipient domains named in the policy's rate.domains, else "other".
+//
+// A Pass is safe for concurrent use: the scan's hooks call ObserveOutcome
+// from its recorder goroutine.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/push"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// Job is the Pushgateway job name of every push.
+const Job = "scan"
+
+// OtherDomain is the domain label of every recipient domain that the
+// policy does not name in rate.domains: the label's values stay bounded.
+const OtherDomain = "other"
+
+// Results are the values of the result label of scan_pass_notices, in the
+// order of the pass's summary.
+var Results = []string{"eligible", "invalid", "minted", "retried", "suppressed", "sent", "retry", "failed", "ambiguous", "missed"}
+
+// Counts are a pass's tallies, as its summary reports them.
+type Counts struct {
+	Eligible, Invalid, Minted, Retried, Suppressed int
+	Sent, Retry, Failed, Ambiguous, Missed         int
+	// Quarantine is the number of claims with no recorded outcome, from
+	// this pass and earlier ones; QuarantineOldest the oldest claim's
+	// time, zero when there is none.
+	Quarantine       int
+	QuarantineOldest time.Time
+}
+
+func (c Counts) byResult() map[string]int {
+	return map[string]int{
+		"eligible": c.Eligible, "invalid": c.Invalid, "minted": c.Minted, "retried": c.Retried,
+		"suppressed": c.Suppressed, "sent": c.Sent, "retry": c.Retry, "failed": c.Failed,
+		"ambiguous": c.Ambiguous, "missed": c.Missed,
+	}
+}
+
+// Config configures a Pass.
+type Config struct {
+	// Shard and Shards name the pass's shard; Shards defaults to 1. The
+	// push is grouped by job and shard ("0" for an unsharded pass).
+	Shard, Shards int
+	// Domains are the recipient domains that get their own domain label
+	// value (the policy's rate.domains); every other domain is "other".
+	Domains []string
+	// Client sends the push; default an http.Client with a 10s timeout.
+	Client *http.Client
+}
+
+// Pass holds the metrics of one pass in a registry of its own.
+type Pass struct {
+	cfg      Config
+	domains  map[string]bool
+	reg      *prometheus.Registry
+	notices  *prometheus.GaugeVec
+	quar     prometheus.Gauge
+	quarOld  prometheus.Gauge
+	latency  *prometheus.HistogramVec
+	waited   *prometheus.HistogramVec
+	duration prometheus.Gauge
+	success  prometheus.Gauge
+	lastOK   prometheus.Gauge
+	shards   prometheus.Gauge
+}
+
+// New returns the metrics of a pass, all zero.
+func New(cfg Config) *Pass {
+	if cfg.Shards < 1 {
+		cfg.Shards = 1
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	p := &Pass{cfg: cfg, domains: map[string]bool{}, reg: prometheus.NewRegistry()}
+	for _, d := range cfg.Domains {
+		p.domains[strings.ToLower(d)] = true
+	}
+	p.notices = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "scan_pass_notices",
+		Help: "Notices of the last pass by result, as in its JSON summary (eligible, invalid, minted, retried, suppressed, sent, retry, failed, ambiguous, missed).",
+	}, []string{"result"})
+	p.quar = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "scan_quarantine_claims",
+		Help: "Claims with no recorded outcome (any run) at the end of the last pass: each needs `scan reconcile` or `scan resolve`.",
+	})
+	p.quarOld = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "scan_quarantine_oldest_claim_timestamp_seconds",
+		Help: "Unix time of the oldest claim in quarantine; 0 when the quarantine is empty.",
+	})
+	p.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "scan_claim_to_commit_seconds",
+		Help:    "Time from a notice's claim commit to the commit of its outcome, by outcome (sent, retry, failed, claimed = ambiguous). Includes rate-limit waits.",
+		Buckets: prometheus.ExponentialBucketsRange(0.01, 3600, 20),
+	}, []string{"outcome"})
+	p.waited = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "scan_rate_limit_wait_seconds",
+		Help:    "Time a notice waited for its domain's and the global token bucket and a free worker, by recipient domain (policy rate.domains, else other).",
+		Buckets: prometheus.ExponentialBucketsRange(0.001, 3600, 20),
+	}, []string{"domain"})
+	p.duration = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "scan_pass_duration_seconds",
+		Help: "Wall-clock duration of the last pass.",
+	})
+	p.success = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "scan_pass_success",
+		Help: "1 when the last pass completed, 0 when it aborted (database lost, sender unusable, shutdown, refused by --max-mint).",
+	})
+	p.lastOK = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "scan_last_success_timestamp_seconds",
+		Help: "Unix time at which the last completed pass ended. Only a completed pass pushes it.",
+	})
+	p.shards = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "scan_shards",
+		Help: "Number of shards the pass was one of.",
+	})
+	p.shards.Set(float64(cfg.Shards))
+	p.reg.MustRegister(p.notices, p.quar, p.quarOld, p.latency, p.waited, p.duration, p.success, p.lastOK, p.shards)
+	for _, r := range Results {
+		p.notices.WithLabelValues(r)
+	}
+	return p
+}
+
+// Domain returns the domain label value for a recipient domain: the
+// domain itself when the policy names it, else "other".
+func (p *Pass) Domain(domain string) string {
+	d := strings.ToLower(domain)
+	if p.domains[d] {
+		return d
+	}
+	return OtherDomain
+}
+
+// ObserveOutcome records one committed outcome: its state (sent, retry,
+// failed, or claimed for an ambiguous one), the recipient's domain, the
+// claim-to-commit latency and the time it waited on rate limits. It has
+// the signature of scan.Hooks.Outcome's arguments.
+func (p *Pass) ObserveOutcome(state, domain string, claimToCommit, waited time.Duration) {
+	p.latency.WithLabelValues(state).Observe(claimToCommit.Seconds())
+	p.waited.WithLabelValues(p.Domain(domain)).Observe(waited.Seconds())
+}
+
+// Finish sets the pass's totals, its duration and, when completed, the
+// last success time (at end).
+func (p *Pass) Finish(c Counts, duration time.Duration, completed bool, end time.Time) {
+	for r, n := range c.byResult() {
+		p.notices.WithLabelValues(r).Set(float64(n))
+	}
+	p.quar.Set(float64(c.Quarantine))
+	if c.QuarantineOldest.IsZero() {
+		p.quarOld.Set(0)
+	} else {
+		p.quarOld.Set(float64(c.QuarantineOldest.Unix()))
+	}
+	p.duration.Set(duration.Seconds())
+	if completed {
+		p.success.Set(1)
+		p.lastOK.Set(float64(end.Unix()))
+	} else {
+		p.success.Set(0)
+	}
+}
+
+// Gatherer returns the pass's registry, for tests and for pushes.
+func (p *Pass) Gatherer() prometheus.Gatherer { return p.reg }
+
+// Push sends the metrics to the Pushgateway at gatewayURL, grouped by
+// job "scan" and shard. A completed pass replaces its group; an aborted one
+// (completed false) adds to it without scan_last_success_timestamp_seconds,
+// so the last success time of an earlier pass is kept. The error never
+// contains the URL's password.
+func (p *Pass) Push(ctx context.Context, gatewayURL string, completed bool) error {
+	u, err := url.Parse(gatewayURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("PUSHGATEWAY_URL: not an http(s) URL")
+	}
+	var g prometheus.Gatherer = p.reg
+	if !completed {
+		g = without{p.reg, "scan_last_success_timestamp_seconds"}
+	}
+	pusher := push.New(gatewayURL, Job).
+		Grouping("shard", strconv.Itoa(p.cfg.Shard)).
+		Gatherer(g).
+		Client(p.cfg.Client)
+	if completed {
+		err = pusher.PushContext(ctx)
+	} else {
+		err = pusher.AddContext(ctx)
+	}
+	if err != nil {
+		msg := err.Error()
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(strings.ReplaceAll(msg, url.UserPassword("", pw).String()[1:], "xxxxx"), pw, "xxxxx")
+		}
+		return fmt.Errorf("push metrics to %s: %s", u.Redacted(), msg)
+	}
+	return nil
+}
+
+// without gathers every metric family of g except the one named name.
+type without struct {
+	g    prometheus.Gatherer
+	name string
+}
+
+func (w without) Gather() ([]*dto.MetricFamily, error) {
+	mfs, err := w.g.Gather()
+	out := mfs[:0]
+	for _, mf := range mfs {
+		if mf.GetName() != w.name {
+			out = append(out, mf)
+		}
+	}
+	return out, err
+}

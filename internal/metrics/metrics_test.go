@@ -1,0 +1,133 @@
+package metrics_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/example/scan/internal/metrics"
+	"github.com/example/scan/internal/metrics/metricstest"
+)
+
+func TestPushCompletedPass(t *testing.T) {
+	t.Parallel()
+	gw := metricstest.New(t)
+	p := metrics.New(metrics.Config{Shard: 2, Shards: 4, Domains: []string{"gmail.com"}})
+	p.ObserveOutcome("sent", "GMail.com", 1500*time.Millisecond, 200*time.Millisecond)
+	p.ObserveOutcome("sent", "example.org", 2*time.Second, time.Second)
+	p.ObserveOutcome("claimed", "yahoo.com", 30*time.Second, 0)
+	oldest := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
+	end := time.Date(2026, 11, 30, 2, 5, 0, 0, time.UTC)
+	p.Finish(metrics.Counts{Eligible: 10, Invalid: 1, Minted: 3, Suppressed: 7, Sent: 2, Ambiguous: 1, Missed: 4, Quarantine: 5, QuarantineOldest: oldest},
+		90*time.Second, true, end)
+	if err := p.Push(context.Background(), gw.URL, true); err != nil {
+		t.Fatal(err)
+	}
+	pushes := gw.Pushes()
+	if len(pushes) != 1 || pushes[0].Method != http.MethodPut {
+		t.Fatalf("pushes = %+v, want one PUT", pushes)
+	}
+	g := gw.Group("job=scan,shard=2")
+	if g == nil {
+		t.Fatalf("no group job=scan,shard=2; pushes: %+v", pushes[0].Grouping)
+	}
+	for result, want := range map[string]float64{"eligible": 10, "invalid": 1, "minted": 3, "retried": 0, "suppressed": 7, "sent": 2, "retry": 0, "failed": 0, "ambiguous": 1, "missed": 4} {
+		if v, ok := metricstest.Value(g["scan_pass_notices"], map[string]string{"result": result}); !ok || v != want {
+			t.Errorf("scan_pass_notices{result=%q} = %v (present %v), want %v", result, v, ok, want)
+		}
+	}
+	gauges := map[string]float64{
+		"scan_quarantine_claims":                         5,
+		"scan_quarantine_oldest_claim_timestamp_seconds": float64(oldest.Unix()),
+		"scan_pass_duration_seconds":                     90,
+		"scan_pass_success":                              1,
+		"scan_last_success_timestamp_seconds":            float64(end.Unix()),
+		"scan_shards":                                    4,
+	}
+	for name, want := range gauges {
+		if v, ok := metricstest.Value(g[name], nil); !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", name, v, ok, want)
+		}
+	}
+	lat := metricstest.Matching(g["scan_claim_to_commit_seconds"], map[string]string{"outcome": "sent"})
+	if len(lat) != 1 || lat[0].GetHistogram().GetSampleCount() != 2 || lat[0].GetHistogram().GetSampleSum() != 3.5 {
+		t.Errorf("claim-to-commit{outcome=sent} = %v, want 2 samples summing to 3.5s", lat)
+	}
+	waits := map[string]uint64{}
+	for _, m := range g["scan_rate_limit_wait_seconds"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			waits[l.GetName()+"="+l.GetValue()] += m.GetHistogram().GetSampleCount()
+		}
+	}
+	if len(waits) != 2 || waits["domain=gmail.com"] != 1 || waits["domain=other"] != 2 {
+		t.Errorf("rate-limit waits by domain = %v, want gmail.com:1 other:2 (only policy domains get a label)", waits)
+	}
+}
+
+// An aborted pass must not move the last success time: it POSTs, without
+// that metric, so the gateway keeps the earlier completed pass's value.
+func TestPushAbortedPassKeepsLastSuccess(t *testing.T) {
+	t.Parallel()
+	gw := metricstest.New(t)
+	ok := metrics.New(metrics.Config{})
+	first := time.Date(2026, 11, 29, 2, 1, 0, 0, time.UTC)
+	ok.Finish(metrics.Counts{Sent: 3}, time.Minute, true, first)
+	if err := ok.Push(context.Background(), gw.URL, true); err != nil {
+		t.Fatal(err)
+	}
+	bad := metrics.New(metrics.Config{})
+	bad.Finish(metrics.Counts{Sent: 1, Ambiguous: 2}, time.Second, false, first.Add(24*time.Hour))
+	if err := bad.Push(context.Background(), gw.URL, false); err != nil {
+		t.Fatal(err)
+	}
+	pushes := gw.Pushes()
+	if len(pushes) != 2 || pushes[1].Method != http.MethodPost {
+		t.Fatalf("pushes = %d, second %q; want a PUT then a POST", len(pushes), pushes[len(pushes)-1].Method)
+	}
+	if _, has := pushes[1].Families["scan_last_success_timestamp_seconds"]; has {
+		t.Error("the aborted pass pushed scan_last_success_timestamp_seconds")
+	}
+	g := gw.Group("job=scan,shard=0")
+	if v, _ := metricstest.Value(g["scan_last_success_timestamp_seconds"], nil); v != float64(first.Unix()) {
+		t.Errorf("last success = %v, want the first pass's %v", v, first.Unix())
+	}
+	if v, _ := metricstest.Value(g["scan_pass_success"], nil); v != 0 {
+		t.Errorf("scan_pass_success = %v, want 0 after the aborted pass", v)
+	}
+	if v, _ := metricstest.Value(g["scan_pass_notices"], map[string]string{"result": "ambiguous"}); v != 2 {
+		t.Errorf("ambiguous = %v, want the aborted pass's 2", v)
+	}
+}
+
+func TestPushFailureIsAnErrorWithoutThePassword(t *testing.T) {
+	t.Parallel()
+	gw := metricstest.New(t)
+	gw.FailWith(http.StatusInternalServerError)
+	p := metrics.New(metrics.Config{})
+	withPass := strings.Replace(gw.URL, "http://", "http://push:s3cr3t-pw@", 1)
+	err := p.Push(context.Background(), withPass, true)
+	if err == nil {
+		t.Fatal("push to a failing gateway returned nil")
+	}
+	if strings.Contains(err.Error(), "s3cr3t-pw") {
+		t.Errorf("error shows the password: %v", err)
+	}
+	if len(gw.Pushes()) != 0 {
+		t.Error("the failing gateway stored a push")
+	}
+	if err := p.Push(context.Background(), "ftp://x", true); err == nil {
+		t.Error("an ftp:// URL was accepted")
+	}
+}
+
+func TestDomainLabelIsBounded(t *testing.T) {
+	t.Parallel()
+	p := metrics.New(metrics.Config{Domains: []string{"gmail.com", "yahoo.com"}})
+	for in, want := range map[string]string{"gmail.com": "gmail.com", "YAHOO.COM": "yahoo.com", "example.org": "other", "": "other", "a@gmail.com": "other"} {
+		if got := p.Domain(in); got != want {
+			t.Errorf("Domain(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
