@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -66,11 +68,27 @@ type env struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	// secrets are the values that must never be printed (see
+	// registerSecrets); redact replaces them. Per run, so that concurrent
+	// runs in one process (tests) never share or reset each other's.
+	secrets []string
 }
 
 // run is the whole program minus the process: tests call it directly.
-func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	// Before anything can print: every command, and every error path, is
+	// covered.
+	registerSecrets(e)
+	defer func() {
+		// A panic on this goroutine must not print a secret, nor exit 2
+		// (the runtime's code for a panic), which the contract reserves
+		// for "nothing was written". It ends the command as aborted.
+		if p := recover(); p != nil {
+			fmt.Fprintf(stderr, "scan: internal error (a bug; it is safe to run again): %s\n%s", e.redact(fmt.Sprint(p)), e.redact(string(debug.Stack())))
+			code = exitAborted
+		}
+	}()
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, usageSummary)
 		return exitUsage
@@ -100,7 +118,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprintln(stdout, usageSummary)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "scan: unknown command %q\n%s\n", cmd, usageSummary)
+		fmt.Fprintf(stderr, "scan: unknown command %q: use one of migrate, run, lookup, quarantine, reconcile, resolve, backfill, schedule, key ('scan help' lists them)\n", e.redact(cmd))
 		return exitUsage
 	}
 	return exitCode(e, err)
@@ -117,23 +135,37 @@ func exitCode(e *env, err error) int {
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
 	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &pe):
-		fmt.Fprintf(e.stderr, "scan: %s\n", redact(err.Error()))
+		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
 		return exitUsage
 	case errors.Is(err, scan.ErrMaxMint):
-		fmt.Fprintf(e.stderr, "scan: %s\n", redact(err.Error()))
+		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
 		return exitRefused
 	default:
-		fmt.Fprintf(e.stderr, "scan: %s\n", redact(err.Error()))
+		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
 		return exitAborted
 	}
 }
 
+// oneLine folds a multi-line error (a YAML decoder's list, a driver's
+// detail) into the one line an operator greps for.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	lines := strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' })
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	return strings.Join(lines, "; ")
+}
+
 // newFlags returns a flag set whose errors come back as usage errors.
+// The usage text goes to stderr for -h only (see parse).
 func newFlags(e *env, name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet("scan "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: scan %s %s\n", name, usage)
+		fmt.Fprintf(fs.Output(), "usage: scan %s %s\n", name, usage)
 		fs.PrintDefaults()
 	}
 	return fs
@@ -143,9 +175,16 @@ func newFlags(e *env, name, usage string) *flag.FlagSet {
 // and returns the positional ones.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
+	out := fs.Output()
 	for {
-		if err := fs.Parse(args); err != nil {
+		// The flag package prints the error and the whole usage on a bad
+		// flag; the operator gets one line instead, and the usage on -h.
+		fs.SetOutput(io.Discard)
+		err := fs.Parse(args)
+		fs.SetOutput(out)
+		if err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fs.Usage()
 				return nil, err
 			}
 			return nil, usagef("flags", "%v (see 'scan %s -h')", err, strings.TrimPrefix(fs.Name(), "scan "))
@@ -188,7 +227,7 @@ func openDB(ctx context.Context, e *env) (*sqlx.DB, error) {
 	}
 	conn, err := pq.NewConnector(dsn)
 	if err != nil {
-		return nil, usagef("DATABASE_URL", "cannot parse it: %s", redact(err.Error()))
+		return nil, usagef("DATABASE_URL", "cannot parse it: %s", e.redact(err.Error()))
 	}
 	db := sqlx.NewDb(sqlOpenDB(conn), "postgres")
 	db.SetMaxOpenConns(8)
@@ -197,7 +236,7 @@ func openDB(ctx context.Context, e *env) (*sqlx.DB, error) {
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("connect to the database (%s): %s", redactDSN(dsn), redact(err.Error()))
+		return nil, fmt.Errorf("connect to the database (%s): %s", redactDSN(dsn), e.redact(err.Error()))
 	}
 	return db, nil
 }
@@ -222,37 +261,57 @@ func redactDSN(dsn string) string {
 	return passwordRe.ReplaceAllString(dsn, "${1}REDACTED")
 }
 
-// secrets holds values that must never be printed; redact replaces them.
-var secrets []string
-
-func addSecret(s string) {
-	if len(s) >= 4 {
-		secrets = append(secrets, s)
+func (e *env) addSecret(s string) {
+	if len(s) < 4 {
+		return
+	}
+	e.secrets = append(e.secrets, s)
+	// As a JSON log line spells it, when that differs (quotes, backslashes,
+	// control characters).
+	if j, err := json.Marshal(s); err == nil && string(j[1:len(j)-1]) != s {
+		e.secrets = append(e.secrets, string(j[1:len(j)-1]))
 	}
 }
 
-func redact(s string) string {
-	for _, sec := range secrets {
+// redact replaces every registered secret in s, and any password=...
+// pair, with REDACTED.
+func (e *env) redact(s string) string {
+	for _, sec := range e.secrets {
 		s = strings.ReplaceAll(s, sec, "REDACTED")
 	}
-	return passwordRe.ReplaceAllString(s, "${1}REDACTED")
+	return redactPasswords(s)
+}
+
+// redactPasswords replaces the value of every password=... pair, leaving
+// one already redacted as it is (with what follows it, such as the ")" and
+// ":" of "connect to the database (...password=REDACTED): ...").
+func redactPasswords(s string) string {
+	return passwordRe.ReplaceAllStringFunc(s, func(m string) string {
+		sub := passwordRe.FindStringSubmatch(m)
+		if strings.HasPrefix(sub[2], "REDACTED") {
+			return m
+		}
+		return sub[1] + "REDACTED"
+	})
 }
 
 // registerSecrets records every secret in the environment so that no
-// error or log line can print it.
+// error or log line can print it. run calls it first; calling it again is
+// harmless.
 func registerSecrets(e *env) {
-	secrets = secrets[:0]
-	addSecret(e.getenv("NOTICE_KEY_SECRET"))
-	for _, v := range []string{"DATABASE_URL", "SMTP_URL", "SCAN_HTTP_URL"} {
+	e.secrets = e.secrets[:0]
+	e.addSecret(e.getenv("NOTICE_KEY_SECRET"))
+	for _, v := range []string{"DATABASE_URL", "SMTP_URL", "SCAN_HTTP_URL", "PUSHGATEWAY_URL"} {
 		raw := e.getenv(v)
 		if u, err := url.Parse(raw); err == nil && u.User != nil {
 			if p, ok := u.User.Password(); ok {
-				addSecret(p)
-				addSecret(url.QueryEscape(p))
+				e.addSecret(p)
+				e.addSecret(url.QueryEscape(p))
+				e.addSecret(url.PathEscape(p))
 			}
 		}
-		if m := passwordRe.FindStringSubmatch(raw); m != nil {
-			addSecret(strings.Trim(m[2], "'"))
+		for _, m := range passwordRe.FindAllStringSubmatch(raw, -1) {
+			e.addSecret(strings.Trim(m[2], "'"))
 		}
 	}
 }
@@ -268,21 +327,21 @@ func newLogger(e *env) (zerolog.Logger, error) {
 		}
 		lvl = l
 	}
-	var w io.Writer = redactWriter{e.stderr}
+	var w io.Writer = redactWriter{e}
 	if f, ok := e.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-		w = zerolog.ConsoleWriter{Out: redactWriter{e.stderr}, TimeFormat: time.RFC3339}
+		w = zerolog.ConsoleWriter{Out: redactWriter{e}, TimeFormat: time.RFC3339}
 	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+	// A pass logs from several goroutines (producer, recorder, progress):
+	// one line per Write, never two interleaved, whatever stderr is.
+	return zerolog.New(zerolog.SyncWriter(w)).Level(lvl).With().Timestamp().Logger(), nil
 }
 
-// redactWriter removes registered secrets from every log line.
-type redactWriter struct{ w io.Writer }
+// redactWriter removes the run's secrets from every log line it writes to
+// the run's stderr.
+type redactWriter struct{ e *env }
 
 func (r redactWriter) Write(p []byte) (int, error) {
-	if len(secrets) == 0 {
-		return r.w.Write(p)
-	}
-	if _, err := io.WriteString(r.w, redact(string(p))); err != nil {
+	if _, err := io.WriteString(r.e.stderr, r.e.redact(string(p))); err != nil {
 		return 0, err
 	}
 	return len(p), nil

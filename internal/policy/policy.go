@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"sort"
@@ -21,6 +22,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
 
+	"github.com/example/scan/internal/address"
 	"github.com/example/scan/internal/notice"
 )
 
@@ -178,7 +180,11 @@ type Error struct {
 	Msg   string
 }
 
-func (e *Error) Error() string { return "policy: " + e.Field + ": " + e.Msg }
+// Error is one line: a line break that the file put into a key or value
+// is shown escaped.
+func (e *Error) Error() string { return oneLine.Replace("policy: " + e.Field + ": " + e.Msg) }
+
+var oneLine = strings.NewReplacer("\r", `\r`, "\n", `\n`)
 
 const defaultYAML = `
 schedule: "0 2 * * *"
@@ -218,24 +224,54 @@ func Load(path string) (*Policy, error) {
 	return Parse(f)
 }
 
+// MaxSize is the largest policy file Parse reads.
+const MaxSize = 1 << 20
+
 // Parse decodes a policy strictly (unknown keys are errors), fills the
-// built-in defaults for missing settings and validates it.
+// built-in defaults for missing settings and validates it. A setting given
+// explicitly is kept as written: "per_second: 0" is refused, not replaced
+// by the default.
 func Parse(r io.Reader) (*Policy, error) {
-	data, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	data, err := io.ReadAll(io.LimitReader(r, MaxSize+1))
 	if err != nil {
 		return nil, &Error{Field: "config", Msg: err.Error()}
 	}
-	var p Policy
+	if len(data) > MaxSize {
+		return nil, &Error{Field: "config", Msg: fmt.Sprintf("policy file is larger than %d bytes", MaxSize)}
+	}
+	// Defaults of the settings whose zero value is itself invalid: the
+	// decoder overwrites only what the file sets.
+	p := Policy{
+		Rate:        Rate{Default: Bucket{PerSecond: 5, Burst: 5}, Global: Bucket{PerSecond: 100, Burst: 100}},
+		Concurrency: 16,
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&p); err != nil && !errors.Is(err, io.EOF) {
-		return nil, &Error{Field: "config", Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+		return nil, &Error{Field: "config", Msg: decodeMsg(err)}
 	}
 	p.fillDefaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// decodeMsg turns a YAML decoding error into one line: the decoder lists
+// every unknown key or mistyped value on its own line, in Go's type names.
+func decodeMsg(err error) string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return strings.TrimPrefix(err.Error(), "yaml: ")
+	}
+	msgs := make([]string, len(te.Errors))
+	for i, m := range te.Errors {
+		if k, _, ok := strings.Cut(m, " not found in type "); ok {
+			m = k + " not found: unknown key (check its spelling and indentation)"
+		}
+		msgs[i] = m
+	}
+	return strings.Join(msgs, "; ")
 }
 
 func (p *Policy) fillDefaults() {
@@ -256,15 +292,6 @@ func (p *Policy) fillDefaults() {
 	}
 	if p.Notices == nil {
 		p.Notices = []Kind{{Kind: "renewal_notice_t72", OpenBefore: Duration(72 * time.Hour), CloseBefore: Duration(24 * time.Hour)}}
-	}
-	if p.Rate.Default == (Bucket{}) {
-		p.Rate.Default = Bucket{PerSecond: 5, Burst: 5}
-	}
-	if p.Rate.Global == (Bucket{}) {
-		p.Rate.Global = Bucket{PerSecond: 100, Burst: 100}
-	}
-	if p.Concurrency == 0 {
-		p.Concurrency = 16
 	}
 }
 
@@ -344,6 +371,13 @@ func (p *Policy) Validate() error {
 		if d == "" || d != strings.ToLower(d) {
 			return &Error{Field: "rate.domains[" + d + "]", Msg: "domain must be non-empty and lower-case"}
 		}
+		// Buckets are keyed by the recipient's domain in lower-case ASCII
+		// (IDNA) form; any other spelling would never match.
+		if a, err := address.Parse("x@" + d); err != nil {
+			return &Error{Field: "rate.domains[" + d + "]", Msg: "not a domain name such as gmail.com"}
+		} else if a.Domain != d {
+			return &Error{Field: "rate.domains[" + d + "]", Msg: fmt.Sprintf("write the domain in its ASCII form %q", a.Domain)}
+		}
 		if err := checkBucket("rate.domains["+d+"]", b); err != nil {
 			return err
 		}
@@ -377,8 +411,8 @@ func (p *Policy) checkWindow(field, kind, j string, w Window) error {
 }
 
 func checkBucket(field string, b Bucket) error {
-	if !(b.PerSecond > 0) {
-		return &Error{Field: field + ".per_second", Msg: fmt.Sprintf("must be greater than 0, got %v", b.PerSecond)}
+	if !(b.PerSecond > 0) || math.IsInf(b.PerSecond, 0) {
+		return &Error{Field: field + ".per_second", Msg: fmt.Sprintf("must be a number greater than 0, got %v", b.PerSecond)}
 	}
 	if b.Burst < 1 {
 		return &Error{Field: field + ".burst", Msg: fmt.Sprintf("must be at least 1, got %d", b.Burst)}
