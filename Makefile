@@ -11,10 +11,10 @@ FUZZTIME ?= 30s
 DEVPG    := bin/devpg
 
 .DEFAULT_GOAL := help
-.PHONY: help build test demo bench lint fuzz clean FORCE
+.PHONY: help build test demo demo-mail bench bench-go lint fuzz clean FORCE
 
 help: ## show this list of targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-7s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build bin/scan
 	$(GO) build -o bin/scan ./cmd/scan
@@ -28,7 +28,15 @@ test: $(DEVPG) ## run every test, with -race, against a throwaway PostgreSQL
 demo: $(DEVPG) ## migrate, seed 3000 subscriptions, run twice into a temp outbox
 	$(DEVPG) -- ./scripts/demo.sh
 
-bench: $(DEVPG) ## run the benchmarks against a durable (fsync on) PostgreSQL
+demo-mail: $(DEVPG) ## the demo over real SMTP into a local Mailpit (loopback); prints its URL
+	$(DEVPG) -- ./scripts/demo-mail.sh
+
+bench: ## the pass against PostgreSQL's own ceiling, same run (BENCH_N=1000000 for 1M; docs/BENCHMARKS.md)
+	$(GO) build -o bin/scan ./cmd/scan
+	$(GO) build -o bin/bench ./tools/bench
+	./bin/bench -scan bin/scan
+
+bench-go: $(DEVPG) ## the Go benchmarks (go test -bench) against a durable (fsync on) PostgreSQL
 	$(DEVPG) -durable -- $(GO) test -run '^$$' -bench . -benchmem ./...
 
 lint: ## gofmt -l must list nothing, then go vet

@@ -119,6 +119,11 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(e)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	now := time.Now().UTC()
 	if f.now != "" {
 		now, err = time.Parse(time.RFC3339, f.now)
@@ -137,10 +142,12 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	}
 	defer sender.Close()
 	runID := newRunID(now)
-	sc, err := scan.New(ctx, db, sender, ps.renderer, log.With().Int("shard", ps.shard).Logger(), scan.Config{
+	passLog := log.With().Int("shard", ps.shard).Logger()
+	obs := newObserver(e, ps, runID, passLog)
+	sc, err := scan.New(ctx, db, sender, ps.renderer, passLog, scan.Config{
 		Policy: ps.pol, Secret: ps.secret, Source: f.source, RunID: runID, Now: now,
 		MaxMint: f.maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
-		Hooks: failpointHooks(),
+		Hooks: obs.hooks(failpointHooks()),
 	})
 	if err != nil {
 		return err
@@ -152,7 +159,9 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 		}
 		return json.NewEncoder(e.stdout).Encode(d)
 	}
+	obs.begin(ctx, e, sc)
 	sum, err := sc.Run(ctx)
+	obs.finish(ctx, sum, err)
 	if encErr := json.NewEncoder(e.stdout).Encode(sum); encErr != nil && err == nil {
 		err = encErr
 	}
@@ -193,6 +202,9 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags, log zerolog.Logger) (*pr
 	}
 	if _, err := scan.QuoteSource(f.source); err != nil {
 		return nil, usagef("--source", "%v", err)
+	}
+	if err := checkPushURL(e.getenv("PUSHGATEWAY_URL")); err != nil {
+		return nil, err
 	}
 	p := &preparedPass{pol: pol, secret: sec, shard: shard, shards: shards, log: log, concurrency: pol.Concurrency}
 	p.redirect = flagOrEnv(fs, "redirect-to", f.redirect, e, "SCAN_REDIRECT_TO")
@@ -238,8 +250,19 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags, log zerolog.Logger) (*pr
 		if err := checkRemote("SCAN_HTTP_URL", p.httpURL); err != nil {
 			return nil, err
 		}
+		// As SMTP requires STARTTLS off loopback: addresses, messages and
+		// any password in the URL never cross the network in the clear.
+		if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+			return nil, usagef("SCAN_HTTP_URL", "plain http:// to %s would send recipients and credentials in the clear: use https://", u.Hostname())
+		}
 	default:
-		return nil, usagef("SCAN_SENDER", "%q is not one of outbox, smtp, http", p.senderName)
+		field := "SCAN_SENDER"
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "sender" {
+				field = "--sender"
+			}
+		})
+		return nil, usagef(field, "%q is not one of outbox, smtp, http", p.senderName)
 	}
 	p.renderer, err = send.NewRenderer(send.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -98,8 +99,9 @@ type Summary struct {
 	Ambiguous  int    `json:"ambiguous"`
 	Missed     int    `json:"missed"`
 	DurationMS int64  `json:"duration_ms"`
-	// Quarantine is the number of claims, from any earlier run, that still
-	// have no recorded outcome; QuarantineSince the oldest of them.
+	// Quarantine is the number of claims that still have no recorded
+	// outcome at the end of the pass (this pass's ambiguous ones and any
+	// earlier run's); QuarantineSince the oldest claim among them.
 	Quarantine      int        `json:"quarantine"`
 	QuarantineSince *time.Time `json:"quarantine_since,omitempty"`
 	// KeyMismatch is set when NOTICE_KEY_SECRET no longer derives the keys
@@ -255,12 +257,15 @@ func (s *Scanner) validate(r sourceRow, kind string, w policy.Window) (due, stri
 	if err != nil {
 		return due{}, "email: " + err.Error()
 	}
+	// Name reaches the To header and plan the Subject: a line break (or
+	// any control character, which Render would refuse after the claim)
+	// makes the row invalid before anything is claimed.
 	name, plan := deref(r.Name), deref(r.Plan)
-	if address.HasCRLF(name) {
-		return due{}, "CR or LF in name"
+	if !address.ValidHeaderValue(name) {
+		return due{}, "CR, LF or control character in name"
 	}
-	if address.HasCRLF(plan) {
-		return due{}, "CR or LF in plan"
+	if !address.ValidHeaderValue(plan) {
+		return due{}, "CR, LF or control character in plan"
 	}
 	t := notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: kind, Revision: r.Revision}
 	key := deref(r.LedgerKey)
@@ -312,20 +317,26 @@ func (c *counters) snapshot() Summary {
 	return c.Summary
 }
 
-// invalidLog logs each invalid subscription once per pass.
+// invalidLog logs (and lets the caller count) each invalid subscription
+// once per pass, whatever the number of kinds: no reason depends on the
+// kind.
 type invalidLog struct {
 	seen map[string]bool
 	log  zerolog.Logger
 }
 
 func (l *invalidLog) note(id, kind, reason string) bool {
-	k := id + "\x00" + kind
-	if l.seen[k] {
+	if l.seen[id] {
 		return false
 	}
-	l.seen[k] = true
+	l.seen[id] = true
 	if len(id) > 64 {
 		id = id[:64] + "..."
+	}
+	if !address.ValidHeaderValue(id) {
+		// Quoted: a line break in an id must not forge a log line on a
+		// terminal (the JSON log escapes it anyway).
+		id = strconv.QuoteToASCII(id)
 	}
 	l.log.Warn().Str("subscription_id", id).Str("kind", kind).Str("reason", reason).Msg("invalid subscription row skipped; nothing claimed")
 	return true
