@@ -182,3 +182,10 @@ const SchedulerUnlock = `SELECT pg_advisory_unlock(736361, 1)`
 
 // NoticeLedgerProbe fails when the ledger has not been migrated.
 const NoticeLedgerProbe = `SELECT 1 FROM notice_ledger LIMIT 0`
+
+// NoticeListClaimedByRun lists the keys one run claimed that still have no
+// outcome, oldest first.
+const NoticeListClaimedByRun = `
+SELECT notice_key FROM notice_ledger
+WHERE state = 'claimed' AND run_id = $1
+ORDER BY claimed_at, notice_key`
