@@ -264,7 +264,11 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags, log zerolog.Logger) (*pr
 		})
 		return nil, usagef(field, "%q is not one of outbox, smtp, http", p.senderName)
 	}
-	p.renderer, err = send.NewRenderer(send.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL})
+	rc := send.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL}
+	if pol.TemplatesDir != "" {
+		rc.Templates = os.DirFS(pol.TemplatesDir)
+	}
+	p.renderer, err = send.NewRenderer(rc)
 	if err != nil {
 		return nil, usagef("config", "%v", err)
 	}

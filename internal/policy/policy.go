@@ -158,10 +158,15 @@ type Rate struct {
 
 // Policy is the whole policy file.
 type Policy struct {
-	Schedule            string           `yaml:"schedule"`
-	MessageIDDomain     string           `yaml:"message_id_domain"`
-	From                string           `yaml:"from"`
-	CancelURL           string           `yaml:"cancel_url"`
+	Schedule        string `yaml:"schedule"`
+	MessageIDDomain string `yaml:"message_id_domain"`
+	From            string `yaml:"from"`
+	CancelURL       string `yaml:"cancel_url"`
+	// TemplatesDir, when set, is a directory of message templates
+	// (<kind>.subject.tmpl, <kind>.txt.tmpl, <kind>.html.tmpl, or default.*
+	// for every kind) that override the embedded ones, file by file. A
+	// relative path is relative to the working directory.
+	TemplatesDir        string           `yaml:"templates_dir"`
 	UnknownJurisdiction string           `yaml:"unknown_jurisdiction"`
 	Notices             []Kind           `yaml:"notices"`
 	Legal               map[string]Legal `yaml:"legal"`
@@ -310,6 +315,11 @@ func (p *Policy) Validate() error {
 	}
 	if strings.ContainsAny(p.From, "\r\n") || !strings.Contains(p.From, "@") {
 		return &Error{Field: "from", Msg: `must be an address such as "Example Box <notices@example.com>"`}
+	}
+	if p.TemplatesDir != "" {
+		if fi, err := os.Stat(p.TemplatesDir); err != nil || !fi.IsDir() {
+			return &Error{Field: "templates_dir", Msg: fmt.Sprintf("%q is not a readable directory", p.TemplatesDir)}
+		}
 	}
 	if !strings.Contains(p.CancelURL, "{token}") {
 		return &Error{Field: "cancel_url", Msg: "must contain {token}"}
