@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 var t0 = time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
 
-func setup(t *testing.T) *sqlx.DB {
+func setup(t testing.TB) *sqlx.DB {
 	t.Helper()
 	db := pgtest.New(t)
 	if _, err := ledger.Migrate(context.Background(), db.DB); err != nil {

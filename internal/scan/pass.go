@@ -70,7 +70,10 @@ func (s *Scanner) Run(ctx context.Context) (Summary, error) {
 	}
 	d, err := send.NewDispatcher(pctx, send.DispatcherConfig{
 		Sender: s.sender, Renderer: s.renderer, Limits: limits,
-		Concurrency: p.Concurrency, MaxQueued: 4 * s.cfg.BatchSize, Retry: s.cfg.Retry, Logger: s.log,
+		// The look-ahead bounds what a crash leaves in quarantine without
+		// having sent it: at most the batch being claimed plus MaxQueued
+		// notices handed over but not yet sent.
+		Concurrency: p.Concurrency, MaxQueued: s.cfg.BatchSize, Retry: s.cfg.Retry, Logger: s.log,
 	})
 	if err != nil {
 		return finish(&ConfigError{"sender", err.Error()})
@@ -79,7 +82,10 @@ func (s *Scanner) Run(ctx context.Context) (Summary, error) {
 	recDone := make(chan error, 1)
 	go func() { recDone <- rec.run(ctx, d.Results()) }()
 
-	prodErr := s.produce(pctx, d, c)
+	// handled: per window group whose stream was skipped (nothing new),
+	// its suppressed count, already known.
+	handled := map[string]int{}
+	prodErr := s.produce(pctx, d, c, handled)
 	d.Close()
 	recErr := <-recDone
 	if err := errors.Join(prodErr, recErr); err != nil {
@@ -96,9 +102,12 @@ func (s *Scanner) Run(ctx context.Context) (Summary, error) {
 	suppressed := 0
 	for _, group := range s.sels {
 		for _, sel := range group {
-			n, err := s.src.countHandled(ctx, s.db, sel, now, s.cfg.RunID)
-			if err != nil {
-				return finish(err)
+			n, ok := handled[sel.key()]
+			if !ok {
+				var err error
+				if n, err = s.src.countHandled(ctx, s.db, sel, now, s.cfg.RunID); err != nil {
+					return finish(err)
+				}
 			}
 			suppressed += n
 		}
@@ -111,27 +120,42 @@ func (s *Scanner) Run(ctx context.Context) (Summary, error) {
 }
 
 func (s *Scanner) fillQuarantine(ctx context.Context, c *counters) {
-	q, err := ledger.QuarantineSize(context.WithoutCancel(ctx), s.db, s.cfg.RunID)
+	// By now every outcome of this pass is recorded, so its own claims
+	// still without one (ambiguous, or not recordable) are quarantine like
+	// any earlier run's, and may be the oldest.
+	q, err := ledger.QuarantineSize(context.WithoutCancel(ctx), s.db, "")
 	if err != nil {
 		s.log.Warn().Err(err).Msg("could not read the quarantine size")
 		return
 	}
-	own := c.snapshot().Ambiguous
 	c.add(func(x *Summary) {
-		x.Quarantine = q.Count + own
+		x.Quarantine = q.Count
 		x.QuarantineSince = q.Oldest
 	})
 	if q.Count > 0 {
-		s.log.Warn().Int("quarantine", q.Count).Time("oldest_claim", *q.Oldest).
+		s.log.Warn().Int("quarantine", q.Count).Time("quarantine_since", *q.Oldest).
 			Msg("claims without a recorded outcome are waiting in quarantine: settle them with `scan reconcile` or `scan resolve`")
 	}
 }
 
-// checkKeys re-derives the keys of recent ledger rows and reports whether
+// checkKeys re-derives the keys of recent ledger rows (those of the
+// current windows, else the most recently claimed) and reports whether
 // any differ: the secret changed. The business-tuple index still
 // suppresses every notice already in the ledger, so nothing is re-sent.
 func (s *Scanner) checkKeys(ctx context.Context) bool {
-	rows, err := ledger.Recent(ctx, s.db, keyCheckSample)
+	// Subscriptions renewing between now and the furthest window's opening.
+	hi := s.cfg.Now
+	for _, group := range s.sels {
+		for _, sel := range group {
+			if o := s.cfg.Now.Add(sel.open); o.After(hi) {
+				hi = o
+			}
+		}
+	}
+	rows, err := s.src.sampleKeys(ctx, s.db, s.cfg.Now, hi, keyCheckSample)
+	if err == nil && len(rows) == 0 {
+		rows, err = ledger.Recent(ctx, s.db, keyCheckSample)
+	}
 	if err != nil {
 		s.log.Warn().Err(err).Msg("could not check the ledger's keys")
 		return false
@@ -152,8 +176,9 @@ func (s *Scanner) checkKeys(ctx context.Context) bool {
 
 // produce walks every kind: first the retry rows it may re-claim, then each
 // window group's open notices, claiming batch by batch and handing each
-// committed batch to the dispatcher.
-func (s *Scanner) produce(ctx context.Context, d *send.Dispatcher, c *counters) error {
+// committed batch to the dispatcher. A group with nothing open (the usual
+// nightly re-run) is settled by one count, recorded in handled.
+func (s *Scanner) produce(ctx context.Context, d *send.Dispatcher, c *counters, handled map[string]int) error {
 	now := s.cfg.Now
 	inv := &invalidLog{seen: map[string]bool{}, log: s.log}
 	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: now, RunID: s.cfg.RunID, RedirectTo: s.cfg.RedirectTo}
@@ -187,7 +212,9 @@ func (s *Scanner) produce(ctx context.Context, d *send.Dispatcher, c *counters) 
 				keys = append(keys, dn.claim.Key)
 				byKey[dn.claim.Key] = dn
 			}
-			won, err := ledger.Reclaim(ctx, s.db, opt, keys)
+			won, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
+				return ledger.Reclaim(ctx, s.db, opt, keys)
+			})
 			if err != nil {
 				return err
 			}
@@ -198,6 +225,15 @@ func (s *Scanner) produce(ctx context.Context, d *send.Dispatcher, c *counters) 
 		}
 		for _, sel := range group {
 			w := policy.Window{OpenBefore: policy.Duration(sel.open), CloseBefore: policy.Duration(sel.close)}
+			// After this kind's retries: rows re-claimed are this run's.
+			open, n, err := s.src.countDue(ctx, s.db, sel, now, s.cfg.RunID)
+			if err != nil {
+				return err
+			}
+			if open == 0 {
+				handled[sel.key()] = n
+				continue
+			}
 			var after *string
 			for {
 				rows, err := s.src.listOpen(ctx, s.db, sel, now, after, s.cfg.BatchSize)
@@ -225,9 +261,14 @@ func (s *Scanner) produce(ctx context.Context, d *send.Dispatcher, c *counters) 
 				if s.cfg.MaxMint >= 0 && c.snapshot().Minted+len(claims) > s.cfg.MaxMint {
 					return fmt.Errorf("%w: new subscriptions appeared during the pass; stopped at %d minted", ErrMaxMint, c.snapshot().Minted)
 				}
+				if h := s.cfg.Hooks.BeforeClaim; h != nil {
+					h(len(claims))
+				}
 				// One statement, autocommitted: the claim is durable before
 				// any notice of this batch leaves the process.
-				won, err := ledger.ClaimBatch(ctx, s.db, opt, claims)
+				won, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
+					return ledger.ClaimBatch(ctx, s.db, opt, claims)
+				})
 				if err != nil {
 					return err
 				}
@@ -247,6 +288,20 @@ func (s *Scanner) produce(ctx context.Context, d *send.Dispatcher, c *counters) 
 		}
 	}
 	return nil
+}
+
+// claim runs one claim statement unless the pass is already cancelled.
+// Once sent, the statement is not cancelled with the pass: it commits on
+// its own, and a claim that committed while its answer was dropped would
+// stay in quarantine although nothing was sent. Its rows go to submit,
+// which releases them as retry on shutdown. recordTimeout bounds it.
+func (s *Scanner) claim(ctx context.Context, stmt func(context.Context) ([]ledger.Won, error)) ([]ledger.Won, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	return stmt(cctx)
 }
 
 func (s *Scanner) submit(ctx context.Context, d *send.Dispatcher, won []ledger.Won, byKey map[string]due) error {

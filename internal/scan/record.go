@@ -90,9 +90,11 @@ func (r *recorder) add(res send.Result) {
 	case send.Transient:
 		o.State, o.Error = ledger.Retry, res.Err.Error()
 		r.c.add(func(x *Summary) { x.Retry++ })
-		if errors.Is(res.Err, send.ErrMisconfigured) && r.misconfigured == nil {
-			// Every further send would fail the same way: stop the pass
-			// (exit 1) instead of turning the whole batch into retries.
+		if (errors.Is(res.Err, send.ErrMisconfigured) || errors.Is(res.Err, send.ErrUnreachable)) && r.misconfigured == nil {
+			// Every further send would fail the same way (the dispatcher
+			// already retried this one): stop the pass (exit 1) instead of
+			// turning every claim into a retry. The rest come back as not
+			// attempted and are recorded retry.
 			r.misconfigured = fmt.Errorf("sender unusable: %w", res.Err)
 			r.cancel(r.misconfigured)
 		}
@@ -105,9 +107,12 @@ func (r *recorder) add(res send.Result) {
 		o.State, o.Error = ledger.Claimed, res.Err.Error()
 		r.c.add(func(x *Summary) { x.Ambiguous++ })
 	}
+	// One line per notice, at debug: the batch lines and the summary say
+	// how many; an ambiguous outcome is the exception an operator must
+	// settle, so it is a warning that names the key's prefix.
 	ev := r.log.Debug()
-	if o.State != ledger.Sent {
-		ev = r.log.Info()
+	if o.State == ledger.Claimed {
+		ev = r.log.Warn()
 	}
 	ev.Str("key", notice.Short(o.Key)).Str("domain", res.Notice.Domain).Str("outcome", string(o.State)).
 		Int("attempts", res.Attempts).Str("error", o.Error).Msg("notice outcome")

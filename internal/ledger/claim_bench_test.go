@@ -1,0 +1,99 @@
+package ledger_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/example/scan/internal/ledger"
+)
+
+// The claim and outcome statements, batch by batch, as a pass runs them:
+// `make bench-go` (a durable server) or `go run ./tools/devpg -durable --
+// go test -run '^$' -bench Claim ./internal/ledger`. Each op is one batch;
+// rows/s is the figure to compare with docs/BENCHMARKS.md.
+
+func benchClaims(b *testing.B, batch int) {
+	db := setup(b)
+	ctx := context.Background()
+	claims := make([]ledger.Claim, batch)
+	n := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		for i := range claims {
+			claims[i] = claimN(n)
+			n++
+		}
+		won, err := ledger.ClaimBatch(ctx, db, opt("bench"), claims)
+		if err != nil || len(won) != batch {
+			b.Fatalf("claimed %d of %d: %v", len(won), batch, err)
+		}
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "rows/s")
+}
+
+func BenchmarkClaimBatch1000(b *testing.B) { benchClaims(b, 1000) }
+func BenchmarkClaimBatch5000(b *testing.B) { benchClaims(b, 5000) }
+
+// BenchmarkClaimBatchConflicts is the claim of a re-run that the source's
+// anti-join did not filter: every row is already in the ledger.
+func BenchmarkClaimBatchConflicts(b *testing.B) {
+	db := setup(b)
+	ctx := context.Background()
+	const batch = 1000
+	claims := make([]ledger.Claim, batch)
+	for i := range claims {
+		claims[i] = claimN(i)
+	}
+	if _, err := ledger.ClaimBatch(ctx, db, opt("first"), claims); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		won, err := ledger.ClaimBatch(ctx, db, opt("again"), claims)
+		if err != nil || len(won) != 0 {
+			b.Fatalf("claimed %d: %v", len(won), err)
+		}
+	}
+	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkRecordOutcomes records batches of 1000 outcomes of claims made
+// outside the timer.
+func BenchmarkRecordOutcomes(b *testing.B) {
+	db := setup(b)
+	ctx := context.Background()
+	const batch = 1000
+	claims := make([]ledger.Claim, batch)
+	outs := make([]ledger.Outcome, batch)
+	n := 0
+	sentAt := time.Date(2026, 11, 30, 2, 0, 1, 0, time.UTC)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		for i := range claims {
+			claims[i] = claimN(n)
+			outs[i] = ledger.Outcome{Key: claims[i].Key, State: ledger.Sent, SentAt: sentAt, ProviderID: "p", Attempts: 1}
+			n++
+		}
+		if _, err := ledger.ClaimBatch(ctx, db, opt("bench"), claims); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if got, err := ledger.RecordOutcomes(ctx, db, "bench", sentAt, outs); err != nil || got != batch {
+			b.Fatalf("recorded %d: %v", got, err)
+		}
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// claimN is claim(i, 0) for any i, with keys that do not collide.
+func claimN(i int) ledger.Claim {
+	c := claim(i, 0)
+	c.Key = fmt.Sprintf("%064x", i+1<<40)
+	c.MessageID = c.Key[:32] + "@n.example.com"
+	return c
+}

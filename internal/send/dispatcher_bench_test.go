@@ -1,0 +1,43 @@
+package send_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/example/scan/internal/send"
+)
+
+// BenchmarkDispatcherLimited is the limiter scheduler's own cost: notices
+// spread over 100 domains, each with its own bucket (rates far above what
+// the loop reaches, so nothing waits), plus the global bucket. Compare
+// with BenchmarkDispatcher, which has no buckets at all.
+func BenchmarkDispatcherLimited(b *testing.B) {
+	domains := map[string]send.Bucket{}
+	for i := range 100 {
+		domains[fmt.Sprintf("d%d.example", i)] = send.Bucket{PerSecond: 1e9, Burst: 1000}
+	}
+	d := newDispatcher(b, b.Context(), send.DispatcherConfig{
+		Sender: fakeSender{fn: accept},
+		Limits: send.Limits{Default: send.Bucket{PerSecond: 1e9, Burst: 1000}, Domains: domains, Global: send.Bucket{PerSecond: 1e9, Burst: 1000}},
+	})
+	ns := make([]send.Notice, 1000)
+	for i := range ns {
+		ns[i] = notice(i, fmt.Sprintf("d%d.example", i%100))
+	}
+	results := make(chan int)
+	go func() {
+		n := 0
+		for range d.Results() {
+			n++
+		}
+		results <- n
+	}()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if err := d.Submit(b.Context(), ns[i%len(ns)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d.Close()
+	<-results
+}
