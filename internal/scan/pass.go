@@ -80,7 +80,21 @@ func (s *Scanner) Run(ctx context.Context) (Summary, error) {
 	}
 	rec := &recorder{db: s.db, runID: s.cfg.RunID, clock: s.cfg.Clock, log: s.log, hooks: s.cfg.Hooks, c: c, cancel: cancel}
 	recDone := make(chan error, 1)
-	go func() { recDone <- rec.run(ctx, d.Results()) }()
+	go func() {
+		// A panic here would kill the process outside run()'s recover (and
+		// print unredacted): turn it into the pass's error, stop producing,
+		// and keep draining so the dispatcher can finish.
+		defer func() {
+			if p := recover(); p != nil {
+				err := fmt.Errorf("recording outcomes: panic: %v", p)
+				cancel(err)
+				for range d.Results() {
+				}
+				recDone <- err
+			}
+		}()
+		recDone <- rec.run(ctx, d.Results())
+	}()
 
 	// handled: per window group whose stream was skipped (nothing new),
 	// its suppressed count, already known.
