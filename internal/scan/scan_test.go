@@ -522,3 +522,28 @@ func TestShutdownReleasesUnsentClaims(t *testing.T) {
 		}
 	}
 }
+
+// A bug that panics while outcomes are recorded ends the pass with an
+// error (exit 1 upstream) instead of killing the process, and sends
+// nothing twice on the next pass: the unrecorded claims stay quarantined.
+func TestRecorderPanicEndsThePass(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.many(30, "example.com")
+	_, err := e.pass(context.Background(), func(c *scan.Config) {
+		c.Hooks.AfterAccepted = func(string) { panic("boom") }
+	})
+	if err == nil || !strings.Contains(err.Error(), "panic: boom") {
+		t.Fatalf("err = %v", err)
+	}
+	first := e.smtp.Total()
+	s := e.mustPass()
+	if s.Minted+first < 30 && s.Quarantine == 0 {
+		t.Fatalf("second pass = %+v after %d received", s, first)
+	}
+	for _, m := range e.smtp.Messages() {
+		if e.smtp.Count(m.MessageID) != 1 {
+			t.Fatalf("%s received twice", m.MessageID)
+		}
+	}
+}
