@@ -16,28 +16,8 @@ func BenchmarkDispatcherLimited(b *testing.B) {
 	for i := range 100 {
 		domains[fmt.Sprintf("d%d.example", i)] = send.Bucket{PerSecond: 1e9, Burst: 1000}
 	}
-	d := newDispatcher(b, b.Context(), send.DispatcherConfig{
+	benchDispatcher(b, send.DispatcherConfig{
 		Sender: fakeSender{fn: accept},
 		Limits: send.Limits{Default: send.Bucket{PerSecond: 1e9, Burst: 1000}, Domains: domains, Global: send.Bucket{PerSecond: 1e9, Burst: 1000}},
 	})
-	ns := make([]send.Notice, 1000)
-	for i := range ns {
-		ns[i] = notice(i, fmt.Sprintf("d%d.example", i%100))
-	}
-	results := make(chan int)
-	go func() {
-		n := 0
-		for range d.Results() {
-			n++
-		}
-		results <- n
-	}()
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		if err := d.Submit(b.Context(), ns[i%len(ns)]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	d.Close()
-	<-results
 }
