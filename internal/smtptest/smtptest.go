@@ -125,6 +125,7 @@ type Server struct {
 	release chan struct{} // closed by Release
 	relOnce sync.Once
 	byConn  map[*smtp.Conn]int // connection number, from 1
+	open    int                // sessions begun and not ended
 }
 
 // New starts a server for the duration of t. It fails t if it cannot listen.
@@ -288,14 +289,41 @@ func (s *Server) DropConnections() {
 	}
 }
 
+// Idle blocks until no session is open, ctx ends or the test ends. After
+// a client was killed, it returns once the server has read everything
+// that had left the client: the kernel closes a killed process's
+// connections, and each session ends when its server has read to the end.
+func (s *Server) Idle(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		open, ch := s.open, s.changed
+		s.mu.Unlock()
+		if open == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("smtptest: %d sessions still open: %w", open, ctx.Err())
+		case <-s.done:
+			return errors.New("smtptest: test ended")
+		}
+	}
+}
+
+// changedLocked wakes Wait and Idle. s.mu is held.
+func (s *Server) changedLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
 func (s *Server) record(r Received) {
 	if s.opts.onMessage != nil {
 		s.opts.onMessage(r)
 	}
 	s.mu.Lock()
 	s.msgs = append(s.msgs, r)
-	close(s.changed)
-	s.changed = make(chan struct{})
+	s.changedLocked()
 	s.mu.Unlock()
 	select {
 	case s.received <- r:
@@ -313,6 +341,7 @@ func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
 		n = len(s.byConn) + 1
 		s.byConn[c] = n
 	}
+	s.open++
 	return &session{s: s, c: c, conn: n}, nil
 }
 
@@ -416,7 +445,13 @@ func (ss *session) Reset() {
 	ss.to = nil
 }
 
-func (ss *session) Logout() error { return nil }
+func (ss *session) Logout() error {
+	ss.s.mu.Lock()
+	defer ss.s.mu.Unlock()
+	ss.s.open--
+	ss.s.changedLocked()
+	return nil
+}
 
 func messageID(raw []byte) string {
 	m, err := mail.ReadMessage(bytes.NewReader(raw))
