@@ -117,6 +117,7 @@ type Dispatcher struct {
 	log      zerolog.Logger
 	retry    RetryPolicy
 	workers  int
+	handout  int // notices out with workers at most: one more each for a Pipeliner
 	limits   Limits
 	global   *rate.Limiter
 	now      func() time.Time
@@ -220,12 +221,17 @@ func NewDispatcher(ctx context.Context, cfg DispatcherConfig) (*Dispatcher, erro
 	}
 	cfg.Limits.Domains = domains
 
+	handout := cfg.Concurrency
+	if _, ok := cfg.Sender.(Pipeliner); ok {
+		handout = 2 * cfg.Concurrency
+	}
 	d := &Dispatcher{
 		sender:   cfg.Sender,
 		renderer: cfg.Renderer,
 		log:      cfg.Logger,
 		retry:    cfg.Retry,
 		workers:  cfg.Concurrency,
+		handout:  handout,
 		limits:   cfg.Limits,
 		global:   newLimiter(cfg.Limits.Global),
 		now:      time.Now,
@@ -233,7 +239,7 @@ func NewDispatcher(ctx context.Context, cfg DispatcherConfig) (*Dispatcher, erro
 		sendCtx:  context.WithoutCancel(ctx),
 		slots:    make(chan struct{}, cfg.MaxQueued),
 		results:  make(chan Result),
-		work:     make(chan *job, cfg.Concurrency),
+		work:     make(chan *job, handout),
 		done:     make(chan *job),
 		wake:     make(chan struct{}, 1),
 		closing:  make(chan struct{}),
@@ -330,38 +336,96 @@ func (d *Dispatcher) signal() {
 	}
 }
 
-// worker renders (once) and sends the notices the scheduler hands it.
+// worker renders (once) and sends the notices the scheduler hands it. With
+// a Pipeliner, a worker sending one notice takes the next if one is
+// already waiting, so that its envelope travels with this one's end.
+// Waiting notices go to idle workers first: a receive that does not block
+// finds one only when no worker is waiting for it.
 func (d *Dispatcher) worker() {
 	defer d.wg.Done()
-	for j := range d.work {
-		d.attempt(j)
+	p, ok := d.sender.(Pipeliner)
+	if !ok {
+		for j := range d.work {
+			if d.prepare(j) {
+				d.attempt(j, func(m *Message) (Receipt, error) { return d.sender.Send(d.sendCtx, m) })
+			}
+			d.done <- j
+		}
+		return
+	}
+	lane := p.Lane()
+	defer lane.Close()
+	var next *job
+	for {
+		j := next
+		next = nil
+		if j == nil {
+			var ok bool
+			if j, ok = <-d.work; !ok {
+				return
+			}
+		}
+		if !d.prepare(j) {
+			d.done <- j
+			continue
+		}
+		select {
+		case n, ok := <-d.work:
+			switch {
+			case !ok:
+			case d.prepare(n):
+				next = n
+			default:
+				d.done <- n
+			}
+		default:
+		}
+		var nm *Message
+		if next != nil {
+			nm = next.msg
+		}
+		d.attempt(j, func(m *Message) (Receipt, error) { return lane.Send(d.sendCtx, m, nm) })
 		d.done <- j
 	}
 }
 
-// attempt renders j if it is not yet, then sends it once. A panic becomes
-// an error, so that the notice still gets its one Result: Permanent if
-// nothing was sent, Unknown if the Sender had the message.
-func (d *Dispatcher) attempt(j *job) {
+// prepare readies j for its attempt: it renders j if it is not yet, and
+// refuses once the run is cancelled. False means j has its outcome.
+func (d *Dispatcher) prepare(j *job) (ok bool) {
+	if d.ctx.Err() != nil {
+		if j.err == nil {
+			j.err = &Error{Class: Transient, Err: ErrNotAttempted}
+		}
+		return false
+	}
+	if j.msg != nil {
+		return true
+	}
 	defer func() {
 		if p := recover(); p != nil {
-			class := Unknown
-			if j.msg == nil {
-				class = Permanent
-			}
-			j.err = &Error{Class: class, Err: fmt.Errorf("panic: %v", p)}
+			j.err = &Error{Class: Permanent, Err: fmt.Errorf("panic: %v", p)}
+			ok = false
 		}
 	}()
-	if j.msg == nil {
-		m, err := d.renderer.Render(j.n)
-		if err != nil {
-			j.err = &Error{Class: Permanent, Err: err}
-			return
-		}
-		j.msg = m
+	m, err := d.renderer.Render(j.n)
+	if err != nil {
+		j.err = &Error{Class: Permanent, Err: err}
+		return false
 	}
+	j.msg = m
+	return true
+}
+
+// attempt sends j's message once. A panic becomes an Unknown error, so
+// that the notice still gets its one Result.
+func (d *Dispatcher) attempt(j *job, send func(*Message) (Receipt, error)) {
+	defer func() {
+		if p := recover(); p != nil {
+			j.err = &Error{Class: Unknown, Err: fmt.Errorf("panic: %v", p)}
+		}
+	}()
 	j.attempts++
-	j.receipt, j.err = d.sender.Send(d.sendCtx, j.msg)
+	j.receipt, j.err = send(j.msg)
 }
 
 // schedule is the single goroutine that owns the queues and buckets.
@@ -456,7 +520,7 @@ func (d *Dispatcher) enqueue(j *job, now time.Time) {
 // dispatch hands workers every notice that its domain bucket and the global
 // bucket allow now.
 func (d *Dispatcher) dispatch(now time.Time) {
-	for d.inFlight < d.workers && d.ready.Len() > 0 {
+	for d.inFlight < d.handout && d.ready.Len() > 0 {
 		dq := d.ready[0]
 		if dq.readyAt.After(now) {
 			return
@@ -477,7 +541,7 @@ func (d *Dispatcher) dispatch(now time.Time) {
 		d.queued--
 		j.waited += now.Sub(j.enqueuedAt)
 		d.inFlight++
-		d.work <- j // buffered for every worker: never blocks
+		d.work <- j // buffered for every notice handed out: never blocks
 		if len(dq.jobs) == 0 {
 			heap.Pop(&d.ready)
 			dq.jobs = nil
@@ -503,7 +567,7 @@ func (d *Dispatcher) promote(now time.Time) {
 // told, or the zero time.
 func (d *Dispatcher) nextWake() time.Time {
 	var at time.Time
-	if d.inFlight < d.workers && d.ready.Len() > 0 {
+	if d.inFlight < d.handout && d.ready.Len() > 0 {
 		at = d.ready[0].readyAt
 		if d.globalAt.After(at) {
 			at = d.globalAt

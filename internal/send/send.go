@@ -72,6 +72,33 @@ type Sender interface {
 	Close() error
 }
 
+// A Pipeliner is a Sender that can start the next message's transaction
+// while the current one's final reply is on its way, on the same
+// connection: SMTP with PIPELINING (RFC 2920) sends one message's end of
+// data and the next message's MAIL, RCPT and DATA in one write. Against a
+// provider one round trip away, a message then costs one round trip
+// instead of four, and the connection never idles between two messages.
+// The Dispatcher gives each worker a Lane when its Sender is a Pipeliner.
+type Pipeliner interface {
+	Sender
+	Lane() Lane
+}
+
+// A Lane is one worker's ordered sequence of sends. It is not safe for
+// concurrent use.
+type Lane interface {
+	// Send delivers m, with the same outcomes and bounds as Sender.Send.
+	// If next is not nil, the lane may send next's envelope behind m's
+	// end of data; nothing of next's content leaves before the next call
+	// to Send, which must be for next for the overlap to count. A lane
+	// given another message, or closed, abandons next's envelope, and
+	// next was not delivered.
+	Send(ctx context.Context, m, next *Message) (Receipt, error)
+	// Close releases what the lane holds. Calling it more than once does
+	// nothing.
+	Close()
+}
+
 // Class says what is known about a failed send.
 type Class int
 

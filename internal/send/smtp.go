@@ -1,10 +1,13 @@
 package send
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/textproto"
 	"net/url"
@@ -54,6 +57,12 @@ type SMTPConfig struct {
 // of the message, or a refused MAIL); one left mid-transaction by a refused
 // RCPT or DATA, or by any I/O failure, is dropped. A pooled connection that
 // the server closed while idle is replaced transparently.
+//
+// When the server offers PIPELINING (RFC 2920), MAIL, RCPT and DATA go
+// out in one write, and on a Lane the next message's envelope goes out in
+// the same write as this one's end of data; its content only ever follows
+// the server's 354. go-smtp sets the session up (EHLO, AUTH); the
+// transactions are written here, since its client does not pipeline.
 //
 // Outcomes: a failure to connect, greet, start TLS or authenticate is
 // Transient (ErrMisconfigured when TLS is required but not offered, or the
@@ -189,39 +198,85 @@ func (s *SMTP) String() string { return s.redacted }
 // is first. The Receipt's ProviderID is the server's final reply text, or
 // "smtp:"+Message-ID when the reply has none.
 func (s *SMTP) Send(ctx context.Context, m *Message) (Receipt, error) {
+	l := smtpLane{s: s}
+	defer l.Close()
+	return l.Send(ctx, m, nil)
+}
+
+var _ Pipeliner = (*SMTP)(nil)
+
+// Lane returns a Lane over s's connections. Between two of its sends the
+// lane keeps the connection (and its place in Pool) that carries the next
+// message's envelope; otherwise the connection goes back to the pool.
+func (s *SMTP) Lane() Lane { return &smtpLane{s: s} }
+
+type smtpLane struct {
+	s *SMTP
+	c *smtpConn // with the next message's envelope pending, and a slot
+}
+
+func (l *smtpLane) Close() {
+	if l.c != nil {
+		// Mid-transaction: the envelope's replies are unread and no
+		// content was sent. Nothing to save.
+		l.c.close()
+		l.c = nil
+		<-l.s.slots
+	}
+}
+
+func (l *smtpLane) Send(ctx context.Context, m, next *Message) (Receipt, error) {
+	s := l.s
+	c := l.c
+	l.c = nil
+	if c != nil && c.pending != m {
+		c.close()
+		c = nil
+		<-s.slots
+	}
 	if err := ctx.Err(); err != nil {
+		if c != nil {
+			c.close()
+			<-s.slots
+		}
 		return Receipt{}, &Error{Class: Transient, Err: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	select {
-	case s.slots <- struct{}{}:
-	case <-ctx.Done():
-		return Receipt{}, &Error{Class: Transient, Err: fmt.Errorf("smtp: waiting for a connection: %w", ctx.Err())}
-	}
-	defer func() { <-s.slots }()
-
 	deadline, _ := ctx.Deadline()
-	var c *smtpConn
-	select {
-	case c = <-s.idle:
+	if c == nil {
+		select {
+		case s.slots <- struct{}{}:
+		case <-ctx.Done():
+			return Receipt{}, &Error{Class: Transient, Err: fmt.Errorf("smtp: waiting for a connection: %w", ctx.Err())}
+		}
+		select {
+		case c = <-s.idle:
+		default:
+		}
+	}
+	// The slot is held from here.
+	if c != nil {
 		c.dc.begin(deadline)
-	default:
 	}
 	for {
 		reused := c != nil
 		if c == nil {
 			var err error
 			if c, err = s.dial(ctx, deadline); err != nil {
+				<-s.slots
 				return Receipt{}, err
 			}
 		}
 		stop := context.AfterFunc(ctx, c.dc.expire)
-		rcpt, err, state := s.transact(c, m)
+		rcpt, err, state := c.transact(m, next)
 		if !stop() && state == connReuse {
 			state = connDrop // the deadline was forced into the past
 		}
 		switch {
+		case state == connReuse && c.pending != nil:
+			l.c = c // it carries next's envelope: keep it, and the slot
+			return rcpt, err
 		case state == connReuse:
 			s.put(c)
 		case state == connStale && reused && ctx.Err() == nil:
@@ -233,6 +288,7 @@ func (s *SMTP) Send(ctx context.Context, m *Message) (Receipt, error) {
 		default:
 			c.close()
 		}
+		<-s.slots
 		return rcpt, err
 	}
 }
@@ -261,55 +317,218 @@ func (s *SMTP) put(c *smtpConn) {
 	}
 }
 
-// transact runs one mail transaction on c.
-func (s *SMTP) transact(c *smtpConn, m *Message) (Receipt, error, connState) {
+// transact runs one mail transaction on c: the envelope (unless it went
+// out behind the previous message), the content, and, when next is given
+// and the server pipelines, next's envelope in the same write.
+func (c *smtpConn) transact(m, next *Message) (Receipt, error, connState) {
 	to := m.Notice.To
-	opts := &smtp.MailOptions{Size: int64(len(m.Raw))}
-	if !isASCII(m.From) || !isASCII(to) {
-		if ok, _ := c.c.Extension("SMTPUTF8"); !ok {
-			return Receipt{}, &Error{Class: Permanent, Err: errors.New("smtp: address needs SMTPUTF8, which the server does not offer")}, connReuse
+	if c.pending == nil {
+		if err := c.envelopeFits(m); err != nil {
+			return Receipt{}, err, connReuse
 		}
-		opts.UTF8 = true
-	}
-	if err := c.c.Mail(m.From, opts); err != nil {
-		state := connReuse // a refused MAIL opens no transaction
-		if code := replyCode(err); code == 0 || code == 421 {
-			state = connStale
+		if c.pipelining {
+			c.writeEnvelope(m)
+			if err := c.w.Flush(); err != nil {
+				return Receipt{}, &Error{Class: Transient, Err: fmt.Errorf("smtp: mail: %w", err)}, connStale
+			}
 		}
-		return Receipt{}, replyError("mail", err, to, false), state
 	}
-	if err := c.c.Rcpt(to, nil); err != nil {
-		return Receipt{}, replyError("rcpt", err, to, false), connDrop
-	}
-	w, err := c.c.Data()
-	if err != nil {
-		return Receipt{}, replyError("data", err, to, false), connDrop
-	}
-	if _, err := w.Write(m.Raw); err != nil {
-		return Receipt{}, &Error{Class: Transient, Err: fmt.Errorf("smtp: writing message: %w", err)}, connDrop
-	}
-	resp, err := w.CloseWithResponse()
-	if err != nil {
-		if code := replyCode(err); code >= 400 && code < 600 {
-			// The transaction is over either way (RFC 5321 4.1.1.4).
-			state := connReuse
-			if code == 421 {
+	c.pending = nil
+	for i, cmd := range envelopeCmds {
+		if !c.pipelining {
+			c.writeCmd(m, i)
+			if err := c.w.Flush(); err != nil {
+				state := connDrop
+				if i == 0 {
+					state = connStale
+				}
+				return Receipt{}, &Error{Class: Transient, Err: fmt.Errorf("smtp: %s: %w", cmd.stage, err)}, state
+			}
+		}
+		if _, _, err := c.r.ReadResponse(cmd.code); err != nil {
+			state := connDrop // a transaction is open, or the stream is lost
+			if i == 0 {
+				state = connReuse // a refused MAIL opens no transaction
+				if code := replyCode(err); code == 0 || code == 421 {
+					state = connStale
+				}
+			}
+			if state == connReuse && c.pipelining && !c.drain(len(envelopeCmds)-1-i) {
 				state = connDrop
 			}
-			return Receipt{}, replyError("end of data", err, to, true), state
+			return Receipt{}, replyError(cmd.stage, err, to, false), state
 		}
-		if c.dc.failedWrite() {
-			// The final dot did not leave: the server cannot have
-			// accepted the message.
+	}
+	if err := writeDotted(c.w, m.Raw); err != nil {
+		// The final dot did not leave: the server cannot have accepted
+		// the message.
+		return Receipt{}, &Error{Class: Transient, Err: fmt.Errorf("smtp: writing message: %w", err)}, connDrop
+	}
+	// next's envelope goes in the same write, if it fits in the buffer:
+	// then the one write that can fail after the dot is this Flush, and
+	// what it leaves unwritten says whether the dot left.
+	envLen := 0
+	if next != nil && c.pipelining && c.envelopeFits(next) == nil {
+		if n := c.envelopeLen(next); n <= c.w.Available() {
+			c.writeEnvelope(next)
+			c.pending, envLen = next, n
+		}
+	}
+	if err := c.w.Flush(); err != nil {
+		c.pending = nil
+		if c.w.Buffered() > envLen {
+			// The final dot did not leave.
 			return Receipt{}, &Error{Class: Transient, Err: fmt.Errorf("smtp: writing message: %w", err)}, connDrop
 		}
 		return Receipt{}, &Error{Class: Unknown, Err: fmt.Errorf("smtp: no reply after the message was handed over: %w", err)}, connDrop
 	}
-	id := scrub(strings.TrimSpace(resp.StatusText), to)
+	_, msg, err := c.r.ReadResponse(250)
+	if err != nil {
+		if code := replyCode(err); code >= 400 && code < 600 && code != 421 {
+			// The transaction is over either way (RFC 5321 4.1.1.4).
+			return Receipt{}, replyError("end of data", err, to, true), connReuse
+		}
+		c.pending = nil
+		return Receipt{}, replyError("end of data", err, to, true), connDrop
+	}
+	id := scrub(strings.TrimSpace(stripEnhanced(msg)), to)
 	if id == "" {
 		id = "smtp:" + m.MessageID
 	}
 	return Receipt{ProviderID: id}, nil, connReuse
+}
+
+// envelopeCmds are the commands of an envelope, with the reply each
+// expects.
+var envelopeCmds = [...]struct {
+	stage string
+	code  int
+}{{"mail", 250}, {"rcpt", 250}, {"data", 354}}
+
+// envelopeFits refuses, before anything is written, an envelope the server
+// cannot take.
+func (c *smtpConn) envelopeFits(m *Message) error {
+	if strings.ContainsAny(m.From, "\r\n<>") || strings.ContainsAny(m.Notice.To, "\r\n<>") {
+		return &Error{Class: Permanent, Err: errors.New("smtp: an envelope address contains CR, LF or angle brackets")}
+	}
+	if (!isASCII(m.From) || !isASCII(m.Notice.To)) && !c.utf8 {
+		return &Error{Class: Permanent, Err: errors.New("smtp: address needs SMTPUTF8, which the server does not offer")}
+	}
+	return nil
+}
+
+// writeCmd buffers command i of m's envelope.
+func (c *smtpConn) writeCmd(m *Message, i int) {
+	c.cmd(c.w, m, i)
+}
+
+// envelopeLen returns the length in bytes of m's envelope.
+func (c *smtpConn) envelopeLen(m *Message) int {
+	var n countWriter
+	for i := range envelopeCmds {
+		c.cmd(&n, m, i)
+	}
+	return int(n)
+}
+
+type countWriter int
+
+func (n *countWriter) WriteString(s string) (int, error) {
+	*n += countWriter(len(s))
+	return len(s), nil
+}
+func (n *countWriter) WriteByte(byte) error { *n++; return nil }
+
+// cmd writes command i of m's envelope to w.
+func (c *smtpConn) cmd(w interface {
+	io.StringWriter
+	io.ByteWriter
+}, m *Message, i int) {
+	switch i {
+	case 0:
+		w.WriteString("MAIL FROM:<")
+		w.WriteString(m.From)
+		w.WriteByte('>')
+		if c.eightBit {
+			w.WriteString(" BODY=8BITMIME")
+		}
+		if c.size {
+			w.WriteString(" SIZE=")
+			w.WriteString(strconv.Itoa(len(m.Raw)))
+		}
+		if !isASCII(m.From) || !isASCII(m.Notice.To) {
+			w.WriteString(" SMTPUTF8")
+		}
+	case 1:
+		w.WriteString("RCPT TO:<")
+		w.WriteString(m.Notice.To)
+		w.WriteByte('>')
+	case 2:
+		w.WriteString("DATA")
+	}
+	w.WriteString("\r\n")
+}
+
+func (c *smtpConn) writeEnvelope(m *Message) {
+	for i := range envelopeCmds {
+		c.writeCmd(m, i)
+	}
+}
+
+// drain reads the replies to n pipelined commands that follow a refused
+// one, and reports whether the connection is still in step with no
+// transaction open.
+func (c *smtpConn) drain(n int) bool {
+	for range n {
+		code, _, err := c.r.ReadResponse(0)
+		if err != nil || code == 354 || code == 421 {
+			return false
+		}
+	}
+	return true
+}
+
+// writeDotted buffers raw as the content of DATA: a line that starts with
+// a dot gets a second one (RFC 5321 4.5.2), every line ends in CRLF, and
+// the terminating dot follows.
+// A write that fails leaves the writer failed, so the first error is the
+// last.
+func writeDotted(w *bufio.Writer, raw []byte) error {
+	for len(raw) > 0 {
+		if raw[0] == '.' {
+			_ = w.WriteByte('.')
+		}
+		i := bytes.IndexByte(raw, '\n')
+		if i < 0 {
+			_, _ = w.Write(raw)
+			_, _ = w.WriteString("\r\n")
+			break
+		}
+		if i > 0 && raw[i-1] == '\r' {
+			_, _ = w.Write(raw[:i+1])
+		} else {
+			_, _ = w.Write(raw[:i])
+			_, _ = w.WriteString("\r\n")
+		}
+		raw = raw[i+1:]
+	}
+	_, err := w.WriteString(".\r\n")
+	return err
+}
+
+// stripEnhanced removes an RFC 3463 enhanced status code ("2.0.0 ") from
+// the front of a reply's text.
+func stripEnhanced(msg string) string {
+	code, rest, ok := strings.Cut(msg, " ")
+	if !ok || strings.Count(code, ".") != 2 {
+		return msg
+	}
+	for _, r := range code {
+		if r != '.' && (r < '0' || r > '9') {
+			return msg
+		}
+	}
+	return rest
 }
 
 // replyCode returns the server's reply code in err, or 0 for an I/O
@@ -319,6 +538,10 @@ func replyCode(err error) int {
 	if errors.As(err, &se) {
 		return se.Code
 	}
+	var te *textproto.Error
+	if errors.As(err, &te) {
+		return te.Code
+	}
 	return 0
 }
 
@@ -326,8 +549,8 @@ func replyCode(err error) int {
 // handed over, or (handedOver) the reply to the end of the message. The
 // server's text is kept, with the recipient address removed.
 func replyError(stage string, err error, to string, handedOver bool) error {
-	var se *smtp.SMTPError
-	if !errors.As(err, &se) {
+	var te *textproto.Error
+	if !errors.As(err, &te) {
 		class := Transient
 		if handedOver {
 			class = Unknown
@@ -336,16 +559,16 @@ func replyError(stage string, err error, to string, handedOver bool) error {
 	}
 	var class Class
 	switch {
-	case se.Code >= 400 && se.Code < 500:
+	case te.Code >= 400 && te.Code < 500:
 		class = Transient
-	case se.Code >= 500 && se.Code < 600:
+	case te.Code >= 500 && te.Code < 600:
 		class = Permanent
 	case handedOver:
 		class = Unknown // a reply out of protocol
 	default:
 		class = Transient
 	}
-	return &Error{Class: class, Code: se.Code, Err: fmt.Errorf("smtp: %s: %s", stage, scrub(se.Message, to))}
+	return &Error{Class: class, Code: te.Code, Err: fmt.Errorf("smtp: %s: %s", stage, scrub(stripEnhanced(te.Msg), to))}
 }
 
 // scrub removes the recipient address from a server's text, so that errors
@@ -426,8 +649,25 @@ func (s *SMTP) dial(ctx context.Context, deadline time.Time) (*smtpConn, error) 
 			return nil, fail("auth", err)
 		}
 	}
-	return &smtpConn{c: c, dc: dc}, nil
+	// go-smtp's client has set the session up; the transactions are
+	// written here, since it cannot pipeline. Nothing is buffered in it:
+	// a server says nothing unasked after its reply to EHLO or AUTH.
+	sc := &smtpConn{
+		conn: conn,
+		dc:   dc,
+		r:    textproto.NewReader(bufio.NewReader(conn)),
+		w:    bufio.NewWriterSize(conn, smtpWriteBuffer),
+	}
+	sc.pipelining, _ = c.Extension("PIPELINING")
+	sc.utf8, _ = c.Extension("SMTPUTF8")
+	sc.size, _ = c.Extension("SIZE")
+	sc.eightBit, _ = c.Extension("8BITMIME")
+	return sc, nil
 }
+
+// smtpWriteBuffer holds a whole notice and the next one's envelope, so
+// that each goes out in one write.
+const smtpWriteBuffer = 64 << 10
 
 // startTLS reads the greeting, says EHLO and, when the server offers it,
 // upgrades the connection with STARTTLS. It returns the connection to run
@@ -503,18 +743,29 @@ func (s *SMTP) Close() error {
 	}
 }
 
-// smtpConn is one pooled connection.
+// smtpConn is one connection, greeted, encrypted and authenticated.
 type smtpConn struct {
-	c  *smtp.Client
-	dc *deadlineConn
+	conn net.Conn // the session's stream: TLS over dc, or dc
+	dc   *deadlineConn
+	r    *textproto.Reader
+	w    *bufio.Writer
+
+	// What the server offers.
+	pipelining, utf8, size, eightBit bool
+
+	// pending is the message whose envelope went out behind the previous
+	// message, its replies unread.
+	pending *Message
 }
 
-func (c *smtpConn) close() { _ = c.c.Close() }
+func (c *smtpConn) close() { _ = c.conn.Close() }
 
 func (c *smtpConn) quit() {
 	c.dc.begin(time.Now().Add(time.Second))
-	_ = c.c.Quit()
-	_ = c.c.Close()
+	if _, err := c.w.WriteString("QUIT\r\n"); err == nil && c.w.Flush() == nil {
+		_, _, _ = c.r.ReadResponse(221)
+	}
+	c.close()
 }
 
 // deadlineConn caps every deadline that go-smtp sets (it sets one per

@@ -1,6 +1,8 @@
 package send
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"testing"
 	"time"
@@ -59,5 +61,42 @@ func TestSMTPRequiresTLS(t *testing.T) {
 	s2.requireTLS = true
 	if _, err := s2.Send(t.Context(), m); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestWriteDotted(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]string{
+		"":                         ".\r\n",
+		"a\r\n":                    "a\r\n.\r\n",
+		"a":                        "a\r\n.\r\n",
+		".a\r\n..b\r\nc.\r\n":      "..a\r\n...b\r\nc.\r\n.\r\n",
+		"a\nb\r\n.\n":              "a\r\nb\r\n..\r\n.\r\n",
+		"Subject: x\r\n\r\n.\r\n.": "Subject: x\r\n\r\n..\r\n..\r\n.\r\n",
+	} {
+		var b bytes.Buffer
+		w := bufio.NewWriter(&b)
+		if err := writeDotted(w, []byte(raw)); err != nil {
+			t.Fatal(err)
+		}
+		_ = w.Flush()
+		if b.String() != want {
+			t.Errorf("writeDotted(%q) = %q, want %q", raw, b.String(), want)
+		}
+	}
+}
+
+func TestStripEnhanced(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"2.0.0 Ok: queued as 12": "Ok: queued as 12",
+		"Ok: queued":             "Ok: queued",
+		"2.0 Ok":                 "2.0 Ok",
+		"a.b.c Ok":               "a.b.c Ok",
+		"":                       "",
+	} {
+		if got := stripEnhanced(in); got != want {
+			t.Errorf("stripEnhanced(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
