@@ -117,7 +117,7 @@ type Dispatcher struct {
 	log      zerolog.Logger
 	retry    RetryPolicy
 	workers  int
-	handout  int // notices out with workers at most: one more each for a Pipeliner
+	handout  int // notices handed out to workers at most
 	limits   Limits
 	global   *rate.Limiter
 	now      func() time.Time
@@ -221,9 +221,13 @@ func NewDispatcher(ctx context.Context, cfg DispatcherConfig) (*Dispatcher, erro
 	}
 	cfg.Limits.Domains = domains
 
+	// A worker on a Pipeliner holds the notice it sends and the one it
+	// announced; one more each waits in the work queue, so that a worker
+	// finds its next successor there at once rather than after the
+	// scheduler's turn.
 	handout := cfg.Concurrency
 	if _, ok := cfg.Sender.(Pipeliner); ok {
-		handout = 2 * cfg.Concurrency
+		handout = 3 * cfg.Concurrency
 	}
 	d := &Dispatcher{
 		sender:   cfg.Sender,
