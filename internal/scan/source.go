@@ -259,23 +259,32 @@ WHERE %s
 	return out.Open, out.Handled, nil
 }
 
+// sampleProbes is how many due subscriptions sampleKeys looks up per key
+// it wants.
+const sampleProbes = 50
+
 // SubscriptionSampleKeys: up to limit ledger rows (any kind) of active
 // subscriptions whose renews_at lies in (lo, hi]: notices of the current
 // windows, claimed by this pass's recent predecessors, whose keys the
 // secret should still derive. Found through the renews_at range and the
 // business-tuple index, so its cost does not grow with the ledger's
-// history (ordering the whole ledger by claimed_at did).
+// history (ordering the whole ledger by claimed_at did). At most
+// sampleProbes subscriptions are looked up, so its cost does not grow with
+// the number due either (joining all of them hashed every due row for a
+// sample of 20: 150 ms of a 0.9 s re-run at 200k).
 func (s *source) sampleKeys(ctx context.Context, db sqlx.QueryerContext, lo, hi time.Time, limit int) ([]ledger.TupleKey, error) {
 	q := fmt.Sprintf(`SELECT l.notice_key, l.subscription_id, l.kind, l.period_start, l.revision
-FROM %s s
+FROM (SELECT s.id, s.period_start, s.notice_revision
+      FROM %s s
+      WHERE s.status = 'active' AND s.renews_at > $1 AND s.renews_at <= $2
+      LIMIT $4) s
 JOIN notice_ledger l
   ON l.subscription_id = s.id::text
  AND l.period_start = s.period_start::date
  AND l.revision = COALESCE(s.notice_revision, 0)
-WHERE s.status = 'active' AND s.renews_at > $1 AND s.renews_at <= $2
 LIMIT $3`, s.rel)
 	var out []ledger.TupleKey
-	if err := sqlx.SelectContext(ctx, db, &out, q, lo, hi, limit); err != nil {
+	if err := sqlx.SelectContext(ctx, db, &out, q, lo, hi, limit, sampleProbes*limit); err != nil {
 		return nil, fmt.Errorf("sample keys: %w", err)
 	}
 	return out, nil
