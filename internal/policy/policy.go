@@ -255,6 +255,21 @@ func Parse(r io.Reader) (*Policy, error) {
 	if err := dec.Decode(&p); err != nil && !errors.Is(err, io.EOF) {
 		return nil, &Error{Field: "config", Msg: decodeMsg(err)}
 	}
+	// A second document would otherwise be ignored without a word: a
+	// policy pasted under another, or two files concatenated.
+	for {
+		var more yaml.Node
+		err := dec.Decode(&more)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, &Error{Field: "config", Msg: decodeMsg(err)}
+		}
+		if len(more.Content) > 0 && more.Content[0].Tag != "!!null" {
+			return nil, &Error{Field: "config", Msg: fmt.Sprintf("line %d: a second YAML document (after '---'): the policy must be one document", more.Content[0].Line)}
+		}
+	}
 	p.fillDefaults()
 	if err := p.Validate(); err != nil {
 		return nil, err

@@ -83,6 +83,8 @@ notices: [{kind: k1, open_before: 72h, close_before: 24h}]`, "can leave 7d betwe
 		{"bad cron", `schedule: "61 * * * *"`, "schedule: invalid cron expression"},
 		{"pipe in kind", `notices: [{kind: "a|b", open_before: 72h, close_before: 24h}]`, "must not contain '|'"},
 		{"concurrency", `concurrency: -3`, "concurrency"},
+		{"second document", "concurrency: 4\n---\nconcurrency: 8\n", "line 3: a second YAML document"},
+		{"second document, broken", "concurrency: 4\n---\n[\n", "config"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -95,6 +97,21 @@ notices: [{kind: k1, open_before: 72h, close_before: 24h}]`, "can leave 7d betwe
 				t.Fatalf("err = %q, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// Document markers around the one document, and an empty second
+// document, are accepted.
+func TestParseDocumentMarkers(t *testing.T) {
+	t.Parallel()
+	for _, y := range []string{"---\nconcurrency: 4\n", "concurrency: 4\n---\n", "---\nconcurrency: 4\n...\n", "# only a comment\nconcurrency: 4\n---\n# nothing\n"} {
+		p, err := Parse(strings.NewReader(y))
+		if err != nil {
+			t.Fatalf("%q: %v", y, err)
+		}
+		if p.Concurrency != 4 {
+			t.Fatalf("%q: concurrency %d, want 4", y, p.Concurrency)
+		}
 	}
 }
 
