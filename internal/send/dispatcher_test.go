@@ -166,6 +166,18 @@ func TestDispatcherCancel(t *testing.T) {
 		}
 		return send.Receipt{ProviderID: "ok"}, nil
 	}}
+	if sent, notAttempted := cancelDuringSend(t, sender, started, release); sent != 1 || notAttempted != 5 {
+		t.Fatalf("sent %d, not attempted %d; want 1, 5", sent, notAttempted)
+	}
+}
+
+// cancelDuringSend submits five notices to a dispatcher of concurrency 1
+// over sender, cancels the run once sender has started (signalled on
+// started) and lets that send end (closing release); then it submits one
+// notice more, which is answered at once. It returns how many Results
+// were sent and how many not attempted, failing t on any other.
+func cancelDuringSend(t *testing.T, sender send.Sender, started <-chan struct{}, release chan struct{}) (sent, notAttempted int) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	d := newDispatcher(t, ctx, send.DispatcherConfig{Sender: sender, Concurrency: 1})
 	results := collect(d)
@@ -184,9 +196,7 @@ func TestDispatcherCancel(t *testing.T) {
 	}
 	ns = append(ns, late)
 	d.Close()
-	rs := byKey(t, ns, <-results)
-	sent, notAttempted := 0, 0
-	for _, r := range rs {
+	for _, r := range byKey(t, ns, <-results) {
 		switch {
 		case r.Err == nil && r.Attempts == 1:
 			sent++
@@ -196,9 +206,7 @@ func TestDispatcherCancel(t *testing.T) {
 			t.Errorf("unexpected Result %+v", r)
 		}
 	}
-	if sent != 1 || notAttempted != 5 {
-		t.Fatalf("sent %d, not attempted %d; want 1, 5", sent, notAttempted)
-	}
+	return sent, notAttempted
 }
 
 func TestDispatcherCancelDuringBackoff(t *testing.T) {

@@ -222,48 +222,39 @@ func TestLaneAbandonsAnAnnouncedEnvelope(t *testing.T) {
 	}
 }
 
-// A refusal of the content leaves the announced envelope in step: the
-// next message goes on the same connection.
-func TestLaneRefusedMessageThenNext(t *testing.T) {
+// When the first message fails, the announced one still goes out once: on
+// the same connection after a refusal of the content (the envelope's
+// replies are read in step), on a new one after the connection was lost
+// with the first message handed over (Unknown; the announced envelope
+// carried no content).
+func TestLaneFirstFailsThenNext(t *testing.T) {
 	t.Parallel()
-	srv := smtptest.New(t, smtptest.WithMode(smtptest.PermFailData))
-	s := newSMTP(t, send.SMTPConfig{URL: srv.URL(), Pool: 1, Timeout: 5 * time.Second})
-	ms := renderN(t, 2)
-	l := s.Lane()
-	defer l.Close()
-	_, err := l.Send(t.Context(), ms[0], ms[1])
-	var se *send.Error
-	if !errors.As(err, &se) || se.Class != send.Permanent || se.Code != 554 {
-		t.Fatalf("first message: %v, want Permanent 554", err)
-	}
-	srv.SetMode(smtptest.Accept)
-	if _, err := l.Send(t.Context(), ms[1], nil); err != nil {
-		t.Fatal(err)
-	}
-	if srv.Count(ms[1].MessageID) != 1 || srv.Connections() != 1 {
-		t.Fatalf("second message delivered %d times over %d connections; want 1, 1", srv.Count(ms[1].MessageID), srv.Connections())
-	}
-}
-
-// A connection lost after a message was handed over makes that message
-// Unknown; the announced one had only its envelope sent, and goes out
-// once on a new connection.
-func TestLaneConnectionLostWithAnnouncedEnvelope(t *testing.T) {
-	t.Parallel()
-	srv := smtptest.New(t, smtptest.WithMode(smtptest.CloseAfterData))
-	s := newSMTP(t, send.SMTPConfig{URL: srv.URL(), Pool: 1, Timeout: 5 * time.Second})
-	ms := renderN(t, 2)
-	l := s.Lane()
-	defer l.Close()
-	if _, err := l.Send(t.Context(), ms[0], ms[1]); send.Classify(err) != send.Unknown {
-		t.Fatalf("first message: %v, want Unknown", err)
-	}
-	srv.SetMode(smtptest.Accept)
-	if _, err := l.Send(t.Context(), ms[1], nil); err != nil {
-		t.Fatal(err)
-	}
-	if srv.Count(ms[1].MessageID) != 1 || srv.Connections() != 2 {
-		t.Fatalf("second message delivered %d times over %d connections; want 1, 2", srv.Count(ms[1].MessageID), srv.Connections())
+	for _, tc := range []struct {
+		mode  smtptest.Mode
+		class send.Class
+		code  int
+		conns int
+	}{
+		{smtptest.PermFailData, send.Permanent, 554, 1},
+		{smtptest.CloseAfterData, send.Unknown, 0, 2},
+	} {
+		srv := smtptest.New(t, smtptest.WithMode(tc.mode))
+		s := newSMTP(t, send.SMTPConfig{URL: srv.URL(), Pool: 1, Timeout: 5 * time.Second})
+		ms := renderN(t, 2)
+		l := s.Lane()
+		_, err := l.Send(t.Context(), ms[0], ms[1])
+		var se *send.Error
+		if !errors.As(err, &se) || se.Class != tc.class || se.Code != tc.code {
+			t.Fatalf("mode %d: first message: %v, want %s %d", tc.mode, err, tc.class, tc.code)
+		}
+		srv.SetMode(smtptest.Accept)
+		if _, err := l.Send(t.Context(), ms[1], nil); err != nil {
+			t.Fatalf("mode %d: %v", tc.mode, err)
+		}
+		l.Close()
+		if srv.Count(ms[1].MessageID) != 1 || srv.Connections() != tc.conns {
+			t.Fatalf("mode %d: second message delivered %d times over %d connections; want 1, %d", tc.mode, srv.Count(ms[1].MessageID), srv.Connections(), tc.conns)
+		}
 	}
 }
 
@@ -376,33 +367,11 @@ func TestDispatcherPipelinedCancel(t *testing.T) {
 		<-release
 		return send.Receipt{ProviderID: "ok"}, nil
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	d := newDispatcher(t, ctx, send.DispatcherConfig{Sender: f, Concurrency: 1})
-	results := collect(d)
-	var ns []send.Notice
-	for i := range 5 {
-		ns = append(ns, notice(i, "example.org"))
+	if sent, notAttempted := cancelDuringSend(t, f, started, release); sent != 1 || notAttempted != 5 {
+		t.Fatalf("sent %d, not attempted %d; want 1, 5", sent, notAttempted)
 	}
-	submitAll(t, d, ns)
-	<-started
-	cancel()
-	close(release)
-	d.Close()
-	rs := byKey(t, ns, <-results)
-	sent, notAttempted := 0, 0
-	for _, r := range rs {
-		switch {
-		case r.Err == nil && r.Attempts == 1:
-			sent++
-		case errors.Is(r.Err, send.ErrNotAttempted) && r.Attempts == 0:
-			notAttempted++
-		default:
-			t.Errorf("unexpected Result %+v", r)
-		}
-	}
-	if sent != 1 || notAttempted != 4 {
-		t.Fatalf("sent %d, not attempted %d; want 1, 4", sent, notAttempted)
-	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.closed != 1 {
 		t.Fatalf("lanes closed %d, want 1", f.closed)
 	}
