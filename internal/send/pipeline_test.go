@@ -88,8 +88,10 @@ func (s *rawServer) serve(c net.Conn) {
 			} else {
 				reply("250-raw", "250 SIZE")
 			}
-		case "MAIL", "RCPT", "RSET", "NOOP":
+		case "MAIL", "RSET", "NOOP":
 			reply("250 2.0.0 ok")
+		case "RCPT":
+			reply("251 2.1.5 not local, will forward")
 		case "DATA":
 			if !reply("354 go ahead") {
 				return

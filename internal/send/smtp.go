@@ -399,11 +399,12 @@ func (c *smtpConn) transact(m, next *Message) (Receipt, error, connState) {
 }
 
 // envelopeCmds are the commands of an envelope, with the reply each
-// expects.
+// expects (textproto's ReadResponse: 25 takes 250 and 251, "will
+// forward").
 var envelopeCmds = [...]struct {
 	stage string
 	code  int
-}{{"mail", 250}, {"rcpt", 250}, {"data", 354}}
+}{{"mail", 250}, {"rcpt", 25}, {"data", 354}}
 
 // envelopeFits refuses, before anything is written, an envelope the server
 // cannot take.
