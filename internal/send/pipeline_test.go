@@ -25,6 +25,7 @@ type rawServer struct {
 	t          *testing.T
 	ln         net.Listener
 	pipelining bool
+	hugeReply  bool // answer MAIL with one endless line
 
 	mu          sync.Mutex
 	messages    [][]byte
@@ -33,13 +34,16 @@ type rawServer struct {
 	early       int // commands sent before the previous reply, unoffered
 }
 
-func newRawServer(t *testing.T, pipelining bool) *rawServer {
+func newRawServer(t *testing.T, pipelining bool, opts ...func(*rawServer)) *rawServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &rawServer{t: t, ln: ln, pipelining: pipelining}
+	for _, o := range opts {
+		o(s)
+	}
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	wg.Go(func() {
@@ -88,7 +92,22 @@ func (s *rawServer) serve(c net.Conn) {
 			} else {
 				reply("250-raw", "250 SIZE")
 			}
-		case "MAIL", "RSET", "NOOP":
+		case "MAIL":
+			if s.hugeReply {
+				// 4 MiB of one line, or until the client hangs up.
+				chunk := strings.Repeat("x", 64<<10)
+				if _, err := fmt.Fprint(c, "250 "); err != nil {
+					return
+				}
+				for range 64 {
+					if _, err := fmt.Fprint(c, chunk); err != nil {
+						return
+					}
+				}
+				return
+			}
+			reply("250 2.0.0 ok")
+		case "RSET", "NOOP":
 			reply("250 2.0.0 ok")
 		case "RCPT":
 			reply("251 2.1.5 not local, will forward")
@@ -188,6 +207,19 @@ func TestSMTPWithoutPipeliningWaitsForEachReply(t *testing.T) {
 	messages, conns, piggybacked, early := srv.counts()
 	if messages != 3 || conns != 1 || piggybacked != 0 || early != 0 {
 		t.Fatalf("messages %d, connections %d, pipelined %d, commands before their turn %d; want 3, 1, 0, 0", messages, conns, piggybacked, early)
+	}
+}
+
+// A server that answers with an endless line is cut off at maxReplies
+// bytes: a Transient failure (nothing was handed over), not a read into
+// memory until the timeout.
+func TestSMTPEndlessReply(t *testing.T) {
+	t.Parallel()
+	srv := newRawServer(t, true, func(s *rawServer) { s.hugeReply = true })
+	s := newSMTP(t, send.SMTPConfig{URL: srv.URL(), Pool: 1, Timeout: time.Minute})
+	_, err := s.Send(t.Context(), renderN(t, 1)[0])
+	if send.Classify(err) != send.Transient || !strings.Contains(err.Error(), "replies exceed") {
+		t.Fatalf("Send error = %v, want Transient, replies exceed", err)
 	}
 }
 

@@ -322,6 +322,7 @@ func (s *SMTP) put(c *smtpConn) {
 // and the server pipelines, next's envelope in the same write.
 func (c *smtpConn) transact(m, next *Message) (Receipt, error, connState) {
 	to := m.Notice.To
+	c.lim.left = maxReplies
 	if c.pending == nil {
 		if err := c.envelopeFits(m); err != nil {
 			return Receipt{}, err, connReuse
@@ -656,9 +657,10 @@ func (s *SMTP) dial(ctx context.Context, deadline time.Time) (*smtpConn, error) 
 	sc := &smtpConn{
 		conn: conn,
 		dc:   dc,
-		r:    textproto.NewReader(bufio.NewReader(conn)),
+		lim:  &replyLimit{r: conn},
 		w:    bufio.NewWriterSize(conn, smtpWriteBuffer),
 	}
+	sc.r = textproto.NewReader(bufio.NewReader(sc.lim))
 	sc.pipelining, _ = c.Extension("PIPELINING")
 	sc.utf8, _ = c.Extension("SMTPUTF8")
 	sc.size, _ = c.Extension("SIZE")
@@ -669,6 +671,31 @@ func (s *SMTP) dial(ctx context.Context, deadline time.Time) (*smtpConn, error) 
 // smtpWriteBuffer holds a whole notice and the next one's envelope, so
 // that each goes out in one write.
 const smtpWriteBuffer = 64 << 10
+
+// maxReplies bounds what a server may send in answer to one transaction:
+// a handful of reply lines, each under 512 bytes (RFC 5321 4.5.3.1.5).
+// Without it, a broken or hostile server could feed one endless line, or
+// endless continuation lines, into memory until the send's timeout.
+const maxReplies = 64 << 10
+
+// errRepliesTooLong is the I/O error of a server that exceeded
+// maxReplies.
+var errRepliesTooLong = fmt.Errorf("smtp: the server's replies exceed %d bytes", maxReplies)
+
+// replyLimit reads at most left bytes from r; transact resets it.
+type replyLimit struct {
+	r    io.Reader
+	left int
+}
+
+func (l *replyLimit) Read(b []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, errRepliesTooLong
+	}
+	n, err := l.r.Read(b[:min(len(b), l.left)])
+	l.left -= n
+	return n, err
+}
 
 // startTLS reads the greeting, says EHLO and, when the server offers it,
 // upgrades the connection with STARTTLS. It returns the connection to run
@@ -748,6 +775,7 @@ func (s *SMTP) Close() error {
 type smtpConn struct {
 	conn net.Conn // the session's stream: TLS over dc, or dc
 	dc   *deadlineConn
+	lim  *replyLimit
 	r    *textproto.Reader
 	w    *bufio.Writer
 
@@ -763,6 +791,7 @@ func (c *smtpConn) close() { _ = c.conn.Close() }
 
 func (c *smtpConn) quit() {
 	c.dc.begin(time.Now().Add(time.Second))
+	c.lim.left = maxReplies
 	if _, err := c.w.WriteString("QUIT\r\n"); err == nil && c.w.Flush() == nil {
 		_, _, _ = c.r.ReadResponse(221)
 	}
