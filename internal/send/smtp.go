@@ -337,7 +337,7 @@ func (c *smtpConn) transact(m, next *Message) (Receipt, error, connState) {
 	c.pending = nil
 	for i, cmd := range envelopeCmds {
 		if !c.pipelining {
-			c.writeCmd(m, i)
+			c.cmd(c.w, m, i)
 			if err := c.w.Flush(); err != nil {
 				state := connDrop
 				if i == 0 {
@@ -419,11 +419,6 @@ func (c *smtpConn) envelopeFits(m *Message) error {
 	return nil
 }
 
-// writeCmd buffers command i of m's envelope.
-func (c *smtpConn) writeCmd(m *Message, i int) {
-	c.cmd(c.w, m, i)
-}
-
 // envelopeLen returns the length in bytes of m's envelope.
 func (c *smtpConn) envelopeLen(m *Message) int {
 	var n countWriter
@@ -473,7 +468,7 @@ func (c *smtpConn) cmd(w interface {
 
 func (c *smtpConn) writeEnvelope(m *Message) {
 	for i := range envelopeCmds {
-		c.writeCmd(m, i)
+		c.cmd(c.w, m, i)
 	}
 }
 
@@ -800,14 +795,11 @@ func (c *smtpConn) quit() {
 
 // deadlineConn caps every deadline that go-smtp sets (it sets one per
 // command and clears it after) at the current send's limit, so that the
-// whole send, not each command, is bounded; and it remembers whether a
-// write failed, which tells a message that never fully left from one
-// that waits for its reply.
+// whole send, not each command, is bounded.
 type deadlineConn struct {
 	net.Conn
-	mu       sync.Mutex
-	limit    time.Time
-	writeErr bool
+	mu    sync.Mutex
+	limit time.Time
 }
 
 func (c *deadlineConn) clamp(t time.Time) time.Time {
@@ -817,13 +809,12 @@ func (c *deadlineConn) clamp(t time.Time) time.Time {
 	return t
 }
 
-// begin starts a send: it sets the cap (zero: none), applies it at once
-// and clears the write-failure flag.
+// begin starts a send: it sets the cap (zero: none) and applies it at
+// once.
 func (c *deadlineConn) begin(limit time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.limit = limit
-	c.writeErr = false
 	_ = c.Conn.SetDeadline(limit)
 }
 
@@ -852,22 +843,6 @@ func (c *deadlineConn) SetWriteDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.Conn.SetWriteDeadline(c.clamp(t))
-}
-
-func (c *deadlineConn) Write(b []byte) (int, error) {
-	n, err := c.Conn.Write(b)
-	if err != nil {
-		c.mu.Lock()
-		c.writeErr = true
-		c.mu.Unlock()
-	}
-	return n, err
-}
-
-func (c *deadlineConn) failedWrite() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.writeErr
 }
 
 // greetedConn replays a greeting before the real stream, so that
