@@ -4,6 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"io"
+	"net"
+	"net/textproto"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,6 +101,65 @@ func TestStripEnhanced(t *testing.T) {
 	} {
 		if got := stripEnhanced(in); got != want {
 			t.Errorf("stripEnhanced(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// failingConn answers with replies and accepts the writes before the
+// last one whole; the last one takes only accept bytes and fails.
+type failingConn struct {
+	net.Conn
+	replies io.Reader
+	writes  int // the write that fails, counted from 1
+	accept  int
+	n       int
+}
+
+func (c *failingConn) Read(b []byte) (int, error) { return c.replies.Read(b) }
+func (c *failingConn) Close() error               { return nil }
+func (c *failingConn) Write(b []byte) (int, error) {
+	c.n++
+	if c.n < c.writes {
+		return len(b), nil
+	}
+	return min(c.accept, len(b)), errors.New("connection reset")
+}
+
+// A write that fails after the message's content: the message is
+// Transient (never reached the server, safe to send again) only when the
+// final dot did not leave; once it left, the server may have taken the
+// message, and it is Unknown, even though the write failed, because the
+// next message's envelope behind it did not leave whole.
+func TestFailedWriteAfterContent(t *testing.T) {
+	t.Parallel()
+	m := &Message{From: "a@example.com", MessageID: "<1@x>", Raw: []byte("Subject: x\r\n\r\n.body\r\n")}
+	m.Notice.To = "b@example.org"
+	next := &Message{From: "a@example.com", MessageID: "<2@x>", Raw: []byte("Subject: y\r\n\r\ny\r\n")}
+	next.Notice.To = "c@example.org"
+	var dotted bytes.Buffer
+	w := bufio.NewWriter(&dotted)
+	_ = writeDotted(w, m.Raw)
+	_ = w.Flush()
+	content := dotted.Len()
+	envLen := (&smtpConn{}).envelopeLen(next)
+	for _, tc := range []struct {
+		next   *Message
+		accept int
+		want   Class
+	}{
+		{nil, 0, Transient},
+		{nil, content - 1, Transient}, // the dot's LF is missing
+		{next, content - 1, Transient},
+		{next, content, Unknown}, // the dot left, the envelope did not
+		{next, content + envLen - 1, Unknown},
+	} {
+		fc := &failingConn{replies: strings.NewReader("250 ok\r\n250 ok\r\n354 go on\r\n"), writes: 2, accept: tc.accept}
+		c := &smtpConn{conn: fc, dc: &deadlineConn{Conn: fc}, lim: &replyLimit{r: fc}, w: bufio.NewWriterSize(fc, smtpWriteBuffer), pipelining: true}
+		c.r = textproto.NewReader(bufio.NewReader(c.lim))
+		_, err, state := c.transact(m, tc.next)
+		if Classify(err) != tc.want || state != connDrop || c.pending != nil {
+			t.Errorf("next %v, %d of %d bytes written: %v, state %d, pending %v; want %s, dropped, none pending",
+				tc.next != nil, tc.accept, content, err, state, c.pending != nil, tc.want)
 		}
 	}
 }
