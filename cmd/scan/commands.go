@@ -51,6 +51,7 @@ func cmdMigrate(ctx context.Context, e *env, args []string) error {
 // the same pass).
 type runFlags struct {
 	config, sender, source, redirect, now, shard string
+	maxDuration                                  string
 	shards, maxMint, batch                       int
 	dryRun                                       bool
 }
@@ -66,7 +67,8 @@ func (f *runFlags) register(fs interface {
 	fs.StringVar(&f.redirect, "redirect-to", "", "deliver every notice to this address instead (env SCAN_REDIRECT_TO)")
 	fs.StringVar(&f.shard, "shard", "", "I/N: take shard I of N (default from JOB_COMPLETION_INDEX and --shards)")
 	fs.IntVar(&f.shards, "shards", 0, "number of shards when the index comes from JOB_COMPLETION_INDEX")
-	fs.IntVar(&f.batch, "batch-size", 1000, "notices per claim statement")
+	fs.IntVar(&f.batch, "batch-size", 1000, "notices per claim statement at most")
+	fs.StringVar(&f.maxDuration, "max-duration", "", "time budget of one pass, e.g. 50m (env SCAN_MAX_DURATION): then it stops claiming, finishes what is in flight and exits 0")
 	if withRunOnly {
 		fs.BoolVar(&f.dryRun, "dry-run", false, "write nothing; report what the pass would mint")
 		fs.IntVar(&f.maxMint, "max-mint", -1, "refuse (exit 3, nothing sent) when the pass would mint more than N new keys")
@@ -100,7 +102,7 @@ func (f *runFlags) shardOf(e *env) (int, int, error) {
 }
 
 func cmdRun(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "run", "[--dry-run] [--max-mint N] [--shard I/N] [--now RFC3339]")
+	fs := newFlags(e, "run", "[--dry-run] [--max-mint N] [--shard I/N] [--now RFC3339] [--max-duration D]")
 	var f runFlags
 	f.register(fs, true)
 	pos, err := parse(fs, args)
@@ -147,7 +149,7 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	sc, err := scan.New(ctx, db, sender, ps.renderer, passLog, scan.Config{
 		Policy: ps.pol, Secret: ps.secret, Source: f.source, RunID: runID, Now: now,
 		MaxMint: f.maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
-		Hooks: obs.hooks(failpointHooks()),
+		MaxDuration: ps.maxDuration, Hooks: obs.hooks(failpointHooks()),
 	})
 	if err != nil {
 		return err
@@ -178,6 +180,7 @@ type preparedPass struct {
 	outboxDir, smtpURL   string
 	httpURL              string
 	concurrency          int
+	maxDuration          time.Duration
 	log                  zerolog.Logger
 }
 
@@ -200,13 +203,27 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags, log zerolog.Logger) (*pr
 	if f.batch < 1 || f.batch > 10000 {
 		return nil, usagef("--batch-size", "must be between 1 and 10000, got %d", f.batch)
 	}
+	var budget time.Duration
+	if raw := flagOrEnv(fs, "max-duration", f.maxDuration, e, "SCAN_MAX_DURATION"); raw != "" {
+		field := "SCAN_MAX_DURATION"
+		fs.Visit(func(fl *flag.Flag) {
+			if fl.Name == "max-duration" {
+				field = "--max-duration"
+			}
+		})
+		d, err := policy.ParseDuration(raw)
+		if err != nil || d <= 0 {
+			return nil, usagef(field, "%q is not a positive duration such as 50m or 1h30m", raw)
+		}
+		budget = d
+	}
 	if _, err := scan.QuoteSource(f.source); err != nil {
 		return nil, usagef("--source", "%v", err)
 	}
 	if err := checkPushURL(e.getenv("PUSHGATEWAY_URL")); err != nil {
 		return nil, err
 	}
-	p := &preparedPass{pol: pol, secret: sec, shard: shard, shards: shards, log: log, concurrency: pol.Concurrency}
+	p := &preparedPass{pol: pol, secret: sec, shard: shard, shards: shards, log: log, concurrency: pol.Concurrency, maxDuration: budget}
 	p.redirect = flagOrEnv(fs, "redirect-to", f.redirect, e, "SCAN_REDIRECT_TO")
 	p.senderName = flagOrEnv(fs, "sender", f.sender, e, "SCAN_SENDER")
 	p.outboxDir = e.getenv("SCAN_OUTBOX_DIR")

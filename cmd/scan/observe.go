@@ -79,8 +79,8 @@ func (o *observer) hooks(base scan.Hooks) scan.Hooks {
 				p.onRecorded(n)
 			}
 		},
-		Outcome: func(state ledger.State, domain string, claimToCommit, waited time.Duration) {
-			o.m.ObserveOutcome(string(state), domain, claimToCommit, waited)
+		Outcome: func(state ledger.State, domain string, claimToCommit, claimToSend, waited time.Duration) {
+			o.m.ObserveOutcome(string(state), domain, claimToCommit, claimToSend, waited)
 			if p := o.prog; p != nil {
 				p.onOutcome(state)
 			}
@@ -122,7 +122,8 @@ func (o *observer) finish(ctx context.Context, sum scan.Summary, err error) {
 	c := metrics.Counts{
 		Eligible: sum.Eligible, Invalid: sum.Invalid, Minted: sum.Minted, Retried: sum.Retried,
 		Suppressed: sum.Suppressed, Sent: sum.Sent, Retry: sum.Retry, Failed: sum.Failed,
-		Ambiguous: sum.Ambiguous, Missed: sum.Missed, Quarantine: sum.Quarantine,
+		Ambiguous: sum.Ambiguous, Missed: sum.Missed, Deferred: sum.Deferred, Quarantine: sum.Quarantine,
+		Backlog: sum.DeferredByDomain,
 	}
 	if sum.QuarantineSince != nil {
 		c.QuarantineOldest = *sum.QuarantineSince
@@ -152,7 +153,7 @@ func chainHooks(hs ...scan.Hooks) scan.Hooks {
 		if a, b := out.Outcome, h.Outcome; a == nil {
 			out.Outcome = b
 		} else if b != nil {
-			out.Outcome = func(s ledger.State, d string, c, w time.Duration) { a(s, d, c, w); b(s, d, c, w) }
+			out.Outcome = func(s ledger.State, d string, c, cs, w time.Duration) { a(s, d, c, cs, w); b(s, d, c, cs, w) }
 		}
 	}
 	return out

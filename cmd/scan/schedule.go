@@ -142,7 +142,7 @@ func schedulePass(ctx context.Context, e *env, db *sqlx.DB, ps *preparedPass, f 
 	sc, err := scan.New(ctx, db, sender, ps.renderer, passLog, scan.Config{
 		Policy: ps.pol, Secret: ps.secret, Source: f.source, RunID: runID, Now: now, MaxMint: -1,
 		Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
-		Hooks: obs.hooks(scan.Hooks{}),
+		MaxDuration: ps.maxDuration, Hooks: obs.hooks(scan.Hooks{}),
 	})
 	if err != nil {
 		return sum, true, err

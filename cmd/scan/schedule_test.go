@@ -195,7 +195,7 @@ func waitCh(ctx context.Context, t *testing.T, w *watchBuf, s string) <-chan str
 }
 
 // SIGTERM (the context main cancels on it) during a pass: the sends in
-// flight finish and are recorded as sent, the rest of the batch is
+// flight finish and are recorded as sent, the rest of what it claimed is
 // released for the next pass, nothing stays in quarantine, and the
 // scheduler exits 0 without starting another pass.
 func TestScheduleSIGTERMFinishesInFlightAndExits(t *testing.T) {
@@ -238,8 +238,10 @@ func TestScheduleSIGTERMFinishesInFlightAndExits(t *testing.T) {
 	if c[ledger.Claimed] != 0 {
 		t.Errorf("%d claims left in quarantine after a clean shutdown", c[ledger.Claimed])
 	}
-	if c[ledger.Sent]+c[ledger.Retry] != n {
-		t.Errorf("ledger %v: want every notice sent or released as retry", c)
+	// Claimed just in time, the pass may not have claimed all n: every
+	// notice it did claim is sent or released as retry.
+	if c[ledger.Sent]+c[ledger.Retry] != sum.Minted || sum.Minted == 0 || sum.Minted > n {
+		t.Errorf("ledger %v, minted %d: want every claimed notice sent or released as retry", c, sum.Minted)
 	}
 	if !strings.Contains(s.stderr.String(), "scheduler stopped") && !strings.Contains(s.stderr.String(), "pass aborted") {
 		t.Errorf("no shutdown line in the log:\n%s", tail(s.stderr.String()))

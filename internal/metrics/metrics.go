@@ -43,12 +43,16 @@ const OtherDomain = "other"
 
 // Results are the values of the result label of scan_pass_notices, in the
 // order of the pass's summary.
-var Results = []string{"eligible", "invalid", "minted", "retried", "suppressed", "sent", "retry", "failed", "ambiguous", "missed"}
+var Results = []string{"eligible", "invalid", "minted", "retried", "suppressed", "sent", "retry", "failed", "ambiguous", "missed", "deferred"}
 
 // Counts are a pass's tallies, as its summary reports them.
 type Counts struct {
 	Eligible, Invalid, Minted, Retried, Suppressed int
 	Sent, Retry, Failed, Ambiguous, Missed         int
+	// Deferred: due notices left to the next pass (its time budget
+	// ended); Backlog splits them by recipient domain.
+	Deferred int
+	Backlog  map[string]int
 	// Quarantine is the number of claims with no recorded outcome, from
 	// this pass and earlier ones; QuarantineOldest the oldest claim's
 	// time, zero when there is none.
@@ -60,7 +64,7 @@ func (c Counts) byResult() map[string]int {
 	return map[string]int{
 		"eligible": c.Eligible, "invalid": c.Invalid, "minted": c.Minted, "retried": c.Retried,
 		"suppressed": c.Suppressed, "sent": c.Sent, "retry": c.Retry, "failed": c.Failed,
-		"ambiguous": c.Ambiguous, "missed": c.Missed,
+		"ambiguous": c.Ambiguous, "missed": c.Missed, "deferred": c.Deferred,
 	}
 }
 
@@ -85,7 +89,9 @@ type Pass struct {
 	quar     prometheus.Gauge
 	quarOld  prometheus.Gauge
 	latency  *prometheus.HistogramVec
+	toSend   *prometheus.HistogramVec
 	waited   *prometheus.HistogramVec
+	backlog  *prometheus.GaugeVec
 	duration prometheus.Gauge
 	success  prometheus.Gauge
 	lastOK   prometheus.Gauge
@@ -121,6 +127,15 @@ func New(cfg Config) *Pass {
 		Help:    "Time from a notice's claim commit to the commit of its outcome, by outcome (sent, retry, failed, claimed = ambiguous). Includes rate-limit waits.",
 		Buckets: prometheus.ExponentialBucketsRange(0.01, 3600, 20),
 	}, []string{"outcome"})
+	p.toSend = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "scan_claim_to_send_seconds",
+		Help:    "Time from a notice's claim commit until it was first handed to the sender, by recipient domain (policy rate.domains, else other): how far claims run ahead of sends, and so what a crash could strand.",
+		Buckets: prometheus.ExponentialBucketsRange(0.001, 3600, 20),
+	}, []string{"domain"})
+	p.backlog = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "scan_domain_backlog_notices",
+		Help: "Due notices the last pass left unclaimed (deferred) when its time budget ended, by recipient domain (policy rate.domains, else other).",
+	}, []string{"domain"})
 	p.waited = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "scan_rate_limit_wait_seconds",
 		Help:    "Time a notice waited for its domain's and the global token bucket and a free worker, by recipient domain (policy rate.domains, else other).",
@@ -143,10 +158,14 @@ func New(cfg Config) *Pass {
 		Help: "Number of shards the pass was one of.",
 	})
 	p.shards.Set(float64(cfg.Shards))
-	p.reg.MustRegister(p.notices, p.quar, p.quarOld, p.latency, p.waited, p.duration, p.success, p.lastOK, p.shards)
+	p.reg.MustRegister(p.notices, p.quar, p.quarOld, p.latency, p.toSend, p.waited, p.backlog, p.duration, p.success, p.lastOK, p.shards)
 	for _, r := range Results {
 		p.notices.WithLabelValues(r)
 	}
+	for d := range p.domains {
+		p.backlog.WithLabelValues(d)
+	}
+	p.backlog.WithLabelValues(OtherDomain)
 	return p
 }
 
@@ -162,11 +181,16 @@ func (p *Pass) Domain(domain string) string {
 
 // ObserveOutcome records one committed outcome: its state (sent, retry,
 // failed, or claimed for an ambiguous one), the recipient's domain, the
-// claim-to-commit latency and the time it waited on rate limits. It has
-// the signature of scan.Hooks.Outcome's arguments.
-func (p *Pass) ObserveOutcome(state, domain string, claimToCommit, waited time.Duration) {
+// claim-to-commit latency, the claim-to-send latency (negative: never
+// handed to the sender, not observed) and the time it waited on rate
+// limits. It has the signature of scan.Hooks.Outcome's arguments.
+func (p *Pass) ObserveOutcome(state, domain string, claimToCommit, claimToSend, waited time.Duration) {
+	d := p.Domain(domain)
 	p.latency.WithLabelValues(state).Observe(claimToCommit.Seconds())
-	p.waited.WithLabelValues(p.Domain(domain)).Observe(waited.Seconds())
+	if claimToSend >= 0 {
+		p.toSend.WithLabelValues(d).Observe(claimToSend.Seconds())
+	}
+	p.waited.WithLabelValues(d).Observe(waited.Seconds())
 }
 
 // Finish sets the pass's totals, its duration and, when completed, the
@@ -175,6 +199,14 @@ func (p *Pass) Finish(c Counts, duration time.Duration, completed bool, end time
 	for r, n := range c.byResult() {
 		p.notices.WithLabelValues(r).Set(float64(n))
 	}
+	backlog := map[string]int{}
+	for d, n := range c.Backlog {
+		backlog[p.Domain(d)] += n
+	}
+	for d := range p.domains {
+		p.backlog.WithLabelValues(d).Set(float64(backlog[d]))
+	}
+	p.backlog.WithLabelValues(OtherDomain).Set(float64(backlog[OtherDomain]))
 	p.quar.Set(float64(c.Quarantine))
 	if c.QuarantineOldest.IsZero() {
 		p.quarOld.Set(0)

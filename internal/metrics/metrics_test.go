@@ -15,12 +15,13 @@ func TestPushCompletedPass(t *testing.T) {
 	t.Parallel()
 	gw := metricstest.New(t)
 	p := metrics.New(metrics.Config{Shard: 2, Shards: 4, Domains: []string{"gmail.com"}})
-	p.ObserveOutcome("sent", "GMail.com", 1500*time.Millisecond, 200*time.Millisecond)
-	p.ObserveOutcome("sent", "example.org", 2*time.Second, time.Second)
-	p.ObserveOutcome("claimed", "yahoo.com", 30*time.Second, 0)
+	p.ObserveOutcome("sent", "GMail.com", 1500*time.Millisecond, 300*time.Millisecond, 200*time.Millisecond)
+	p.ObserveOutcome("sent", "example.org", 2*time.Second, time.Second, time.Second)
+	p.ObserveOutcome("claimed", "yahoo.com", 30*time.Second, -1, 0)
 	oldest := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
 	end := time.Date(2026, 11, 30, 2, 5, 0, 0, time.UTC)
-	p.Finish(metrics.Counts{Eligible: 10, Invalid: 1, Minted: 3, Suppressed: 7, Sent: 2, Ambiguous: 1, Missed: 4, Quarantine: 5, QuarantineOldest: oldest},
+	p.Finish(metrics.Counts{Eligible: 13, Invalid: 1, Minted: 3, Suppressed: 7, Sent: 2, Ambiguous: 1, Missed: 4, Deferred: 3,
+		Backlog: map[string]int{"gmail.com": 1, "example.org": 1, "yahoo.com": 1}, Quarantine: 5, QuarantineOldest: oldest},
 		90*time.Second, true, end)
 	if err := p.Push(context.Background(), gw.URL, true); err != nil {
 		t.Fatal(err)
@@ -33,7 +34,7 @@ func TestPushCompletedPass(t *testing.T) {
 	if g == nil {
 		t.Fatalf("no group job=scan,shard=2; pushes: %+v", pushes[0].Grouping)
 	}
-	for result, want := range map[string]float64{"eligible": 10, "invalid": 1, "minted": 3, "retried": 0, "suppressed": 7, "sent": 2, "retry": 0, "failed": 0, "ambiguous": 1, "missed": 4} {
+	for result, want := range map[string]float64{"eligible": 13, "invalid": 1, "minted": 3, "retried": 0, "suppressed": 7, "sent": 2, "retry": 0, "failed": 0, "ambiguous": 1, "missed": 4, "deferred": 3} {
 		if v, ok := metricstest.Value(g["scan_pass_notices"], map[string]string{"result": result}); !ok || v != want {
 			t.Errorf("scan_pass_notices{result=%q} = %v (present %v), want %v", result, v, ok, want)
 		}
@@ -54,6 +55,21 @@ func TestPushCompletedPass(t *testing.T) {
 	lat := metricstest.Matching(g["scan_claim_to_commit_seconds"], map[string]string{"outcome": "sent"})
 	if len(lat) != 1 || lat[0].GetHistogram().GetSampleCount() != 2 || lat[0].GetHistogram().GetSampleSum() != 3.5 {
 		t.Errorf("claim-to-commit{outcome=sent} = %v, want 2 samples summing to 3.5s", lat)
+	}
+	for domain, want := range map[string]float64{"gmail.com": 1, "other": 2} {
+		if v, ok := metricstest.Value(g["scan_domain_backlog_notices"], map[string]string{"domain": domain}); !ok || v != want {
+			t.Errorf("scan_domain_backlog_notices{domain=%q} = %v (present %v), want %v", domain, v, ok, want)
+		}
+	}
+	if n := len(g["scan_domain_backlog_notices"].GetMetric()); n != 2 {
+		t.Errorf("backlog has %d series, want 2 (policy domains and other only)", n)
+	}
+	var toSend uint64
+	for _, m := range g["scan_claim_to_send_seconds"].GetMetric() {
+		toSend += m.GetHistogram().GetSampleCount()
+	}
+	if toSend != 2 {
+		t.Errorf("claim-to-send has %d samples, want 2 (the notice never handed to the sender is not observed)", toSend)
 	}
 	waits := map[string]uint64{}
 	for _, m := range g["scan_rate_limit_wait_seconds"].GetMetric() {

@@ -1,13 +1,18 @@
 package scan
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+	"github.com/rs/zerolog"
 
 	"github.com/example/scan/internal/ledger"
 	"github.com/example/scan/internal/notice"
@@ -25,6 +30,7 @@ const keyCheckSample = 20
 // ends in error is safe to run again.
 func (s *Scanner) Run(ctx context.Context) (Summary, error) {
 	start := s.cfg.Clock()
+	s.start = start
 	now := s.cfg.Now
 	c := &counters{Summary: Summary{RunID: s.cfg.RunID}}
 	finish := func(err error) (Summary, error) {
@@ -66,19 +72,20 @@ func (s *Scanner) Run(ctx context.Context) (Summary, error) {
 	}
 	limits := send.Limits{Default: div(p.Rate.Default), Global: div(p.Rate.Global), Domains: map[string]send.Bucket{}}
 	for d, b := range p.Rate.Domains {
-		limits.Domains[d] = div(b)
+		limits.Domains[strings.ToLower(d)] = div(b)
 	}
 	d, err := send.NewDispatcher(pctx, send.DispatcherConfig{
 		Sender: s.sender, Renderer: s.renderer, Limits: limits,
-		// The look-ahead bounds what a crash leaves in quarantine without
-		// having sent it: at most the batch being claimed plus MaxQueued
-		// notices handed over but not yet sent.
-		Concurrency: p.Concurrency, MaxQueued: s.cfg.BatchSize, Retry: s.cfg.Retry, Logger: s.log,
+		// The producer claims no further ahead than the buckets allow
+		// (flow.go), so the dispatcher never holds more than a batch or
+		// two: its own bound is only a backstop.
+		Concurrency: p.Concurrency, MaxQueued: 2 * s.cfg.BatchSize, Retry: s.cfg.Retry, Logger: s.log,
 	})
 	if err != nil {
 		return finish(&ConfigError{"sender", err.Error()})
 	}
-	rec := &recorder{db: s.db, runID: s.cfg.RunID, clock: s.cfg.Clock, log: s.log, hooks: s.cfg.Hooks, c: c, cancel: cancel}
+	fl := newFlow()
+	rec := &recorder{db: s.db, runID: s.cfg.RunID, clock: s.cfg.Clock, log: s.log, hooks: s.cfg.Hooks, c: c, cancel: cancel, flow: fl}
 	recDone := make(chan error, 1)
 	go func() {
 		// A panic here would kill the process outside run()'s recover (and
@@ -96,10 +103,8 @@ func (s *Scanner) Run(ctx context.Context) (Summary, error) {
 		recDone <- rec.run(ctx, d.Results())
 	}()
 
-	// handled: per window group whose stream was skipped (nothing new),
-	// its suppressed count, already known.
-	handled := map[string]int{}
-	prodErr := s.produce(pctx, d, c, handled)
+	ps := &passState{handled: map[string]int{}, reclaimed: map[string]int{}}
+	prodErr := s.produce(pctx, d, c, fl, limits, ps)
 	d.Close()
 	recErr := <-recDone
 	if err := errors.Join(prodErr, recErr); err != nil {
@@ -113,11 +118,30 @@ func (s *Scanner) Run(ctx context.Context) (Summary, error) {
 	if err := s.recordMissed(ctx, c); err != nil {
 		return finish(err)
 	}
+	if ps.stopped {
+		byDomain, err := s.countDeferred(ctx, ps, c)
+		if err != nil {
+			return finish(err)
+		}
+		n := 0
+		for _, k := range byDomain {
+			n += k
+		}
+		c.add(func(x *Summary) { x.Deferred, x.DeferredByDomain = n, byDomain })
+		if n > 0 {
+			s.log.Warn().Int("deferred", n).
+				Msg("notices left unclaimed when the time budget ended: the next pass takes them while their window is open")
+		}
+	}
 	suppressed := 0
 	for _, group := range s.sels {
 		for _, sel := range group {
-			n, ok := handled[sel.key()]
-			if !ok {
+			n, ok := ps.handled[sel.key()]
+			if ok {
+				// Counted at the start, before this pass re-claimed any of
+				// the group's retry rows.
+				n -= ps.reclaimed[sel.key()]
+			} else {
 				var err error
 				if n, err = s.src.countHandled(ctx, s.db, sel, now, s.cfg.RunID); err != nil {
 					return finish(err)
@@ -128,7 +152,7 @@ func (s *Scanner) Run(ctx context.Context) (Summary, error) {
 	}
 	c.add(func(x *Summary) {
 		x.Suppressed = suppressed
-		x.Eligible = x.Minted + x.Retried + x.Suppressed
+		x.Eligible = x.Minted + x.Retried + x.Suppressed + x.Deferred
 	})
 	return finish(nil)
 }
@@ -188,120 +212,304 @@ func (s *Scanner) checkKeys(ctx context.Context) bool {
 	return bad > 0
 }
 
-// produce walks every kind: first the retry rows it may re-claim, then each
-// window group's open notices, claiming batch by batch and handing each
-// committed batch to the dispatcher. A group with nothing open (the usual
-// nightly re-run) is settled by one count, recorded in handled.
-func (s *Scanner) produce(ctx context.Context, d *send.Dispatcher, c *counters, handled map[string]int) error {
-	now := s.cfg.Now
-	inv := &invalidLog{seen: map[string]bool{}, log: s.log}
-	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: now, RunID: s.cfg.RunID, RedirectTo: s.cfg.RedirectTo}
-	for _, group := range s.sels {
-		kind := group[0].kind
-		k, _ := s.cfg.Policy.Kind(kind)
-		after := ""
-		for {
-			rows, err := s.src.listRetry(ctx, s.db, kind, now, after, s.cfg.BatchSize)
-			if err != nil {
-				return err
-			}
-			if len(rows) == 0 {
-				break
-			}
-			after = deref(rows[len(rows)-1].LedgerKey)
-			var keys []string
-			byKey := map[string]due{}
-			for _, r := range rows {
-				w := k.WindowFor(deref(r.Jurisdiction))
-				if r.RenewsAt == nil || !w.Contains(*r.RenewsAt, now) {
-					continue // no longer due under its current row; expires later
-				}
-				dn, reason := s.validate(r, kind, w)
-				if reason != "" {
-					if inv.note(r.ID, kind, reason) {
-						c.add(func(x *Summary) { x.Invalid++ })
-					}
-					continue
-				}
-				keys = append(keys, dn.claim.Key)
-				byKey[dn.claim.Key] = dn
-			}
-			won, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
-				return ledger.Reclaim(ctx, s.db, opt, keys)
-			})
-			if err != nil {
-				return err
-			}
-			c.add(func(x *Summary) { x.Retried += len(won) })
-			if err := s.submit(ctx, d, won, byKey); err != nil {
-				return err
-			}
+// lookPast is how many rows (in batches) a stream may skip, because their
+// domains' candidate queues are full, before it waits for room: far
+// enough to reach the domains behind a slow domain's backlog, short
+// enough that re-reading from the first skipped row stays cheap.
+const lookPast = 10
+
+// stream is one sequence of rows the producer reads: a kind's retry rows
+// (keyset on the notice key) or one window group's open notices (keyset on
+// the subscription id).
+type stream struct {
+	sel    selection
+	retry  bool
+	cursor *string // read after this; nil from the start
+	done   bool
+	// When a row is skipped because its domain's queue is full, rescanFrom
+	// is the cursor just before the first such row, and skipped the
+	// domains whose rows were skipped. At the end of the window (or after
+	// lookPast batches of skipped rows) the stream waits until one of
+	// those domains has room, then reads again from rescanFrom.
+	rescan     bool
+	rescanFrom *string
+	skipped    map[string]bool
+	nSkipped   int
+	waiting    bool
+}
+
+// readable reports whether st has rows to read now, rewinding a waiting
+// stream whose skipped domains have room again.
+func (st *stream) readable(pl *planner) bool {
+	if st.done {
+		return false
+	}
+	if !st.waiting {
+		return true
+	}
+	for d := range st.skipped {
+		if pl.roomFor(d) {
+			st.cursor, st.rescan, st.rescanFrom, st.nSkipped, st.waiting = st.rescanFrom, false, nil, 0, false
+			clear(st.skipped)
+			return true
 		}
+	}
+	return false
+}
+
+// passState is what the producer shares with the end of the pass.
+type passState struct {
+	streams []*stream
+	// handled: per window group with nothing open at the start (the usual
+	// nightly re-run), its due notices owned by other runs, counted then.
+	handled map[string]int
+	// reclaimed: per window group, retry rows this pass re-claimed.
+	reclaimed map[string]int
+	// stopped: the time budget ended the pass before every stream was
+	// read and claimed.
+	stopped bool
+}
+
+// produce reads the due notices of every kind (its retry rows, then each
+// window group's open notices) into the planner's per-domain queues, and
+// claims from them just in time: each claim is one set-based statement of
+// what the domains' buckets can send over the claim horizon, handed to
+// the dispatcher as soon as it commits. A group with nothing open (the
+// usual nightly re-run) is settled by one count. It returns when every
+// stream is read and claimed, or when the time budget ends (ps.stopped).
+func (s *Scanner) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, limits send.Limits, ps *passState) error {
+	now := s.cfg.Now
+	for _, group := range s.sels {
+		ps.streams = append(ps.streams, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
 		for _, sel := range group {
-			w := policy.Window{OpenBefore: policy.Duration(sel.open), CloseBefore: policy.Duration(sel.close)}
-			// After this kind's retries: rows re-claimed are this run's.
 			open, n, err := s.src.countDue(ctx, s.db, sel, now, s.cfg.RunID)
 			if err != nil {
 				return err
 			}
 			if open == 0 {
-				handled[sel.key()] = n
+				ps.handled[sel.key()] = n
 				continue
 			}
-			var after *string
-			for {
-				rows, err := s.src.listOpen(ctx, s.db, sel, now, after, s.cfg.BatchSize)
-				if err != nil {
-					return err
-				}
-				if len(rows) == 0 {
-					break
-				}
-				last := rows[len(rows)-1].ID
-				after = &last
-				claims := make([]ledger.Claim, 0, len(rows))
-				byKey := make(map[string]due, len(rows))
-				for _, r := range rows {
-					dn, reason := s.validate(r, kind, w)
-					if reason != "" {
-						if inv.note(r.ID, kind, reason) {
-							c.add(func(x *Summary) { x.Invalid++ })
-						}
-						continue
-					}
-					claims = append(claims, dn.claim)
-					byKey[dn.claim.Key] = dn
-				}
-				if s.cfg.MaxMint >= 0 && c.snapshot().Minted+len(claims) > s.cfg.MaxMint {
-					return fmt.Errorf("%w: new subscriptions appeared during the pass; stopped at %d minted", ErrMaxMint, c.snapshot().Minted)
-				}
-				if h := s.cfg.Hooks.BeforeClaim; h != nil {
-					h(len(claims))
-				}
-				// One statement, autocommitted: the claim is durable before
-				// any notice of this batch leaves the process.
-				won, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
-					return ledger.ClaimBatch(ctx, s.db, opt, claims)
-				})
-				if err != nil {
-					return err
-				}
-				c.add(func(x *Summary) { x.Minted += len(won) })
-				s.log.Info().Str("kind", kind).Str("jurisdiction", sel.jurisdiction).Int("rows", len(rows)).
-					Int("claimed", len(won)).Int("conflicts", len(claims)-len(won)).Msg("batch claimed")
-				if h := s.cfg.Hooks.AfterClaimCommit; h != nil {
-					h(len(won))
-				}
-				if err := s.submit(ctx, d, won, byKey); err != nil {
-					return err
-				}
-				if len(rows) < s.cfg.BatchSize {
-					break
-				}
-			}
+			ps.streams = append(ps.streams, &stream{sel: sel, skipped: map[string]bool{}})
 		}
 	}
+	inv := &invalidLog{seen: map[string]bool{}, log: s.log}
+	pl := newPlanner(fl, limits, s.cfg.BatchSize, s.cfg.Policy.Concurrency)
+	var deadline <-chan time.Time
+	if s.cfg.MaxDuration > 0 {
+		t := time.NewTimer(s.cfg.MaxDuration - s.cfg.Clock().Sub(s.start))
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		select {
+		case <-deadline:
+			ps.stopped = true
+			if n := len(pl.drain()); n > 0 || !allDone(ps.streams) {
+				s.log.Warn().Dur("max_duration", s.cfg.MaxDuration).Int("held", n).
+					Msg("the pass's time budget ended: no more claims; what is claimed is sent and recorded, the rest is left to the next pass (deferred)")
+			}
+			return nil
+		default:
+		}
+		progressed := false
+		if picked := pl.pick(s.cfg.Clock()); len(picked) > 0 {
+			if err := s.claimPicked(ctx, d, c, fl, ps, picked); err != nil {
+				return err
+			}
+			progressed = true
+		}
+		if !pl.full() {
+			for _, st := range ps.streams {
+				if !st.readable(pl) {
+					continue
+				}
+				if err := s.readInto(ctx, st, pl, inv, c); err != nil {
+					return err
+				}
+				progressed = true
+				break
+			}
+		}
+		if progressed {
+			continue
+		}
+		if pl.empty() && allDone(ps.streams) {
+			return nil
+		}
+		select {
+		case <-fl.wake:
+		case <-deadline:
+			deadline = closedTime
+		case <-ctx.Done():
+		}
+	}
+}
+
+// closedTime is a channel that is always ready: a deadline seen while
+// waiting is handled at the top of the loop.
+var closedTime = func() <-chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
+
+func allDone(streams []*stream) bool {
+	for _, st := range streams {
+		if !st.done {
+			return false
+		}
+	}
+	return true
+}
+
+// readPage returns st's next page after after as candidates (invalid rows
+// noted in inv and counted in c), the cursor of the page's last row after
+// each candidate's own position (cursors[i] is the cursor just before
+// candidate i), and whether the page ended the window.
+func (s *Scanner) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string, inv *invalidLog, c *counters) (cands []candidate, before []*string, last *string, end bool, err error) {
+	now := s.cfg.Now
+	kind := st.sel.kind
+	var rows []sourceRow
+	if st.retry {
+		rows, err = s.src.listRetry(ctx, db, kind, now, deref(after), s.cfg.BatchSize)
+	} else {
+		rows, err = s.src.listOpen(ctx, db, st.sel, now, after, s.cfg.BatchSize)
+	}
+	if err != nil {
+		return nil, nil, nil, false, err
+	}
+	k, _ := s.cfg.Policy.Kind(kind)
+	w := policy.Window{OpenBefore: policy.Duration(st.sel.open), CloseBefore: policy.Duration(st.sel.close)}
+	last = after
+	for _, r := range rows {
+		prev := last
+		if st.retry {
+			last = r.LedgerKey
+		} else {
+			id := r.ID
+			last = &id
+		}
+		selKey := st.sel.key()
+		if st.retry {
+			j := deref(r.Jurisdiction)
+			w = k.WindowFor(j)
+			if r.RenewsAt == nil || !w.Contains(*r.RenewsAt, now) {
+				continue // no longer due under its current row; expires later
+			}
+			if _, ok := k.ByJurisdiction[j]; !ok {
+				j = ""
+			}
+			selKey = selection{kind: kind, jurisdiction: j}.key()
+		}
+		dn, reason := s.validate(r, kind, w)
+		if reason != "" {
+			if inv.note(r.ID, kind, reason) {
+				c.add(func(x *Summary) { x.Invalid++ })
+			}
+			continue
+		}
+		cands = append(cands, candidate{due: dn, reclaim: st.retry, sel: selKey})
+		before = append(before, prev)
+	}
+	return cands, before, last, len(rows) < s.cfg.BatchSize, nil
+}
+
+// readInto reads st's next page into the planner, skipping (and noting
+// where) the rows whose domain's queue is full.
+func (s *Scanner) readInto(ctx context.Context, st *stream, pl *planner, inv *invalidLog, c *counters) error {
+	cands, before, last, end, err := s.readPage(ctx, s.db, st, st.cursor, inv, c)
+	if err != nil {
+		return err
+	}
+	for i, cd := range cands {
+		if pl.offer(cd) {
+			continue
+		}
+		if !st.rescan {
+			st.rescan, st.rescanFrom = true, before[i]
+		}
+		st.skipped[send.DomainOf(cd.n)] = true
+		st.nSkipped++
+	}
+	st.cursor = last
+	switch {
+	case end && !st.rescan:
+		st.done = true
+	case end, st.nSkipped >= lookPast*s.cfg.BatchSize:
+		st.waiting = true
+	}
 	return nil
+}
+
+// claimPicked claims the planner's pick, new notices in one statement and
+// retry rows in another, and hands what it won to the dispatcher.
+func (s *Scanner) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, ps *passState, picked []candidate) error {
+	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: s.cfg.Now, RunID: s.cfg.RunID, RedirectTo: s.cfg.RedirectTo}
+	var claims []ledger.Claim
+	var retryKeys []string
+	byKey := make(map[string]candidate, len(picked))
+	for _, cd := range picked {
+		byKey[cd.claim.Key] = cd
+		if cd.reclaim {
+			retryKeys = append(retryKeys, cd.claim.Key)
+		} else {
+			claims = append(claims, cd.claim)
+		}
+	}
+	// Passes running at once may pick overlapping notices in different
+	// turns; inserted in one total order (the business tuple's, as the
+	// source pages are), their waits on each other's rows can never form
+	// a cycle: no deadlock.
+	slices.SortFunc(claims, func(a, b ledger.Claim) int {
+		return cmp.Or(strings.Compare(a.SubscriptionID, b.SubscriptionID), strings.Compare(a.Kind, b.Kind),
+			a.PeriodStart.Compare(b.PeriodStart), cmp.Compare(a.Revision, b.Revision))
+	})
+	slices.Sort(retryKeys)
+	var won []ledger.Won
+	if len(retryKeys) > 0 {
+		w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
+			return ledger.Reclaim(ctx, s.db, opt, retryKeys)
+		})
+		if err != nil {
+			return err
+		}
+		c.add(func(x *Summary) { x.Retried += len(w) })
+		for _, x := range w {
+			ps.reclaimed[byKey[x.Key].sel]++
+		}
+		won = append(won, w...)
+	}
+	if len(claims) > 0 {
+		if s.cfg.MaxMint >= 0 && c.snapshot().Minted+len(claims) > s.cfg.MaxMint {
+			return fmt.Errorf("%w: new subscriptions appeared during the pass; stopped at %d minted", ErrMaxMint, c.snapshot().Minted)
+		}
+		if h := s.cfg.Hooks.BeforeClaim; h != nil {
+			h(len(claims))
+		}
+		// One statement, autocommitted: the claim is durable before any
+		// notice of it leaves the process.
+		w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
+			return ledger.ClaimBatch(ctx, s.db, opt, claims)
+		})
+		if err != nil {
+			return err
+		}
+		c.add(func(x *Summary) { x.Minted += len(w) })
+		s.log.Info().Int("candidates", len(claims)).Int("claimed", len(w)).
+			Int("conflicts", len(claims)-len(w)).Msg("batch claimed")
+		if h := s.cfg.Hooks.AfterClaimCommit; h != nil {
+			h(len(w))
+		}
+		won = append(won, w...)
+	}
+	for _, w := range won {
+		fl.claimed(send.DomainOf(byKey[w.Key].n), 1)
+	}
+	return s.submit(ctx, d, won, byKey)
 }
 
 // claim runs one claim statement unless the pass is already cancelled.
@@ -318,7 +526,7 @@ func (s *Scanner) claim(ctx context.Context, stmt func(context.Context) ([]ledge
 	return stmt(cctx)
 }
 
-func (s *Scanner) submit(ctx context.Context, d *send.Dispatcher, won []ledger.Won, byKey map[string]due) error {
+func (s *Scanner) submit(ctx context.Context, d *send.Dispatcher, won []ledger.Won, byKey map[string]candidate) error {
 	at := s.cfg.Clock()
 	for _, w := range won {
 		dn := byKey[w.Key]
@@ -337,6 +545,32 @@ func (s *Scanner) submit(ctx context.Context, d *send.Dispatcher, won []ledger.W
 		}
 	}
 	return ctx.Err()
+}
+
+// countDeferred counts, by recipient domain, the valid due notices that
+// are still neither claimed nor handled elsewhere: after a pass that its
+// time budget stopped, the ones left to the next pass. Invalid rows it
+// meets for the first time are counted as such.
+func (s *Scanner) countDeferred(ctx context.Context, ps *passState, c *counters) (map[string]int, error) {
+	byDomain := map[string]int{}
+	inv := &invalidLog{seen: map[string]bool{}, log: zerolog.Nop()}
+	for _, st := range ps.streams {
+		var after *string
+		for {
+			cands, _, last, end, err := s.readPage(ctx, s.db, &stream{sel: st.sel, retry: st.retry}, after, inv, &counters{})
+			if err != nil {
+				return nil, err
+			}
+			for _, cd := range cands {
+				byDomain[send.DomainOf(cd.n)]++
+			}
+			if end {
+				break
+			}
+			after = last
+		}
+	}
+	return byDomain, nil
 }
 
 // recordMissed records as missed every notice whose window closed with no

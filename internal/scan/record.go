@@ -33,6 +33,7 @@ type recorder struct {
 	hooks  Hooks
 	c      *counters
 	cancel context.CancelCauseFunc
+	flow   *flow // told of every result, so that the producer claims more
 
 	buf     []ledger.Outcome
 	pending []pendingMeta
@@ -45,6 +46,7 @@ type recorder struct {
 type pendingMeta struct {
 	domain  string
 	claimed time.Time
+	started time.Time // zero: never handed to the sender
 	waited  time.Duration
 	state   ledger.State
 }
@@ -68,6 +70,7 @@ func (r *recorder) run(ctx context.Context, results <-chan send.Result) error {
 				return r.failed
 			}
 			r.add(res)
+			r.flow.done(send.DomainOf(res.Notice))
 			if len(r.buf) >= recordBatch {
 				r.flush(wctx)
 			}
@@ -117,7 +120,7 @@ func (r *recorder) add(res send.Result) {
 	ev.Str("key", notice.Short(o.Key)).Str("domain", res.Notice.Domain).Str("outcome", string(o.State)).
 		Int("attempts", res.Attempts).Str("error", o.Error).Msg("notice outcome")
 	r.buf = append(r.buf, o)
-	r.pending = append(r.pending, pendingMeta{domain: res.Notice.Domain, claimed: res.Notice.ClaimedAt, waited: res.Waited, state: o.State})
+	r.pending = append(r.pending, pendingMeta{domain: res.Notice.Domain, claimed: res.Notice.ClaimedAt, started: res.Started, waited: res.Waited, state: o.State})
 }
 
 func (r *recorder) flush(ctx context.Context) {
@@ -151,7 +154,11 @@ func (r *recorder) flush(ctx context.Context) {
 	now := r.clock()
 	if h := r.hooks.Outcome; h != nil {
 		for _, m := range r.pending {
-			h(m.state, m.domain, now.Sub(m.claimed), m.waited)
+			toSend := time.Duration(-1)
+			if !m.started.IsZero() {
+				toSend = max(m.started.Sub(m.claimed), 0)
+			}
+			h(m.state, m.domain, now.Sub(m.claimed), toSend, m.waited)
 		}
 	}
 	if h := r.hooks.AfterOutcomeCommit; h != nil {

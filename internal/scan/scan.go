@@ -62,8 +62,10 @@ type Hooks struct {
 	// AfterOutcomeCommit runs after a batch of outcomes committed.
 	AfterOutcomeCommit func(n int)
 	// Outcome runs for every outcome recorded, with the claim-to-commit
-	// latency and the time the notice waited on rate limits.
-	Outcome func(state ledger.State, domain string, claimToCommit, waited time.Duration)
+	// latency, the claim-to-send latency (from the claim's commit until
+	// the notice was first handed to the sender; negative when it never
+	// was) and the time the notice waited on rate limits.
+	Outcome func(state ledger.State, domain string, claimToCommit, claimToSend, waited time.Duration)
 }
 
 // Config configures one pass. Zero values take the documented defaults.
@@ -78,7 +80,12 @@ type Config struct {
 	Shards     int            // number of shards; default 1
 	BatchSize  int            // rows per claim statement; default 1000
 	RedirectTo string         // deliver every notice here instead (staging); recorded in the ledger
-	Retry      send.RetryPolicy
+	// MaxDuration is the pass's time budget, from the start of Run; zero
+	// means none. When it ends, the pass claims nothing more, lets what it
+	// claimed be sent and recorded, and completes without error; the
+	// notices it did not reach are counted in Summary.Deferred.
+	MaxDuration time.Duration
+	Retry       send.RetryPolicy
 	// Clock measures durations (claim-to-commit latency, pass duration);
 	// default the system clock. It never decides windows: Now does.
 	Clock func() time.Time
@@ -98,7 +105,14 @@ type Summary struct {
 	Failed     int    `json:"failed"`
 	Ambiguous  int    `json:"ambiguous"`
 	Missed     int    `json:"missed"`
-	DurationMS int64  `json:"duration_ms"`
+	// Deferred counts the due notices this pass neither claimed nor found
+	// claimed because its time budget ended first; a later pass takes
+	// them while their window is open.
+	Deferred   int   `json:"deferred"`
+	DurationMS int64 `json:"duration_ms"`
+	// DeferredByDomain splits Deferred by recipient domain (for the
+	// backlog metric; never printed: the summary carries no domain).
+	DeferredByDomain map[string]int `json:"-"`
 	// Quarantine is the number of claims that still have no recorded
 	// outcome at the end of the pass (this pass's ambiguous ones and any
 	// earlier run's); QuarantineSince the oldest claim among them.
@@ -128,6 +142,7 @@ type Scanner struct {
 	keyer    *notice.Keyer
 	src      *source
 	sels     [][]selection // per kind: default group then overrides
+	start    time.Time     // when Run started (the time budget's origin)
 }
 
 // New validates cfg, checks the source relation's columns and returns a
@@ -160,6 +175,9 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
+	}
+	if cfg.MaxDuration < 0 {
+		return nil, &ConfigError{"max_duration", fmt.Sprintf("%v is negative", cfg.MaxDuration)}
 	}
 	if cfg.RedirectTo != "" {
 		if _, err := address.Parse(cfg.RedirectTo); err != nil {

@@ -45,6 +45,29 @@ type Limits struct {
 	Global  Bucket
 }
 
+// For returns the bucket of a recipient domain: Domains[domain] when
+// present (domain lower-cased; Domains' keys are expected lower-case, as
+// the policy stores them), else Default.
+func (l Limits) For(domain string) Bucket {
+	if b, ok := l.Domains[strings.ToLower(domain)]; ok {
+		return b
+	}
+	return l.Default
+}
+
+// Pace returns the most notices a second that can go to domain: the lower
+// of its bucket's rate and the global rate. Zero means no limit.
+func (l Limits) Pace(domain string) float64 {
+	p, g := l.For(domain).PerSecond, l.Global.PerSecond
+	switch {
+	case p == 0:
+		return g
+	case g == 0:
+		return p
+	}
+	return min(p, g)
+}
+
 // RetryPolicy says how a Dispatcher retries Transient failures within its
 // run. Permanent and Unknown failures, render failures and ErrMisconfigured
 // are never retried.
@@ -90,6 +113,9 @@ type Result struct {
 	// Waited is the time the notice spent queued for its buckets and a
 	// free worker, summed over its attempts (retry backoff excluded).
 	Waited time.Duration
+	// Started is when the notice was first handed to a worker to send;
+	// zero when it never was.
+	Started time.Time
 	// Done is when the outcome was known.
 	Done time.Time
 }
@@ -158,6 +184,7 @@ type job struct {
 	attempts   int
 	waited     time.Duration
 	enqueuedAt time.Time
+	started    time.Time
 	retryAt    time.Time
 	receipt    Receipt
 	err        error
@@ -300,15 +327,15 @@ func (d *Dispatcher) Submit(ctx context.Context, n Notice) error {
 		<-d.slots
 		return ErrClosed
 	}
-	d.intake = append(d.intake, &job{n: n, domain: domainOf(n)})
+	d.intake = append(d.intake, &job{n: n, domain: DomainOf(n)})
 	d.mu.Unlock()
 	d.signal()
 	return nil
 }
 
-// domainOf returns the notice's bucket key: Domain, else the part of To
+// DomainOf returns the notice's bucket key: Domain, else the part of To
 // after its last "@", lower-cased.
-func domainOf(n Notice) string {
+func DomainOf(n Notice) string {
 	if n.Domain != "" {
 		return strings.ToLower(n.Domain)
 	}
@@ -544,6 +571,9 @@ func (d *Dispatcher) dispatch(now time.Time) {
 		dq.jobs = dq.jobs[1:]
 		d.queued--
 		j.waited += now.Sub(j.enqueuedAt)
+		if j.started.IsZero() {
+			j.started = now
+		}
 		d.inFlight++
 		d.work <- j // buffered for every notice handed out: never blocks
 		if len(dq.jobs) == 0 {
@@ -632,6 +662,7 @@ func (d *Dispatcher) finish(j *job, now time.Time, err error) {
 		Err:      err,
 		Attempts: j.attempts,
 		Waited:   j.waited,
+		Started:  j.started,
 		Done:     now,
 	}
 	if j.msg != nil {

@@ -1,0 +1,341 @@
+package scan
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"github.com/example/scan/internal/send"
+)
+
+// Flow control: a notice is claimed only shortly before it can be sent.
+//
+// Reading the source is harmless and claiming is a promise: a claim whose
+// process dies before the send stays in quarantine until an operator
+// settles it. So the pass reads ahead into bounded per-domain candidate
+// queues (memory only: a crash loses nothing there) and claims from them,
+// set-based, only what each domain's bucket (and the global one) will let
+// it send within claimHorizon. What a SIGKILL can strand is therefore the
+// notices claimed but not yet handed to the provider: at most each
+// domain's pace over the horizon (and, with no rate limit, about two
+// horizons of what the sender was measured to deliver, at least
+// minPerWorker notices per worker), never a backlog.
+//
+// A domain whose candidate queue is full takes no more rows: the reader
+// goes on past it, so that a slow domain's backlog early in source order
+// never keeps a fast domain behind it waiting. The stream remembers where
+// it first skipped a row and reads again from there once the skipped
+// domains have room (the anti-join on the ledger makes rows claimed since
+// then vanish from that re-read).
+const (
+	// claimHorizon is how far ahead of its send a notice is claimed.
+	claimHorizon = time.Second
+	// minPerWorker is the fewest claims per sender worker kept in flight
+	// when no rate limit binds, so that every worker (and each pipelined
+	// SMTP lane's look-ahead) has work.
+	minPerWorker = 4
+	// rateWindow is the window over which the sender's throughput is
+	// measured.
+	rateWindow = 500 * time.Millisecond
+)
+
+// flow counts, per recipient domain, the notices claimed and handed to the
+// dispatcher whose outcome has not come back yet. The producer reads it to
+// size claims; the recorder calls done for every result. It is safe for
+// concurrent use.
+type flow struct {
+	mu          sync.Mutex
+	outstanding map[string]int
+	total       int
+	completed   int
+	wake        chan struct{}
+}
+
+func newFlow() *flow {
+	return &flow{outstanding: map[string]int{}, wake: make(chan struct{}, 1)}
+}
+
+// claimed adds n notices of domain in flight.
+func (f *flow) claimed(domain string, n int) {
+	f.mu.Lock()
+	f.outstanding[domain] += n
+	f.total += n
+	f.mu.Unlock()
+}
+
+// done takes one notice of domain out of flight and wakes the producer.
+func (f *flow) done(domain string) {
+	f.mu.Lock()
+	if f.outstanding[domain] > 0 {
+		f.outstanding[domain]--
+		f.total--
+	}
+	if f.outstanding[domain] == 0 {
+		delete(f.outstanding, domain)
+	}
+	f.completed++
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// snapshot copies the counts for one planning step.
+func (f *flow) snapshot(into map[string]int) (total, completed int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(into)
+	for d, n := range f.outstanding {
+		into[d] = n
+	}
+	return f.total, f.completed
+}
+
+// candidate is a due notice read from the source and not yet claimed.
+type candidate struct {
+	due
+	// reclaim: a ledger row in state retry, taken back by compare-and-set
+	// rather than inserted.
+	reclaim bool
+	// sel is the key of the window group the notice belongs to.
+	sel string
+}
+
+// domainQueue holds one domain's unclaimed candidates.
+type domainQueue struct {
+	name  string
+	items []candidate
+	// limit is the most claims of this domain in flight at once (its pace
+	// over the horizon); math.MaxInt when no rate limits it.
+	limit int
+	// size is the most candidates held; math.MaxInt when no rate limits
+	// the domain (the reader then pauses instead of skipping).
+	size   int
+	inRing bool
+}
+
+// planner owns the candidate queues and decides each claim. It belongs to
+// the producer goroutine.
+type planner struct {
+	flow        *flow
+	limits      send.Limits
+	batch       int
+	workers     int
+	maxHeld     int // candidates held in memory at most
+	queues      map[string]*domainQueue
+	ring        []*domainQueue // domains with candidates, in turn order
+	next        int            // ring position the next claim starts at
+	held        int            // candidates in all queues
+	keys        map[string]bool
+	globalLimit int // claims in flight at most by the global bucket; MaxInt if none
+	est         rateEst
+	out         map[string]int // scratch for flow snapshots
+}
+
+func newPlanner(f *flow, limits send.Limits, batch, workers int) *planner {
+	p := &planner{
+		flow: f, limits: limits, batch: batch, workers: max(workers, 1),
+		maxHeld: 4 * batch, queues: map[string]*domainQueue{}, keys: map[string]bool{},
+		globalLimit: horizonLimit(limits.Global.PerSecond), out: map[string]int{},
+	}
+	return p
+}
+
+// horizonLimit is how many notices a bucket of rate perSecond sends over
+// the claim horizon; math.MaxInt for no limit.
+func horizonLimit(perSecond float64) int {
+	if perSecond <= 0 {
+		return math.MaxInt
+	}
+	return max(1, int(math.Ceil(perSecond*claimHorizon.Seconds())))
+}
+
+func (p *planner) queue(domain string) *domainQueue {
+	q := p.queues[domain]
+	if q == nil {
+		limit := horizonLimit(p.limits.Pace(domain))
+		size := math.MaxInt
+		if limit != math.MaxInt {
+			size = max(4*limit, 64)
+		}
+		q = &domainQueue{name: domain, limit: limit, size: size}
+		p.queues[domain] = q
+	}
+	return q
+}
+
+// full reports whether the reader must pause: memory holds maxHeld
+// candidates.
+func (p *planner) full() bool { return p.held >= p.maxHeld }
+
+// offer queues c unless its domain's queue is full (skipped: false) or it
+// is already queued (true: nothing to do).
+func (p *planner) offer(c candidate) (taken bool) {
+	if p.keys[c.claim.Key] {
+		return true
+	}
+	q := p.queue(c.claim.Domain)
+	if len(q.items) >= q.size {
+		return false
+	}
+	q.items = append(q.items, c)
+	p.keys[c.claim.Key] = true
+	p.held++
+	if !q.inRing {
+		q.inRing = true
+		p.ring = append(p.ring, q)
+	}
+	return true
+}
+
+// roomFor reports whether domain's queue has drained to half: a stream
+// that skipped its rows may read them again.
+func (p *planner) roomFor(domain string) bool {
+	q := p.queues[domain]
+	return q == nil || len(q.items) <= q.size/2
+}
+
+// empty reports whether no candidate is held.
+func (p *planner) empty() bool { return p.held == 0 }
+
+// totalLimit is the most claims in flight over all domains: the global
+// bucket's horizon, and, so that a slow sender with no rate limit does
+// not have a backlog claimed ahead of it, twice what the sender delivered
+// over the last horizon (at least minPerWorker per worker, at most two
+// claim batches).
+func (p *planner) totalLimit(now time.Time, completed int) int {
+	r := p.est.rate(now, completed)
+	tput := int(math.Ceil(2 * r * claimHorizon.Seconds()))
+	tput = min(max(tput, minPerWorker*p.workers), 2*p.batch)
+	return min(p.globalLimit, tput)
+}
+
+// pick chooses the next claim: up to one batch of candidates across
+// domains, each domain topped up to its limit, the global budget shared in
+// equal turns so that no domain starves. It returns nothing while a claim
+// would be too small to be worth a statement: it waits until the budget
+// is at least half the total limit (or one batch), or a domain has half its
+// limit free.
+func (p *planner) pick(now time.Time) []candidate {
+	if p.held == 0 {
+		return nil
+	}
+	inFlight, completed := p.flow.snapshot(p.out)
+	limit := p.totalLimit(now, completed)
+	budget := min(limit-inFlight, p.batch)
+	threshold := max(1, min(p.batch, limit/2))
+	if budget < threshold {
+		return nil
+	}
+	type want struct {
+		q *domainQueue
+		n int
+	}
+	var active []want
+	total, hungry := 0, false
+	for i := range p.ring {
+		q := p.ring[(p.next+i)%len(p.ring)]
+		free := len(q.items) // no rate limit: the total limit decides
+		if q.limit != math.MaxInt {
+			free = q.limit - p.out[q.name]
+		}
+		n := min(free, len(q.items))
+		if n <= 0 {
+			continue
+		}
+		// A rate-limited domain is hungry once half its horizon is free;
+		// one without a limit whenever the total budget allows a claim.
+		if q.limit == math.MaxInt || free >= max(1, q.limit/2) {
+			hungry = true
+		}
+		active = append(active, want{q, n})
+		total += n
+	}
+	if total == 0 || (min(total, budget) < threshold && !hungry) {
+		return nil
+	}
+	p.next = (p.next + 1) % len(p.ring)
+	picked := make([]candidate, 0, min(total, budget))
+	for budget > 0 && len(active) > 0 {
+		share := max(1, budget/len(active))
+		kept := active[:0]
+		for _, w := range active {
+			if budget == 0 {
+				break
+			}
+			n := min(share, w.n, budget)
+			picked = append(picked, w.q.items[:n]...)
+			clear(w.q.items[:n])
+			w.q.items = w.q.items[n:]
+			budget -= n
+			w.n -= n
+			if w.n > 0 {
+				kept = append(kept, w)
+			}
+		}
+		active = kept
+	}
+	for _, c := range picked {
+		delete(p.keys, c.claim.Key)
+	}
+	p.held -= len(picked)
+	p.compact()
+	return picked
+}
+
+// compact drops drained domains from the ring.
+func (p *planner) compact() {
+	kept := p.ring[:0]
+	for _, q := range p.ring {
+		if len(q.items) > 0 {
+			kept = append(kept, q)
+			continue
+		}
+		q.inRing = false
+		q.items = nil
+	}
+	clear(p.ring[len(kept):])
+	p.ring = kept
+	if p.next >= len(p.ring) {
+		p.next = 0
+	}
+}
+
+// drain removes and returns every held candidate (the pass is stopping).
+func (p *planner) drain() []candidate {
+	var out []candidate
+	for _, q := range p.ring {
+		out = append(out, q.items...)
+		q.items, q.inRing = nil, false
+	}
+	p.ring, p.held, p.next = nil, 0, 0
+	clear(p.keys)
+	return out
+}
+
+// rateEst measures completions per second over a sliding rateWindow; it
+// reports the higher of the last full window and the current one, so that
+// a sender speeding up is followed at once and one slowing down within a
+// window.
+type rateEst struct {
+	t0   time.Time
+	n0   int
+	last float64
+}
+
+func (r *rateEst) rate(now time.Time, completed int) float64 {
+	if r.t0.IsZero() {
+		r.t0, r.n0 = now, completed
+		return 0
+	}
+	el := now.Sub(r.t0)
+	cur := 0.0
+	if el >= rateWindow/10 {
+		cur = float64(completed-r.n0) / el.Seconds()
+	}
+	if el >= rateWindow {
+		r.last, r.t0, r.n0 = cur, now, completed
+	}
+	return max(r.last, cur)
+}
