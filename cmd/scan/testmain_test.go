@@ -300,11 +300,7 @@ func (f *fixture) mustCrash(failpoint string, args ...string) result {
 	}
 	// What left the process before it died is still on its way to the
 	// server: count it before anything counts what the server received.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := f.smtp.Idle(ctx); err != nil {
-		f.t.Fatalf("after the kill: %v", err)
-	}
+	f.idle()
 	return r
 }
 

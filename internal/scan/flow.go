@@ -169,16 +169,19 @@ func (p *planner) queue(domain string) *domainQueue {
 // candidates.
 func (p *planner) full() bool { return p.held >= p.maxHeld }
 
-// offer queues c unless its domain's queue is full (skipped: false) or it
-// is already queued (true: nothing to do).
-func (p *planner) offer(c candidate) (taken bool) {
+// admits reports whether domain's queue takes another candidate beside
+// the pending ones already admitted but not yet offered.
+func (p *planner) admits(domain string, pending int) bool {
+	q := p.queue(domain)
+	return len(q.items)+pending < q.size
+}
+
+// offer queues c, which admits accepted, unless it is already queued.
+func (p *planner) offer(c candidate) {
 	if p.keys[c.claim.Key] {
-		return true
+		return
 	}
-	q := p.queue(c.claim.Domain)
-	if len(q.items) >= q.size {
-		return false
-	}
+	q := p.queue(send.DomainOf(c.n))
 	q.items = append(q.items, c)
 	p.keys[c.claim.Key] = true
 	p.held++
@@ -186,7 +189,6 @@ func (p *planner) offer(c candidate) (taken bool) {
 		q.inRing = true
 		p.ring = append(p.ring, q)
 	}
-	return true
 }
 
 // roomFor reports whether domain's queue has drained to half: a stream
@@ -199,78 +201,83 @@ func (p *planner) roomFor(domain string) bool {
 // empty reports whether no candidate is held.
 func (p *planner) empty() bool { return p.held == 0 }
 
-// totalLimit is the most claims in flight over all domains: the global
-// bucket's horizon, and, so that a slow sender with no rate limit does
-// not have a backlog claimed ahead of it, twice what the sender delivered
-// over the last horizon (at least minPerWorker per worker, at most two
-// claim batches).
-func (p *planner) totalLimit(now time.Time, completed int) int {
+// unlimitedLimit is the most claims in flight for the domains no rate
+// limits, so that a slow sender does not have a backlog claimed ahead of
+// it: twice what the sender delivered over the last horizon, at least
+// minPerWorker per worker, at most two claim batches.
+func (p *planner) unlimitedLimit(now time.Time, completed int) int {
 	r := p.est.rate(now, completed)
-	tput := int(math.Ceil(2 * r * claimHorizon.Seconds()))
-	tput = min(max(tput, minPerWorker*p.workers), 2*p.batch)
-	return min(p.globalLimit, tput)
+	n := int(math.Ceil(2 * r * claimHorizon.Seconds()))
+	return min(max(n, minPerWorker*p.workers), 2*p.batch)
 }
 
 // pick chooses the next claim: up to one batch of candidates across
-// domains, each domain topped up to its limit, the global budget shared in
-// equal turns so that no domain starves. It returns nothing while a claim
-// would be too small to be worth a statement: it waits until the budget
-// is at least half the total limit (or one batch), or a domain has half its
-// limit free.
+// domains, each domain topped up to its horizon, the budget shared in
+// equal turns (starting with a different domain each time) so that no
+// domain starves when the global bucket binds. It returns nothing while a
+// claim would be too small to be worth a statement: until some domain has
+// half its horizon free and the global bucket half of its own.
 func (p *planner) pick(now time.Time) []candidate {
 	if p.held == 0 {
 		return nil
 	}
 	inFlight, completed := p.flow.snapshot(p.out)
-	limit := p.totalLimit(now, completed)
-	budget := min(limit-inFlight, p.batch)
-	threshold := max(1, min(p.batch, limit/2))
-	if budget < threshold {
-		return nil
+	budget := p.batch
+	if p.globalLimit != math.MaxInt {
+		budget = min(budget, p.globalLimit-inFlight)
+		if budget < max(1, min(p.batch, p.globalLimit/2)) {
+			return nil
+		}
 	}
+	ulimit := p.unlimitedLimit(now, completed)
+	ubudget := ulimit
 	type want struct {
 		q *domainQueue
 		n int
 	}
 	var active []want
-	total, hungry := 0, false
+	hungry := false
 	for i := range p.ring {
 		q := p.ring[(p.next+i)%len(p.ring)]
-		free := len(q.items) // no rate limit: the total limit decides
-		if q.limit != math.MaxInt {
-			free = q.limit - p.out[q.name]
+		n := len(q.items)
+		if q.limit == math.MaxInt {
+			ubudget -= p.out[q.name]
+		} else {
+			free := q.limit - p.out[q.name]
+			n = min(n, free)
+			hungry = hungry || free >= max(1, q.limit/2)
 		}
-		n := min(free, len(q.items))
-		if n <= 0 {
-			continue
+		if n > 0 {
+			active = append(active, want{q, n})
 		}
-		// A rate-limited domain is hungry once half its horizon is free;
-		// one without a limit whenever the total budget allows a claim.
-		if q.limit == math.MaxInt || free >= max(1, q.limit/2) {
-			hungry = true
-		}
-		active = append(active, want{q, n})
-		total += n
 	}
-	if total == 0 || (min(total, budget) < threshold && !hungry) {
+	if ubudget >= max(1, ulimit/2) {
+		for _, w := range active {
+			hungry = hungry || w.q.limit == math.MaxInt
+		}
+	}
+	if len(active) == 0 || !hungry {
 		return nil
 	}
 	p.next = (p.next + 1) % len(p.ring)
-	picked := make([]candidate, 0, min(total, budget))
+	var picked []candidate
 	for budget > 0 && len(active) > 0 {
 		share := max(1, budget/len(active))
 		kept := active[:0]
 		for _, w := range active {
-			if budget == 0 {
-				break
-			}
 			n := min(share, w.n, budget)
+			if w.q.limit == math.MaxInt {
+				n = min(n, ubudget)
+				ubudget -= max(n, 0)
+			}
+			if n <= 0 {
+				continue
+			}
 			picked = append(picked, w.q.items[:n]...)
 			clear(w.q.items[:n])
 			w.q.items = w.q.items[n:]
 			budget -= n
-			w.n -= n
-			if w.n > 0 {
+			if w.n -= n; w.n > 0 {
 				kept = append(kept, w)
 			}
 		}

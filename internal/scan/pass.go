@@ -366,11 +366,26 @@ func allDone(streams []*stream) bool {
 	return true
 }
 
-// readPage returns st's next page after after as candidates (invalid rows
-// noted in inv and counted in c), the cursor of the page's last row after
-// each candidate's own position (cursors[i] is the cursor just before
-// candidate i), and whether the page ended the window.
-func (s *Scanner) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string, inv *invalidLog, c *counters) (cands []candidate, before []*string, last *string, end bool, err error) {
+// page is one page of a stream, read and validated.
+type page struct {
+	cands []candidate
+	// skipped are the valid rows that admit refused (not derived), each
+	// with the cursor just before it.
+	skipped []skippedRow
+	last    *string // the cursor after the page
+	end     bool    // the page ended the window
+}
+
+type skippedRow struct {
+	domain string
+	before *string
+}
+
+// readPage returns st's next page after after: its valid rows as
+// candidates, invalid rows noted in inv and counted in c. A valid row
+// whose domain admit refuses (admit nil takes all) is returned in
+// skipped, without deriving its key.
+func (s *Scanner) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string, admit func(domain string) bool, inv *invalidLog, c *counters) (pg page, err error) {
 	now := s.cfg.Now
 	kind := st.sel.kind
 	var rows []sourceRow
@@ -380,18 +395,18 @@ func (s *Scanner) readPage(ctx context.Context, db sqlx.QueryerContext, st *stre
 		rows, err = s.src.listOpen(ctx, db, st.sel, now, after, s.cfg.BatchSize)
 	}
 	if err != nil {
-		return nil, nil, nil, false, err
+		return pg, err
 	}
 	k, _ := s.cfg.Policy.Kind(kind)
 	w := policy.Window{OpenBefore: policy.Duration(st.sel.open), CloseBefore: policy.Duration(st.sel.close)}
-	last = after
+	pg.last = after
 	for _, r := range rows {
-		prev := last
+		prev := pg.last
 		if st.retry {
-			last = r.LedgerKey
+			pg.last = r.LedgerKey
 		} else {
 			id := r.ID
-			last = &id
+			pg.last = &id
 		}
 		selKey := st.sel.key()
 		if st.retry {
@@ -412,34 +427,47 @@ func (s *Scanner) readPage(ctx context.Context, db sqlx.QueryerContext, st *stre
 			}
 			continue
 		}
-		cands = append(cands, candidate{due: dn, reclaim: st.retry, sel: selKey})
-		before = append(before, prev)
+		if admit != nil && !admit(send.DomainOf(dn.n)) {
+			pg.skipped = append(pg.skipped, skippedRow{domain: send.DomainOf(dn.n), before: prev})
+			continue
+		}
+		s.derive(&dn)
+		pg.cands = append(pg.cands, candidate{due: dn, reclaim: st.retry, sel: selKey})
 	}
-	return cands, before, last, len(rows) < s.cfg.BatchSize, nil
+	pg.end = len(rows) < s.cfg.BatchSize
+	return pg, nil
 }
 
 // readInto reads st's next page into the planner, skipping (and noting
 // where) the rows whose domain's queue is full.
 func (s *Scanner) readInto(ctx context.Context, st *stream, pl *planner, inv *invalidLog, c *counters) error {
-	cands, before, last, end, err := s.readPage(ctx, s.db, st, st.cursor, inv, c)
+	pending := map[string]int{}
+	admit := func(domain string) bool {
+		if !pl.admits(domain, pending[domain]) {
+			return false
+		}
+		pending[domain]++
+		return true
+	}
+	pg, err := s.readPage(ctx, s.db, st, st.cursor, admit, inv, c)
 	if err != nil {
 		return err
 	}
-	for i, cd := range cands {
-		if pl.offer(cd) {
-			continue
-		}
+	for _, cd := range pg.cands {
+		pl.offer(cd)
+	}
+	for _, sk := range pg.skipped {
 		if !st.rescan {
-			st.rescan, st.rescanFrom = true, before[i]
+			st.rescan, st.rescanFrom = true, sk.before
 		}
-		st.skipped[send.DomainOf(cd.n)] = true
+		st.skipped[sk.domain] = true
 		st.nSkipped++
 	}
-	st.cursor = last
+	st.cursor = pg.last
 	switch {
-	case end && !st.rescan:
+	case pg.end && !st.rescan:
 		st.done = true
-	case end, st.nSkipped >= lookPast*s.cfg.BatchSize:
+	case pg.end, st.nSkipped >= lookPast*s.cfg.BatchSize:
 		st.waiting = true
 	}
 	return nil
@@ -557,17 +585,15 @@ func (s *Scanner) countDeferred(ctx context.Context, ps *passState, c *counters)
 	for _, st := range ps.streams {
 		var after *string
 		for {
-			cands, _, last, end, err := s.readPage(ctx, s.db, &stream{sel: st.sel, retry: st.retry}, after, inv, &counters{})
+			count := func(domain string) bool { byDomain[domain]++; return false }
+			pg, err := s.readPage(ctx, s.db, &stream{sel: st.sel, retry: st.retry}, after, count, inv, &counters{})
 			if err != nil {
 				return nil, err
 			}
-			for _, cd := range cands {
-				byDomain[send.DomainOf(cd.n)]++
-			}
-			if end {
+			if pg.end {
 				break
 			}
-			after = last
+			after = pg.last
 		}
 	}
 	return byDomain, nil

@@ -247,7 +247,8 @@ type due struct {
 }
 
 // validate turns a source row into a due notice, or returns a reason the
-// row is invalid (never containing the address).
+// row is invalid (never containing the address). The notice's key and
+// what else comes from the secret are left to derive.
 func (s *Scanner) validate(r sourceRow, kind string, w policy.Window) (due, string) {
 	if r.ID == "" {
 		return due{}, "empty subscription id"
@@ -285,28 +286,35 @@ func (s *Scanner) validate(r sourceRow, kind string, w policy.Window) (due, stri
 	if !address.ValidHeaderValue(plan) {
 		return due{}, "CR, LF or control character in plan"
 	}
-	t := notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: kind, Revision: r.Revision}
-	key := deref(r.LedgerKey)
-	if key == "" {
-		key = s.keyer.Key(t)
-	}
 	to, domain := addr.Email, addr.Domain
 	if s.cfg.RedirectTo != "" {
 		to = s.cfg.RedirectTo // the original domain's bucket still applies
 	}
 	closes := r.RenewsAt.Add(-time.Duration(w.CloseBefore))
-	msgID := send.MessageID(key, s.cfg.Policy.MessageIDDomain)
 	return due{
 		claim: ledger.Claim{
-			Key: key, SubscriptionID: r.ID, Kind: kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
+			Key: deref(r.LedgerKey), SubscriptionID: r.ID, Kind: kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
 			RenewsAt: *r.RenewsAt, WindowClosesAt: closes, Domain: domain,
-			MessageID: strings.Trim(msgID, "<>"), CancelToken: s.keyer.CancelToken(t),
 		},
 		n: send.Notice{
-			Key: key, SubscriptionID: r.ID, Kind: kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
+			Key: deref(r.LedgerKey), SubscriptionID: r.ID, Kind: kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
 			RenewsAt: *r.RenewsAt, To: to, Domain: domain, Name: name, Plan: plan,
 		},
 	}, ""
+}
+
+// derive fills in what a valid due notice takes from the secret: its key
+// (unless the ledger row gave it), Message-ID and cancellation token. It
+// is the costly half of validation (two HMACs), so a row the pass skips
+// for now is never derived.
+func (s *Scanner) derive(dn *due) {
+	t := notice.Tuple{SubscriptionID: dn.claim.SubscriptionID, PeriodStart: dn.claim.PeriodStart, Kind: dn.claim.Kind, Revision: dn.claim.Revision}
+	if dn.claim.Key == "" {
+		dn.claim.Key = s.keyer.Key(t)
+		dn.n.Key = dn.claim.Key
+	}
+	dn.claim.MessageID = strings.Trim(send.MessageID(dn.claim.Key, s.cfg.Policy.MessageIDDomain), "<>")
+	dn.claim.CancelToken = s.keyer.CancelToken(t)
 }
 
 func deref(p *string) string {

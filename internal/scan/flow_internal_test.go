@@ -1,0 +1,211 @@
+package scan
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/example/scan/internal/ledger"
+	"github.com/example/scan/internal/send"
+)
+
+func cand(domain string, i int) candidate {
+	key := fmt.Sprintf("%s-%06d", domain, i)
+	return candidate{due: due{
+		claim: ledger.Claim{Key: key, Domain: domain},
+		n:     send.Notice{Key: key, Domain: domain},
+	}}
+}
+
+// claimAll simulates the producer: it marks what pick returns as in
+// flight, per domain.
+func claimAll(f *flow, picked []candidate) map[string]int {
+	by := map[string]int{}
+	for _, c := range picked {
+		by[c.claim.Domain]++
+		f.claimed(c.claim.Domain, 1)
+	}
+	return by
+}
+
+// Each domain is claimed up to its pace over the horizon and no further,
+// however long its queue.
+func TestPickTopsUpEachDomainToItsHorizon(t *testing.T) {
+	t.Parallel()
+	f := newFlow()
+	limits := send.Limits{
+		Default: send.Bucket{PerSecond: 5, Burst: 5},
+		Domains: map[string]send.Bucket{"fast.test": {PerSecond: 400, Burst: 400}},
+		Global:  send.Bucket{PerSecond: 100000, Burst: 100000},
+	}
+	p := newPlanner(f, limits, 1000, 8)
+	for i := range 500 {
+		p.offer(cand("slow.test", i))
+		p.offer(cand("fast.test", i))
+	}
+	now := time.Unix(0, 0)
+	got := claimAll(f, p.pick(now))
+	if got["slow.test"] != 5 || got["fast.test"] != 400 {
+		t.Fatalf("first claim %v, want slow 5 and fast 400 (one second of each)", got)
+	}
+	if more := p.pick(now); len(more) != 0 {
+		t.Fatalf("claimed %d more with every domain at its horizon", len(more))
+	}
+	// The fast domain sends half its horizon: only it is topped up, and
+	// only by what it sent.
+	for range 200 {
+		f.done("fast.test")
+	}
+	got = claimAll(f, p.pick(now))
+	if got["slow.test"] != 0 || got["fast.test"] != 100 {
+		t.Fatalf("after 200 fast sends: claimed %v, want fast 100 only (its queue holds 100 more)", got)
+	}
+}
+
+// When the global bucket binds, every domain gets its turn: a thousand
+// domains with one notice each behind a global 10/s are all claimed, each
+// once, ten at a time.
+func TestPickSharesTheGlobalBucketWithoutStarving(t *testing.T) {
+	t.Parallel()
+	f := newFlow()
+	limits := send.Limits{Default: send.Bucket{PerSecond: 5, Burst: 5}, Global: send.Bucket{PerSecond: 10, Burst: 10}}
+	p := newPlanner(f, limits, 1000, 8)
+	// One domain with a deep backlog first, then 200 domains with one
+	// notice each.
+	for i := range 50 {
+		p.offer(cand("big.test", i))
+	}
+	for d := range 200 {
+		p.offer(cand(fmt.Sprintf("d%03d.test", d), 0))
+	}
+	seen := map[string]int{}
+	now := time.Unix(0, 0)
+	for step := 0; p.held > 0; step++ {
+		if step > 1000 {
+			t.Fatalf("no progress: %d held", p.held)
+		}
+		picked := p.pick(now)
+		if f.total > 10 {
+			t.Fatalf("step %d: %d in flight, over the global horizon of 10", step, f.total)
+		}
+		for _, c := range picked {
+			seen[c.claim.Domain]++
+			f.claimed(c.claim.Domain, 1)
+		}
+		// Everything in flight is sent before the next step.
+		for _, c := range picked {
+			f.done(c.claim.Domain)
+		}
+		if step == 0 && len(picked) != 10 {
+			t.Fatalf("first claim took %d, want the global horizon (10)", len(picked))
+		}
+		if step < 20 && seen["big.test"] > step+1 {
+			t.Fatalf("after %d claims the backlogged domain had %d turns: it starves the others", step+1, seen["big.test"])
+		}
+	}
+	if len(seen) != 201 || seen["big.test"] != 50 {
+		t.Fatalf("claimed %d domains (big.test %d), want all 201 and all 50 of big.test", len(seen), seen["big.test"])
+	}
+}
+
+// With no rate limit, claims in flight follow what the sender delivers:
+// at least minPerWorker per worker, at most two batches.
+func TestPickFollowsTheSenderWithoutRateLimits(t *testing.T) {
+	t.Parallel()
+	f := newFlow()
+	p := newPlanner(f, send.Limits{}, 1000, 8)
+	for i := range 4000 {
+		p.offer(cand("any.test", i))
+	}
+	if !p.full() {
+		t.Fatalf("4000 candidates held with room for %d: the reader would not pause", p.maxHeld)
+	}
+	now := time.Unix(0, 0)
+	first := len(p.pick(now))
+	if first != minPerWorker*8 {
+		t.Fatalf("first claim %d, want %d before anything was measured", first, minPerWorker*8)
+	}
+	f.claimed("any.test", first)
+	// A fast sender: everything in flight completes every 10 ms, and the
+	// reader keeps the queue full.
+	next := 4000
+	for range 100 {
+		for ; !p.full(); next++ {
+			p.offer(cand("any.test", next))
+		}
+		now = now.Add(10 * time.Millisecond)
+		for range f.total {
+			f.done("any.test")
+		}
+		f.claimed("any.test", len(p.pick(now)))
+		if f.total > 2000 {
+			t.Fatalf("%d in flight, over two batches", f.total)
+		}
+	}
+	if f.total < 1000 {
+		t.Fatalf("a fast sender gets %d in flight, want batches of about 1000", f.total)
+	}
+	// The sender stalls: claims stop at two batches in flight, and once
+	// the measured rate has fallen, the limit is back at its floor.
+	for i := range 100 {
+		now = now.Add(10 * time.Millisecond)
+		n := len(p.pick(now))
+		f.claimed("any.test", n)
+		if f.total > 2000 || (i > 2*int(rateWindow/(10*time.Millisecond)) && n > 0) {
+			t.Fatalf("step %d of a stalled sender: claimed %d, %d in flight", i, n, f.total)
+		}
+	}
+	if l := p.unlimitedLimit(now, f.completed); l != minPerWorker*8 {
+		t.Fatalf("limit %d after a second without a send, want the floor %d", l, minPerWorker*8)
+	}
+}
+
+// A full domain queue turns rows away; it takes them again at half.
+func TestAdmitsUpToTheDomainQueueSize(t *testing.T) {
+	t.Parallel()
+	f := newFlow()
+	p := newPlanner(f, send.Limits{Default: send.Bucket{PerSecond: 20, Burst: 20}}, 1000, 8)
+	q := p.queue("slow.test")
+	if q.limit != 20 || q.size != 80 {
+		t.Fatalf("limit %d size %d, want 20 and 80", q.limit, q.size)
+	}
+	if !p.admits("slow.test", 79) || p.admits("slow.test", 80) {
+		t.Fatal("a queue of 80 must admit 80 pending rows and no more")
+	}
+	for i := range q.size {
+		p.offer(cand("slow.test", i))
+	}
+	p.offer(cand("slow.test", 3)) // already queued: no second copy
+	if p.held != 80 || p.admits("slow.test", 0) || p.roomFor("slow.test") {
+		t.Fatalf("%d held; a full queue admits a row, or says it has room", p.held)
+	}
+	if !p.admits("fast.test", 0) || !p.roomFor("other.test") {
+		t.Fatal("another domain is refused")
+	}
+	p.offer(cand("fast.test", 0))
+	p.pick(time.Unix(0, 0)) // 20 slow, 1 fast
+	if p.roomFor("slow.test") {
+		t.Fatalf("room with %d of 80 queued", len(q.items))
+	}
+	f.claimed("slow.test", 20)
+	for range 20 {
+		f.done("slow.test")
+	}
+	p.pick(time.Unix(1, 0))
+	if !p.roomFor("slow.test") || len(q.items) != 40 {
+		t.Fatalf("%d queued after two claims of 20: want 40 and room", len(q.items))
+	}
+}
+
+func TestHorizonLimit(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		rate float64
+		want int
+	}{{0, math.MaxInt}, {0.1, 1}, {5, 5}, {20.5, 21}} {
+		if got := horizonLimit(c.rate); got != c.want {
+			t.Errorf("horizonLimit(%v) = %d, want %d", c.rate, got, c.want)
+		}
+	}
+}

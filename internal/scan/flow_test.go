@@ -1,0 +1,157 @@
+package scan_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/example/scan/internal/policy"
+	"github.com/example/scan/internal/scan"
+	"github.com/example/scan/internal/send"
+	"github.com/example/scan/internal/smtptest"
+)
+
+// Flow control against a real SMTP server: a slow domain's backlog does
+// not hold back a fast domain, wherever it stands in source order.
+//
+// The fast domain's time alone is measured first, in the same test, so
+// that the comparison holds on a slow or loaded machine: with the backlog
+// it must finish within 1.25x of that (or of its ideal, rate over count,
+// whichever is longer), while the slow domain keeps its own rate. Before
+// claims were made just in time, the fast domain got nothing until the
+// slow backlog had drained.
+func TestSlowBacklogDoesNotHoldBackAFastDomain(t *testing.T) {
+	const (
+		slowN, slowRate = 2000, 20.0
+		fastN, fastRate = 600, 200.0
+	)
+	ideal := time.Duration(float64(fastN) / fastRate * float64(time.Second))
+	alone := runShape(t, "alone", 0, fastN, slowRate, fastRate, 0)
+	if alone.fastDone < fastN {
+		t.Fatalf("alone, the fast domain got %d of %d", alone.fastDone, fastN)
+	}
+	base := max(alone.fastTime, ideal)
+	t.Logf("fast domain alone: %d in %v (ideal %v)", fastN, alone.fastTime.Round(time.Millisecond), ideal)
+	budget := base*5/4 + 2*time.Second
+	for _, shape := range []string{"slow first", "interleaved"} {
+		r := runShape(t, shape, slowN, fastN, slowRate, fastRate, budget)
+		t.Logf("%s: fast %d in %v (%.2fx of %v); slow %d in %v (%.1f/s); summary %+v", shape,
+			r.fastDone, r.fastTime.Round(time.Millisecond), float64(r.fastTime)/float64(base), base.Round(time.Millisecond),
+			r.slowDone, r.elapsed.Round(time.Millisecond), float64(r.slowDone)/r.elapsed.Seconds(), r.sum)
+		if r.fastDone != fastN || r.fastTime > base*5/4 {
+			t.Errorf("%s: the fast domain sent %d of %d in %v, want all within 1.25x of %v", shape, r.fastDone, fastN, r.fastTime, base)
+		}
+		// The slow domain paces at its rate from the start (burst 1): over
+		// the pass it must reach 80% of rate x time.
+		if want := 0.8 * slowRate * r.elapsed.Seconds(); float64(r.slowDone) < want {
+			t.Errorf("%s: the slow domain sent %d in %v, want at least %.0f (its rate)", shape, r.slowDone, r.elapsed, want)
+		}
+		// The budget ended the pass with the slow backlog deferred, and
+		// nothing claimed was left unsent.
+		s := r.sum
+		if s.Deferred == 0 || s.Deferred+s.Minted != slowN+fastN || s.Sent != s.Minted || s.Quarantine != 0 {
+			t.Errorf("%s: summary %+v: want the rest deferred, every claim sent", shape, s)
+		}
+	}
+}
+
+type shapeResult struct {
+	fastDone, slowDone int
+	fastTime, elapsed  time.Duration
+	sum                scan.Summary
+}
+
+// runShape inserts slowN notices for slow.test and fastN for fast.test
+// ("slow first": every slow one ahead in source order; "interleaved": in
+// a random order) and runs one pass with the given budget.
+func runShape(t *testing.T, shape string, slowN, fastN int, slowRate, fastRate float64, budget time.Duration) shapeResult {
+	t.Helper()
+	var mu sync.Mutex
+	var start, lastFast, lastSlow, firstFast time.Time
+	var fast, slow int
+	e := setup(t, smtptest.OnMessage(func(r smtptest.Received) {
+		at := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.HasSuffix(r.To[0], "@fast.test") {
+			fast++
+			lastFast = at
+			if fast == 1 {
+				firstFast = at
+			}
+		} else {
+			slow++
+			lastSlow = at
+		}
+	}))
+	order := "i"
+	if shape == "interleaved" {
+		order = "random()"
+	}
+	_, err := e.db.Exec(fmt.Sprintf(`INSERT INTO subscriptions (id, email, renews_at, period_start)
+		SELECT 'sub_' || lpad((row_number() OVER (ORDER BY %s))::text, 6, '0'),
+		       'u' || i || CASE WHEN i <= $1::int THEN '@slow.test' ELSE '@fast.test' END,
+		       $3::timestamptz, '2026-12-01'
+		FROM generate_series(1, $1::int + $2::int) i`, order), slowN, fastN, now.Add(48*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As autovacuum would have: the planner knows the table's size.
+	if _, err := e.db.Exec(`ANALYZE subscriptions`); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Parse(strings.NewReader(fmt.Sprintf(`
+message_id_domain: n.example.com
+notices:
+  - {kind: renewal_notice_t72, open_before: 72h, close_before: 24h}
+rate:
+  default: {per_second: %v, burst: 1}
+  domains:
+    fast.test: {per_second: %v, burst: 1}
+  global: {per_second: 100000, burst: 1}
+concurrency: 8
+`, slowRate, fastRate)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender, err := send.NewSMTP(send.SMTPConfig{URL: e.smtp.URL(), Pool: 8, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sender.Close()
+	r, err := send.NewRenderer(send.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sc, err := scan.New(ctx, e.db, sender, r, zerolog.Nop(), scan.Config{
+		Policy: pol, Secret: []byte(secret), RunID: "run-" + shape, Now: now, MaxMint: -1, MaxDuration: budget,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	start = time.Now()
+	mu.Unlock()
+	sum, err := sc.Run(ctx)
+	if err != nil {
+		t.Fatalf("%s: pass: %v", shape, err)
+	}
+	end := time.Now()
+	mu.Lock()
+	defer mu.Unlock()
+	res := shapeResult{fastDone: fast, slowDone: slow, sum: sum, elapsed: end.Sub(start)}
+	if fast > 0 {
+		res.fastTime = lastFast.Sub(start)
+		t.Logf("%s: first fast message after %v", shape, firstFast.Sub(start))
+	}
+	if slow > 0 {
+		res.elapsed = lastSlow.Sub(start)
+	}
+	return res
+}
