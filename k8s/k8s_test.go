@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -284,6 +285,15 @@ func checkCronJob(t *testing.T, cj *batchv1.CronJob, wantArgs []string, indexed 
 		if e := env(c, name); e == nil || e.Value != want || e.ValueFrom != nil {
 			t.Errorf("env %s = %+v, want %q", name, e, want)
 		}
+	}
+	// The pass's own budget ends it before Kubernetes does, with time to
+	// send what it claimed and record it (a horizon, and the grace period
+	// for good measure).
+	if e := env(c, "SCAN_MAX_DURATION"); e == nil {
+		t.Error("no SCAN_MAX_DURATION: a long catch-up pass would be killed at activeDeadlineSeconds")
+	} else if d, err := time.ParseDuration(e.Value); err != nil || js.ActiveDeadlineSeconds == nil ||
+		d <= 0 || d+5*time.Minute > time.Duration(*js.ActiveDeadlineSeconds)*time.Second {
+		t.Errorf("SCAN_MAX_DURATION = %q (%v), want at least 5m below activeDeadlineSeconds %v", e.Value, err, js.ActiveDeadlineSeconds)
 	}
 	mounts := map[string]corev1.VolumeMount{}
 	for _, m := range c.VolumeMounts {

@@ -20,7 +20,9 @@
 //   - a pass through an SMTP sink (in this process, on loopback) that takes
 //     5 ms per message, against the ideal n x 5 ms / concurrency;
 //   - a rate-limited pass over domains with different rates, against the
-//     ideal max over domains of n_d / r_d.
+//     ideal max over domains of n_d / r_d;
+//   - a skewed backlog: a slow domain's backlog ahead of a fast domain in
+//     source order, the fast domain's time against its own pace n_f / r_f.
 //
 // A CPU profile of the first pass is written to the work directory
 // (SCAN_CPUPROFILE) and its top entries printed. docs/BENCHMARKS.md
@@ -42,6 +44,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -179,7 +182,8 @@ var rateDomains = []rateDomain{
 	{"slow.example", 300, 50},   // 6 s
 }
 
-func policyRate() string {
+// policyRate is the policy of a pass over domains with their own rates.
+func policyRate(domains []rateDomain) string {
 	var b strings.Builder
 	b.WriteString(`schedule: "0 2 * * *"
 message_id_domain: notices.example.com
@@ -193,7 +197,7 @@ rate:
   global: {per_second: 100000, burst: 1000}
   domains:
 `)
-	for _, d := range rateDomains {
+	for _, d := range domains {
 		fmt.Fprintf(&b, "    %s: {per_second: %g, burst: %d}\n", d.name, d.rate, rateBurst)
 	}
 	b.WriteString("concurrency: 16\n")
@@ -243,7 +247,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	batches := fs.String("batches", defBatches, "claim batch sizes of the first pass to compare, e.g. 1000,5000 (env BENCH_BATCHES); the first is also used for the other passes")
 	fs.StringVar(&c.work, "work", "", "work directory for policies, logs and the profile (default a new one in /dev/shm)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory")
-	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate")
+	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed")
 	fs.DurationVar(&c.latency, "latency", 5*time.Millisecond, "the SMTP sink's time per message in the fixed-latency scenario")
 	fs.IntVar(&c.concurrency, "concurrency", 8, "policy concurrency (SMTP connections) of the fixed-latency scenario")
 	if err := fs.Parse(args); err != nil {
@@ -467,7 +471,7 @@ func (b *bench) all(ctx context.Context) error {
 	for _, sc := range []struct {
 		name string
 		run  func(context.Context) error
-	}{{"throughput", b.throughput}, {"latency", b.latency}, {"rate", b.rateLimited}} {
+	}{{"throughput", b.throughput}, {"latency", b.latency}, {"rate", b.rateLimited}, {"skewed", b.skewed}} {
 		if b.cfg.only != "" && !strings.Contains(","+b.cfg.only+",", ","+sc.name+",") {
 			continue
 		}
@@ -648,6 +652,15 @@ type sink struct {
 	// time from that reply to the connection's next MAIL (the client's own
 	// time between two messages), both in nanoseconds.
 	served, gaps, ngaps atomic.Int64
+	// byDomain, when not nil, counts messages by recipient domain and
+	// keeps the time of each domain's last one.
+	mu       sync.Mutex
+	byDomain map[string]*domainStat
+}
+
+type domainStat struct {
+	n    int
+	last time.Time
 }
 
 func (s *sink) NewSession(*smtp.Conn) (smtp.Session, error) {
@@ -658,6 +671,7 @@ func (s *sink) NewSession(*smtp.Conn) (smtp.Session, error) {
 type sinkSession struct {
 	s           *sink
 	mail, reply time.Time
+	domain      string
 }
 
 func (ss *sinkSession) Mail(string, *smtp.MailOptions) error {
@@ -668,9 +682,12 @@ func (ss *sinkSession) Mail(string, *smtp.MailOptions) error {
 	}
 	return nil
 }
-func (ss *sinkSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
-func (ss *sinkSession) Reset()                               {}
-func (ss *sinkSession) Logout() error                        { return nil }
+func (ss *sinkSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	ss.domain = strings.ToLower(to[strings.LastIndexByte(to, '@')+1:])
+	return nil
+}
+func (ss *sinkSession) Reset()        {}
+func (ss *sinkSession) Logout() error { return nil }
 func (ss *sinkSession) Data(r io.Reader) error {
 	if _, err := io.Copy(io.Discard, r); err != nil {
 		return err
@@ -689,6 +706,17 @@ func (ss *sinkSession) Data(r io.Reader) error {
 	ss.s.count.Add(1)
 	ss.reply = time.Now()
 	ss.s.served.Add(int64(ss.reply.Sub(ss.mail)))
+	if ss.s.byDomain != nil {
+		ss.s.mu.Lock()
+		st := ss.s.byDomain[ss.domain]
+		if st == nil {
+			st = &domainStat{}
+			ss.s.byDomain[ss.domain] = st
+		}
+		st.n++
+		st.last = ss.reply
+		ss.s.mu.Unlock()
+	}
 	return nil
 }
 
@@ -792,7 +820,7 @@ func (b *bench) rateLimited(ctx context.Context) error {
 	if _, err := db.ExecContext(ctx, SubscriptionAnalyze); err != nil {
 		return err
 	}
-	policy, err := b.writePolicy("rate.yaml", policyRate())
+	policy, err := b.writePolicy("rate.yaml", policyRate(rateDomains))
 	if err != nil {
 		return err
 	}
