@@ -15,11 +15,11 @@ import (
 // settles it. So the pass reads ahead into bounded per-domain candidate
 // queues (memory only: a crash loses nothing there) and claims from them,
 // set-based, only what each domain's bucket (and the global one) will let
-// it send within claimHorizon. What a SIGKILL can strand is therefore the
-// notices claimed but not yet handed to the provider: at most each
-// domain's pace over the horizon (and, with no rate limit, about two
-// horizons of what the sender was measured to deliver, at least
-// minPerWorker notices per worker), never a backlog.
+// it send within claimHorizon, and no more than about two horizons of what
+// the sender was measured to deliver (at least minPerWorker notices per
+// worker). What a SIGKILL can strand is therefore the notices claimed but
+// not yet handed to the provider: at most the buckets' pace over the
+// horizon, never a backlog.
 //
 // A domain whose candidate queue is full takes no more rows: the reader
 // goes on past it, so that a slow domain's backlog early in source order
@@ -201,36 +201,35 @@ func (p *planner) roomFor(domain string) bool {
 // empty reports whether no candidate is held.
 func (p *planner) empty() bool { return p.held == 0 }
 
-// unlimitedLimit is the most claims in flight for the domains no rate
-// limits, so that a slow sender does not have a backlog claimed ahead of
-// it: twice what the sender delivered over the last horizon, at least
-// minPerWorker per worker, at most two claim batches.
-func (p *planner) unlimitedLimit(now time.Time, completed int) int {
+// totalLimit is the most claims in flight over all domains: the global
+// bucket's horizon, and, so that a sender slower than the buckets does not
+// have a backlog claimed ahead of it, twice what it delivered over the
+// last horizon (at least minPerWorker per worker, at most two batches).
+// Where the buckets bind, the sender delivers their pace and the second
+// bound is twice what they allow: it binds only when the sender is the
+// bottleneck.
+func (p *planner) totalLimit(now time.Time, completed int) int {
 	r := p.est.rate(now, completed)
 	n := int(math.Ceil(2 * r * claimHorizon.Seconds()))
-	return min(max(n, minPerWorker*p.workers), 2*p.batch)
+	return min(p.globalLimit, min(max(n, minPerWorker*p.workers), 2*p.batch))
 }
 
 // pick chooses the next claim: up to one batch of candidates across
 // domains, each domain topped up to its horizon, the budget shared in
 // equal turns (starting with a different domain each time) so that no
-// domain starves when the global bucket binds. It returns nothing while a
-// claim would be too small to be worth a statement: until some domain has
-// half its horizon free and the global bucket half of its own.
+// domain starves when the total binds. It returns nothing while a claim
+// would be too small to be worth a statement: until the total has half its
+// limit free and some domain half of its own.
 func (p *planner) pick(now time.Time) []candidate {
 	if p.held == 0 {
 		return nil
 	}
 	inFlight, completed := p.flow.snapshot(p.out)
-	budget := p.batch
-	if p.globalLimit != math.MaxInt {
-		budget = min(budget, p.globalLimit-inFlight)
-		if budget < max(1, min(p.batch, p.globalLimit/2)) {
-			return nil
-		}
+	limit := p.totalLimit(now, completed)
+	budget := min(p.batch, limit-inFlight)
+	if budget < max(1, min(p.batch, limit/2)) {
+		return nil
 	}
-	ulimit := p.unlimitedLimit(now, completed)
-	ubudget := ulimit
 	type want struct {
 		q *domainQueue
 		n int
@@ -241,7 +240,7 @@ func (p *planner) pick(now time.Time) []candidate {
 		q := p.ring[(p.next+i)%len(p.ring)]
 		n := len(q.items)
 		if q.limit == math.MaxInt {
-			ubudget -= p.out[q.name]
+			hungry = true
 		} else {
 			free := q.limit - p.out[q.name]
 			n = min(n, free)
@@ -249,11 +248,6 @@ func (p *planner) pick(now time.Time) []candidate {
 		}
 		if n > 0 {
 			active = append(active, want{q, n})
-		}
-	}
-	if ubudget >= max(1, ulimit/2) {
-		for _, w := range active {
-			hungry = hungry || w.q.limit == math.MaxInt
 		}
 	}
 	if len(active) == 0 || !hungry {
@@ -266,12 +260,8 @@ func (p *planner) pick(now time.Time) []candidate {
 		kept := active[:0]
 		for _, w := range active {
 			n := min(share, w.n, budget)
-			if w.q.limit == math.MaxInt {
-				n = min(n, ubudget)
-				ubudget -= max(n, 0)
-			}
-			if n <= 0 {
-				continue
+			if n == 0 {
+				break
 			}
 			picked = append(picked, w.q.items[:n]...)
 			clear(w.q.items[:n])

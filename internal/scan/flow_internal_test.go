@@ -30,7 +30,8 @@ func claimAll(f *flow, picked []candidate) map[string]int {
 }
 
 // Each domain is claimed up to its pace over the horizon and no further,
-// however long its queue.
+// however long its queue; before the sender is measured, the total starts
+// at minPerWorker per worker.
 func TestPickTopsUpEachDomainToItsHorizon(t *testing.T) {
 	t.Parallel()
 	f := newFlow()
@@ -40,26 +41,37 @@ func TestPickTopsUpEachDomainToItsHorizon(t *testing.T) {
 		Global:  send.Bucket{PerSecond: 100000, Burst: 100000},
 	}
 	p := newPlanner(f, limits, 1000, 8)
-	for i := range 500 {
+	for i := range 2000 {
 		p.offer(cand("slow.test", i))
 		p.offer(cand("fast.test", i))
 	}
 	now := time.Unix(0, 0)
 	got := claimAll(f, p.pick(now))
-	if got["slow.test"] != 5 || got["fast.test"] != 400 {
-		t.Fatalf("first claim %v, want slow 5 and fast 400 (one second of each)", got)
+	if got["slow.test"] != 5 || got["fast.test"] != minPerWorker*8-5 {
+		t.Fatalf("first claim %v, want slow 5 (its horizon) and fast the rest of %d", got, minPerWorker*8)
 	}
 	if more := p.pick(now); len(more) != 0 {
-		t.Fatalf("claimed %d more with every domain at its horizon", len(more))
+		t.Fatalf("claimed %d more with nothing sent", len(more))
 	}
-	// The fast domain sends half its horizon: only it is topped up, and
-	// only by what it sent.
-	for range 200 {
-		f.done("fast.test")
-	}
-	got = claimAll(f, p.pick(now))
-	if got["slow.test"] != 0 || got["fast.test"] != 100 {
-		t.Fatalf("after 200 fast sends: claimed %v, want fast 100 only (its queue holds 100 more)", got)
+	// The fast domain sends at 400/s (4 every 10 ms), the slow one at 5/s:
+	// within half a second the claims follow, and never pass either
+	// domain's horizon.
+	sentFast, sentSlow := 0.0, 0.0
+	for i := range 100 {
+		now = now.Add(10 * time.Millisecond)
+		for sentFast += 4; sentFast >= 1 && f.outstanding["fast.test"] > 0; sentFast-- {
+			f.done("fast.test")
+		}
+		for sentSlow += 0.05; sentSlow >= 1 && f.outstanding["slow.test"] > 0; sentSlow-- {
+			f.done("slow.test")
+		}
+		claimAll(f, p.pick(now))
+		if f.outstanding["fast.test"] > 400 || f.outstanding["slow.test"] > 5 {
+			t.Fatalf("step %d: in flight %v, over a horizon (fast 400, slow 5)", i, f.outstanding)
+		}
+		if i == 60 && f.outstanding["fast.test"] < 200 {
+			t.Fatalf("after 0.6 s at 400/s only %d fast claims in flight: the claims do not follow the sender", f.outstanding["fast.test"])
+		}
 	}
 }
 
@@ -156,7 +168,7 @@ func TestPickFollowsTheSenderWithoutRateLimits(t *testing.T) {
 			t.Fatalf("step %d of a stalled sender: claimed %d, %d in flight", i, n, f.total)
 		}
 	}
-	if l := p.unlimitedLimit(now, f.completed); l != minPerWorker*8 {
+	if l := p.totalLimit(now, f.completed); l != minPerWorker*8 {
 		t.Fatalf("limit %d after a second without a send, want the floor %d", l, minPerWorker*8)
 	}
 }
