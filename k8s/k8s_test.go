@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -23,7 +24,7 @@ import (
 // doc is one YAML document of a manifest file, decoded.
 type doc struct {
 	file string
-	obj  any // *batchv1.CronJob or *corev1.ConfigMap
+	obj  any // *batchv1.CronJob, *corev1.ConfigMap or *monitoringv1.PrometheusRule
 }
 
 var separator = regexp.MustCompile(`(?m)^---[ \t]*$`)
@@ -68,6 +69,8 @@ func newObject(raw []byte) (any, error) {
 		obj = &batchv1.CronJob{}
 	case "v1 ConfigMap":
 		obj = &corev1.ConfigMap{}
+	case "monitoring.coreos.com/v1 PrometheusRule":
+		obj = &monitoringv1.PrometheusRule{}
 	default:
 		return nil, &unknownKind{tm}
 	}
@@ -138,7 +141,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 			files = append(files, d.file)
 		}
 	}
-	for _, want := range []string{"configmap.yaml", "cronjob.yaml", "cronjob-indexed.yaml"} {
+	for _, want := range []string{"configmap.yaml", "cronjob.yaml", "cronjob-indexed.yaml", "prometheusrule.yaml"} {
 		if !slices.Contains(files, want) {
 			t.Errorf("%s: no document decoded", want)
 		}
