@@ -422,6 +422,16 @@ func TestQuarantineOlderThan(t *testing.T) {
 			t.Errorf("quarantine %v = %s, want %s", c.args, got, c.want)
 		}
 	}
+	// A list cut at --limit says so, with the total, on stderr; a list
+	// that fits says nothing.
+	if _, _, errOut := f.runIn(nil, "quarantine", "--older-than", "0s", "--limit", "2"); !strings.Contains(errOut, "--limit 2") || !strings.Contains(errOut, "oldest 2 of 3 claims") {
+		t.Errorf("quarantine --limit 2 of 3: stderr %q does not say the list is cut and how many there are", errOut)
+	}
+	for _, limit := range []string{"3", "500"} {
+		if _, _, errOut := f.runIn(nil, "quarantine", "--older-than", "0s", "--limit", limit); strings.Contains(errOut, "cut") {
+			t.Errorf("quarantine --limit %s of 3: stderr %q says the list is cut", limit, errOut)
+		}
+	}
 	for _, bad := range [][]string{{"--older-than", "-1m"}, {"--older-than", "soon"}, {"--limit", "0"}, {"extra"}} {
 		if code, _, errOut := f.runIn(nil, append([]string{"quarantine"}, bad...)...); code != 2 || errOut == "" {
 			t.Errorf("quarantine %v: exit %d, want 2 with a message", bad, code)
