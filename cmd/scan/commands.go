@@ -264,6 +264,11 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags, log zerolog.Logger) (*pr
 		})
 		return nil, usagef(field, "%q is not one of outbox, smtp, http", p.senderName)
 	}
+	if production {
+		if err := pol.CheckProduction(); err != nil {
+			return nil, err
+		}
+	}
 	rc := send.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL}
 	if pol.TemplatesDir != "" {
 		rc.Templates = os.DirFS(pol.TemplatesDir)
