@@ -218,6 +218,10 @@ func TestMaxMintRefuses(t *testing.T) {
 	if c := f.counts(); len(c) != 0 || f.smtp.Total() != 0 {
 		t.Fatalf("refused, yet ledger %v and %d messages", c, f.smtp.Total())
 	}
+	// The flag keeps its meaning: 0 refuses any mint.
+	if code, _, errOut := f.runIn(nil, "run", "--max-mint", "0"); code != 3 || f.smtp.Total() != 0 {
+		t.Fatalf("--max-mint 0: exit %d, %d sent, want 3 and nothing\n%s", code, f.smtp.Total(), errOut)
+	}
 	if s, _ := f.passIn(nil, "--max-mint", "30"); s.Sent != 30 {
 		t.Fatalf("within the limit: %+v", s)
 	}

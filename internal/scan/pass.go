@@ -38,16 +38,16 @@ func (s *Scanner) Run(ctx context.Context) (Summary, error) {
 	}
 	c.KeyMismatch = s.checkKeys(ctx)
 
-	if s.cfg.MaxMint >= 0 {
+	if s.maxMint >= 0 {
 		dry, err := s.DryRun(ctx)
 		if err != nil {
 			return finish(err)
 		}
-		if dry.WouldMint > s.cfg.MaxMint {
+		if dry.WouldMint > s.maxMint {
 			c.Invalid = dry.Invalid
-			s.log.Error().Int("would_mint", dry.WouldMint).Int("max_mint", s.cfg.MaxMint).
+			s.log.Error().Int("would_mint", dry.WouldMint).Int("max_mint", s.maxMint).
 				Msg("refusing to send: this pass would mint more new notice keys than --max-mint allows (a changed secret or a bad data load?); nothing was claimed")
-			return finish(fmt.Errorf("%w: would mint %d new keys, limit %d", ErrMaxMint, dry.WouldMint, s.cfg.MaxMint))
+			return finish(fmt.Errorf("%w: would mint %d new keys, limit %d", ErrMaxMint, dry.WouldMint, s.maxMint))
 		}
 	}
 
@@ -272,7 +272,7 @@ func (s *Scanner) produce(ctx context.Context, d *send.Dispatcher, c *counters, 
 					claims = append(claims, dn.claim)
 					byKey[dn.claim.Key] = dn
 				}
-				if s.cfg.MaxMint >= 0 && c.snapshot().Minted+len(claims) > s.cfg.MaxMint {
+				if s.maxMint >= 0 && c.snapshot().Minted+len(claims) > s.maxMint {
 					return fmt.Errorf("%w: new subscriptions appeared during the pass; stopped at %d minted", ErrMaxMint, c.snapshot().Minted)
 				}
 				if h := s.cfg.Hooks.BeforeClaim; h != nil {

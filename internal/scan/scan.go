@@ -73,7 +73,7 @@ type Config struct {
 	Source     string         // relation name; default "subscriptions"
 	RunID      string         // required; recorded on every row this pass writes
 	Now        time.Time      // the pass's instant; required
-	MaxMint    int            // refuse when more than this many would be minted; <0 (default -1 via New's caller) means no limit
+	MaxMint    *int           // refuse (ErrMaxMint, nothing claimed) when more than *MaxMint would be minted, 0 refusing any; nil (the zero Config) means no limit
 	Shard      int            // this pass's shard, 0 <= Shard < Shards
 	Shards     int            // number of shards; default 1
 	BatchSize  int            // rows per claim statement; default 1000
@@ -128,6 +128,7 @@ type Scanner struct {
 	keyer    *notice.Keyer
 	src      *source
 	sels     [][]selection // per kind: default group then overrides
+	maxMint  int           // *cfg.MaxMint, or -1 for no limit
 }
 
 // New validates cfg, checks the source relation's columns and returns a
@@ -170,7 +171,13 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 	if err != nil {
 		return nil, &ConfigError{"source", err.Error()}
 	}
-	s := &Scanner{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer}
+	s := &Scanner{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, maxMint: -1}
+	if cfg.MaxMint != nil {
+		if *cfg.MaxMint < 0 {
+			return nil, &ConfigError{"max-mint", fmt.Sprintf("must be 0 or more, got %d (leave it unset for no limit)", *cfg.MaxMint)}
+		}
+		s.maxMint = *cfg.MaxMint
+	}
 	s.src = &source{rel: rel, shard: cfg.Shard, shards: cfg.Shards}
 	if err := ledger.Probe(ctx, db); err != nil {
 		if errors.Is(err, ledger.ErrNotMigrated) {
