@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/example/scan/internal/policy"
+	"github.com/example/scan/internal/scan"
 )
 
 // doc is one YAML document of a manifest file, decoded.
@@ -232,6 +234,13 @@ func checkCronJob(t *testing.T, cj *batchv1.CronJob, wantArgs []string, indexed 
 	}
 
 	pod := js.Template.Spec
+	// A stopped pass exits within its shutdown grace, the quarantine count
+	// and cmd/scan's 10s metrics push; the kubelet must wait longer, with
+	// room to spare.
+	exit := scan.DefaultShutdownGrace + scan.ShutdownQuarantineTimeout + 10*time.Second
+	if g := pod.TerminationGracePeriodSeconds; g == nil || time.Duration(*g)*time.Second < exit+15*time.Second {
+		t.Errorf("terminationGracePeriodSeconds = %v, want at least %v (a stopped pass takes up to %v)", g, (exit + 15*time.Second).Seconds(), exit)
+	}
 	if pod.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("restartPolicy = %q", pod.RestartPolicy)
 	}

@@ -78,7 +78,7 @@ func (s *Scanner) Run(ctx context.Context) (Summary, error) {
 	if err != nil {
 		return finish(&ConfigError{"sender", err.Error()})
 	}
-	rec := &recorder{db: s.db, runID: s.cfg.RunID, clock: s.cfg.Clock, log: s.log, hooks: s.cfg.Hooks, c: c, cancel: cancel}
+	rec := &recorder{db: s.db, runID: s.cfg.RunID, clock: s.cfg.Clock, log: s.log, hooks: s.cfg.Hooks, c: c, cancel: cancel, grace: s.cfg.ShutdownGrace}
 	recDone := make(chan error, 1)
 	go func() {
 		// A panic here would kill the process outside run()'s recover (and
@@ -137,7 +137,12 @@ func (s *Scanner) fillQuarantine(ctx context.Context, c *counters) {
 	// By now every outcome of this pass is recorded, so its own claims
 	// still without one (ambiguous, or not recordable) are quarantine like
 	// any earlier run's, and may be the oldest.
-	q, err := ledger.QuarantineSize(context.WithoutCancel(ctx), s.db, "")
+	qctx, cancel := context.WithoutCancel(ctx), func() {}
+	if ctx.Err() != nil { // stopped: the count must not hold the exit
+		qctx, cancel = context.WithTimeout(qctx, ShutdownQuarantineTimeout)
+	}
+	defer cancel()
+	q, err := ledger.QuarantineSize(qctx, s.db, "")
 	if err != nil {
 		s.log.Warn().Err(err).Msg("could not read the quarantine size")
 		return

@@ -83,6 +83,12 @@ type Config struct {
 	// default the system clock. It never decides windows: Now does.
 	Clock func() time.Time
 	Hooks Hooks
+
+	// ShutdownGrace is how long after the cancellation of Run's context
+	// (SIGTERM) outcomes are still written: the sends in flight finish and
+	// are recorded within it, however slow the database; default
+	// DefaultShutdownGrace. Outcomes not recorded by then stay in quarantine.
+	ShutdownGrace time.Duration
 }
 
 // Summary is the JSON line a completed pass prints.
@@ -161,6 +167,9 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
 	}
 	if cfg.RedirectTo != "" {
 		if _, err := address.Parse(cfg.RedirectTo); err != nil {
