@@ -16,8 +16,13 @@ DEVPG    := bin/devpg
 help: ## show this list of targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build bin/scan
-	$(GO) build -o bin/scan ./cmd/scan
+# What `scan version` reports for a build from this tree.
+LDFLAGS  := -X main.version=$(shell git describe --tags --always --dirty 2>/dev/null) \
+            -X main.commit=$(shell git rev-parse HEAD 2>/dev/null) \
+            -X main.buildTime=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+
+build: ## build bin/scan, stamped with version, commit and build time
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/scan ./cmd/scan
 
 $(DEVPG): FORCE
 	@$(GO) build -o $@ ./tools/devpg

@@ -1,5 +1,8 @@
 // Package k8s holds the Kubernetes manifests of the nightly job
-// (cronjob.yaml, cronjob-indexed.yaml, configmap.yaml) and, in k8s_test.go,
-// the test that decodes every document strictly into the Kubernetes API types
-// and checks the settings operators rely on. It has no Go code of its own.
+// (cronjob.yaml, cronjob-indexed.yaml, configmap.yaml), its alerts
+// (prometheusrule.yaml) and its Grafana dashboard (grafana-dashboard.json).
+// k8s_test.go decodes every document strictly into the Kubernetes API types
+// and checks the settings operators rely on; alerts_test.go runs the alerts'
+// promtool unit tests (testdata/alerts_test.yaml). It has no Go code of its
+// own.
 package k8s

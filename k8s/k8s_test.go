@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -19,12 +20,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/example/scan/internal/policy"
+	"github.com/example/scan/internal/scan"
 )
 
 // doc is one YAML document of a manifest file, decoded.
 type doc struct {
 	file string
-	obj  any // *batchv1.CronJob or *corev1.ConfigMap
+	obj  any // *batchv1.CronJob, *corev1.ConfigMap or *monitoringv1.PrometheusRule
 }
 
 var separator = regexp.MustCompile(`(?m)^---[ \t]*$`)
@@ -69,6 +71,8 @@ func newObject(raw []byte) (any, error) {
 		obj = &batchv1.CronJob{}
 	case "v1 ConfigMap":
 		obj = &corev1.ConfigMap{}
+	case "monitoring.coreos.com/v1 PrometheusRule":
+		obj = &monitoringv1.PrometheusRule{}
 	default:
 		return nil, &unknownKind{tm}
 	}
@@ -139,7 +143,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 			files = append(files, d.file)
 		}
 	}
-	for _, want := range []string{"configmap.yaml", "cronjob.yaml", "cronjob-indexed.yaml"} {
+	for _, want := range []string{"configmap.yaml", "cronjob.yaml", "cronjob-indexed.yaml", "prometheusrule.yaml"} {
 		if !slices.Contains(files, want) {
 			t.Errorf("%s: no document decoded", want)
 		}
@@ -230,6 +234,13 @@ func checkCronJob(t *testing.T, cj *batchv1.CronJob, wantArgs []string, indexed 
 	}
 
 	pod := js.Template.Spec
+	// A stopped pass exits within its shutdown grace, the quarantine count
+	// and cmd/scan's 10s metrics push; the kubelet must wait longer, with
+	// room to spare.
+	exit := scan.DefaultShutdownGrace + scan.ShutdownQuarantineTimeout + 10*time.Second
+	if g := pod.TerminationGracePeriodSeconds; g == nil || time.Duration(*g)*time.Second < exit+15*time.Second {
+		t.Errorf("terminationGracePeriodSeconds = %v, want at least %v (a stopped pass takes up to %v)", g, (exit + 15*time.Second).Seconds(), exit)
+	}
 	if pod.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("restartPolicy = %q", pod.RestartPolicy)
 	}

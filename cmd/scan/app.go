@@ -45,6 +45,7 @@ commands:
   backfill     import notices an earlier system already sent (--from FILE.csv)
   schedule     run passes in-process on a cron schedule
   key          print a notice key
+  version      version, commit and build time (also --version)
 
 Run 'scan COMMAND -h' for a command's flags.`
 )
@@ -114,11 +115,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = cmdSchedule(ctx, e, rest)
 	case "key":
 		err = cmdKey(e, rest)
+	case "version", "--version", "-version":
+		err = cmdVersion(e, rest)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usageSummary)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "scan: unknown command %q: use one of migrate, run, lookup, quarantine, reconcile, resolve, backfill, schedule, key ('scan help' lists them)\n", e.redact(cmd))
+		fmt.Fprintf(stderr, "scan: unknown command %q: use one of migrate, run, lookup, quarantine, reconcile, resolve, backfill, schedule, key, version ('scan help' lists them)\n", e.redact(cmd))
 		return exitUsage
 	}
 	return exitCode(e, err)
@@ -333,7 +336,8 @@ func newLogger(e *env) (zerolog.Logger, error) {
 	}
 	// A pass logs from several goroutines (producer, recorder, progress):
 	// one line per Write, never two interleaved, whatever stderr is.
-	return zerolog.New(zerolog.SyncWriter(w)).Level(lvl).With().Timestamp().Logger(), nil
+	// Every line, the first included, says which build wrote it.
+	return zerolog.New(zerolog.SyncWriter(w)).Level(lvl).With().Timestamp().Str("version", thisBuild().Version).Logger(), nil
 }
 
 // redactWriter removes the run's secrets from every log line it writes to

@@ -146,9 +146,15 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	runID := newRunID(now)
 	passLog := log.With().Int("shard", ps.shard).Logger()
 	obs := newObserver(e, ps, runID, passLog)
+	// --max-mint keeps its meaning: 0 refuses any mint, below 0 (the
+	// default -1) is no limit, which is a nil Config.MaxMint.
+	var maxMint *int
+	if f.maxMint >= 0 {
+		maxMint = &f.maxMint
+	}
 	sc, err := scan.New(ctx, db, sender, ps.renderer, passLog, scan.Config{
 		Policy: ps.pol, Secret: ps.secret, Source: f.source, RunID: runID, Now: now,
-		MaxMint: f.maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
+		MaxMint: maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
 		MaxDuration: ps.maxDuration, Hooks: obs.hooks(failpointHooks()),
 	})
 	if err != nil {
@@ -280,6 +286,11 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags, log zerolog.Logger) (*pr
 			}
 		})
 		return nil, usagef(field, "%q is not one of outbox, smtp, http", p.senderName)
+	}
+	if production {
+		if err := pol.CheckProduction(); err != nil {
+			return nil, err
+		}
 	}
 	rc := send.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL}
 	if pol.TemplatesDir != "" {

@@ -123,7 +123,7 @@ func (o *observer) finish(ctx context.Context, sum scan.Summary, err error) {
 		Eligible: sum.Eligible, Invalid: sum.Invalid, Minted: sum.Minted, Retried: sum.Retried,
 		Suppressed: sum.Suppressed, Sent: sum.Sent, Retry: sum.Retry, Failed: sum.Failed,
 		Ambiguous: sum.Ambiguous, Missed: sum.Missed, Deferred: sum.Deferred, Quarantine: sum.Quarantine,
-		Backlog: sum.DeferredByDomain,
+		Backlog: sum.DeferredByDomain, KeyMismatch: sum.KeyMismatch,
 	}
 	if sum.QuarantineSince != nil {
 		c.QuarantineOldest = *sum.QuarantineSince

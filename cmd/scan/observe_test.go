@@ -120,6 +120,21 @@ func TestRunPushesMetrics(t *testing.T) {
 			}
 		}
 	}
+
+	if v, ok := metricstest.Value(g["scan_key_mismatch"], nil); !ok || v != 0 {
+		t.Errorf("scan_key_mismatch = %v (present %v), want 0", v, ok)
+	}
+
+	// A pass with another secret pushes the key mismatch its summary
+	// reports, for the ScanKeyMismatch alert.
+	const other = "a-completely-different-secret-0123456789"
+	code, out, errOut = runCaptured(f.getenv("PUSHGATEWAY_URL="+gw.URL, "SCAN_CONFIG="+pol, "NOTICE_KEY_SECRET="+other), "run")
+	if code != 0 || !lastSummary(t, out, errOut).KeyMismatch {
+		t.Fatalf("pass with another secret: exit %d, no key_mismatch\n%s", code, tail(errOut))
+	}
+	if v, _ := metricstest.Value(gw.Group("job=scan,shard=0")["scan_key_mismatch"], nil); v != 1 {
+		t.Errorf("after a pass with another secret, scan_key_mismatch = %v, want 1", v)
+	}
 }
 
 // A shard pushes into its own group, so N shards never overwrite each

@@ -66,7 +66,7 @@ func printRows(e *env, rows []ledger.Row, asJSON bool, empty string) error {
 func cmdQuarantine(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "quarantine", "[--older-than 15m] [--limit 500] [--json]")
 	older := fs.Duration("older-than", 15*time.Minute, "only claims older than this")
-	limit := fs.Int("limit", 500, "at most this many rows")
+	limit := fs.Int("limit", 500, "at most this many rows (a cut list says so, with the total, on stderr)")
 	asJSON := fs.Bool("json", false, "JSON lines even on a terminal")
 	if pos, err := parse(fs, args); err != nil {
 		return err
@@ -76,8 +76,8 @@ func cmdQuarantine(ctx context.Context, e *env, args []string) error {
 	if *older < 0 {
 		return usagef("--older-than", "must not be negative")
 	}
-	if *limit < 1 {
-		return usagef("--limit", "must be at least 1")
+	if *limit < 1 || *limit > 1_000_000 {
+		return usagef("--limit", "must be between 1 and 1000000")
 	}
 	registerSecrets(e)
 	db, err := openDB(ctx, e)
@@ -85,11 +85,34 @@ func cmdQuarantine(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
-	rows, err := ledger.Quarantine(ctx, db, time.Now().Add(-*older), *limit)
+	before := time.Now().Add(-*older)
+	// One row more than the limit tells whether the list is cut; only then
+	// is the whole counted.
+	rows, err := ledger.Quarantine(ctx, db, before, *limit+1)
 	if err != nil {
 		return err
 	}
-	return printRows(e, rows, *asJSON || !isTerminal(e.stdout), "quarantine is empty: every claim has a recorded outcome")
+	total := len(rows)
+	if total > *limit {
+		rows = rows[:*limit]
+		if total, err = ledger.QuarantineCount(ctx, db, before); err != nil {
+			return err
+		}
+	}
+	table := !*asJSON && isTerminal(e.stdout)
+	if err := printRows(e, rows, !table, "quarantine is empty: every claim has a recorded outcome"); err != nil {
+		return err
+	}
+	if total <= *limit {
+		return nil
+	}
+	// An operator after a crash must not take the first page for all of it.
+	note := fmt.Sprintf("the list is cut at --limit %d: it shows the oldest %d of %d claims with no recorded outcome; raise --limit to see the rest", *limit, len(rows), total)
+	fmt.Fprintln(e.stderr, "scan: quarantine: "+note)
+	if table {
+		_, err = fmt.Fprintln(e.stdout, "... "+note)
+	}
+	return err
 }
 
 func cmdResolve(ctx context.Context, e *env, args []string) error {

@@ -218,6 +218,10 @@ func TestMaxMintRefuses(t *testing.T) {
 	if c := f.counts(); len(c) != 0 || f.smtp.Total() != 0 {
 		t.Fatalf("refused, yet ledger %v and %d messages", c, f.smtp.Total())
 	}
+	// The flag keeps its meaning: 0 refuses any mint.
+	if code, _, errOut := f.runIn(nil, "run", "--max-mint", "0"); code != 3 || f.smtp.Total() != 0 {
+		t.Fatalf("--max-mint 0: exit %d, %d sent, want 3 and nothing\n%s", code, f.smtp.Total(), errOut)
+	}
 	if s, _ := f.passIn(nil, "--max-mint", "30"); s.Sent != 30 {
 		t.Fatalf("within the limit: %+v", s)
 	}
@@ -420,6 +424,16 @@ func TestQuarantineOlderThan(t *testing.T) {
 	} {
 		if got := fmt.Sprint(list(c.args...)); got != c.want {
 			t.Errorf("quarantine %v = %s, want %s", c.args, got, c.want)
+		}
+	}
+	// A list cut at --limit says so, with the total, on stderr; a list
+	// that fits says nothing.
+	if _, _, errOut := f.runIn(nil, "quarantine", "--older-than", "0s", "--limit", "2"); !strings.Contains(errOut, "--limit 2") || !strings.Contains(errOut, "oldest 2 of 3 claims") {
+		t.Errorf("quarantine --limit 2 of 3: stderr %q does not say the list is cut and how many there are", errOut)
+	}
+	for _, limit := range []string{"3", "500"} {
+		if _, _, errOut := f.runIn(nil, "quarantine", "--older-than", "0s", "--limit", limit); strings.Contains(errOut, "cut") {
+			t.Errorf("quarantine --limit %s of 3: stderr %q says the list is cut", limit, errOut)
 		}
 	}
 	for _, bad := range [][]string{{"--older-than", "-1m"}, {"--older-than", "soon"}, {"--limit", "0"}, {"extra"}} {

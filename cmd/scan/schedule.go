@@ -140,7 +140,7 @@ func schedulePass(ctx context.Context, e *env, db *sqlx.DB, ps *preparedPass, f 
 	passLog := log.With().Int("shard", ps.shard).Logger()
 	obs := newObserver(e, ps, runID, passLog)
 	sc, err := scan.New(ctx, db, sender, ps.renderer, passLog, scan.Config{
-		Policy: ps.pol, Secret: ps.secret, Source: f.source, RunID: runID, Now: now, MaxMint: -1,
+		Policy: ps.pol, Secret: ps.secret, Source: f.source, RunID: runID, Now: now,
 		Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
 		MaxDuration: ps.maxDuration, Hooks: obs.hooks(scan.Hooks{}),
 	})

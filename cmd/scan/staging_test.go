@@ -190,7 +190,10 @@ func TestStagingRefusesRemoteDelivery(t *testing.T) {
 // Which endpoints preparePass lets through. Nothing here connects.
 func TestStagingRemoteCheck(t *testing.T) {
 	t.Parallel()
-	base := map[string]string{"NOTICE_KEY_SECRET": testSecret}
+	// Production refuses the built-in sample from, cancel_url and
+	// message_id_domain.
+	own := writePolicy(t, "from: \"Acme <notices@acme.test>\"\ncancel_url: \"https://acme.test/c/{token}\"\nmessage_id_domain: notices.acme.test\n")
+	base := map[string]string{"NOTICE_KEY_SECRET": testSecret, "SCAN_CONFIG": own}
 	for _, tc := range []struct {
 		name string
 		env  map[string]string

@@ -82,7 +82,8 @@ func scanBinary(t *testing.T) string {
 		}
 		// The child needs no race detector: the races that matter are
 		// between processes, and the test process runs with -race.
-		cmd := exec.Command(goTool, "build", "-tags", "failpoint", "-o", binPath, ".")
+		// Stamped as the Dockerfile stamps a release (TestVersionStamped).
+		cmd := exec.Command(goTool, "build", "-tags", "failpoint", "-ldflags", stampedLdflags, "-o", binPath, ".")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build -tags failpoint: %v\n%s", err, out)
 		}

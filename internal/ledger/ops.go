@@ -45,6 +45,16 @@ func Quarantine(ctx context.Context, db sqlx.QueryerContext, before time.Time, l
 	return rows, nil
 }
 
+// QuarantineCount counts the claims with no recorded outcome that were
+// claimed before before: all that Quarantine would list without a limit.
+func QuarantineCount(ctx context.Context, db sqlx.QueryerContext, before time.Time) (int, error) {
+	var n int
+	if err := sqlx.GetContext(ctx, db, &n, NoticeCountQuarantine, before.UTC()); err != nil {
+		return 0, fmt.Errorf("quarantine count: %w", err)
+	}
+	return n, nil
+}
+
 // QuarantineStats is the size of the quarantine and its oldest claim.
 type QuarantineStats struct {
 	Count  int        `db:"count"`

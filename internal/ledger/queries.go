@@ -103,6 +103,12 @@ WHERE state = 'claimed' AND claimed_at < $1
 ORDER BY claimed_at, notice_key
 LIMIT $2`
 
+// NoticeCountQuarantine counts claims with no recorded outcome claimed
+// before $1: the whole of what NoticeListQuarantine cuts at its limit.
+const NoticeCountQuarantine = `
+SELECT count(*) FROM notice_ledger
+WHERE state = 'claimed' AND claimed_at < $1`
+
 // NoticeQuarantineStats counts claims with no recorded outcome that no
 // run other than $1 still owns, and the oldest claim time.
 //

@@ -58,6 +58,9 @@ type Counts struct {
 	// time, zero when there is none.
 	Quarantine       int
 	QuarantineOldest time.Time
+	// KeyMismatch is set when NOTICE_KEY_SECRET no longer derives the
+	// keys in the ledger (a rotated or wrong secret).
+	KeyMismatch bool
 }
 
 func (c Counts) byResult() map[string]int {
@@ -96,6 +99,7 @@ type Pass struct {
 	success  prometheus.Gauge
 	lastOK   prometheus.Gauge
 	shards   prometheus.Gauge
+	keyMis   prometheus.Gauge
 }
 
 // New returns the metrics of a pass, all zero.
@@ -157,8 +161,12 @@ func New(cfg Config) *Pass {
 		Name: "scan_shards",
 		Help: "Number of shards the pass was one of.",
 	})
+	p.keyMis = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "scan_key_mismatch",
+		Help: "1 when the last pass found that NOTICE_KEY_SECRET no longer derives the keys in the ledger (a rotated or wrong secret), else 0.",
+	})
 	p.shards.Set(float64(cfg.Shards))
-	p.reg.MustRegister(p.notices, p.quar, p.quarOld, p.latency, p.toSend, p.waited, p.backlog, p.duration, p.success, p.lastOK, p.shards)
+	p.reg.MustRegister(p.notices, p.quar, p.quarOld, p.latency, p.toSend, p.waited, p.backlog, p.duration, p.success, p.lastOK, p.shards, p.keyMis)
 	for _, r := range Results {
 		p.notices.WithLabelValues(r)
 	}
@@ -214,6 +222,11 @@ func (p *Pass) Finish(c Counts, duration time.Duration, completed bool, end time
 		p.quarOld.Set(float64(c.QuarantineOldest.Unix()))
 	}
 	p.duration.Set(duration.Seconds())
+	if c.KeyMismatch {
+		p.keyMis.Set(1)
+	} else {
+		p.keyMis.Set(0)
+	}
 	if completed {
 		p.success.Set(1)
 		p.lastOK.Set(float64(end.Unix()))

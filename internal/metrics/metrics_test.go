@@ -21,7 +21,7 @@ func TestPushCompletedPass(t *testing.T) {
 	oldest := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
 	end := time.Date(2026, 11, 30, 2, 5, 0, 0, time.UTC)
 	p.Finish(metrics.Counts{Eligible: 13, Invalid: 1, Minted: 3, Suppressed: 7, Sent: 2, Ambiguous: 1, Missed: 4, Deferred: 3,
-		Backlog: map[string]int{"gmail.com": 1, "example.org": 1, "yahoo.com": 1}, Quarantine: 5, QuarantineOldest: oldest},
+		Backlog: map[string]int{"gmail.com": 1, "example.org": 1, "yahoo.com": 1}, Quarantine: 5, QuarantineOldest: oldest, KeyMismatch: true},
 		90*time.Second, true, end)
 	if err := p.Push(context.Background(), gw.URL, true); err != nil {
 		t.Fatal(err)
@@ -46,6 +46,7 @@ func TestPushCompletedPass(t *testing.T) {
 		"scan_pass_success":                              1,
 		"scan_last_success_timestamp_seconds":            float64(end.Unix()),
 		"scan_shards":                                    4,
+		"scan_key_mismatch":                              1,
 	}
 	for name, want := range gauges {
 		if v, ok := metricstest.Value(g[name], nil); !ok || v != want {

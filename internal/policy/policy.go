@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/mail"
+	"net/url"
 	"os"
 	"regexp"
 	"sort"
@@ -313,6 +315,48 @@ func (p *Policy) fillDefaults() {
 	if p.Notices == nil {
 		p.Notices = []Kind{{Kind: "renewal_notice_t72", OpenBefore: Duration(72 * time.Hour), CloseBefore: Duration(24 * time.Hour)}}
 	}
+}
+
+// CheckProduction refuses a policy that would show customers a sample
+// value: from, cancel_url or message_id_domain left at (or copied from)
+// the built-in example, whose domains are the reserved example.com,
+// example.net, example.org or *.example (RFC 2606). cmd/scan calls it
+// with SCAN_ENVIRONMENT=production: a customer must never get an
+// example.com cancellation link.
+func (p *Policy) CheckProduction() error {
+	fromDomain := ""
+	if a, err := mail.ParseAddress(p.From); err == nil {
+		_, fromDomain, _ = strings.Cut(a.Address, "@")
+	}
+	cancelHost := ""
+	if u, err := url.Parse(strings.ReplaceAll(p.CancelURL, "{token}", "t")); err == nil {
+		cancelHost = u.Hostname()
+	}
+	for _, f := range []struct{ field, value, domain string }{
+		{"from", p.From, fromDomain},
+		{"cancel_url", p.CancelURL, cancelHost},
+		{"message_id_domain", p.MessageIDDomain, p.MessageIDDomain},
+	} {
+		if f.domain == "" || isExampleDomain(f.domain) {
+			return &Error{Field: f.field, Msg: fmt.Sprintf("%q is a sample value: with SCAN_ENVIRONMENT=production set it to your own in the policy file (SCAN_CONFIG)", f.value)}
+		}
+	}
+	return nil
+}
+
+// isExampleDomain reports whether d is one of the domains RFC 2606
+// reserves for examples, or under one.
+func isExampleDomain(d string) bool {
+	d = strings.TrimSuffix(strings.ToLower(d), ".")
+	if d == "example" || strings.HasSuffix(d, ".example") {
+		return true
+	}
+	for _, ex := range []string{"example.com", "example.net", "example.org"} {
+		if d == ex || strings.HasSuffix(d, "."+ex) {
+			return true
+		}
+	}
+	return false
 }
 
 // Validate checks that the policy can be met: windows that open before they

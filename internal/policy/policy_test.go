@@ -171,3 +171,41 @@ func TestWindowContainsBoundaries(t *testing.T) {
 		}
 	}
 }
+
+// With SCAN_ENVIRONMENT=production, cmd/scan refuses a policy that leaves a
+// customer-visible setting at a sample value, naming the setting.
+func TestCheckProduction(t *testing.T) {
+	t.Parallel()
+	const own = "from: \"Acme <notices@acme.test>\"\ncancel_url: \"https://acme.test/cancel?t={token}\"\nmessage_id_domain: notices.acme.test\n"
+	for _, tc := range []struct {
+		name, yaml, field string
+	}{
+		{"built-in defaults", "", "from"},
+		{"all set", own, ""},
+		{"from left", strings.Replace(own, `from: "Acme <notices@acme.test>"`+"\n", "", 1), "from"},
+		{"from copied from the sample", strings.Replace(own, "notices@acme.test", "notices@example.com", 1), "from"},
+		{"cancel_url left", strings.Replace(own, `cancel_url: "https://acme.test/cancel?t={token}"`+"\n", "", 1), "cancel_url"},
+		{"cancel_url on example.org", strings.Replace(own, "https://acme.test/", "https://www.example.org/", 1), "cancel_url"},
+		{"message_id_domain left", strings.Replace(own, "message_id_domain: notices.acme.test\n", "", 1), "message_id_domain"},
+		{"message_id_domain .example", strings.Replace(own, "notices.acme.test", "mail.shop.example", 1), "message_id_domain"},
+		{"a domain that only contains example", strings.Replace(own, "acme.test", "myexample.com", -1), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Parse(strings.NewReader(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = p.CheckProduction()
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var pe *Error
+			if !errors.As(err, &pe) || pe.Field != tc.field {
+				t.Fatalf("err = %v, want a policy error naming %s", err, tc.field)
+			}
+		})
+	}
+}

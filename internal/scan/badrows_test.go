@@ -85,7 +85,7 @@ func loggedPass(t *testing.T, e *env, pol *policy.Policy, at time.Time) (scan.Su
 	}
 	var logs syncBuffer
 	sc, err := scan.New(context.Background(), e.db, sender, r, zerolog.New(&logs).Level(zerolog.DebugLevel), scan.Config{
-		Policy: pol, Secret: []byte(secret), RunID: fmt.Sprintf("run-%d", time.Now().UnixNano()), Now: at, MaxMint: -1,
+		Policy: pol, Secret: []byte(secret), RunID: fmt.Sprintf("run-%d", time.Now().UnixNano()), Now: at,
 		BatchSize: 7, Retry: send.RetryPolicy{Attempts: 1},
 	})
 	if err != nil {
@@ -170,6 +170,9 @@ func TestBadRowsClaimNothingUntilFixed(t *testing.T) {
 		{id: "ok_plain", email: str("plain@x.com"), name: str("Zoë\tO'Brien"), plan: str("Pro — yearly")},
 		{id: "ok_known_juris", email: str("known@x.com"), juris: str("US-CA"), renewsIn: 20 * 24 * time.Hour},
 		{id: "ok_254", email: str(strings.Repeat("a", 64) + "@" + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 56) + ".com")},
+		// A name or plan of any length is no reason to skip a notice: the
+		// message cuts them (send.MaxNameLen, send.MaxPlanLen).
+		{id: "ok_long_name_plan", email: str("long-name@x.com"), name: str(strings.Repeat("Nöm ", 1<<18)), plan: str(strings.Repeat("P", 1<<20))},
 	}
 	for _, b := range bad {
 		insertRows(t, e, b.row)
@@ -243,6 +246,14 @@ func TestBadRowsClaimNothingUntilFixed(t *testing.T) {
 	}
 	if e.smtp.Total() != len(good)+fixed {
 		t.Errorf("SMTP received %d, want %d", e.smtp.Total(), len(good)+fixed)
+	}
+	// RFC 5322: no line over 998 octets, whatever the row held.
+	for _, m := range e.smtp.Messages() {
+		for _, line := range strings.Split(string(m.Raw), "\r\n") {
+			if len(line) > 998 {
+				t.Errorf("message to %v has a line of %d octets: %.60q...", m.To, len(line), line)
+			}
+		}
 	}
 }
 

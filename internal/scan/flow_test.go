@@ -130,7 +130,7 @@ concurrency: 8
 	}
 	ctx := context.Background()
 	sc, err := scan.New(ctx, e.db, sender, r, zerolog.Nop(), scan.Config{
-		Policy: pol, Secret: []byte(secret), RunID: "run-" + shape, Now: now, MaxMint: -1, MaxDuration: budget,
+		Policy: pol, Secret: []byte(secret), RunID: "run-" + shape, Now: now, MaxDuration: budget,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -44,16 +44,16 @@ func (s *Scanner) Run(ctx context.Context) (Summary, error) {
 	}
 	c.KeyMismatch = s.checkKeys(ctx)
 
-	if s.cfg.MaxMint >= 0 {
+	if s.maxMint >= 0 {
 		dry, err := s.DryRun(ctx)
 		if err != nil {
 			return finish(err)
 		}
-		if dry.WouldMint > s.cfg.MaxMint {
+		if dry.WouldMint > s.maxMint {
 			c.Invalid = dry.Invalid
-			s.log.Error().Int("would_mint", dry.WouldMint).Int("max_mint", s.cfg.MaxMint).
+			s.log.Error().Int("would_mint", dry.WouldMint).Int("max_mint", s.maxMint).
 				Msg("refusing to send: this pass would mint more new notice keys than --max-mint allows (a changed secret or a bad data load?); nothing was claimed")
-			return finish(fmt.Errorf("%w: would mint %d new keys, limit %d", ErrMaxMint, dry.WouldMint, s.cfg.MaxMint))
+			return finish(fmt.Errorf("%w: would mint %d new keys, limit %d", ErrMaxMint, dry.WouldMint, s.maxMint))
 		}
 	}
 
@@ -85,7 +85,7 @@ func (s *Scanner) Run(ctx context.Context) (Summary, error) {
 		return finish(&ConfigError{"sender", err.Error()})
 	}
 	fl := newFlow()
-	rec := &recorder{db: s.db, runID: s.cfg.RunID, clock: s.cfg.Clock, log: s.log, hooks: s.cfg.Hooks, c: c, cancel: cancel, flow: fl}
+	rec := &recorder{db: s.db, runID: s.cfg.RunID, clock: s.cfg.Clock, log: s.log, hooks: s.cfg.Hooks, c: c, cancel: cancel, grace: s.cfg.ShutdownGrace, flow: fl}
 	recDone := make(chan error, 1)
 	go func() {
 		// A panic here would kill the process outside run()'s recover (and
@@ -161,7 +161,12 @@ func (s *Scanner) fillQuarantine(ctx context.Context, c *counters) {
 	// By now every outcome of this pass is recorded, so its own claims
 	// still without one (ambiguous, or not recordable) are quarantine like
 	// any earlier run's, and may be the oldest.
-	q, err := ledger.QuarantineSize(context.WithoutCancel(ctx), s.db, "")
+	qctx, cancel := context.WithoutCancel(ctx), func() {}
+	if ctx.Err() != nil { // stopped: the count must not hold the exit
+		qctx, cancel = context.WithTimeout(qctx, ShutdownQuarantineTimeout)
+	}
+	defer cancel()
+	q, err := ledger.QuarantineSize(qctx, s.db, "")
 	if err != nil {
 		s.log.Warn().Err(err).Msg("could not read the quarantine size")
 		return
@@ -512,7 +517,7 @@ func (s *Scanner) claimPicked(ctx context.Context, d *send.Dispatcher, c *counte
 		won = append(won, w...)
 	}
 	if len(claims) > 0 {
-		if s.cfg.MaxMint >= 0 && c.snapshot().Minted+len(claims) > s.cfg.MaxMint {
+		if s.maxMint >= 0 && c.snapshot().Minted+len(claims) > s.maxMint {
 			return fmt.Errorf("%w: new subscriptions appeared during the pass; stopped at %d minted", ErrMaxMint, c.snapshot().Minted)
 		}
 		if h := s.cfg.Hooks.BeforeClaim; h != nil {

@@ -24,6 +24,21 @@ const (
 	recordTimeout  = 30 * time.Second
 )
 
+// Shutdown: once the pass's context is cancelled (SIGTERM), the sends in
+// flight (at most send.DefaultSendTimeout) and every write of their
+// outcomes must end within Config.ShutdownGrace, default
+// DefaultShutdownGrace; what is not recorded by then stays in quarantine,
+// which is safe. The quarantine count that follows takes at most
+// ShutdownQuarantineTimeout. With cmd/scan's 10s metrics push, a stopped
+// pass exits within 55s: k8s/cronjob.yaml gives it 90s.
+const (
+	DefaultShutdownGrace      = 40 * time.Second
+	ShutdownQuarantineTimeout = 5 * time.Second
+)
+
+// errShutdownGrace is the cause of the writes cut by Config.ShutdownGrace.
+var errShutdownGrace = errors.New("shutdown grace over: outcomes not recorded stay in quarantine")
+
 // recorder commits the outcomes of the pass's sends in batches.
 type recorder struct {
 	db     *sqlx.DB
@@ -34,6 +49,8 @@ type recorder struct {
 	c      *counters
 	cancel context.CancelCauseFunc
 	flow   *flow // told of every result, so that the producer claims more
+	// grace bounds the writes once ctx is cancelled (Config.ShutdownGrace).
+	grace time.Duration
 
 	buf     []ledger.Outcome
 	pending []pendingMeta
@@ -56,7 +73,8 @@ type pendingMeta struct {
 // database refuses them, the pass is cancelled and the claims concerned stay
 // in quarantine.
 func (r *recorder) run(ctx context.Context, results <-chan send.Result) error {
-	wctx := context.WithoutCancel(ctx)
+	wctx, stop := graceContext(ctx, r.grace)
+	defer stop()
 	tick := time.NewTicker(recordEvery)
 	defer tick.Stop()
 	for {
@@ -140,9 +158,16 @@ func (r *recorder) flush(ctx context.Context) {
 		if err == nil {
 			break
 		}
+		if cause := context.Cause(ctx); cause != nil {
+			err = fmt.Errorf("%w (%v)", cause, err)
+			break
+		}
 		r.log.Warn().Err(err).Int("attempt", attempt).Msg("recording outcomes failed; retrying")
 		if attempt < recordAttempts {
-			<-time.After(time.Duration(attempt) * 500 * time.Millisecond)
+			select {
+			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+			case <-ctx.Done():
+			}
 		}
 	}
 	if err != nil {
@@ -172,5 +197,22 @@ func (r *recorder) logUnrecorded() {
 	for _, o := range r.buf {
 		r.log.Error().Str("key", notice.Short(o.Key)).Str("outcome", string(o.State)).
 			Msg("outcome not recorded; the claim stays in quarantine (settle it with `scan resolve`)")
+	}
+}
+
+// graceContext returns a context for the recorder's writes: not cancelled
+// with ctx, so a shutdown still records what happened, but cancelled
+// (cause errShutdownGrace) grace after ctx is, so that a slow or locked
+// database cannot hold the process past its termination grace period.
+// stop releases it.
+func graceContext(ctx context.Context, grace time.Duration) (context.Context, func()) {
+	wctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stopAfter := context.AfterFunc(ctx, func() {
+		// Fires at most once; cancelling an ended context is a no-op.
+		time.AfterFunc(grace, func() { cancel(errShutdownGrace) })
+	})
+	return wctx, func() {
+		stopAfter()
+		cancel(nil)
 	}
 }

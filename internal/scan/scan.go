@@ -75,7 +75,7 @@ type Config struct {
 	Source     string         // relation name; default "subscriptions"
 	RunID      string         // required; recorded on every row this pass writes
 	Now        time.Time      // the pass's instant; required
-	MaxMint    int            // refuse when more than this many would be minted; <0 (default -1 via New's caller) means no limit
+	MaxMint    *int           // refuse (ErrMaxMint, nothing claimed) when more than *MaxMint would be minted, 0 refusing any; nil (the zero Config) means no limit
 	Shard      int            // this pass's shard, 0 <= Shard < Shards
 	Shards     int            // number of shards; default 1
 	BatchSize  int            // rows per claim statement; default 1000
@@ -90,6 +90,12 @@ type Config struct {
 	// default the system clock. It never decides windows: Now does.
 	Clock func() time.Time
 	Hooks Hooks
+
+	// ShutdownGrace is how long after the cancellation of Run's context
+	// (SIGTERM) outcomes are still written: the sends in flight finish and
+	// are recorded within it, however slow the database; default
+	// DefaultShutdownGrace. Outcomes not recorded by then stay in quarantine.
+	ShutdownGrace time.Duration
 }
 
 // Summary is the JSON line a completed pass prints.
@@ -143,6 +149,7 @@ type Scanner struct {
 	src      *source
 	sels     [][]selection // per kind: default group then overrides
 	start    time.Time     // when Run started (the time budget's origin)
+	maxMint  int           // *cfg.MaxMint, or -1 for no limit
 }
 
 // New validates cfg, checks the source relation's columns and returns a
@@ -179,6 +186,9 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 	if cfg.MaxDuration < 0 {
 		return nil, &ConfigError{"max_duration", fmt.Sprintf("%v is negative", cfg.MaxDuration)}
 	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
 	if cfg.RedirectTo != "" {
 		if _, err := address.Parse(cfg.RedirectTo); err != nil {
 			return nil, &ConfigError{"SCAN_REDIRECT_TO", "not a valid address"}
@@ -188,7 +198,13 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 	if err != nil {
 		return nil, &ConfigError{"source", err.Error()}
 	}
-	s := &Scanner{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer}
+	s := &Scanner{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, maxMint: -1}
+	if cfg.MaxMint != nil {
+		if *cfg.MaxMint < 0 {
+			return nil, &ConfigError{"max-mint", fmt.Sprintf("must be 0 or more, got %d (leave it unset for no limit)", *cfg.MaxMint)}
+		}
+		s.maxMint = *cfg.MaxMint
+	}
 	s.src = &source{rel: rel, shard: cfg.Shard, shards: cfg.Shards}
 	if err := ledger.Probe(ctx, db); err != nil {
 		if errors.Is(err, ledger.ErrNotMigrated) {

@@ -2,6 +2,7 @@ package scan_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -118,7 +119,7 @@ func (e *env) pass(ctx context.Context, opts ...passOpt) (scan.Summary, error) {
 		e.t.Fatal(err)
 	}
 	cfg := scan.Config{
-		Policy: e.pol, Secret: []byte(secret), RunID: fmt.Sprintf("run-%d", time.Now().UnixNano()), Now: now, MaxMint: -1,
+		Policy: e.pol, Secret: []byte(secret), RunID: fmt.Sprintf("run-%d", time.Now().UnixNano()), Now: now,
 		BatchSize: 100, Retry: send.RetryPolicy{Attempts: 2, Backoff: time.Millisecond, MaxBackoff: time.Millisecond},
 	}
 	for _, o := range opts {
@@ -370,7 +371,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	e.insert(sub{id: "closed", email: "z@x.com", renewsIn: 12 * time.Hour}, sub{id: "bad", email: "nope", renewsIn: 48 * time.Hour})
 	sender, _ := send.NewOutbox(t.TempDir())
 	r, _ := send.NewRenderer(send.RenderConfig{From: e.pol.From, MessageIDDomain: e.pol.MessageIDDomain, CancelURL: e.pol.CancelURL})
-	sc, err := scan.New(context.Background(), e.db, sender, r, zerolog.Nop(), scan.Config{Policy: e.pol, Secret: []byte(secret), RunID: "dry", Now: now, MaxMint: -1, BatchSize: 50})
+	sc, err := scan.New(context.Background(), e.db, sender, r, zerolog.Nop(), scan.Config{Policy: e.pol, Secret: []byte(secret), RunID: "dry", Now: now, BatchSize: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,15 +397,37 @@ func TestMaxMintRefusesBeforeClaiming(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.many(30, "example.com")
-	_, err := e.pass(context.Background(), func(c *scan.Config) { c.MaxMint = 10 })
+	_, err := e.pass(context.Background(), func(c *scan.Config) { c.MaxMint = ptr(10) })
 	if err == nil || !strings.Contains(err.Error(), "max-mint") {
 		t.Fatalf("err = %v", err)
 	}
 	if e.smtp.Total() != 0 {
 		t.Fatal("sent despite --max-mint")
 	}
-	if s := e.mustPass(func(c *scan.Config) { c.MaxMint = 30 }); s.Sent != 30 {
+	if s := e.mustPass(func(c *scan.Config) { c.MaxMint = ptr(30) }); s.Sent != 30 {
 		t.Fatalf("summary = %+v", s)
+	}
+}
+
+func ptr(n int) *int { return &n }
+
+// The zero Config sets no limit; MaxMint 0 refuses any mint, and a
+// negative one is a configuration error.
+func TestMaxMintZeroValue(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.many(3, "example.com")
+	_, err := e.pass(context.Background(), func(c *scan.Config) { c.MaxMint = ptr(0) })
+	if !errors.Is(err, scan.ErrMaxMint) || e.smtp.Total() != 0 {
+		t.Fatalf("MaxMint 0: err %v, %d sent; want ErrMaxMint and nothing sent", err, e.smtp.Total())
+	}
+	_, err = e.pass(context.Background(), func(c *scan.Config) { c.MaxMint = ptr(-1) })
+	var ce *scan.ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("MaxMint -1: err %v, want a ConfigError", err)
+	}
+	if s := e.mustPass(func(c *scan.Config) { c.MaxMint = nil }); s.Sent != 3 {
+		t.Fatalf("no MaxMint: summary = %+v, want 3 sent", s)
 	}
 }
 

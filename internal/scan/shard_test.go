@@ -30,7 +30,7 @@ func shardPass(ctx context.Context, e *env, pol *policy.Policy, shard, shards in
 		return scan.Summary{}, err
 	}
 	sc, err := scan.New(ctx, e.db, sender, r, zerolog.Nop(), scan.Config{
-		Policy: pol, Secret: []byte(secret), RunID: fmt.Sprintf("shard-%d-of-%d", shard, shards), Now: now, MaxMint: -1,
+		Policy: pol, Secret: []byte(secret), RunID: fmt.Sprintf("shard-%d-of-%d", shard, shards), Now: now,
 		Shard: shard, Shards: shards, BatchSize: 7,
 		Retry: send.RetryPolicy{Attempts: 2, Backoff: time.Millisecond, MaxBackoff: time.Millisecond},
 	})

@@ -17,6 +17,7 @@ import (
 	"strings"
 	texttemplate "text/template"
 	"time"
+	"unicode/utf8"
 
 	"github.com/example/scan/internal/address"
 )
@@ -33,6 +34,29 @@ var embedded embed.FS
 // ErrHeaderInjection is the cause of a Render error for a header value that
 // contains CR or LF (or another control character).
 var ErrHeaderInjection = errors.New("send: header value contains a line break or control character")
+
+// MaxNameLen and MaxPlanLen cap Notice.Name and Notice.Plan, in
+// characters (runes): Render cuts a longer value to its first
+// MaxNameLen-1 (MaxPlanLen-1) characters followed by "…". A source column
+// of type text holds up to 1 GB; a name or plan beyond the cap is almost
+// certainly bad data, but the customer still gets the notice (a row is
+// never refused for a long name).
+const (
+	MaxNameLen = 100
+	MaxPlanLen = 100
+)
+
+// Header lines: RFC 5322 allows at most 998 octets between CRLFs and
+// recommends folding at 78.
+const (
+	maxHeaderLine = 998
+	foldHeaderAt  = 78
+)
+
+// ErrHeaderTooLong is the cause of a Render error for a header that cannot
+// be folded into lines of at most 998 octets (a word of a custom subject
+// template longer than that).
+var ErrHeaderTooLong = errors.New("send: header has a word longer than RFC 5322's 998-octet line")
 
 // RenderConfig configures a Renderer. From and MessageIDDomain are required.
 type RenderConfig struct {
@@ -224,6 +248,7 @@ func (r *Renderer) Render(n Notice) (*Message, error) {
 	if n.CancelToken == "" {
 		return nil, errors.New("render: notice has no CancelToken")
 	}
+	n.Name, n.Plan = cut(n.Name, MaxNameLen), cut(n.Plan, MaxPlanLen)
 	link := r.CancelLink(n.CancelToken)
 	data := TemplateData{
 		Kind:        n.Kind,
@@ -279,9 +304,14 @@ func (r *Renderer) Render(n Notice) (*Message, error) {
 		if address.HasCRLF(h.value) {
 			return nil, fmt.Errorf("render: %s: %w", h.name, ErrHeaderInjection)
 		}
-		raw.WriteString(h.name + ": " + h.value + "\r\n")
+		folded, err := foldHeader(h.name, h.value)
+		if err != nil {
+			return nil, fmt.Errorf("render: %s: %w", h.name, err)
+		}
+		raw.WriteString(folded)
 	}
-	raw.WriteString(`Content-Type: multipart/alternative; boundary="` + boundary + "\"\r\n\r\n")
+	ctype, _ := foldHeader("Content-Type", `multipart/alternative; boundary="`+boundary+`"`)
+	raw.WriteString(ctype + "\r\n")
 	mw := multipart.NewWriter(&raw)
 	if err := mw.SetBoundary(boundary); err != nil {
 		return nil, fmt.Errorf("render: %w", err)
@@ -311,4 +341,69 @@ func (r *Renderer) Render(n Notice) (*Message, error) {
 	raw.WriteString("\r\n")
 	m.Raw = raw.Bytes()
 	return m, nil
+}
+
+// cut returns s, or when it has more than max characters its first max-1
+// followed by "…". s is valid UTF-8 (Render checked it).
+func cut(s string, max int) string {
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	k := 0
+	for i := range s {
+		if k == max-1 {
+			return strings.TrimRight(s[:i], " \t") + "…"
+		}
+		k++
+	}
+	return s
+}
+
+// foldHeader returns the header line "name: value" and its CRLF, folded
+// (RFC 5322 2.2.3): a CRLF goes before a space wherever the line would
+// pass 78 octets, so a display name or subject encoded as a run of encoded
+// words (each at most 75 characters, RFC 2047) spreads over as many lines
+// as it needs. A value that starts with a quoted string (the display name
+// net/mail quotes) is not folded inside it. Unfolding restores the value.
+// A single word that leaves a line over 998 octets is ErrHeaderTooLong.
+func foldHeader(name, value string) (string, error) {
+	var words []string
+	start := 0
+	if strings.HasPrefix(value, `"`) {
+		for i, escaped := 1, false; i < len(value); i++ {
+			if c := value[i]; escaped {
+				escaped = false
+			} else if c == '\\' {
+				escaped = true
+			} else if c == '"' {
+				end := strings.IndexByte(value[i:], ' ')
+				if end < 0 {
+					end = len(value) - i
+				}
+				words = append(words, value[:i+end])
+				start = min(i+end+1, len(value)+1)
+				break
+			}
+		}
+	}
+	if start <= len(value) {
+		words = append(words, strings.Split(value[start:], " ")...)
+	}
+	var b strings.Builder
+	b.Grow(len(name) + len(value) + 3*len(words))
+	b.WriteString(name + ":")
+	line := len(name) + 1
+	for i, w := range words {
+		if i > 0 && line+1+len(w) > foldHeaderAt {
+			b.WriteString("\r\n")
+			line = 0
+		}
+		b.WriteString(" " + w)
+		line += 1 + len(w)
+		if line > maxHeaderLine {
+			return "", ErrHeaderTooLong
+		}
+	}
+	b.WriteString("\r\n")
+	return b.String(), nil
 }

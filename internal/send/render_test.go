@@ -8,10 +8,12 @@ import (
 	"mime/multipart"
 	"mime/quotedprintable"
 	"net/mail"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/example/scan/internal/send"
 )
@@ -283,5 +285,88 @@ func BenchmarkRender(b *testing.B) {
 		if _, err := r.Render(n); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+var encodedWord = regexp.MustCompile(`=\?[^?\s]+\?[QqBb]\?[^?\s]*\?=`)
+
+// A name or plan of any length (a text column holds up to 1 GB) is cut at
+// its cap, and every header line stays within RFC 5322's 998 octets, folded
+// at 78 where it can be, with every encoded word within RFC 2047's 75
+// characters. Unfolded, the headers say what was meant.
+func TestRenderLongNameAndPlan(t *testing.T) {
+	t.Parallel()
+	r := newRenderer(t)
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name, value string
+	}{
+		{"ascii, one word", strings.Repeat("a", mib)},
+		{"ascii, words", strings.Repeat("Ada ", mib/4)},
+		{"quotes and backslashes", strings.Repeat(`"\ `, mib/3)},
+		{"latin-1", strings.Repeat("é", mib/2)},
+		{"cjk with spaces", strings.Repeat("漢字 ", mib/4)},
+		{"emoji", strings.Repeat("👩‍👩‍👧", mib/18)},
+		{"at the cap", strings.Repeat("ü", send.MaxNameLen)},
+		{"3000 characters", strings.Repeat("x", 3000)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			n := notice(1, "example.org")
+			n.Name, n.Plan = tc.value, tc.value
+			m := render(t, r, n)
+			head, _, _ := bytes.Cut(m.Raw, []byte("\r\n\r\n"))
+			for _, line := range strings.Split(string(head), "\r\n") {
+				if len(line) > 998 {
+					t.Errorf("header line of %d octets: %.80q...", len(line), line)
+				}
+				// Longer than 78 only where no fold point is left: one
+				// encoded word or one quoted name.
+				if len(line) > 78 && (strings.Contains(line, "?= ") || strings.Contains(line, `" <`)) {
+					t.Errorf("a line of %d octets was not folded at a space: %q", len(line), line)
+				}
+				for _, w := range encodedWord.FindAllString(line, -1) {
+					if len(w) > 75 {
+						t.Errorf("encoded word of %d characters: %q", len(w), w)
+					}
+				}
+			}
+			msg, err := mail.ReadMessage(bytes.NewReader(m.Raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantName := tc.value
+			if utf8.RuneCountInString(tc.value) > send.MaxNameLen {
+				wantName = strings.TrimRight(string([]rune(tc.value)[:send.MaxNameLen-1]), " \t") + "…"
+			}
+			to, err := mail.ParseAddress(msg.Header.Get("To"))
+			if err != nil {
+				t.Fatalf("To %q: %v", msg.Header.Get("To"), err)
+			}
+			if to.Name != wantName || to.Address != n.To {
+				t.Errorf("To = %q <%s>, want %q <%s>", to.Name, to.Address, wantName, n.To)
+			}
+			subj, err := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(subj, wantName) || !strings.Contains(m.Text, wantName) {
+				t.Errorf("Subject %q or text does not name the plan cut to %d characters", subj, send.MaxPlanLen)
+			}
+		})
+	}
+}
+
+// A custom subject template that writes one word longer than a header line
+// may be is refused, never sent as a line a server would reject.
+func TestRenderRefusesUnfoldableSubject(t *testing.T) {
+	t.Parallel()
+	r, err := send.NewRenderer(send.RenderConfig{From: "n@example.com", MessageIDDomain: "example.com",
+		Templates: fstest.MapFS{"default.subject.tmpl": {Data: []byte(strings.Repeat("x", 1200))}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Render(notice(1, "example.org")); !errors.Is(err, send.ErrHeaderTooLong) {
+		t.Fatalf("err = %v, want ErrHeaderTooLong", err)
 	}
 }

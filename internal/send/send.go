@@ -23,8 +23,8 @@ type Notice struct {
 	RenewsAt       time.Time // when the card is charged
 	To             string    // recipient address (possibly the staging redirect)
 	Domain         string    // recipient domain, lower-case ASCII: the bucket key
-	Name           string    // optional display name, may be empty
-	Plan           string    // optional plan name, may be empty
+	Name           string    // optional display name, may be empty; Render cuts it at MaxNameLen characters
+	Plan           string    // optional plan name, may be empty; Render cuts it at MaxPlanLen characters
 	CancelToken    string    // token of the cancellation link; reused across revisions
 	ClaimedAt      time.Time // when the claim committed (for claim-to-commit latency)
 }
