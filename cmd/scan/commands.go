@@ -264,7 +264,8 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags, log zerolog.Logger) (*pr
 		})
 		return nil, usagef(field, "%q is not one of outbox, smtp, http", p.senderName)
 	}
-	rc := send.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL}
+	rc := send.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL,
+		Provider: pol.Provider, ConfigurationSet: pol.SES.ConfigurationSet}
 	if pol.TemplatesDir != "" {
 		rc.Templates = os.DirFS(pol.TemplatesDir)
 	}

@@ -1,0 +1,133 @@
+package send_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/mail"
+	"net/textproto"
+	"strings"
+	"testing"
+
+	"github.com/example/scan/internal/send"
+	"github.com/example/scan/internal/smtptest"
+)
+
+// For each provider value, the message read at the SMTP server carries
+// the header that provider turns into event data, with the notice key in
+// the form the provider documents, and no other provider's header.
+func TestCorrelationHeadersAtTheServer(t *testing.T) {
+	t.Parallel()
+	all := []string{"X-SES-MESSAGE-TAGS", "X-SES-CONFIGURATION-SET", "X-SMTPAPI", "X-Mailgun-Variables", "X-PM-Metadata-notice_key"}
+	// keyOf reads the key back the way the provider does.
+	jsonKey := func(t *testing.T, v string, path ...string) string {
+		t.Helper()
+		var m map[string]any
+		if err := json.Unmarshal([]byte(v), &m); err != nil {
+			t.Fatalf("header value %q is not JSON: %v", v, err)
+		}
+		for _, p := range path[:len(path)-1] {
+			m, _ = m[p].(map[string]any)
+		}
+		s, _ := m[path[len(path)-1]].(string)
+		return s
+	}
+	for _, tc := range []struct {
+		provider, configSet string
+		want                map[string]func(t *testing.T, v, key string) bool
+	}{
+		{"none", "", nil},
+		{"", "ignored", nil},
+		{"ses", "", map[string]func(*testing.T, string, string) bool{
+			"X-SES-MESSAGE-TAGS": func(_ *testing.T, v, key string) bool { return v == "notice_key="+key },
+		}},
+		{"ses", "notices-prod_1", map[string]func(*testing.T, string, string) bool{
+			"X-SES-MESSAGE-TAGS":      func(_ *testing.T, v, key string) bool { return v == "notice_key="+key },
+			"X-SES-CONFIGURATION-SET": func(_ *testing.T, v, _ string) bool { return v == "notices-prod_1" },
+		}},
+		{"sendgrid", "", map[string]func(*testing.T, string, string) bool{
+			"X-SMTPAPI": func(t *testing.T, v, key string) bool { return jsonKey(t, v, "unique_args", "notice_key") == key },
+		}},
+		{"mailgun", "", map[string]func(*testing.T, string, string) bool{
+			"X-Mailgun-Variables": func(t *testing.T, v, key string) bool { return jsonKey(t, v, "notice_key") == key },
+		}},
+		{"postmark", "", map[string]func(*testing.T, string, string) bool{
+			"X-PM-Metadata-notice_key": func(_ *testing.T, v, key string) bool { return v == key },
+		}},
+	} {
+		t.Run(tc.provider+"/"+tc.configSet, func(t *testing.T) {
+			t.Parallel()
+			r, err := send.NewRenderer(send.RenderConfig{
+				From: "Example Box <notices@example.com>", MessageIDDomain: "notices.example.com",
+				Provider: tc.provider, ConfigurationSet: tc.configSet,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := smtptest.New(t)
+			s := newSMTP(t, send.SMTPConfig{URL: srv.URL(), Pool: 1})
+			n := notice(1, "example.org")
+			if _, err := s.Send(t.Context(), render(t, r, n)); err != nil {
+				t.Fatal(err)
+			}
+			raw := srv.Messages()[0].Raw
+			msg, err := mail.ReadMessage(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range all {
+				vs := msg.Header[textproto.CanonicalMIMEHeaderKey(name)]
+				check, wanted := tc.want[name]
+				switch {
+				case !wanted && len(vs) > 0:
+					t.Errorf("%s: %q, want no such header", name, vs)
+				case wanted && len(vs) != 1:
+					t.Errorf("%s: %d headers, want 1 (message:\n%s)", name, len(vs), raw)
+				case wanted && !check(t, vs[0], n.Key):
+					t.Errorf("%s: %q does not carry key %s as the provider reads it", name, vs[0], n.Key)
+				case wanted && !bytes.Contains(raw, []byte("\r\n"+name+": ")):
+					t.Errorf("%s is not spelled as the provider documents it", name)
+				}
+			}
+			// Every header line of the message is one line: no folded or
+			// broken header came out of the correlation values.
+			head, _, _ := bytes.Cut(raw, []byte("\r\n\r\n"))
+			for _, line := range strings.Split(string(head), "\r\n") {
+				if strings.ContainsAny(line, "\r\n") || line == "" || line[0] == ' ' || line[0] == '\t' {
+					t.Errorf("header line %q", line)
+				}
+			}
+		})
+	}
+}
+
+func TestRendererRefusesBadProviderSettings(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []send.RenderConfig{
+		{Provider: "sparkpost"},
+		{Provider: "SES"},
+		{Provider: "ses", ConfigurationSet: "a\r\nX-Evil: 1"},
+		{Provider: "ses", ConfigurationSet: "a b"},
+	} {
+		cfg.From, cfg.MessageIDDomain = "notices@example.com", "notices.example.com"
+		if _, err := send.NewRenderer(cfg); err == nil {
+			t.Errorf("NewRenderer(%+v) accepted it", cfg)
+		}
+	}
+}
+
+// CorrelationHeaders never returns a value with a line break, whatever
+// hex key it is given.
+func TestCorrelationHeadersOneLine(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{"ses", "sendgrid", "mailgun", "postmark"} {
+		hs := send.CorrelationHeaders(p, key("x"), "set")
+		if len(hs) == 0 {
+			t.Fatalf("%s: no header", p)
+		}
+		for _, h := range hs {
+			if strings.ContainsAny(h[0]+h[1], "\r\n") {
+				t.Errorf("%s: %q", p, h)
+			}
+		}
+	}
+}
