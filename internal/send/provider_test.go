@@ -131,3 +131,47 @@ func TestCorrelationHeadersOneLine(t *testing.T) {
 		}
 	}
 }
+
+func TestReplyProviderID(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"Ok 0100018f2c9d5e7a-3b5c7a1e-6f0e-4a6b-9d2f-1c2d3e4f5a6b-000000": "0100018f2c9d5e7a-3b5c7a1e-6f0e-4a6b-9d2f-1c2d3e4f5a6b-000000", // Amazon SES
+		"2.0.0 Ok: queued as 4F1B22A0B1":                                  "4F1B22A0B1",                                                   // Postfix
+		"Ok: queued as 1Ie4T0ZPSLi3Vi0O2M0ruA":                            "1Ie4T0ZPSLi3Vi0O2M0ruA",
+		"OK: queued as <abc.def@relay>":                                   "abc.def@relay",
+		"2.0.0 OK id=1rXyz-0001ab-2Q":                                     "1rXyz-0001ab-2Q", // Exim
+		"mx.example.com says hi\nOk: queued as ZZ9.":                      "ZZ9",
+		"2.0.0 OK: queued":                                                "",
+		"Ok":                                                              "",
+		"OK: queued":                                                      "",
+		"Great success":                                                   "", // Mailgun: no id
+		"Ok two words":                                                    "",
+		"Ok: queued as \"x y\"":                                           "",
+		"Ok: queued as é":                                                 "",
+		"":                                                                "",
+	} {
+		if got := send.ReplyProviderID(in); got != want {
+			t.Errorf("ReplyProviderID(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The provider's id in a real final reply is the Receipt's ProviderID.
+func TestSMTPProviderIDFromReply(t *testing.T) {
+	t.Parallel()
+	for reply, want := range map[string]string{
+		"Ok 010001abc-000000":      "010001abc-000000",
+		"Ok: queued as 4F1B22A0B1": "4F1B22A0B1",
+		"Great success":            "Great success", // no id: the text, as before
+	} {
+		srv := smtptest.New(t, smtptest.WithReply(func(smtptest.Received) string { return reply }))
+		s := newSMTP(t, send.SMTPConfig{URL: srv.URL(), Pool: 1})
+		rcpt, err := s.Send(t.Context(), render(t, newRenderer(t), notice(1, "example.org")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rcpt.ProviderID != want {
+			t.Errorf("reply %q: ProviderID %q, want %q", reply, rcpt.ProviderID, want)
+		}
+	}
+}
