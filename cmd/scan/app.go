@@ -301,6 +301,8 @@ func redactPasswords(s string) string {
 func registerSecrets(e *env) {
 	e.secrets = e.secrets[:0]
 	e.addSecret(e.getenv("NOTICE_KEY_SECRET"))
+	e.addSecret(e.getenv("AWS_SECRET_ACCESS_KEY"))
+	e.addSecret(e.getenv("AWS_SESSION_TOKEN"))
 	for _, v := range []string{"DATABASE_URL", "SMTP_URL", "SCAN_HTTP_URL", "PUSHGATEWAY_URL"} {
 		raw := e.getenv(v)
 		if u, err := url.Parse(raw); err == nil && u.User != nil {
