@@ -106,7 +106,7 @@ func ReadFormat(r io.Reader, format string, fn func(ledger.Settlement) error) (S
 		if ev.key != "" && !notice.ValidKey(ev.key) {
 			ev.key = "" // not one of ours: match by the ids instead
 		}
-		ev.messageID = ledger.TrimMessageID(ev.messageID)
+		ev.messageID = strings.Trim(ev.messageID, "<> \t\r\n")
 		ev.providerID = strings.TrimSpace(ev.providerID)
 		if ev.key == "" && ev.providerID == "" && ev.messageID == "" {
 			st.Malformed++
