@@ -1,6 +1,8 @@
 package reconcile_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -163,5 +165,22 @@ func TestReadFormatUnknown(t *testing.T) {
 	t.Parallel()
 	if _, err := reconcile.ReadFormat(strings.NewReader(""), "sparkpost", nil); err == nil {
 		t.Fatal("unknown format accepted")
+	}
+}
+
+// BenchmarkReadFormatSES reads SNS notifications of SES delivery events,
+// one per line, as an hourly reconcile of a large sender would.
+func BenchmarkReadFormatSES(b *testing.B) {
+	ev := `{"eventType":"Delivery","mail":{"timestamp":"2016-10-19T23:20:52.240Z","messageId":"EXAMPLE7c191be45-e9aedb9a-02f9-4d12-a87d-dd0099a07f8a-000001","tags":{"ses:configuration-set":["notices"],"notice_key":["` +
+		testKey(1) + `"]}},"delivery":{"timestamp":"2016-10-19T23:21:04.133Z","recipients":["recipient@example.com"],"smtpResponse":"250 2.6.0 Message received"}}`
+	line, _ := json.Marshal(map[string]string{"Type": "Notification", "MessageId": "22b80b92-fdea-4c2c-8f9d-bdfb0c7bf324", "Message": ev})
+	in := bytes.Repeat(append(line, '\n'), 10000)
+	b.SetBytes(int64(len(in)))
+	b.ResetTimer()
+	for b.Loop() {
+		st, err := reconcile.ReadFormat(bytes.NewReader(in), "ses", func(ledger.Settlement) error { return nil })
+		if err != nil || st.Payloads != 10000 {
+			b.Fatal(st, err)
+		}
 	}
 }
