@@ -415,8 +415,83 @@ func TestScheduleMatchesPolicy(t *testing.T) {
 		t.Fatalf("the sample policy is refused: %v", err)
 	}
 	for file, cj := range cronJobs(t, docs) {
+		if file == "cronjob-reconcile.yaml" {
+			continue // not a pass: it runs on its own schedule
+		}
 		if cj.Spec.Schedule != p.Schedule {
 			t.Errorf("%s: schedule %q, policy schedule %q", file, cj.Spec.Schedule, p.Schedule)
+		}
+	}
+}
+
+// The reconcile CronJob reads the provider's events into an emptyDir and
+// settles them with a format scan knows, under the same restrictions as the
+// pass, with only the database secret.
+func TestReconcileCronJob(t *testing.T) {
+	cj := cronJobs(t, load(t))["cronjob-reconcile.yaml"]
+	if cj == nil {
+		t.Fatal("cronjob-reconcile.yaml has no CronJob")
+	}
+	if _, err := policy.ParseSchedule(cj.Spec.Schedule); err != nil {
+		t.Errorf("schedule %q: %v", cj.Spec.Schedule, err)
+	}
+	if cj.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || cj.Spec.TimeZone == nil || *cj.Spec.TimeZone != "Etc/UTC" {
+		t.Errorf("concurrencyPolicy %q, timeZone %v", cj.Spec.ConcurrencyPolicy, cj.Spec.TimeZone)
+	}
+	js := cj.Spec.JobTemplate.Spec
+	checkFailurePolicy(t, js.PodFailurePolicy)
+	if d := js.ActiveDeadlineSeconds; d == nil || *d <= 0 || *d > 3600 {
+		t.Errorf("activeDeadlineSeconds = %v, want at most the hour between two runs", d)
+	}
+	pod := js.Template.Spec
+	if pod.RestartPolicy != corev1.RestartPolicyNever || pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Errorf("restartPolicy %q, automountServiceAccountToken %v", pod.RestartPolicy, pod.AutomountServiceAccountToken)
+	}
+	if len(pod.InitContainers) != 1 || len(pod.Containers) != 1 {
+		t.Fatalf("%d init containers, %d containers; want 1 and 1", len(pod.InitContainers), len(pod.Containers))
+	}
+	fetch, c := pod.InitContainers[0], pod.Containers[0]
+	checkContainer(t, fetch)
+	checkContainer(t, c)
+	checkSecretEnv(t, c, "DATABASE_URL", "database-url")
+	for _, name := range []string{"NOTICE_KEY_SECRET", "SMTP_URL", "SCAN_SENDER"} {
+		if env(c, name) != nil {
+			t.Errorf("reconcile gets %s, which it does not need", name)
+		}
+	}
+	if len(c.Args) < 5 || c.Args[0] != "reconcile" {
+		t.Fatalf("args = %q", c.Args)
+	}
+	var format, events string
+	for i := 1; i+1 < len(c.Args); i++ {
+		switch c.Args[i] {
+		case "--format":
+			format = c.Args[i+1]
+		case "--events":
+			events = c.Args[i+1]
+		}
+	}
+	if !slices.Contains([]string{"jsonl", "ses", "sendgrid", "mailgun", "postmark"}, format) {
+		t.Errorf("--format %q", format)
+	}
+	mountOf := func(c corev1.Container, name string) corev1.VolumeMount {
+		for _, m := range c.VolumeMounts {
+			if m.Name == name {
+				return m
+			}
+		}
+		return corev1.VolumeMount{}
+	}
+	in, out := mountOf(fetch, "events"), mountOf(c, "events")
+	if in.MountPath == "" || in.ReadOnly || out.MountPath != in.MountPath || !out.ReadOnly || !strings.HasPrefix(events, out.MountPath+"/") {
+		t.Errorf("events: written at %+v, read at %+v, file %q", in, out, events)
+	}
+	if !strings.Contains(strings.Join(fetch.Args, " "), events) {
+		t.Errorf("the init container does not write %s", events)
+	}
+	for _, v := range pod.Volumes {
+		if v.Name == "events" && (v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil) {
+			t.Errorf("events volume %+v, want a bounded emptyDir", v)
 		}
 	}
 }

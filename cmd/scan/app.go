@@ -40,7 +40,7 @@ commands:
   run          one pass: claim, send, record (--dry-run, --max-mint N, --shard I/N, --now RFC3339)
   lookup ID    every ledger row of one subscription
   quarantine   claims with no recorded outcome, oldest first
-  reconcile    settle quarantined claims from provider events (--events FILE)
+  reconcile    settle quarantined claims from provider events (--events FILE [--format ses|sendgrid|mailgun|postmark])
   resolve KEY  an operator's decision on one claim (--sent|--not-sent|--retry --reason TEXT)
   backfill     import notices an earlier system already sent (--from FILE.csv)
   schedule     run passes in-process on a cron schedule
@@ -304,6 +304,8 @@ func redactPasswords(s string) string {
 func registerSecrets(e *env) {
 	e.secrets = e.secrets[:0]
 	e.addSecret(e.getenv("NOTICE_KEY_SECRET"))
+	e.addSecret(e.getenv("AWS_SECRET_ACCESS_KEY"))
+	e.addSecret(e.getenv("AWS_SESSION_TOKEN"))
 	for _, v := range []string{"DATABASE_URL", "SMTP_URL", "SCAN_HTTP_URL", "PUSHGATEWAY_URL"} {
 		raw := e.getenv(v)
 		if u, err := url.Parse(raw); err == nil && u.User != nil {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/rs/zerolog"
 
 	"github.com/example/scan/internal/ledger"
@@ -62,7 +64,7 @@ func (f *runFlags) register(fs interface {
 	BoolVar(*bool, string, bool, string)
 }, withRunOnly bool) {
 	fs.StringVar(&f.config, "config", "", "policy file (env SCAN_CONFIG); built-in defaults when empty")
-	fs.StringVar(&f.sender, "sender", "outbox", "outbox, smtp or http (env SCAN_SENDER)")
+	fs.StringVar(&f.sender, "sender", "outbox", "outbox, smtp, http or ses (env SCAN_SENDER)")
 	fs.StringVar(&f.source, "source", "subscriptions", "table or view to read, schema-qualified allowed")
 	fs.StringVar(&f.redirect, "redirect-to", "", "deliver every notice to this address instead (env SCAN_REDIRECT_TO)")
 	fs.StringVar(&f.shard, "shard", "", "I/N: take shard I of N (default from JOB_COMPLETION_INDEX and --shards)")
@@ -185,6 +187,7 @@ type preparedPass struct {
 	redirect, senderName string
 	outboxDir, smtpURL   string
 	httpURL              string
+	aws                  aws.Config // with sender ses
 	concurrency          int
 	maxDuration          time.Duration
 	log                  zerolog.Logger
@@ -278,6 +281,10 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags, log zerolog.Logger) (*pr
 		if u.Scheme == "http" && !isLoopback(u.Hostname()) {
 			return nil, usagef("SCAN_HTTP_URL", "plain http:// to %s would send recipients and credentials in the clear: use https://", u.Hostname())
 		}
+	case "ses":
+		if err := p.prepareSES(e, production); err != nil {
+			return nil, err
+		}
 	default:
 		field := "SCAN_SENDER"
 		fs.Visit(func(f *flag.Flag) {
@@ -285,14 +292,15 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags, log zerolog.Logger) (*pr
 				field = "--sender"
 			}
 		})
-		return nil, usagef(field, "%q is not one of outbox, smtp, http", p.senderName)
+		return nil, usagef(field, "%q is not one of outbox, smtp, http, ses", p.senderName)
 	}
 	if production {
 		if err := pol.CheckProduction(); err != nil {
 			return nil, err
 		}
 	}
-	rc := send.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL}
+	rc := send.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL,
+		Provider: pol.Provider, ConfigurationSet: pol.SES.ConfigurationSet}
 	if pol.TemplatesDir != "" {
 		rc.Templates = os.DirFS(pol.TemplatesDir)
 	}
@@ -303,12 +311,54 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags, log zerolog.Logger) (*pr
 	return p, nil
 }
 
+// prepareSES resolves the AWS configuration through the SDK's standard
+// chain (environment, shared config files, IRSA web identity, instance
+// role) and checks what can be checked before a pass: a region, and an
+// endpoint that may be reached. AWS_REGION and the endpoint variables are
+// read through e so that they are checked like every other variable.
+func (p *preparedPass) prepareSES(e *env, production bool) error {
+	var opts []func(*config.LoadOptions) error
+	if r := e.getenv("AWS_REGION"); r != "" {
+		opts = append(opts, config.WithRegion(r))
+	}
+	field, endpoint := "AWS_ENDPOINT_URL_SESV2", e.getenv("AWS_ENDPOINT_URL_SESV2")
+	if endpoint == "" {
+		field, endpoint = "AWS_ENDPOINT_URL", e.getenv("AWS_ENDPOINT_URL")
+	}
+	if endpoint != "" {
+		u, err := url.Parse(endpoint)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" {
+			return usagef(field, "%q is not an http(s) URL", endpoint)
+		}
+		if !isLoopback(u.Hostname()) && !production && p.redirect == "" {
+			return usagef(field, "refusing to deliver to %s outside production: set SCAN_ENVIRONMENT=production, or SCAN_REDIRECT_TO=address for staging", u.Hostname())
+		}
+		if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+			return usagef(field, "plain http:// to %s would send recipients and credentials in the clear: use https://", u.Hostname())
+		}
+		opts = append(opts, config.WithBaseEndpoint(endpoint))
+	} else if !production && p.redirect == "" {
+		return usagef("SCAN_SENDER", "refusing to deliver through Amazon SES outside production: set SCAN_ENVIRONMENT=production, or SCAN_REDIRECT_TO=address for staging")
+	}
+	cfg, err := config.LoadDefaultConfig(context.Background(), opts...)
+	if err != nil {
+		return usagef("AWS_CONFIG_FILE", "AWS configuration: %v", err)
+	}
+	if cfg.Region == "" {
+		return usagef("AWS_REGION", "required with --sender ses (or a region in the shared AWS config)")
+	}
+	p.aws = cfg
+	return nil
+}
+
 func (p *preparedPass) newSender() (send.Sender, error) {
 	switch p.senderName {
 	case "smtp":
 		return send.NewSMTP(send.SMTPConfig{URL: p.smtpURL, Pool: p.concurrency})
 	case "http":
 		return send.NewHTTP(send.HTTPConfig{URL: p.httpURL})
+	case "ses":
+		return send.NewSES(send.SESConfig{AWS: p.aws, ConfigurationSet: p.pol.SES.ConfigurationSet})
 	default:
 		if err := os.MkdirAll(p.outboxDir, 0o755); err != nil {
 			return nil, fmt.Errorf("outbox %s: %w", p.outboxDir, err)

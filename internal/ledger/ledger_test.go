@@ -254,3 +254,55 @@ func TestResolveAndSettle(t *testing.T) {
 		t.Fatalf("audit rows = %d, %v", audit, err)
 	}
 }
+
+// A settlement finds its row by notice key first, then by provider id
+// (never one that several rows share), then by Message-ID; a permanent
+// bounce makes the claim failed; rows that are not claimed do not change.
+func TestSettleMatchesKeyProviderIDMessageID(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	var cs []ledger.Claim
+	for i := 1; i <= 7; i++ {
+		cs = append(cs, claim(i, 0))
+	}
+	if _, err := ledger.ClaimBatch(ctx, db, opt("a"), cs); err != nil {
+		t.Fatal(err)
+	}
+	// Two rows carry provider ids although still claimed (as an operator
+	// or an earlier tool could leave them); 60 and 70 share one.
+	if _, err := db.Exec(`UPDATE notice_ledger SET provider_id = CASE notice_key WHEN $1 THEN 'ses-40' ELSE 'shared' END
+		WHERE notice_key IN ($1, $2, $3)`, key(40), key(60), key(70)); err != nil {
+		t.Fatal(err)
+	}
+	msgID := func(i int) string { return key(i)[:32] + "@n.example.com" }
+	res, err := ledger.Settle(ctx, db, "reconcile", t0, []ledger.Settlement{
+		// The key wins over a Message-ID that names another row.
+		{Key: key(10), MessageID: msgID(20), To: ledger.Sent, Event: "ses:delivery"},
+		{Key: key(30), To: ledger.Failed, Event: "ses:bounce/permanent"},
+		{ProviderID: "ses-40", To: ledger.Retry, Event: "ses:reject"},
+		{Key: "f" + key(50)[1:], ProviderID: "nope", MessageID: msgID(50), To: ledger.Sent, Event: "postmark:delivery"},
+		{ProviderID: "shared", To: ledger.Sent, Event: "sendgrid:delivered"},                       // ambiguous: unknown
+		{ProviderID: "shared", MessageID: msgID(70), To: ledger.Sent, Event: "sendgrid:delivered"}, // falls to Message-ID
+		{Key: key(10), To: ledger.Failed, Event: "ses:bounce/permanent"},                           // too late
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Changed) != 5 || res.Unknown != 1 || res.Unchanged != 1 {
+		t.Fatalf("settle = %+v", res)
+	}
+	want := map[int]ledger.State{10: ledger.Sent, 20: ledger.Claimed, 30: ledger.Failed, 40: ledger.Retry, 50: ledger.Sent, 60: ledger.Claimed, 70: ledger.Sent}
+	for k, st := range want {
+		r, err := ledger.Get(ctx, db, key(k))
+		if err != nil || r.State != st {
+			t.Errorf("%d: %s, %v; want %s", k, r.State, err, st)
+		}
+		if st == ledger.Failed && r.SentAt != nil {
+			t.Errorf("%d: failed with sent_at %v", k, r.SentAt)
+		}
+	}
+	if res.Changed[0].MessageID != msgID(10) || res.Changed[0].Key != key(10) {
+		t.Errorf("change = %+v", res.Changed[0])
+	}
+}

@@ -165,18 +165,22 @@ func resolveLocked(ctx context.Context, tx sqlx.ExtContext, d Decision, from Sta
 	return nil
 }
 
-// Settlement is one provider event to apply to a claim.
+// Settlement is one provider event to apply to a claim. It names the claim
+// by its notice key, the provider's id or its Message-ID, tried in that
+// order; at least one must be set.
 type Settlement struct {
-	MessageID string // without angle brackets
-	To        State  // Sent or Retry
-	Event     string // the provider's event name, for the audit trail
-	At        time.Time
+	Key        string // the notice key the provider echoed; may be empty
+	ProviderID string // the provider's message id; may be empty
+	MessageID  string // without angle brackets; may be empty
+	To         State  // Sent, Retry or Failed
+	Event      string // the provider's event name, for the audit trail
+	At         time.Time
 }
 
 // SettleResult says what a batch of settlements did.
 type SettleResult struct {
 	Changed   []Change // claims settled
-	Unknown   int      // message ids that match no ledger row
+	Unknown   int      // settlements that match no ledger row
 	Unchanged int      // rows that were not claimed (already settled)
 }
 
@@ -190,39 +194,71 @@ type Change struct {
 }
 
 // Settle applies provider events to quarantined claims: only rows in state
-// claimed change; each change is recorded with by as its author. Events for
-// the same Message-ID are applied in order, and the first that settles a
-// claim wins.
+// claimed change; each change is recorded with by as its author. A
+// settlement finds its row by notice key, else by provider id (unless
+// several rows share that id), else by Message-ID. Events for the same row
+// are applied in order, and the first that settles a claim wins.
 func Settle(ctx context.Context, db *sqlx.DB, by string, now time.Time, ss []Settlement) (SettleResult, error) {
 	var res SettleResult
 	if len(ss) == 0 {
 		return res, nil
 	}
-	ids := make([]string, 0, len(ss))
+	var keys, provs, ids []string
 	for _, s := range ss {
-		ids = append(ids, s.MessageID)
+		if s.Key != "" {
+			keys = append(keys, s.Key)
+		}
+		if s.ProviderID != "" {
+			provs = append(provs, s.ProviderID)
+		}
+		if s.MessageID != "" {
+			ids = append(ids, s.MessageID)
+		}
 	}
 	err := WithTx(ctx, db, func(tx *sqlx.Tx) error {
 		res = SettleResult{}
 		var rows []struct {
-			Key       string `db:"notice_key"`
-			MessageID string `db:"message_id"`
-			State     State  `db:"state"`
+			Key        string `db:"notice_key"`
+			MessageID  string `db:"message_id"`
+			ProviderID string `db:"provider_id"`
+			State      State  `db:"state"`
 		}
-		if err := sqlx.SelectContext(ctx, tx, &rows, NoticeListByMessageID, pq.Array(ids)); err != nil {
+		if err := sqlx.SelectContext(ctx, tx, &rows, NoticeListForSettlement, pq.Array(keys), pq.Array(provs), pq.Array(ids)); err != nil {
 			return fmt.Errorf("settle: %w", err)
 		}
 		type cur struct {
-			key   string
-			state State
+			key, messageID string
+			state          State
 		}
-		byID := make(map[string]*cur, len(rows))
+		byKey := make(map[string]*cur, len(rows))
+		byProv := map[string]*cur{}
+		byID := map[string]*cur{}
 		for _, r := range rows {
-			byID[r.MessageID] = &cur{r.Key, r.State}
+			c := &cur{r.Key, r.MessageID, r.State}
+			byKey[r.Key] = c
+			if r.ProviderID != "" {
+				if _, dup := byProv[r.ProviderID]; dup {
+					byProv[r.ProviderID] = nil // shared: names no one row
+				} else {
+					byProv[r.ProviderID] = c
+				}
+			}
+			if r.MessageID != "" {
+				byID[r.MessageID] = c
+			}
 		}
 		for _, s := range ss {
-			c, ok := byID[s.MessageID]
-			if !ok {
+			var c *cur
+			if s.Key != "" {
+				c = byKey[s.Key]
+			}
+			if c == nil && s.ProviderID != "" {
+				c = byProv[s.ProviderID]
+			}
+			if c == nil && s.MessageID != "" {
+				c = byID[s.MessageID]
+			}
+			if c == nil {
 				res.Unknown++
 				continue
 			}
@@ -242,7 +278,7 @@ func Settle(ctx context.Context, db *sqlx.DB, by string, now time.Time, ss []Set
 			if err != nil {
 				return err
 			}
-			res.Changed = append(res.Changed, Change{Key: c.key, MessageID: s.MessageID, From: Claimed, To: s.To, Event: s.Event})
+			res.Changed = append(res.Changed, Change{Key: c.key, MessageID: c.messageID, From: Claimed, To: s.To, Event: s.Event})
 			c.state = s.To
 		}
 		return nil

@@ -155,12 +155,19 @@ INSERT INTO notice_ledger_resolution
     (notice_key, from_state, to_state, resolved_by, reason, resolved_at)
 VALUES ($1, $2, $3, $4, $5, $6)`
 
-// NoticeListByMessageID finds the rows of a batch of Message-IDs
-// (without angle brackets).
-const NoticeListByMessageID = `
-SELECT notice_key, message_id, state
-FROM notice_ledger
-WHERE message_id = ANY($1::text[])`
+// NoticeListForSettlement finds the rows a batch of provider events may
+// name: by notice key ($1), provider id ($2) or Message-ID without angle
+// brackets ($3), each through its own index.
+const NoticeListForSettlement = `
+SELECT notice_key, COALESCE(message_id, '') AS message_id,
+       COALESCE(provider_id, '') AS provider_id, state
+FROM notice_ledger WHERE notice_key = ANY($1::text[])
+UNION
+SELECT notice_key, COALESCE(message_id, ''), COALESCE(provider_id, ''), state
+FROM notice_ledger WHERE provider_id = ANY($2::text[])
+UNION
+SELECT notice_key, COALESCE(message_id, ''), COALESCE(provider_id, ''), state
+FROM notice_ledger WHERE message_id = ANY($3::text[])`
 
 // NoticeBackfill imports notices an earlier system already sent, as sent.
 // A conflict (the notice is already in the ledger) is skipped and counted

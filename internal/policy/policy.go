@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -174,11 +175,40 @@ type Policy struct {
 	Legal               map[string]Legal `yaml:"legal"`
 	Rate                Rate             `yaml:"rate"`
 	Concurrency         int              `yaml:"concurrency"`
+	// Provider names the email provider behind the sender, so that every
+	// message carries the header that provider turns into event data
+	// with the notice key (see Providers). Default ProviderNone.
+	Provider string `yaml:"provider"`
+	// SES configures Amazon SES, for provider ses or sender ses.
+	SES SES `yaml:"ses"`
 
 	// MaxScheduleGap is the longest gap between two firings of Schedule over
 	// a year, computed by Validate.
 	MaxScheduleGap time.Duration `yaml:"-"`
 }
+
+// Provider names.
+const (
+	ProviderNone     = "none"
+	ProviderSES      = "ses"
+	ProviderSendGrid = "sendgrid"
+	ProviderMailgun  = "mailgun"
+	ProviderPostmark = "postmark"
+)
+
+// Providers lists the accepted values of provider, in the order the
+// documentation gives them.
+var Providers = []string{ProviderNone, ProviderSES, ProviderSendGrid, ProviderMailgun, ProviderPostmark}
+
+// SES is the Amazon SES part of the policy.
+type SES struct {
+	// ConfigurationSet is the configuration set every message is sent
+	// with (its event destinations publish the events reconcile reads).
+	// Optional; up to 64 letters, digits, '-' or '_'.
+	ConfigurationSet string `yaml:"configuration_set"`
+}
+
+var configSetRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Error is a policy that cannot be met or parsed. Field names the setting
 // (e.g. "notices[renewal_notice_t72].by_jurisdiction[US-CA]").
@@ -207,6 +237,7 @@ rate:
   default: {per_second: 5, burst: 5}
   global: {per_second: 100, burst: 100}
 concurrency: 16
+provider: none
 `
 
 // Default returns the built-in policy (used when no file is given).
@@ -312,6 +343,9 @@ func (p *Policy) fillDefaults() {
 	if p.UnknownJurisdiction == "" {
 		p.UnknownJurisdiction = UnknownDefault
 	}
+	if p.Provider == "" {
+		p.Provider = ProviderNone
+	}
 	if p.Notices == nil {
 		p.Notices = []Kind{{Kind: "renewal_notice_t72", OpenBefore: Duration(72 * time.Hour), CloseBefore: Duration(24 * time.Hour)}}
 	}
@@ -385,6 +419,12 @@ func (p *Policy) Validate() error {
 	}
 	if p.UnknownJurisdiction != UnknownDefault && p.UnknownJurisdiction != UnknownInvalid {
 		return &Error{Field: "unknown_jurisdiction", Msg: `must be "default" or "invalid"`}
+	}
+	if !slices.Contains(Providers, p.Provider) {
+		return &Error{Field: "provider", Msg: fmt.Sprintf("%q is not one of %s", p.Provider, strings.Join(Providers, ", "))}
+	}
+	if cs := p.SES.ConfigurationSet; cs != "" && !configSetRe.MatchString(cs) {
+		return &Error{Field: "ses.configuration_set", Msg: "must be 1 to 64 letters, digits, '-' or '_'"}
 	}
 	if len(p.Notices) == 0 {
 		return &Error{Field: "notices", Msg: "at least one kind is required"}

@@ -41,9 +41,15 @@ concurrency: 16
 
 func TestParseContractExample(t *testing.T) {
 	t.Parallel()
-	p, err := Parse(strings.NewReader(contractPolicy))
+	p, err := Parse(strings.NewReader(contractPolicy + "provider: ses\nses: {configuration_set: notices}\n"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if p.Provider != ProviderSES || p.SES.ConfigurationSet != "notices" {
+		t.Fatalf("provider %q, ses %+v", p.Provider, p.SES)
+	}
+	if Default().Provider != ProviderNone {
+		t.Fatalf("default provider %q", Default().Provider)
 	}
 	k, _ := p.Kind("renewal_notice_t72")
 	if w := k.WindowFor("US-CA"); time.Duration(w.OpenBefore) != 30*24*time.Hour || time.Duration(w.CloseBefore) != 16*24*time.Hour {
@@ -83,6 +89,10 @@ notices: [{kind: k1, open_before: 72h, close_before: 24h}]`, "can leave 7d betwe
 		{"bad cron", `schedule: "61 * * * *"`, "schedule: invalid cron expression"},
 		{"pipe in kind", `notices: [{kind: "a|b", open_before: 72h, close_before: 24h}]`, "must not contain '|'"},
 		{"concurrency", `concurrency: -3`, "concurrency"},
+		{"unknown provider", `provider: sparkpost`, `provider: "sparkpost" is not one of none, ses, sendgrid, mailgun, postmark`},
+		{"provider case", `provider: SES`, `provider: "SES" is not one of`},
+		{"configuration set", `ses: {configuration_set: "a b"}`, "ses.configuration_set"},
+		{"configuration set line break", "ses: {configuration_set: \"a\\r\\nX-Evil: 1\"}", "ses.configuration_set"},
 		{"second document", "concurrency: 4\n---\nconcurrency: 8\n", "line 3: a second YAML document"},
 		{"second document, broken", "concurrency: 4\n---\n[\n", "config"},
 	} {

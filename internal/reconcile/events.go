@@ -1,7 +1,9 @@
-// Package reconcile reads provider events (JSON lines) and turns them into
-// evidence about quarantined claims: an event that proves the provider
-// accepted a message settles its claim as sent; an explicit rejection
-// settles it as retry. It reads any size of file in bounded memory and
+// Package reconcile reads provider events (our own JSON lines, or the
+// payloads Amazon SES, SendGrid, Mailgun and Postmark post) and turns them
+// into evidence about quarantined claims: an event that proves the
+// provider accepted a message settles its claim as sent (failed for a
+// permanent bounce); an explicit rejection before sending settles it as
+// retry. It reads any size of file in bounded memory and
 // never stops for one bad line.
 package reconcile
 
@@ -102,6 +104,7 @@ type Problem struct {
 // Stats counts what the reader saw.
 type Stats struct {
 	Lines      int       `json:"lines"`
+	Payloads   int       `json:"payloads"` // events read; Lines for jsonl
 	Malformed  int       `json:"malformed"`
 	Oversized  int       `json:"oversized"`
 	Irrelevant int       `json:"irrelevant"` // events that prove nothing

@@ -2,10 +2,12 @@ package reconcile_test
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/example/scan/internal/ledger"
+	"github.com/example/scan/internal/notice"
 	"github.com/example/scan/internal/reconcile"
 )
 
@@ -79,6 +81,72 @@ func FuzzRead(f *testing.F) {
 			}
 			if oversized[p.Line] != strings.Contains(p.Reason, "longer than") {
 				t.Fatalf("problem %+v: oversized is %v", p, oversized[p.Line])
+			}
+			last = p.Line
+		}
+	})
+}
+
+// FuzzReadFormat checks that the provider readers never panic or stop on
+// bad input, account for every payload exactly once (settled, malformed,
+// oversized or irrelevant), count the lines of the input, report problems
+// in order on lines that exist, and hand over only settlements that name
+// a claim (a valid key, a provider id or a bare Message-ID) with a state
+// reconcile may set. The seeds are the provider fixtures and
+// testdata/fuzz/FuzzReadFormat.
+func FuzzReadFormat(f *testing.F) {
+	formats := reconcile.Formats[1:] // jsonl is FuzzRead
+	for i, name := range formats {
+		b, err := os.ReadFile("testdata/providers/" + name + ".txt")
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(i), b)
+	}
+	f.Add(uint8(1), []byte("[{\"event\":\"delivered\",\"notice_key\":\"x\n[1,2]\n{\"a\":\"\\\"}\"}\n\xef\xbb\xbf{}"))
+	f.Fuzz(func(t *testing.T, which uint8, in []byte) {
+		format := formats[int(which)%len(formats)]
+		settled := 0
+		st, err := reconcile.ReadFormat(bytes.NewReader(in), format, func(s ledger.Settlement) error {
+			settled++
+			if s.Key == "" && s.ProviderID == "" && s.MessageID == "" {
+				t.Fatalf("settlement names no claim: %+v", s)
+			}
+			if s.Key != "" && !notice.ValidKey(s.Key) {
+				t.Fatalf("settlement with key %q", s.Key)
+			}
+			if strings.HasPrefix(s.MessageID, "<") || strings.HasSuffix(s.MessageID, ">") || s.MessageID != strings.TrimSpace(s.MessageID) {
+				t.Fatalf("settlement with Message-ID %q", s.MessageID)
+			}
+			if s.To != ledger.Sent && s.To != ledger.Retry && s.To != ledger.Failed {
+				t.Fatalf("settlement to %q", s.To)
+			}
+			if !strings.HasPrefix(s.Event, format+":") || s.Event != strings.ToLower(s.Event) {
+				t.Fatalf("settlement event %q", s.Event)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("ReadFormat stopped on in-memory input: %v", err)
+		}
+		if st.Malformed+st.Oversized+st.Irrelevant+settled != st.Payloads {
+			t.Fatalf("%d payloads but %d malformed + %d oversized + %d irrelevant + %d settled", st.Payloads, st.Malformed, st.Oversized, st.Irrelevant, settled)
+		}
+		body := bytes.TrimPrefix(in, []byte("\xef\xbb\xbf"))
+		lines := bytes.Count(body, []byte("\n"))
+		if len(body) > 0 && body[len(body)-1] != '\n' {
+			lines++
+		}
+		if st.Lines != lines {
+			t.Fatalf("Lines = %d, want %d", st.Lines, lines)
+		}
+		if len(st.Problems) > 100 || len(st.Problems) > st.Malformed+st.Oversized {
+			t.Fatalf("%d problems for %d malformed and %d oversized", len(st.Problems), st.Malformed, st.Oversized)
+		}
+		last := 1
+		for _, p := range st.Problems {
+			if p.Line < last || p.Line > max(lines, 1) || p.Reason == "" {
+				t.Fatalf("problem %+v: out of order or on no line (after %d, %d lines)", p, last, lines)
 			}
 			last = p.Line
 		}

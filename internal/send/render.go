@@ -69,6 +69,14 @@ type RenderConfig struct {
 	// notice's query-escaped CancelToken. It must be an absolute http or
 	// https URL containing "{token}". Default DefaultCancelURL.
 	CancelURL string
+	// Provider names the email provider behind the sender: "" or "none"
+	// adds nothing; "ses", "sendgrid", "mailgun" and "postmark" add the
+	// header that provider turns into event data, carrying the notice key
+	// (see CorrelationHeaders).
+	Provider string
+	// ConfigurationSet is the Amazon SES configuration set named in an
+	// X-SES-CONFIGURATION-SET header (provider "ses" only); optional.
+	ConfigurationSet string
 	// Templates optionally overrides the embedded templates. For a notice
 	// of kind K the Renderer uses K.subject.tmpl, K.txt.tmpl and
 	// K.html.tmpl (text/template, text/template and html/template) from
@@ -96,6 +104,8 @@ type Renderer struct {
 	fromHdr   string
 	domain    string
 	cancelURL string
+	provider  string
+	configSet string
 	subject   map[string]*texttemplate.Template
 	text      map[string]*texttemplate.Template
 	html      map[string]*htmltemplate.Template
@@ -128,11 +138,21 @@ func NewRenderer(cfg RenderConfig) (*Renderer, error) {
 	if err := checkCancelURL(cfg.CancelURL); err != nil {
 		return nil, err
 	}
+	switch cfg.Provider {
+	case "", "none", "ses", "sendgrid", "mailgun", "postmark":
+	default:
+		return nil, fmt.Errorf("send: RenderConfig.Provider %q is not none, ses, sendgrid, mailgun or postmark", cfg.Provider)
+	}
+	if strings.Trim(cfg.ConfigurationSet, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
+		return nil, errors.New("send: RenderConfig.ConfigurationSet may hold only letters, digits, '-' and '_'")
+	}
 	r := &Renderer{
 		from:      *from,
 		fromHdr:   from.String(),
 		domain:    strings.ToLower(cfg.MessageIDDomain),
 		cancelURL: cfg.CancelURL,
+		provider:  cfg.Provider,
+		configSet: cfg.ConfigurationSet,
 		subject:   map[string]*texttemplate.Template{},
 		text:      map[string]*texttemplate.Template{},
 		html:      map[string]*htmltemplate.Template{},
@@ -219,6 +239,43 @@ func MessageID(key, domain string) string {
 // MessageID returns the Message-ID r gives the notice with key key.
 func (r *Renderer) MessageID(key string) string { return MessageID(key, r.domain) }
 
+// NoticeKeyTag is the name under which each provider echoes the notice
+// key in its events: an SES message tag, a SendGrid unique argument, a
+// Mailgun user variable, a Postmark metadata field.
+const NoticeKeyTag = "notice_key"
+
+// CorrelationHeaders returns the headers (name, value) that make provider
+// echo key in its event data:
+//
+//   - ses: X-SES-MESSAGE-TAGS: notice_key=KEY (events: mail.tags.notice_key),
+//     and X-SES-CONFIGURATION-SET when configSet is not empty; SES removes
+//     both before delivery.
+//   - sendgrid: X-SMTPAPI: {"unique_args":{"notice_key":"KEY"}} (events:
+//     notice_key at the top level).
+//   - mailgun: X-Mailgun-Variables: {"notice_key":"KEY"} (events:
+//     event-data.user-variables.notice_key).
+//   - postmark: X-PM-Metadata-notice_key: KEY (events: Metadata.notice_key).
+//
+// Any other provider ("" or "none") gets none. key is hex and configSet
+// letters, digits, '-' and '_', so no value can hold a line break.
+func CorrelationHeaders(provider, key, configSet string) [][2]string {
+	switch provider {
+	case "ses":
+		hs := [][2]string{{"X-SES-MESSAGE-TAGS", NoticeKeyTag + "=" + key}}
+		if configSet != "" {
+			hs = append(hs, [2]string{"X-SES-CONFIGURATION-SET", configSet})
+		}
+		return hs
+	case "sendgrid":
+		return [][2]string{{"X-SMTPAPI", `{"unique_args":{"` + NoticeKeyTag + `":"` + key + `"}}`}}
+	case "mailgun":
+		return [][2]string{{"X-Mailgun-Variables", `{"` + NoticeKeyTag + `":"` + key + `"}`}}
+	case "postmark":
+		return [][2]string{{"X-PM-Metadata-" + NoticeKeyTag, key}}
+	}
+	return nil
+}
+
 // CancelLink returns the cancellation link for token.
 func (r *Renderer) CancelLink(token string) string {
 	return strings.ReplaceAll(r.cancelURL, "{token}", url.QueryEscape(token))
@@ -294,6 +351,9 @@ func (r *Renderer) Render(n Notice) (*Message, error) {
 		{"X-Notice-Key", n.Key},
 		{"List-Unsubscribe", "<" + link + ">"},
 		{"Auto-Submitted", "auto-generated"},
+	}
+	for _, h := range CorrelationHeaders(r.provider, n.Key, r.configSet) {
+		headers = append(headers, struct{ name, value string }{h[0], h[1]})
 	}
 	boundary := "=_notice_" + n.Key[:32]
 	var raw bytes.Buffer

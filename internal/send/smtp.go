@@ -195,7 +195,8 @@ func (s *SMTP) String() string { return s.redacted }
 // Send submits m to the server, taking a pooled connection or dialling a
 // new one. It waits for a free connection while Pool sends are in flight.
 // Send returns within the configured Timeout or when ctx ends, whichever
-// is first. The Receipt's ProviderID is the server's final reply text, or
+// is first. The Receipt's ProviderID is the provider's message id when the
+// final reply carries one (see ReplyProviderID), else the reply's text, or
 // "smtp:"+Message-ID when the reply has none.
 func (s *SMTP) Send(ctx context.Context, m *Message) (Receipt, error) {
 	l := smtpLane{s: s}
@@ -392,11 +393,62 @@ func (c *smtpConn) transact(m, next *Message) (Receipt, error, connState) {
 		c.pending = nil
 		return Receipt{}, replyError("end of data", err, to, true), connDrop
 	}
-	id := scrub(strings.TrimSpace(stripEnhanced(msg)), to)
+	id := ReplyProviderID(msg)
+	if id == "" {
+		id = scrub(strings.TrimSpace(stripEnhanced(msg)), to)
+	}
 	if id == "" {
 		id = "smtp:" + m.MessageID
 	}
 	return Receipt{ProviderID: id}, nil, connReuse
+}
+
+// ReplyProviderID returns the provider's message id in the text of a
+// final 250 reply (without the code), or "" when it names none:
+//
+//   - "Ok: queued as 4F1B22A0B1" (Postfix, SendGrid and most relays):
+//     the word after "queued as";
+//   - "OK id=1rXyz-0001ab-2Q" (Exim): the value of id=;
+//   - "Ok 0100018f2c9d5e7a-..." (Amazon SES): the one word after "Ok".
+//
+// An enhanced status code ("2.0.0 ") in front is skipped, angle brackets
+// and trailing punctuation around the id are removed. Only the last line
+// of a multi-line reply is read. The id never holds a space, a control
+// character or a quote, so it is safe to log and store.
+func ReplyProviderID(msg string) string {
+	if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+		msg = msg[i+1:]
+	}
+	fields := strings.Fields(stripEnhanced(strings.TrimSpace(msg)))
+	id := ""
+	for i, f := range fields {
+		lf := strings.ToLower(f)
+		switch {
+		case lf == "queued" && i+2 < len(fields) && strings.EqualFold(fields[i+1], "as"):
+			id = fields[i+2]
+		case strings.HasPrefix(lf, "id=") && len(f) > 3:
+			id = f[3:]
+		}
+		if id != "" {
+			break
+		}
+	}
+	if id == "" && len(fields) == 2 && strings.EqualFold(fields[0], "ok") && strings.ContainsAny(fields[1], "0123456789") {
+		id = fields[1]
+	}
+	id = strings.TrimRight(id, ".,;:")
+	if strings.HasPrefix(id, "<") && strings.HasSuffix(id, ">") {
+		id = id[1 : len(id)-1]
+	}
+	for _, r := range id {
+		if r <= ' ' || r == 0x7f || r == '"' || r == '\'' || r == '<' || r == '>' || r >= utf8.RuneSelf {
+			return ""
+		}
+	}
+	if len(id) > 200 {
+		return ""
+	}
+	return id
 }
 
 // envelopeCmds are the commands of an envelope, with the reply each

@@ -80,6 +80,7 @@ type options struct {
 	latency     time.Duration
 	mode        Mode
 	onMessage   func(Received)
+	reply       func(Received) string
 }
 
 // WithSTARTTLS makes the server offer STARTTLS with a self-signed
@@ -105,6 +106,13 @@ func WithMode(m Mode) Option { return func(o *options) { o.mode = m } }
 // OnMessage calls fn, on the connection's goroutine, for each message read
 // in full, before it is counted and before the server replies to it.
 func OnMessage(fn func(Received)) Option { return func(o *options) { o.onMessage = fn } }
+
+// WithReply makes the server answer an accepted message with "250 " and
+// the text fn returns for it (no enhanced status code), as providers that
+// put their message id in the reply do: "Ok <id>" (Amazon SES), "Ok:
+// queued as <id>" (Postfix, SendGrid). The default is "250 2.0.0 OK:
+// queued".
+func WithReply(fn func(Received) string) Option { return func(o *options) { o.reply = fn } }
 
 // Server is a running test SMTP server. Its zero value is not usable; call
 // New.
@@ -436,6 +444,9 @@ func (ss *session) Data(r io.Reader) error {
 	case CloseAfterData:
 		_ = ss.c.Conn().Close()
 		return nil
+	}
+	if fn := ss.s.opts.reply; fn != nil {
+		return &smtp.SMTPError{Code: 250, EnhancedCode: smtp.NoEnhancedCode, Message: fn(rec)}
 	}
 	return nil
 }

@@ -1,0 +1,202 @@
+package send
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// SESConfig configures the Amazon SES v2 sender.
+type SESConfig struct {
+	// AWS is the SDK configuration: region, credentials and endpoint, as
+	// config.LoadDefaultConfig resolves them (environment, shared files,
+	// IRSA web identity in Kubernetes, instance roles). Its Retryer and
+	// HTTPClient are replaced: see NewSES.
+	AWS aws.Config
+	// ConfigurationSet, when set, is the configuration set of every
+	// message (its event destinations publish the events reconcile reads).
+	ConfigurationSet string
+	// Timeout bounds one Send. Default DefaultSendTimeout.
+	Timeout time.Duration
+	// Transport is the HTTP transport under the SDK; default a clone of
+	// http.DefaultTransport.
+	Transport http.RoundTripper
+}
+
+// SES sends each message through Amazon SES v2 SendEmail as raw content:
+// the bytes Render produced, byte for byte, with the notice key as the
+// email tag notice_key (which SES events carry as mail.tags.notice_key).
+// An SES is safe for concurrent use.
+//
+// The SDK never retries: a request whose answer was lost may have been
+// accepted, and sending it again would be a duplicate. Outcomes:
+//
+//   - a MessageId: sent, and the id is the Receipt's ProviderID;
+//   - throttling (TooManyRequests, LimitExceeded, HTTP 429), an HTTP 5xx
+//     answer, or a request that never fully left: Transient;
+//   - MessageRejected, MailFromDomainNotVerified, BadRequest (an invalid
+//     recipient) or another 4xx answer: Permanent;
+//   - SendingPaused, AccountSuspended, a configuration set SES does not
+//     know, credentials the SDK cannot find or sign with: Transient with
+//     ErrMisconfigured (nothing can be sent; the pass should stop);
+//   - a timeout, a lost connection or an unreadable answer after the
+//     request left: Unknown (the claim stays quarantined).
+type SES struct {
+	client    *sesv2.Client
+	configSet string
+	timeout   time.Duration
+}
+
+// NewSES returns an SES sender. It requires a region.
+func NewSES(cfg SESConfig) (*SES, error) {
+	if cfg.AWS.Region == "" {
+		return nil, errors.New("send: SESConfig.AWS has no region")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultSendTimeout
+	}
+	tr := cfg.Transport
+	if tr == nil {
+		tr = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	awsCfg := cfg.AWS.Copy()
+	awsCfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
+	awsCfg.RetryMaxAttempts = 1
+	awsCfg.HTTPClient = &http.Client{Transport: wroteTracker{tr}}
+	return &SES{
+		client:    sesv2.NewFromConfig(awsCfg, func(o *sesv2.Options) { o.Retryer = aws.NopRetryer{} }),
+		configSet: cfg.ConfigurationSet,
+		timeout:   cfg.Timeout,
+	}, nil
+}
+
+// String names the sender for logs.
+func (s *SES) String() string { return "ses" }
+
+// Close releases nothing; it is there for Sender.
+func (s *SES) Close() error { return nil }
+
+// Send submits m through SendEmail and classifies the answer.
+func (s *SES) Send(ctx context.Context, m *Message) (Receipt, error) {
+	if err := ctx.Err(); err != nil {
+		return Receipt{}, &Error{Class: Transient, Err: fmt.Errorf("ses: %w: %w", ErrNotAttempted, err)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	in := &sesv2.SendEmailInput{
+		FromEmailAddress: aws.String(m.From),
+		Destination:      &types.Destination{ToAddresses: []string{m.Notice.To}},
+		Content:          &types.EmailContent{Raw: &types.RawMessage{Data: m.Raw}},
+		EmailTags:        []types.MessageTag{{Name: aws.String(NoticeKeyTag), Value: aws.String(m.Notice.Key)}},
+	}
+	if s.configSet != "" {
+		in.ConfigurationSetName = aws.String(s.configSet)
+	}
+	var sent atomic.Bool
+	out, err := s.client.SendEmail(withWroteFlag(ctx, &sent), in)
+	if err == nil {
+		if out.MessageId == nil || *out.MessageId == "" {
+			// Accepted (2xx) but without the id we would store: it left.
+			return Receipt{ProviderID: "ses:" + m.MessageID}, nil
+		}
+		return Receipt{ProviderID: *out.MessageId}, nil
+	}
+	return Receipt{}, classifySES(err, sent.Load(), m.Notice.To)
+}
+
+func classifySES(err error, left bool, to string) error {
+	msg := func(e error) error { return errors.New("ses: " + scrub(e.Error(), to)) }
+	var api smithy.APIError
+	var resp *smithyhttp.ResponseError
+	status := 0
+	if errors.As(err, &resp) && resp.Response != nil {
+		status = resp.HTTPStatusCode()
+	}
+	if errors.As(err, &api) && status != 0 {
+		var class Class
+		cause := msg(fmt.Errorf("%s: %s", api.ErrorCode(), api.ErrorMessage()))
+		switch api.ErrorCode() {
+		case "TooManyRequestsException", "LimitExceededException", "Throttling", "ThrottlingException":
+			class = Transient
+		case "SendingPausedException", "AccountSuspendedException", "NotFoundException",
+			"UnrecognizedClientException", "InvalidSignatureException", "AccessDeniedException",
+			"IncompleteSignature", "InvalidClientTokenId", "SignatureDoesNotMatch", "ExpiredTokenException":
+			return &Error{Class: Transient, Code: status, Err: fmt.Errorf("%w: %w", ErrMisconfigured, cause)}
+		case "MessageRejected", "MailFromDomainNotVerifiedException", "BadRequestException":
+			class = Permanent
+		default:
+			switch {
+			case status == 429 || status >= 500:
+				class = Transient
+			case status >= 400:
+				class = Permanent
+			default:
+				class = Unknown
+			}
+		}
+		return &Error{Class: class, Code: status, Err: cause}
+	}
+	if status != 0 {
+		// An answer we could not read: a 5xx or 429 refused it for now,
+		// another 4xx for good; a 2xx (or anything else) may have
+		// accepted it.
+		switch {
+		case status == 429 || status >= 500:
+			return &Error{Class: Transient, Code: status, Err: msg(err)}
+		case status >= 400:
+			return &Error{Class: Permanent, Code: status, Err: msg(err)}
+		}
+		return &Error{Class: Unknown, Code: status, Err: msg(err)}
+	}
+	var send *smithyhttp.RequestSendError
+	if errors.As(err, &send) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		if left {
+			return &Error{Class: Unknown, Err: fmt.Errorf("ses: no answer after the request was handed over: %w", msg(err))}
+		}
+		if errors.Is(err, context.Canceled) {
+			return &Error{Class: Transient, Err: fmt.Errorf("%w: %w", ErrNotAttempted, msg(err))}
+		}
+		return &Error{Class: Transient, Err: fmt.Errorf("%w: %w", ErrUnreachable, msg(err))}
+	}
+	if !left {
+		// Failed before anything left: credentials, signing, building the
+		// request.
+		return &Error{Class: Transient, Err: fmt.Errorf("%w: %w", ErrMisconfigured, msg(err))}
+	}
+	return &Error{Class: Unknown, Err: msg(err)}
+}
+
+// wroteKey carries the flag that wroteTracker sets once the whole request
+// has been written to the connection.
+type wroteKey struct{}
+
+func withWroteFlag(ctx context.Context, f *atomic.Bool) context.Context {
+	return context.WithValue(ctx, wroteKey{}, f)
+}
+
+// wroteTracker records, per request, whether the request left in full:
+// after that, a lost answer may hide an accepted message.
+type wroteTracker struct{ next http.RoundTripper }
+
+func (w wroteTracker) RoundTrip(req *http.Request) (*http.Response, error) {
+	f, _ := req.Context().Value(wroteKey{}).(*atomic.Bool)
+	if f != nil {
+		trace := &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
+			if i.Err == nil {
+				f.Store(true)
+			}
+		}}
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	}
+	return w.next.RoundTrip(req)
+}
