@@ -44,9 +44,10 @@ bench: ## the pass against PostgreSQL's own ceiling, same run (BENCH_N=1000000 f
 bench-go: $(DEVPG) ## the Go benchmarks (go test -bench) against a durable (fsync on) PostgreSQL
 	$(DEVPG) -durable -- $(GO) test -run '^$$' -bench . -benchmem ./...
 
-lint: ## gofmt -l must list nothing, then go vet
+lint: ## gofmt -l must list nothing, then go vet and staticcheck (pinned in go.mod as a tool)
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 
 fuzz: ## run every Fuzz target for FUZZTIME (default 30s) each
 	@set -e; for pkg in $$($(GO) list ./...); do \

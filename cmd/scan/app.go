@@ -222,7 +222,7 @@ func openDB(ctx context.Context, e *env) (*sqlx.DB, error) {
 		return nil, usagef("DATABASE_URL", "required: a PostgreSQL URL (postgres://user@host/db) or keyword string (host=... dbname=...)")
 	}
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		if _, err := pq.ParseURL(dsn); err != nil {
+		if _, err := url.Parse(dsn); err != nil {
 			return nil, usagef("DATABASE_URL", "cannot parse the URL (expected postgres://user:password@host:port/db?sslmode=...)")
 		}
 	} else if strings.Contains(dsn, "://") || !strings.Contains(dsn, "=") {

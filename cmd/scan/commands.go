@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"net/url"
@@ -423,5 +422,3 @@ func cmdLookup(ctx context.Context, e *env, args []string) error {
 	}
 	return printRows(e, rows, *asJSON || !isTerminal(e.stdout), "no ledger rows for that subscription: no notice was claimed or sent")
 }
-
-var errNotImplemented = errors.New("not implemented yet")

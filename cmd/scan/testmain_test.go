@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,8 +76,12 @@ func scanBinary(t *testing.T) string {
 		}
 		binPath = filepath.Join(dir, "scan-failpoint")
 		goTool, err := exec.LookPath("go")
+		if err != nil && os.Getenv("GOROOT") != "" {
+			goTool, err = filepath.Join(os.Getenv("GOROOT"), "bin", "go"), nil
+		}
 		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+			buildErr = fmt.Errorf("the crash tests build the binary with the go command, which is not on PATH: %w", err)
+			return
 		}
 		// The child needs no race detector: the races that matter are
 		// between processes, and the test process runs with -race.

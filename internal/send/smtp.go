@@ -270,7 +270,7 @@ func (l *smtpLane) Send(ctx context.Context, m, next *Message) (Receipt, error) 
 			}
 		}
 		stop := context.AfterFunc(ctx, c.dc.expire)
-		rcpt, err, state := c.transact(m, next)
+		rcpt, state, err := c.transact(m, next)
 		if !stop() && state == connReuse {
 			state = connDrop // the deadline was forced into the past
 		}
@@ -321,17 +321,17 @@ func (s *SMTP) put(c *smtpConn) {
 // transact runs one mail transaction on c: the envelope (unless it went
 // out behind the previous message), the content, and, when next is given
 // and the server pipelines, next's envelope in the same write.
-func (c *smtpConn) transact(m, next *Message) (Receipt, error, connState) {
+func (c *smtpConn) transact(m, next *Message) (Receipt, connState, error) {
 	to := m.Notice.To
 	c.lim.left = maxReplies
 	if c.pending == nil {
 		if err := c.envelopeFits(m); err != nil {
-			return Receipt{}, err, connReuse
+			return Receipt{}, connReuse, err
 		}
 		if c.pipelining {
 			c.writeEnvelope(m)
 			if err := c.w.Flush(); err != nil {
-				return Receipt{}, &Error{Class: Transient, Err: fmt.Errorf("smtp: mail: %w", err)}, connStale
+				return Receipt{}, connStale, &Error{Class: Transient, Err: fmt.Errorf("smtp: mail: %w", err)}
 			}
 		}
 	}
@@ -344,7 +344,7 @@ func (c *smtpConn) transact(m, next *Message) (Receipt, error, connState) {
 				if i == 0 {
 					state = connStale
 				}
-				return Receipt{}, &Error{Class: Transient, Err: fmt.Errorf("smtp: %s: %w", cmd.stage, err)}, state
+				return Receipt{}, state, &Error{Class: Transient, Err: fmt.Errorf("smtp: %s: %w", cmd.stage, err)}
 			}
 		}
 		if _, _, err := c.r.ReadResponse(cmd.code); err != nil {
@@ -358,13 +358,13 @@ func (c *smtpConn) transact(m, next *Message) (Receipt, error, connState) {
 			if state == connReuse && c.pipelining && !c.drain(len(envelopeCmds)-1-i) {
 				state = connDrop
 			}
-			return Receipt{}, replyError(cmd.stage, err, to, false), state
+			return Receipt{}, state, replyError(cmd.stage, err, to, false)
 		}
 	}
 	if err := writeDotted(c.w, m.Raw); err != nil {
 		// The final dot did not leave: the server cannot have accepted
 		// the message.
-		return Receipt{}, &Error{Class: Transient, Err: fmt.Errorf("smtp: writing message: %w", err)}, connDrop
+		return Receipt{}, connDrop, &Error{Class: Transient, Err: fmt.Errorf("smtp: writing message: %w", err)}
 	}
 	// next's envelope goes in the same write, if it fits in the buffer:
 	// then the one write that can fail after the dot is this Flush, and
@@ -380,18 +380,18 @@ func (c *smtpConn) transact(m, next *Message) (Receipt, error, connState) {
 		c.pending = nil
 		if c.w.Buffered() > envLen {
 			// The final dot did not leave.
-			return Receipt{}, &Error{Class: Transient, Err: fmt.Errorf("smtp: writing message: %w", err)}, connDrop
+			return Receipt{}, connDrop, &Error{Class: Transient, Err: fmt.Errorf("smtp: writing message: %w", err)}
 		}
-		return Receipt{}, &Error{Class: Unknown, Err: fmt.Errorf("smtp: no reply after the message was handed over: %w", err)}, connDrop
+		return Receipt{}, connDrop, &Error{Class: Unknown, Err: fmt.Errorf("smtp: no reply after the message was handed over: %w", err)}
 	}
 	_, msg, err := c.r.ReadResponse(250)
 	if err != nil {
 		if code := replyCode(err); code >= 400 && code < 600 && code != 421 {
 			// The transaction is over either way (RFC 5321 4.1.1.4).
-			return Receipt{}, replyError("end of data", err, to, true), connReuse
+			return Receipt{}, connReuse, replyError("end of data", err, to, true)
 		}
 		c.pending = nil
-		return Receipt{}, replyError("end of data", err, to, true), connDrop
+		return Receipt{}, connDrop, replyError("end of data", err, to, true)
 	}
 	id := ReplyProviderID(msg)
 	if id == "" {
@@ -400,7 +400,7 @@ func (c *smtpConn) transact(m, next *Message) (Receipt, error, connState) {
 	if id == "" {
 		id = "smtp:" + m.MessageID
 	}
-	return Receipt{ProviderID: id}, nil, connReuse
+	return Receipt{ProviderID: id}, connReuse, nil
 }
 
 // ReplyProviderID returns the provider's message id in the text of a

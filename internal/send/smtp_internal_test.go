@@ -156,7 +156,7 @@ func TestFailedWriteAfterContent(t *testing.T) {
 		fc := &failingConn{replies: strings.NewReader("250 ok\r\n250 ok\r\n354 go on\r\n"), writes: 2, accept: tc.accept}
 		c := &smtpConn{conn: fc, dc: &deadlineConn{Conn: fc}, lim: &replyLimit{r: fc}, w: bufio.NewWriterSize(fc, smtpWriteBuffer), pipelining: true}
 		c.r = textproto.NewReader(bufio.NewReader(c.lim))
-		_, err, state := c.transact(m, tc.next)
+		_, state, err := c.transact(m, tc.next)
 		if Classify(err) != tc.want || state != connDrop || c.pending != nil {
 			t.Errorf("next %v, %d of %d bytes written: %v, state %d, pending %v; want %s, dropped, none pending",
 				tc.next != nil, tc.accept, content, err, state, c.pending != nil, tc.want)

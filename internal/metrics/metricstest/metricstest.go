@@ -137,7 +137,7 @@ func parseGrouping(path string) (map[string]string, error) {
 	}
 	segs := strings.Split(strings.Trim(rest, "/"), "/")
 	if len(segs)%2 != 0 || len(segs) < 2 || segs[0] != "job" && segs[0] != "job@base64" {
-		return nil, fmt.Errorf("path %q is not /metrics/job/NAME/LABEL/VALUE...", path)
+		return nil, fmt.Errorf("path %q is not /metrics/job/NAME followed by LABEL/VALUE pairs", path)
 	}
 	out := map[string]string{}
 	for i := 0; i < len(segs); i += 2 {
