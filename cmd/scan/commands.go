@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/jmoiron/sqlx"
 	"github.com/rs/zerolog"
 
 	"github.com/example/scan/internal/ledger"
@@ -144,20 +145,7 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer sender.Close()
-	runID := newRunID(now)
-	passLog := log.With().Int("shard", ps.shard).Logger()
-	obs := newObserver(e, ps, runID, passLog)
-	// --max-mint keeps its meaning: 0 refuses any mint, below 0 (the
-	// default -1) is no limit, which is a nil Config.MaxMint.
-	var maxMint *int
-	if f.maxMint >= 0 {
-		maxMint = &f.maxMint
-	}
-	sc, err := scan.New(ctx, db, sender, ps.renderer, passLog, scan.Config{
-		Policy: ps.pol, Secret: ps.secret, Source: f.source, RunID: runID, Now: now,
-		MaxMint: maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
-		MaxDuration: ps.maxDuration, Hooks: obs.hooks(failpointHooks()),
-	})
+	sc, obs, err := ps.newPass(ctx, e, db, sender, &f, now, log, failpointHooks())
 	if err != nil {
 		return err
 	}
@@ -175,6 +163,28 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 		err = encErr
 	}
 	return err
+}
+
+// newPass builds one pass at now, and its observer: the one place where
+// `scan run` and `scan schedule` turn flags and environment into a
+// scan.Config. base are the hooks that run before the observer's (the
+// crash tests' fail points).
+func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, sender send.Sender, f *runFlags, now time.Time, log zerolog.Logger, base scan.Hooks) (*scan.Scanner, *observer, error) {
+	runID := newRunID(now)
+	passLog := log.With().Int("shard", ps.shard).Logger()
+	obs := newObserver(e, ps, runID, passLog)
+	// --max-mint keeps its meaning: 0 refuses any mint, below 0 (the
+	// default -1) is no limit, which is a nil Config.MaxMint.
+	var maxMint *int
+	if f.maxMint >= 0 {
+		maxMint = &f.maxMint
+	}
+	sc, err := scan.New(ctx, db, sender, ps.renderer, passLog, scan.Config{
+		Policy: ps.pol, Secret: ps.secret, Source: f.source, RunID: runID, Now: now,
+		MaxMint: maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
+		MaxDuration: ps.maxDuration, Hooks: obs.hooks(base),
+	})
+	return sc, obs, err
 }
 
 // preparedPass holds the parts of a pass built from flags and environment.

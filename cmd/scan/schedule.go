@@ -135,15 +135,7 @@ func schedulePass(ctx context.Context, e *env, db *sqlx.DB, ps *preparedPass, f 
 		return sum, true, err
 	}
 	defer sender.Close()
-	now := time.Now().UTC()
-	runID := newRunID(now)
-	passLog := log.With().Int("shard", ps.shard).Logger()
-	obs := newObserver(e, ps, runID, passLog)
-	sc, err := scan.New(ctx, db, sender, ps.renderer, passLog, scan.Config{
-		Policy: ps.pol, Secret: ps.secret, Source: f.source, RunID: runID, Now: now,
-		Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
-		MaxDuration: ps.maxDuration, Hooks: obs.hooks(scan.Hooks{}),
-	})
+	sc, obs, err := ps.newPass(ctx, e, db, sender, f, time.Now().UTC(), log, scan.Hooks{})
 	if err != nil {
 		return sum, true, err
 	}
