@@ -1,8 +1,10 @@
-// Package notice derives the identity of a notice: its key, the Message-ID
-// that carries the key to the provider, and the token of its cancellation
-// link. Everything here is a pure function of the business tuple
-// (subscription, billing period, kind, revision) and the secret; nothing
-// that changes between attempts (run, time, host, attempt number) enters it.
+// Package notice derives the identity of a notice: its key (Keyer.Key) and
+// the token of its cancellation link (Keyer.CancelToken), and checks and
+// shortens keys for logs (ValidKey, Short). Everything here is a pure
+// function of the business tuple (subscription, billing period, kind,
+// revision) and the secret; nothing that changes between attempts (run,
+// time, host, attempt number) enters it. The Message-ID that carries the
+// key to the provider is built from the key by package send (MessageID).
 package notice
 
 import (
