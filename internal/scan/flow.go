@@ -136,7 +136,7 @@ type planner struct {
 func newPlanner(f *flow, limits send.Limits, batch, workers int) *planner {
 	p := &planner{
 		flow: f, limits: limits, batch: batch, workers: max(workers, 1),
-		maxHeld: 4 * batch, queues: map[string]*domainQueue{}, keys: map[string]bool{},
+		maxHeld: 2 * batch, queues: map[string]*domainQueue{}, keys: map[string]bool{},
 		globalLimit: horizonLimit(limits.Global.PerSecond), out: map[string]int{},
 	}
 	return p
