@@ -127,12 +127,12 @@ func Resolve(ctx context.Context, db *sqlx.DB, d Decision) (from State, err erro
 		if !allowed {
 			return fmt.Errorf("%w: %s is %s", ErrStateChanged, short(d.Key), r.State)
 		}
-		return resolveLocked(ctx, tx, d, r.State)
+		return resolveLocked(ctx, tx, d, r.State, r.PeriodStart)
 	})
 	return from, err
 }
 
-func resolveLocked(ctx context.Context, tx sqlx.ExtContext, d Decision, from State) error {
+func resolveLocked(ctx context.Context, tx sqlx.ExtContext, d Decision, from State, period time.Time) error {
 	sentAt := ""
 	if d.To == Sent {
 		at := d.SentAt
@@ -149,7 +149,7 @@ func resolveLocked(ctx context.Context, tx sqlx.ExtContext, d Decision, from Sta
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("%w: %s", ErrStateChanged, short(d.Key))
 	}
-	if _, err := tx.ExecContext(ctx, NoticeResolutionInsert, d.Key, string(from), string(d.To), d.By, d.Reason, d.At.UTC()); err != nil {
+	if _, err := tx.ExecContext(ctx, NoticeResolutionInsert, d.Key, string(from), string(d.To), d.By, d.Reason, d.At.UTC(), period.Format("2006-01-02")); err != nil {
 		return fmt.Errorf("record resolution of %s: %w", short(d.Key), err)
 	}
 	return nil
@@ -195,20 +195,22 @@ func Settle(ctx context.Context, db *sqlx.DB, by string, now time.Time, ss []Set
 	err := WithTx(ctx, db, func(tx *sqlx.Tx) error {
 		res = SettleResult{}
 		var rows []struct {
-			Key       string `db:"notice_key"`
-			MessageID string `db:"message_id"`
-			State     State  `db:"state"`
+			Key         string    `db:"notice_key"`
+			MessageID   string    `db:"message_id"`
+			State       State     `db:"state"`
+			PeriodStart time.Time `db:"period_start"`
 		}
 		if err := sqlx.SelectContext(ctx, tx, &rows, NoticeListByMessageID, pq.Array(ids)); err != nil {
 			return fmt.Errorf("settle: %w", err)
 		}
 		type cur struct {
-			key   string
-			state State
+			key    string
+			state  State
+			period time.Time
 		}
 		byID := make(map[string]*cur, len(rows))
 		for _, r := range rows {
-			byID[r.MessageID] = &cur{r.Key, r.State}
+			byID[r.MessageID] = &cur{r.Key, r.State, r.PeriodStart}
 		}
 		for _, s := range ss {
 			c, ok := byID[s.MessageID]
@@ -221,7 +223,7 @@ func Settle(ctx context.Context, db *sqlx.DB, by string, now time.Time, ss []Set
 				continue
 			}
 			d := Decision{Key: c.key, To: s.To, By: by, Reason: "provider event " + s.Event, At: now, SentAt: s.At}
-			err := resolveLocked(ctx, tx, d, Claimed)
+			err := resolveLocked(ctx, tx, d, Claimed, c.period)
 			if errors.Is(err, ErrStateChanged) {
 				// A running pass recorded its outcome since the read above
 				// (the UPDATE changed no row, so the transaction is intact).
@@ -267,6 +269,9 @@ func Backfill(ctx context.Context, db *sqlx.DB, runID string, bs []Backfilled) (
 				revs[i] = strconv.Itoa(b.Revision)
 				sent[i] = b.SentAt.UTC().Format(tsLayout)
 				msg[i] = b.MessageID
+			}
+			if err := ensurePartitions(ctx, tx, periods); err != nil {
+				return fmt.Errorf("backfill: %w", err)
 			}
 			var got []string
 			if err := sqlx.SelectContext(ctx, tx, &got, NoticeBackfill, pq.Array(keys), pq.Array(subs), pq.Array(kinds),
