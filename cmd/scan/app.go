@@ -45,6 +45,7 @@ commands:
   backfill     import notices an earlier system already sent (--from FILE.csv)
   schedule     run passes in-process on a cron schedule
   key          print a notice key
+  prune        remove billing periods older than the retention (--older-than D, --dry-run)
 
 Run 'scan COMMAND -h' for a command's flags.`
 )
@@ -114,11 +115,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = cmdSchedule(ctx, e, rest)
 	case "key":
 		err = cmdKey(e, rest)
+	case "prune":
+		err = cmdPrune(ctx, e, rest)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usageSummary)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "scan: unknown command %q: use one of migrate, run, lookup, quarantine, reconcile, resolve, backfill, schedule, key ('scan help' lists them)\n", e.redact(cmd))
+		fmt.Fprintf(stderr, "scan: unknown command %q: use one of migrate, run, lookup, quarantine, reconcile, resolve, backfill, schedule, key, prune ('scan help' lists them)\n", e.redact(cmd))
 		return exitUsage
 	}
 	return exitCode(e, err)
