@@ -71,11 +71,21 @@ type TupleKey struct {
 	Revision       int       `db:"revision"`
 }
 
-// Recent returns the keys and tuples of the n most recently claimed rows.
+// Recent returns the keys and tuples of up to n rows of the latest
+// billing periods that hold any: it looks in the months newest first
+// (the DEFAULT partition's rows are not looked at).
 func Recent(ctx context.Context, db sqlx.QueryerContext, n int) ([]TupleKey, error) {
-	var out []TupleKey
-	if err := sqlx.SelectContext(ctx, db, &out, NoticeListRecent, n); err != nil {
+	parts, err := Partitions(ctx, db)
+	if err != nil {
 		return nil, fmt.Errorf("recent keys: %w", err)
+	}
+	var out []TupleKey
+	for i := len(parts) - 1; i >= 0 && len(out) < n; i-- {
+		var got []TupleKey
+		if err := sqlx.SelectContext(ctx, db, &got, NoticeListRecent, parts[i].From, parts[i].To, n-len(out)); err != nil {
+			return nil, fmt.Errorf("recent keys: %w", err)
+		}
+		out = append(out, got...)
 	}
 	return out, nil
 }

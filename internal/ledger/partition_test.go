@@ -336,3 +336,28 @@ func TestPruneDuringAPassLosesAndDuplicatesNothing(t *testing.T) {
 		t.Fatalf("%d distinct subscriptions, want %d", n, batches*per)
 	}
 }
+
+func TestRecentReadsTheNewestMonthsFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := setup(t)
+	seedMonth(t, db, month(2025, 1), 30, 0)
+	seedMonth(t, db, month(2026, 11), 3, 0)
+	seedMonth(t, db, month(2026, 12), 4, 0)
+	got, err := ledger.Recent(ctx, db, 10)
+	if err != nil || len(got) != 10 {
+		t.Fatalf("recent: %d rows, %v", len(got), err)
+	}
+	for i, r := range got {
+		want := month(2026, 12)
+		switch {
+		case i >= 7:
+			want = month(2025, 1)
+		case i >= 4:
+			want = month(2026, 11)
+		}
+		if !r.PeriodStart.Equal(want) {
+			t.Fatalf("row %d is of %s, want %s", i, r.PeriodStart.Format("2006-01"), want.Format("2006-01"))
+		}
+	}
+}

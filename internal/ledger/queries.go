@@ -142,16 +142,16 @@ SELECT (SELECT claimed_at FROM notice_ledger
        (SELECT count(*) FROM notice_ledger
         WHERE state = 'claimed' AND run_id <> $1) AS count`
 
-// NoticeListRecent returns the business tuple and key of rows of the
-// latest billing periods, so a pass can check that its secret still
-// derives the same keys. Ordered by period, PostgreSQL reads the months
-// newest first and stops in the first that holds enough rows, however
-// long the history (ordering the whole ledger by claimed_at sorted it).
+// NoticeListRecent returns the business tuple and key of up to $3 rows
+// of the billing periods in [$1, $2), so a pass can check that its secret
+// still derives the same keys. Recent walks the months newest first, so
+// that the look-up reads the first rows of one month, not a sort of the
+// whole history.
 const NoticeListRecent = `
 SELECT notice_key, subscription_id, kind, period_start, revision
 FROM notice_ledger
-ORDER BY period_start DESC
-LIMIT $1`
+WHERE period_start >= $1::date AND period_start < $2::date
+LIMIT $3`
 
 // NoticeLockForResolve reads one row for an operator's decision.
 const NoticeLockForResolve = `
