@@ -32,12 +32,11 @@ CREATE UNIQUE INDEX ON bench_minimal (subscription_id, kind, period_start, revis
 	WALPosition = `SELECT pg_current_wal_lsn()::text`
 	// WALDiff is the number of WAL bytes between two positions.
 	WALDiff = `SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::bigint`
-	// HistoryMonths creates the months of the history where the ledger is
-	// partitioned (a ledger from before 0002 has no such function).
-	// $1 months (date[]).
-	HistoryMonths = `
-SELECT CASE WHEN to_regproc('notice_ledger_ensure_partitions') IS NULL THEN 0
-            ELSE notice_ledger_ensure_partitions($1::date[]) END`
+	// LedgerPartitioned reports whether the ledger is partitioned (a
+	// ledger from before 0002 is not: the bench also runs older binaries).
+	LedgerPartitioned = `SELECT to_regproc('notice_ledger_ensure_partitions') IS NOT NULL`
+	// HistoryMonths creates the months of the history. $1 months (date[]).
+	HistoryMonths = `SELECT notice_ledger_ensure_partitions($1::date[])`
 	// HistorySeed inserts $1 rows of past billing periods, spread over the
 	// 13 months before $2, for the same subscription ids as the due ones
 	// ($3 of them; each has a notice a month, of this kind and then of
@@ -216,8 +215,14 @@ func (b *bench) ledgerScale(ctx context.Context) error {
 	for m := 0; m <= 14; m++ {
 		months = append(months, b.now.AddDate(0, -m, 0).Format("2006-01")+"-01")
 	}
-	if _, err := db.ExecContext(ctx, HistoryMonths, "{"+strings.Join(months, ",")+"}"); err != nil {
-		return fmt.Errorf("history months: %w", err)
+	var partitioned bool
+	if err := db.QueryRowContext(ctx, LedgerPartitioned).Scan(&partitioned); err != nil {
+		return err
+	}
+	if partitioned {
+		if _, err := db.ExecContext(ctx, HistoryMonths, "{"+strings.Join(months, ",")+"}"); err != nil {
+			return fmt.Errorf("history months: %w", err)
+		}
 	}
 	fmt.Fprintf(b.log, "bench: ledger: seeding %d rows of past periods\n", hist)
 	t = time.Now()
