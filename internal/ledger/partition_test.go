@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -359,5 +360,37 @@ func TestRecentReadsTheNewestMonthsFirst(t *testing.T) {
 		if !r.PeriodStart.Equal(want) {
 			t.Fatalf("row %d is of %s, want %s", i, r.PeriodStart.Format("2006-01"), want.Format("2006-01"))
 		}
+	}
+}
+
+// A statement of a pass holding the ledger (here a transaction that read
+// it) makes prune give up after its lock timeout, removing nothing; the
+// pass's transaction is not disturbed.
+func TestPruneGivesUpWhenItCannotLockTheLedger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := setup(t)
+	seedMonth(t, db, month(2025, 1), 5, 0)
+	tx, err := db.Beginx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.Get(&n, `SELECT count(*) FROM notice_ledger`); err != nil || n != 5 {
+		t.Fatalf("reader: %d, %v", n, err)
+	}
+	_, err = ledger.Prune(ctx, db, ledger.PruneOptions{Before: month(2026, 1), LockTimeout: 50 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "lock") {
+		t.Fatalf("prune while the ledger is in use: %v", err)
+	}
+	if err := tx.Get(&n, `SELECT count(*) FROM notice_ledger`); err != nil || n != 5 {
+		t.Fatalf("reader after prune gave up: %d, %v", n, err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if got := partitionNames(t, db); len(got) != 1 {
+		t.Fatalf("partitions %v", got)
 	}
 }
