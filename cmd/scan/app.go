@@ -46,6 +46,7 @@ commands:
   schedule     run passes in-process on a cron schedule
   key          print a notice key
   version      version, commit and build time (also --version)
+  prune        remove billing periods older than the retention (--older-than D, --dry-run)
 
 Run 'scan COMMAND -h' for a command's flags.`
 )
@@ -117,11 +118,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = cmdKey(e, rest)
 	case "version", "--version", "-version":
 		err = cmdVersion(e, rest)
+	case "prune":
+		err = cmdPrune(ctx, e, rest)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usageSummary)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "scan: unknown command %q: use one of migrate, run, lookup, quarantine, reconcile, resolve, backfill, schedule, key, version ('scan help' lists them)\n", e.redact(cmd))
+		fmt.Fprintf(stderr, "scan: unknown command %q: use one of migrate, run, lookup, quarantine, reconcile, resolve, backfill, schedule, key, prune, version ('scan help' lists them)\n", e.redact(cmd))
 		return exitUsage
 	}
 	return exitCode(e, err)

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strconv"
 	"time"
@@ -65,6 +66,9 @@ func ClaimBatch(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claim
 		closes[i] = c.WindowClosesAt.UTC().Format(tsLayout)
 		domains[i], msgIDs[i], tokens[i] = c.Domain, c.MessageID, c.CancelToken
 	}
+	if err := ensurePartitions(ctx, db, periods); err != nil {
+		return nil, fmt.Errorf("claim batch: %w", err)
+	}
 	var out []Won
 	err := sqlx.SelectContext(ctx, db, &out, NoticeClaim,
 		pq.Array(keys), pq.Array(subs), pq.Array(kinds), pq.Array(periods), pq.Array(revs),
@@ -91,36 +95,99 @@ func Reclaim(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, keys []s
 
 // Outcome is what became of one claimed notice.
 type Outcome struct {
-	Key        string
-	State      State // Sent, Retry, Failed; Claimed for an unknown outcome
-	SentAt     time.Time
-	ProviderID string
-	Attempts   int
-	Error      string
+	Key string
+	// PeriodStart is the claim's billing period. Given, the outcome is
+	// found in that month's partition alone; zero, every month is probed.
+	PeriodStart time.Time
+	State       State // Sent, Retry, Failed; Claimed for an unknown outcome
+	SentAt      time.Time
+	ProviderID  string
+	Attempts    int
+	Error       string
 }
 
 // RecordOutcomes records a batch of outcomes of run runID in one statement
-// and returns how many rows changed. Rows no longer claimed by that run
+// (two when some outcomes lack their period) and returns how many rows
+// changed. Rows no longer claimed by that run
 // (resolved by an operator meanwhile) are left alone.
 func RecordOutcomes(ctx context.Context, db sqlx.ExtContext, runID string, now time.Time, outs []Outcome) (int64, error) {
-	if len(outs) == 0 {
-		return 0, nil
+	var withPeriod, without []Outcome
+	for _, o := range outs {
+		if o.PeriodStart.IsZero() {
+			without = append(without, o)
+		} else {
+			withPeriod = append(withPeriod, o)
+		}
 	}
+	var total int64
+	for _, part := range []struct {
+		outs   []Outcome
+		period bool
+	}{{withPeriod, true}, {without, false}} {
+		if len(part.outs) == 0 {
+			continue
+		}
+		n, err := recordOutcomes(ctx, db, runID, now, part.outs, part.period)
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+func recordOutcomes(ctx context.Context, db sqlx.ExtContext, runID string, now time.Time, outs []Outcome, byPeriod bool) (int64, error) {
 	n := len(outs)
 	keys, states, sentAt, prov, att, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	periods := make([]string, n)
 	for i, o := range outs {
 		keys[i], states[i], prov[i], errs[i] = o.Key, string(o.State), o.ProviderID, o.Error
 		if !o.SentAt.IsZero() {
 			sentAt[i] = o.SentAt.UTC().Format(tsLayout)
 		}
 		att[i] = strconv.Itoa(o.Attempts)
+		periods[i] = o.PeriodStart.Format("2006-01-02")
 	}
-	res, err := db.ExecContext(ctx, NoticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
-		pq.Array(prov), pq.Array(att), pq.Array(errs), runID, now.UTC())
+	var (
+		res sql.Result
+		err error
+	)
+	if byPeriod {
+		res, err = db.ExecContext(ctx, NoticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
+			pq.Array(prov), pq.Array(att), pq.Array(errs), pq.Array(periods), runID, now.UTC())
+	} else {
+		res, err = db.ExecContext(ctx, NoticeRecordOutcomeByKey, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
+			pq.Array(prov), pq.Array(att), pq.Array(errs), runID, now.UTC())
+	}
 	if err != nil {
 		return 0, fmt.Errorf("record outcomes: %w", err)
 	}
 	return res.RowsAffected()
+}
+
+// ensurePartitions makes sure that every month of periods (YYYY-MM-DD)
+// has its partition before rows of it are inserted, so that none lands in
+// the DEFAULT partition. One statement with each distinct month once.
+func ensurePartitions(ctx context.Context, db sqlx.ExtContext, periods []string) error {
+	seen := make(map[string]bool, 2)
+	var months []string
+	for _, p := range periods {
+		if len(p) < 7 {
+			continue
+		}
+		m := p[:7] + "-01"
+		if !seen[m] {
+			seen[m] = true
+			months = append(months, m)
+		}
+	}
+	if len(months) == 0 {
+		return nil
+	}
+	if _, err := db.ExecContext(ctx, NoticePartitionsEnsure, pq.Array(months)); err != nil {
+		return fmt.Errorf("create partitions: %w", err)
+	}
+	return nil
 }
 
 // ExpireRetries marks missed every retry row whose window closed by now.

@@ -81,11 +81,21 @@ type TupleKey struct {
 	Revision       int       `db:"revision"`
 }
 
-// Recent returns the keys and tuples of the n most recently claimed rows.
+// Recent returns the keys and tuples of up to n rows of the latest
+// billing periods that hold any: it looks in the months newest first
+// (the DEFAULT partition's rows are not looked at).
 func Recent(ctx context.Context, db sqlx.QueryerContext, n int) ([]TupleKey, error) {
-	var out []TupleKey
-	if err := sqlx.SelectContext(ctx, db, &out, NoticeListRecent, n); err != nil {
+	parts, err := Partitions(ctx, db)
+	if err != nil {
 		return nil, fmt.Errorf("recent keys: %w", err)
+	}
+	var out []TupleKey
+	for i := len(parts) - 1; i >= 0 && len(out) < n; i-- {
+		var got []TupleKey
+		if err := sqlx.SelectContext(ctx, db, &got, NoticeListRecent, parts[i].From, parts[i].To, n-len(out)); err != nil {
+			return nil, fmt.Errorf("recent keys: %w", err)
+		}
+		out = append(out, got...)
 	}
 	return out, nil
 }
@@ -137,12 +147,12 @@ func Resolve(ctx context.Context, db *sqlx.DB, d Decision) (from State, err erro
 		if !allowed {
 			return fmt.Errorf("%w: %s is %s", ErrStateChanged, short(d.Key), r.State)
 		}
-		return resolveLocked(ctx, tx, d, r.State)
+		return resolveLocked(ctx, tx, d, r.State, r.PeriodStart)
 	})
 	return from, err
 }
 
-func resolveLocked(ctx context.Context, tx sqlx.ExtContext, d Decision, from State) error {
+func resolveLocked(ctx context.Context, tx sqlx.ExtContext, d Decision, from State, period time.Time) error {
 	sentAt := ""
 	if d.To == Sent {
 		at := d.SentAt
@@ -159,7 +169,7 @@ func resolveLocked(ctx context.Context, tx sqlx.ExtContext, d Decision, from Sta
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("%w: %s", ErrStateChanged, short(d.Key))
 	}
-	if _, err := tx.ExecContext(ctx, NoticeResolutionInsert, d.Key, string(from), string(d.To), d.By, d.Reason, d.At.UTC()); err != nil {
+	if _, err := tx.ExecContext(ctx, NoticeResolutionInsert, d.Key, string(from), string(d.To), d.By, d.Reason, d.At.UTC(), period.Format("2006-01-02")); err != nil {
 		return fmt.Errorf("record resolution of %s: %w", short(d.Key), err)
 	}
 	return nil
@@ -218,10 +228,11 @@ func Settle(ctx context.Context, db *sqlx.DB, by string, now time.Time, ss []Set
 	err := WithTx(ctx, db, func(tx *sqlx.Tx) error {
 		res = SettleResult{}
 		var rows []struct {
-			Key        string `db:"notice_key"`
-			MessageID  string `db:"message_id"`
-			ProviderID string `db:"provider_id"`
-			State      State  `db:"state"`
+			Key         string    `db:"notice_key"`
+			MessageID   string    `db:"message_id"`
+			ProviderID  string    `db:"provider_id"`
+			State       State     `db:"state"`
+			PeriodStart time.Time `db:"period_start"`
 		}
 		if err := sqlx.SelectContext(ctx, tx, &rows, NoticeListForSettlement, pq.Array(keys), pq.Array(provs), pq.Array(ids)); err != nil {
 			return fmt.Errorf("settle: %w", err)
@@ -229,12 +240,13 @@ func Settle(ctx context.Context, db *sqlx.DB, by string, now time.Time, ss []Set
 		type cur struct {
 			key, messageID string
 			state          State
+			period         time.Time
 		}
 		byKey := make(map[string]*cur, len(rows))
 		byProv := map[string]*cur{}
 		byID := map[string]*cur{}
 		for _, r := range rows {
-			c := &cur{r.Key, r.MessageID, r.State}
+			c := &cur{r.Key, r.MessageID, r.State, r.PeriodStart}
 			byKey[r.Key] = c
 			if r.ProviderID != "" {
 				if _, dup := byProv[r.ProviderID]; dup {
@@ -267,7 +279,7 @@ func Settle(ctx context.Context, db *sqlx.DB, by string, now time.Time, ss []Set
 				continue
 			}
 			d := Decision{Key: c.key, To: s.To, By: by, Reason: "provider event " + s.Event, At: now, SentAt: s.At}
-			err := resolveLocked(ctx, tx, d, Claimed)
+			err := resolveLocked(ctx, tx, d, Claimed, c.period)
 			if errors.Is(err, ErrStateChanged) {
 				// A running pass recorded its outcome since the read above
 				// (the UPDATE changed no row, so the transaction is intact).
@@ -313,6 +325,9 @@ func Backfill(ctx context.Context, db *sqlx.DB, runID string, bs []Backfilled) (
 				revs[i] = strconv.Itoa(b.Revision)
 				sent[i] = b.SentAt.UTC().Format(tsLayout)
 				msg[i] = b.MessageID
+			}
+			if err := ensurePartitions(ctx, tx, periods); err != nil {
+				return fmt.Errorf("backfill: %w", err)
 			}
 			var got []string
 			if err := sqlx.SelectContext(ctx, tx, &got, NoticeBackfill, pq.Array(keys), pq.Array(subs), pq.Array(kinds),

@@ -59,11 +59,33 @@ RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token`
 // NoticeRecordOutcome records a batch of outcomes of one run's claims. The
 // row must still be claimed by that run: an operator's decision made in the
 // meantime is never overwritten. An unknown outcome keeps state 'claimed'
-// (quarantine) and records only the attempt and the error.
+// (quarantine) and records only the attempt and the error. Each key comes
+// with its period, so that each look-up probes one month's primary key.
+//
+// $1 keys, $2 states, $3 sent_at (text or ”), $4 provider ids,
+// $5 attempts, $6 errors, $7 period starts (YYYY-MM-DD) (text[] each),
+// $8 run id, $9 updated_at.
+const NoticeRecordOutcome = `
+UPDATE notice_ledger l
+SET state = o.state,
+    sent_at = NULLIF(o.sent_at, '')::timestamptz,
+    provider_id = NULLIF(o.provider_id, ''),
+    attempts = l.attempts + o.attempts::int,
+    last_error = NULLIF(o.last_error, ''),
+    updated_at = $9
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::date[])
+     AS o(notice_key, state, sent_at, provider_id, attempts, last_error, period_start)
+WHERE l.notice_key = o.notice_key
+  AND l.period_start = o.period_start
+  AND l.state = 'claimed'
+  AND l.run_id = $8`
+
+// NoticeRecordOutcomeByKey is NoticeRecordOutcome for outcomes whose
+// period the caller does not know: each key probes every month.
 //
 // $1 keys, $2 states, $3 sent_at (text or ”), $4 provider ids,
 // $5 attempts, $6 errors (text[] each), $7 run id, $8 updated_at.
-const NoticeRecordOutcome = `
+const NoticeRecordOutcomeByKey = `
 UPDATE notice_ledger l
 SET state = o.state,
     sent_at = NULLIF(o.sent_at, '')::timestamptz,
@@ -126,13 +148,16 @@ SELECT (SELECT claimed_at FROM notice_ledger
        (SELECT count(*) FROM notice_ledger
         WHERE state = 'claimed' AND run_id <> $1) AS count`
 
-// NoticeListRecent returns the business tuple and key of the most recent
-// rows, so a pass can check that its secret still derives the same keys.
+// NoticeListRecent returns the business tuple and key of up to $3 rows
+// of the billing periods in [$1, $2), so a pass can check that its secret
+// still derives the same keys. Recent walks the months newest first, so
+// that the look-up reads the first rows of one month, not a sort of the
+// whole history.
 const NoticeListRecent = `
 SELECT notice_key, subscription_id, kind, period_start, revision
 FROM notice_ledger
-ORDER BY claimed_at DESC
-LIMIT $1`
+WHERE period_start >= $1::date AND period_start < $2::date
+LIMIT $3`
 
 // NoticeLockForResolve reads one row for an operator's decision.
 const NoticeLockForResolve = `
@@ -149,25 +174,40 @@ SET state = $2,
     updated_at = $5
 WHERE notice_key = $1 AND state = $6`
 
-// NoticeResolutionInsert records who decided what, when and why.
+// NoticeResolutionInsert records who decided what, when and why, with
+// the row's period so that prune removes it with its month.
+// $7 period start (YYYY-MM-DD).
 const NoticeResolutionInsert = `
 INSERT INTO notice_ledger_resolution
-    (notice_key, from_state, to_state, resolved_by, reason, resolved_at)
-VALUES ($1, $2, $3, $4, $5, $6)`
+    (notice_key, from_state, to_state, resolved_by, reason, resolved_at, period_start)
+VALUES ($1, $2, $3, $4, $5, $6, $7::date)`
 
 // NoticeListForSettlement finds the rows a batch of provider events may
-// name: by notice key ($1), provider id ($2) or Message-ID without angle
-// brackets ($3), each through its own index.
+// name: by notice key ($1, each month's primary key), provider id ($2, its
+// partial index) or Message-ID without angle brackets ($3). A Message-ID is
+// the key's first 32 hex characters @ a domain, so it is found by a range
+// on the primary key (hex sorts below 'g' in the "C" collation) and then
+// compared whole: there is no index on message_id for every claim to write.
 const NoticeListForSettlement = `
 SELECT notice_key, COALESCE(message_id, '') AS message_id,
-       COALESCE(provider_id, '') AS provider_id, state
+       COALESCE(provider_id, '') AS provider_id, state, period_start
 FROM notice_ledger WHERE notice_key = ANY($1::text[])
 UNION
-SELECT notice_key, COALESCE(message_id, ''), COALESCE(provider_id, ''), state
+SELECT notice_key, COALESCE(message_id, ''), COALESCE(provider_id, ''), state, period_start
 FROM notice_ledger WHERE provider_id = ANY($2::text[])
 UNION
-SELECT notice_key, COALESCE(message_id, ''), COALESCE(provider_id, ''), state
-FROM notice_ledger WHERE message_id = ANY($3::text[])`
+SELECT l.notice_key, l.message_id, COALESCE(l.provider_id, ''), l.state, l.period_start
+FROM unnest($3::text[]) AS m(id)
+JOIN notice_ledger l
+  ON l.notice_key >= split_part(m.id, '@', 1) COLLATE "C"
+ AND l.notice_key < split_part(m.id, '@', 1) || 'g' COLLATE "C"
+ AND l.message_id = m.id
+WHERE split_part(m.id, '@', 1) ~ '^[0-9a-f]{32}$'`
+
+// NoticePartitionsEnsure creates the monthly partitions of the given
+// dates that do not exist yet (see sql/0002); the common call, when they
+// all exist, only looks their names up. $1 dates (text[], YYYY-MM-DD).
+const NoticePartitionsEnsure = `SELECT notice_ledger_ensure_partitions($1::date[])`
 
 // NoticeBackfill imports notices an earlier system already sent, as sent.
 // A conflict (the notice is already in the ledger) is skipped and counted
@@ -212,3 +252,54 @@ const NoticeListClaimedByRun = `
 SELECT notice_key FROM notice_ledger
 WHERE state = 'claimed' AND run_id = $1
 ORDER BY claimed_at, notice_key`
+
+// NoticePartitionList lists the monthly partitions of the ledger with
+// their bounds (YYYY-MM-DD, upper exclusive) and the planner's row
+// estimate (-1 before the first ANALYZE), oldest first. The DEFAULT
+// partition has no bounds and is not listed.
+const NoticePartitionList = `
+SELECT name, lo, hi, rows_estimate
+FROM (SELECT c.relname::text AS name,
+             substring(pg_get_expr(c.relpartbound, c.oid) FROM $re$FROM \('([0-9-]+)'\)$re$) AS lo,
+             substring(pg_get_expr(c.relpartbound, c.oid) FROM $re$TO \('([0-9-]+)'\)$re$) AS hi,
+             c.reltuples::bigint AS rows_estimate
+      FROM pg_inherits i
+      JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent = 'notice_ledger'::regclass) p
+WHERE lo IS NOT NULL AND hi IS NOT NULL
+ORDER BY lo`
+
+// NoticePruneLock takes the lock that DETACH PARTITION (without
+// CONCURRENTLY) takes anyway, first, so that the check for claims and the
+// removal see the same rows: no pass can write the ledger until prune
+// commits, which it does within milliseconds (catalog changes and a look
+// at the quarantine index only). The caller sets lock_timeout first.
+const NoticePruneLock = `LOCK TABLE notice_ledger IN ACCESS EXCLUSIVE MODE`
+
+// NoticePruneLockTimeout bounds how long prune waits for that lock (and
+// so how long a pass's statements queue behind it). $1 e.g. '5s'.
+const NoticePruneLockTimeout = `SELECT set_config('lock_timeout', $1, true)`
+
+// NoticeListClaimedBefore counts, per month older than $1, the rows still
+// claimed (no recorded outcome), with up to $2 of their keys' first 12
+// characters. Through the quarantine index of each old month.
+const NoticeListClaimedBefore = `
+SELECT to_char(date_trunc('month', period_start), 'YYYY-MM-DD') AS month,
+       count(*) AS count,
+       (array_agg(left(notice_key, 12) ORDER BY notice_key))[1:$2] AS keys
+FROM notice_ledger
+WHERE period_start < $1::date AND state = 'claimed'
+GROUP BY 1
+ORDER BY 1`
+
+// NoticePartitionDetach detaches one month (%s: its quoted name).
+const NoticePartitionDetach = `ALTER TABLE notice_ledger DETACH PARTITION %s`
+
+// NoticePartitionDrop drops a detached month (%s: its quoted name).
+const NoticePartitionDrop = `DROP TABLE %s`
+
+// NoticeResolutionPrune removes the decisions recorded on rows of periods
+// in [$1, $2) and returns how many.
+const NoticeResolutionPrune = `
+DELETE FROM notice_ledger_resolution
+WHERE period_start >= $1::date AND period_start < $2::date`

@@ -181,6 +181,10 @@ type Policy struct {
 	Provider string `yaml:"provider"`
 	// SES configures Amazon SES, for provider ses or sender ses.
 	SES SES `yaml:"ses"`
+	// Retention is how much ledger history `scan prune` keeps by default:
+	// billing periods that started longer ago than this are removed.
+	// Default 400d.
+	Retention Duration `yaml:"retention"`
 
 	// MaxScheduleGap is the longest gap between two firings of Schedule over
 	// a year, computed by Validate.
@@ -238,6 +242,7 @@ rate:
   global: {per_second: 100, burst: 100}
 concurrency: 16
 provider: none
+retention: 400d
 `
 
 // Default returns the built-in policy (used when no file is given).
@@ -345,6 +350,9 @@ func (p *Policy) fillDefaults() {
 	}
 	if p.Provider == "" {
 		p.Provider = ProviderNone
+	}
+	if p.Retention == 0 {
+		p.Retention = Duration(DefaultRetention)
 	}
 	if p.Notices == nil {
 		p.Notices = []Kind{{Kind: "renewal_notice_t72", OpenBefore: Duration(72 * time.Hour), CloseBefore: Duration(24 * time.Hour)}}
@@ -491,6 +499,9 @@ func (p *Policy) Validate() error {
 			return err
 		}
 	}
+	if p.Retention <= 0 {
+		return &Error{Field: "retention", Msg: fmt.Sprintf("must be positive, got %s", p.Retention)}
+	}
 	if p.Concurrency < 1 || p.Concurrency > 1024 {
 		return &Error{Field: "concurrency", Msg: fmt.Sprintf("must be between 1 and 1024, got %d", p.Concurrency)}
 	}
@@ -571,6 +582,32 @@ func MaxGap(expr string, from time.Time) (time.Duration, error) {
 	}
 	return gap, nil
 }
+
+// DefaultRetention is the retention of a policy that sets none.
+const DefaultRetention = 400 * 24 * time.Hour
+
+// PruneMargin is what MinRetention adds to the longest lead: a month, the
+// width of one ledger partition, for source rows whose period_start lies
+// before their renews_at.
+const PruneMargin = 31 * 24 * time.Hour
+
+// LongestLead is the longest open_before of any kind in any jurisdiction:
+// how far ahead of a charge a notice may be claimed.
+func (p *Policy) LongestLead() time.Duration {
+	var lead Duration
+	for _, k := range p.Notices {
+		lead = max(lead, k.OpenBefore)
+		for _, w := range k.ByJurisdiction {
+			lead = max(lead, w.OpenBefore)
+		}
+	}
+	return time.Duration(lead)
+}
+
+// MinRetention is the shortest horizon `scan prune` accepts: the longest
+// lead plus PruneMargin. A shorter one could remove the ledger row of a
+// notice whose window is still open, and a pass would then send it again.
+func (p *Policy) MinRetention() time.Duration { return p.LongestLead() + PruneMargin }
 
 // Kind returns the kind named k.
 func (p *Policy) Kind(k string) (Kind, bool) {

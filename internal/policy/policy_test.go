@@ -37,6 +37,7 @@ rate:
     gmail.com: {per_second: 20, burst: 20}
   global: {per_second: 100, burst: 100}
 concurrency: 16
+retention: 400d
 `
 
 func TestParseContractExample(t *testing.T) {
@@ -60,6 +61,26 @@ func TestParseContractExample(t *testing.T) {
 	}
 	if p.Rate.BucketFor("gmail.com").PerSecond != 20 || p.Rate.BucketFor("yahoo.com").PerSecond != 5 {
 		t.Fatal("rate buckets")
+	}
+	// The longest lead is California's 30d; prune keeps at least a month
+	// more.
+	if p.LongestLead() != 30*24*time.Hour || p.MinRetention() != 61*24*time.Hour {
+		t.Fatalf("longest lead %s, shortest retention %s", p.LongestLead(), p.MinRetention())
+	}
+}
+
+func TestRetention(t *testing.T) {
+	t.Parallel()
+	if got := time.Duration(Default().Retention); got != 400*24*time.Hour {
+		t.Fatalf("default retention %s", got)
+	}
+	p, err := Parse(strings.NewReader("retention: 2y\n"))
+	if err == nil {
+		t.Fatalf("retention 2y accepted: %s", p.Retention)
+	}
+	p, err = Parse(strings.NewReader("retention: 90d\n"))
+	if err != nil || time.Duration(p.Retention) != 90*24*time.Hour {
+		t.Fatalf("retention 90d: %v, %v", p, err)
 	}
 }
 
@@ -93,6 +114,7 @@ notices: [{kind: k1, open_before: 72h, close_before: 24h}]`, "can leave 7d betwe
 		{"provider case", `provider: SES`, `provider: "SES" is not one of`},
 		{"configuration set", `ses: {configuration_set: "a b"}`, "ses.configuration_set"},
 		{"configuration set line break", "ses: {configuration_set: \"a\\r\\nX-Evil: 1\"}", "ses.configuration_set"},
+		{"negative retention", `retention: -400d`, "retention: must be positive"},
 		{"second document", "concurrency: 4\n---\nconcurrency: 8\n", "line 3: a second YAML document"},
 		{"second document, broken", "concurrency: 4\n---\n[\n", "config"},
 	} {

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/example/scan/internal/ledger"
+	"github.com/example/scan/internal/policy"
+)
+
+// cmdPrune removes whole billing periods older than a horizon from the
+// ledger (see ledger.Prune), and prints what it removed as one JSON
+// object. A horizon shorter than the policy's longest lead plus a month,
+// or a period to remove that still holds claims, is refused: exit 2,
+// nothing removed.
+func cmdPrune(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "prune", "[--older-than D] [--dry-run] [--config FILE] [--lock-timeout 5s]")
+	older := fs.String("older-than", "", "remove billing periods that started longer ago than this, e.g. 400d (default: the policy's retention)")
+	dry := fs.Bool("dry-run", false, "report what would be removed; remove nothing")
+	config := fs.String("config", "", "policy file (env SCAN_CONFIG); built-in defaults when empty")
+	lockTimeout := fs.Duration("lock-timeout", 5*time.Second, "the longest a pass's statements may wait behind prune's lock; prune gives up (exit 1) when it cannot get it in time")
+	nowFlag := fs.String("now", "", "take this RFC3339 instant as now (staging data)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("arguments", "prune takes no arguments, got %q", pos[0])
+	}
+	if *lockTimeout <= 0 {
+		return usagef("--lock-timeout", "must be positive")
+	}
+	pol, err := policy.Load(flagOrEnv(fs, "config", *config, e, "SCAN_CONFIG"))
+	if err != nil {
+		return err
+	}
+	horizon := time.Duration(pol.Retention)
+	if *older != "" {
+		if horizon, err = policy.ParseDuration(*older); err != nil {
+			return usagef("--older-than", "%v", err)
+		}
+	}
+	if min := pol.MinRetention(); horizon < min {
+		field := "--older-than"
+		if *older == "" {
+			field = "retention"
+		}
+		return usagef(field, "%s is shorter than the longest notice window's lead (%s) plus a safety margin of %s: periods that young may still be claimed, and a pass would send their notices again; use at least %s",
+			policy.FormatDuration(horizon), policy.FormatDuration(pol.LongestLead()), policy.FormatDuration(policy.PruneMargin), policy.FormatDuration(min))
+	}
+	now := time.Now().UTC()
+	if *nowFlag != "" {
+		if now, err = time.Parse(time.RFC3339, *nowFlag); err != nil {
+			return usagef("--now", "%q is not an RFC3339 instant", *nowFlag)
+		}
+	}
+	before := now.Add(-horizon)
+	registerSecrets(e)
+	db, err := openDB(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	res, err := ledger.Prune(ctx, db, ledger.PruneOptions{Before: before, DryRun: *dry, LockTimeout: *lockTimeout})
+	var ce *ledger.ClaimedError
+	if errors.As(err, &ce) {
+		return &usageError{field: "prune", msg: ce.Error() + "; nothing was removed"}
+	}
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(e.stdout).Encode(struct {
+		OlderThan   string             `json:"older_than"`
+		Before      string             `json:"before"`
+		DryRun      bool               `json:"dry_run"`
+		Removed     []ledger.Partition `json:"removed"`
+		Resolutions int64              `json:"resolutions_removed"`
+	}{policy.FormatDuration(horizon), before.Format("2006-01-02"), *dry, res.Removed, res.Resolutions})
+}

@@ -1,0 +1,22 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/pressly/goose/v3"
+
+	schema "github.com/example/scan/sql"
+)
+
+// MigrateTo applies the embedded migrations up to version only: the
+// tests build a ledger as an older release left it.
+func MigrateTo(ctx context.Context, db *sql.DB, version int64) error {
+	p, err := goose.NewProvider(goose.DialectPostgres, db, schema.Migrations,
+		goose.WithTableName(MigrationTable), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return err
+	}
+	_, err = p.UpTo(ctx, version)
+	return err
+}

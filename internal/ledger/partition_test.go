@@ -1,0 +1,396 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/example/scan/internal/ledger"
+	"github.com/example/scan/internal/pgtest"
+)
+
+// inMonth is claim(i, 0) in the billing period that starts on day.
+func inMonth(i int, day time.Time) ledger.Claim {
+	c := claim(i, 0)
+	c.Key = fmt.Sprintf("%016x%048x", day.Unix(), i)
+	c.MessageID = c.Key[:32] + "@n.example.com"
+	c.PeriodStart = day
+	return c
+}
+
+func month(y int, m time.Month) time.Time { return time.Date(y, m, 1, 0, 0, 0, 0, time.UTC) }
+
+// seedMonth claims n notices of the month at day and records them sent,
+// except the first claimed ones, which stay claimed.
+func seedMonth(t *testing.T, db *sqlx.DB, day time.Time, n, claimed int) []ledger.Claim {
+	t.Helper()
+	ctx := context.Background()
+	cs := make([]ledger.Claim, n)
+	for i := range cs {
+		cs[i] = inMonth(i, day)
+	}
+	run := "seed-" + day.Format("200601")
+	won, err := ledger.ClaimBatch(ctx, db, opt(run), cs)
+	if err != nil || len(won) != n {
+		t.Fatalf("seed %s: won %d, %v", day.Format("2006-01"), len(won), err)
+	}
+	var outs []ledger.Outcome
+	for _, c := range cs[claimed:] {
+		outs = append(outs, ledger.Outcome{Key: c.Key, PeriodStart: c.PeriodStart, State: ledger.Sent, SentAt: t0, Attempts: 1})
+	}
+	if got, err := ledger.RecordOutcomes(ctx, db, run, t0, outs); err != nil || int(got) != len(outs) {
+		t.Fatalf("seed %s: recorded %d of %d, %v", day.Format("2006-01"), got, len(outs), err)
+	}
+	return cs
+}
+
+func partitionNames(t *testing.T, db *sqlx.DB) []string {
+	t.Helper()
+	ps, err := ledger.Partitions(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range ps {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+func countRows(t *testing.T, db *sqlx.DB, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.Get(&n, q, args...); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestMigrationCarriesA0001LedgerOver(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	if err := ledger.MigrateTo(ctx, db.DB, 1); err != nil {
+		t.Fatal(err)
+	}
+	// Rows in every state, over three months, one with a later revision
+	// that supersedes another, and an operator's decision.
+	type row struct {
+		key, sub, state string
+		period          time.Time
+		rev             int
+	}
+	var rows []row
+	states := []string{"claimed", "sent", "retry", "failed", "missed"}
+	for mi, p := range []time.Time{month(2025, 10), month(2025, 11), month(2026, 12)} {
+		for si, s := range states {
+			i := mi*10 + si
+			rows = append(rows, row{key(i), fmt.Sprintf("sub_%d", i), s, p.AddDate(0, 0, si), 0})
+		}
+	}
+	rows = append(rows, row{key(99), "sub_1", "sent", month(2025, 10).AddDate(0, 0, 1), 1})
+	for _, r := range rows {
+		if _, err := db.Exec(`INSERT INTO notice_ledger (notice_key, subscription_id, kind, period_start, revision, state,
+    claimed_at, sent_at, message_id, provider_id, attempts, last_error, run_id, renews_at, window_closes_at, domain, cancel_token, supersedes, updated_at)
+VALUES ($1, $2, 'renewal_notice_t72', $3, $4::int, $5::text, $6::timestamptz, CASE WHEN $5 = 'sent' THEN $6 END, left($1, 32) || '@n.example.com', 'prov',
+    1, CASE WHEN $5 = 'retry' THEN '451 later' END, 'old-run', $6, $6, 'example.com', 'tok', CASE WHEN $4 = 1 THEN $7 END, $6)`,
+			r.key, r.sub, r.period, r.rev, r.state, t0, key(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec(`INSERT INTO notice_ledger_resolution (notice_key, from_state, to_state, resolved_by, reason, resolved_at)
+VALUES ($1, 'claimed', 'sent', 'carol', 'seen in the provider console', $2)`, key(11), t0); err != nil {
+		t.Fatal(err)
+	}
+	const dump = `SELECT coalesce(string_agg(row_to_json(l)::text, E'\n' ORDER BY notice_key), '') FROM notice_ledger l`
+	var before, after string
+	if err := db.Get(&before, dump); err != nil {
+		t.Fatal(err)
+	}
+
+	if n, err := ledger.Migrate(ctx, db.DB); err != nil || n != 2 { // 0002 (partitions) and 0003 (the provider_id index)
+		t.Fatalf("migrate applied %d, %v", n, err)
+	}
+	if err := db.Get(&after, dump); err != nil {
+		t.Fatal(err)
+	}
+	if before != after {
+		t.Fatalf("rows changed by the migration:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	byState, err := ledger.CountByState(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range states {
+		if want := 3 + map[bool]int{true: 1}[s == "sent"]; byState[ledger.State(s)] != want {
+			t.Errorf("%s: %d rows, want %d", s, byState[ledger.State(s)], want)
+		}
+	}
+	if got := fmt.Sprint(partitionNames(t, db)); got != "[notice_ledger_p202510 notice_ledger_p202511 notice_ledger_p202612]" {
+		t.Errorf("partitions %s", got)
+	}
+	if n := countRows(t, db, `SELECT count(*) FROM notice_ledger_default`); n != 0 {
+		t.Errorf("%d rows in the DEFAULT partition", n)
+	}
+	if n := countRows(t, db, `SELECT count(*) FROM notice_ledger_resolution WHERE period_start = $1`, month(2025, 11).AddDate(0, 0, 1)); n != 1 {
+		t.Errorf("the decision's period: %d rows", n)
+	}
+
+	// Both unique guarantees: the same key, and the same tuple under
+	// another key (a changed secret), each win nothing.
+	for _, r := range rows {
+		c := ledger.Claim{Key: r.key, SubscriptionID: r.sub, Kind: "renewal_notice_t72", PeriodStart: r.period, Revision: r.rev,
+			RenewsAt: t0, WindowClosesAt: t0.Add(time.Hour), Domain: "example.com", MessageID: r.key[:32] + "@n.example.com"}
+		rotated := c
+		rotated.Key = fmt.Sprintf("%064x", 1000+len(r.sub)+int(r.period.Unix()%1000)*7+r.rev)
+		for _, try := range []ledger.Claim{c, rotated} {
+			won, err := ledger.ClaimBatch(ctx, db, opt("after"), []ledger.Claim{try})
+			if err != nil || len(won) != 0 {
+				t.Fatalf("claim of %s (%s, %s) after the migration won %d, %v", try.Key[:12], r.sub, r.period.Format("2006-01-02"), len(won), err)
+			}
+		}
+	}
+	// Look-ups by key, and by Message-ID through the key's prefix.
+	if r, err := ledger.Get(ctx, db, key(0)); err != nil || r.State != ledger.Claimed {
+		t.Fatalf("get: %+v, %v", r, err)
+	}
+	res, err := ledger.Settle(ctx, db, "reconcile", t0, []ledger.Settlement{
+		{MessageID: key(10)[:32] + "@n.example.com", To: ledger.Sent, Event: "delivered", At: t0},
+		{MessageID: key(10)[:32] + "@other.example.com", To: ledger.Sent, Event: "delivered", At: t0},
+		{MessageID: "@n.example.com", To: ledger.Sent, Event: "delivered", At: t0},
+	})
+	if err != nil || len(res.Changed) != 1 || res.Changed[0].Key != key(10) || res.Unknown != 2 {
+		t.Fatalf("settle: %+v, %v", res, err)
+	}
+}
+
+func TestClaimsCreateTheirMonthAndMoveStrayRowsIntoIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := setup(t)
+	// A row that reached the DEFAULT partition (as if written before its
+	// month existed) moves into the month when the month is created.
+	stray := inMonth(1, month(2027, 3))
+	if _, err := db.Exec(`INSERT INTO notice_ledger_default (notice_key, subscription_id, kind, period_start, revision, state, claimed_at, run_id)
+VALUES ($1, $2, $3, $4, 0, 'sent', $5, 'old')`, stray.Key, stray.SubscriptionID, stray.Kind, stray.PeriodStart, t0); err != nil {
+		t.Fatal(err)
+	}
+	// Concurrent claims of new months, several sessions per month.
+	var wg sync.WaitGroup
+	errs := make(chan error, 12)
+	for g := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := inMonth(100+g, month(2027, time.Month(1+g%4)).AddDate(0, 0, g))
+			_, err := ledger.ClaimBatch(ctx, db, opt("a"), []ledger.Claim{c})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fmt.Sprint(partitionNames(t, db)); got != "[notice_ledger_p202701 notice_ledger_p202702 notice_ledger_p202703 notice_ledger_p202704]" {
+		t.Fatalf("partitions %s", got)
+	}
+	if n := countRows(t, db, `SELECT count(*) FROM notice_ledger_default`); n != 0 {
+		t.Fatalf("%d rows left in the DEFAULT partition", n)
+	}
+	if n := countRows(t, db, `SELECT count(*) FROM notice_ledger_p202703 WHERE notice_key = $1`, stray.Key); n != 1 {
+		t.Fatalf("the stray row is not in its month")
+	}
+	if n := countRows(t, db, `SELECT count(*) FROM notice_ledger`); n != 13 {
+		t.Fatalf("%d rows, want 13", n)
+	}
+}
+
+func TestPruneRemovesWholeOldMonthsOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := setup(t)
+	for _, m := range []time.Month{1, 2, 3} {
+		seedMonth(t, db, month(2025, m).AddDate(0, 0, 3), 20, 0)
+	}
+	cur := seedMonth(t, db, month(2026, 12), 20, 0)
+	// A decision on an old row, so that prune has one to remove.
+	if _, err := db.Exec(`INSERT INTO notice_ledger_resolution (notice_key, from_state, to_state, resolved_by, reason, resolved_at, period_start)
+VALUES ($1, 'claimed', 'sent', 'carol', 'test', $2, $3)`, inMonth(0, month(2025, 2).AddDate(0, 0, 3)).Key, t0, month(2025, 2).AddDate(0, 0, 3)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Before 2025-03-15: January and February go, March stays (whole
+	// months only). A dry run first removes nothing.
+	horizon := time.Date(2025, 3, 15, 0, 0, 0, 0, time.UTC)
+	dry, err := ledger.Prune(ctx, db, ledger.PruneOptions{Before: horizon, DryRun: true})
+	if err != nil || len(dry.Removed) != 2 {
+		t.Fatalf("dry run: %+v, %v", dry, err)
+	}
+	if n := len(partitionNames(t, db)); n != 4 {
+		t.Fatalf("the dry run removed partitions: %d left", n)
+	}
+	res, err := ledger.Prune(ctx, db, ledger.PruneOptions{Before: horizon})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Removed) != 2 || res.Removed[0].Name != "notice_ledger_p202501" || res.Removed[1].To != "2025-03-01" || res.Resolutions != 1 {
+		t.Fatalf("prune: %+v", res)
+	}
+	if got := fmt.Sprint(partitionNames(t, db)); got != "[notice_ledger_p202503 notice_ledger_p202612]" {
+		t.Fatalf("partitions %s", got)
+	}
+	if n := countRows(t, db, `SELECT count(*) FROM notice_ledger`); n != 40 {
+		t.Fatalf("%d rows left, want 40", n)
+	}
+	// The current month is intact: its notices are still suppressed.
+	if won, err := ledger.ClaimBatch(ctx, db, opt("again"), cur); err != nil || len(won) != 0 {
+		t.Fatalf("re-claim after prune won %d, %v", len(won), err)
+	}
+	// Nothing more to remove is not an error.
+	if res, err := ledger.Prune(ctx, db, ledger.PruneOptions{Before: horizon}); err != nil || len(res.Removed) != 0 {
+		t.Fatalf("second prune: %+v, %v", res, err)
+	}
+}
+
+func TestPruneRefusesAMonthWithClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := setup(t)
+	seedMonth(t, db, month(2025, 1), 10, 0)
+	stuck := seedMonth(t, db, month(2025, 2), 10, 3)
+	seedMonth(t, db, month(2026, 12), 10, 5) // claims of the current month are none of prune's business
+	_, err := ledger.Prune(ctx, db, ledger.PruneOptions{Before: month(2026, 1)})
+	var ce *ledger.ClaimedError
+	if !errors.As(err, &ce) || len(ce.Months) != 1 || ce.Months[0].Month != "2025-02-01" || ce.Months[0].Count != 3 ||
+		len(ce.Months[0].Keys) != 3 || ce.Months[0].Keys[0] != stuck[0].Key[:12] {
+		t.Fatalf("prune with claims: %v (%+v)", err, ce)
+	}
+	if n := len(partitionNames(t, db)); n != 3 {
+		t.Fatalf("a refused prune removed partitions: %d left", n)
+	}
+}
+
+func TestPruneDuringAPassLosesAndDuplicatesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := setup(t)
+	for m := range 6 {
+		seedMonth(t, db, month(2025, time.Month(1+m)), 50, 0)
+	}
+	// A pass claims and records 40 batches of the current month while
+	// prune removes the old months one at a time.
+	const batches, per = 40, 25
+	var wg sync.WaitGroup
+	wg.Add(1)
+	passErr := make(chan error, 1)
+	go func() {
+		defer wg.Done()
+		for b := range batches {
+			cs := make([]ledger.Claim, per)
+			for i := range cs {
+				cs[i] = inMonth(b*per+i, month(2026, 12))
+			}
+			won, err := ledger.ClaimBatch(ctx, db, opt("pass"), cs)
+			if err == nil && len(won) != per {
+				err = fmt.Errorf("batch %d won %d of %d", b, len(won), per)
+			}
+			if err != nil {
+				passErr <- err
+				return
+			}
+			outs := make([]ledger.Outcome, per)
+			for i, c := range cs {
+				outs[i] = ledger.Outcome{Key: c.Key, PeriodStart: c.PeriodStart, State: ledger.Sent, SentAt: t0, Attempts: 1}
+			}
+			if n, err := ledger.RecordOutcomes(ctx, db, "pass", t0, outs); err != nil || n != per {
+				passErr <- fmt.Errorf("batch %d recorded %d, %v", b, n, err)
+				return
+			}
+		}
+		passErr <- nil
+	}()
+	for m := range 6 {
+		if _, err := ledger.Prune(ctx, db, ledger.PruneOptions{Before: month(2025, time.Month(2+m))}); err != nil {
+			t.Error(err)
+		}
+	}
+	wg.Wait()
+	if err := <-passErr; err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(partitionNames(t, db)); got != "[notice_ledger_p202612]" {
+		t.Fatalf("partitions %s", got)
+	}
+	if n := countRows(t, db, `SELECT count(*) FROM notice_ledger WHERE state = 'sent' AND run_id = 'pass'`); n != batches*per {
+		t.Fatalf("%d of the pass's %d notices recorded sent", n, batches*per)
+	}
+	if n := countRows(t, db, `SELECT count(DISTINCT subscription_id) FROM notice_ledger`); n != batches*per {
+		t.Fatalf("%d distinct subscriptions, want %d", n, batches*per)
+	}
+}
+
+func TestRecentReadsTheNewestMonthsFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := setup(t)
+	seedMonth(t, db, month(2025, 1), 30, 0)
+	seedMonth(t, db, month(2026, 11), 3, 0)
+	seedMonth(t, db, month(2026, 12), 4, 0)
+	got, err := ledger.Recent(ctx, db, 10)
+	if err != nil || len(got) != 10 {
+		t.Fatalf("recent: %d rows, %v", len(got), err)
+	}
+	for i, r := range got {
+		want := month(2026, 12)
+		switch {
+		case i >= 7:
+			want = month(2025, 1)
+		case i >= 4:
+			want = month(2026, 11)
+		}
+		if !r.PeriodStart.Equal(want) {
+			t.Fatalf("row %d is of %s, want %s", i, r.PeriodStart.Format("2006-01"), want.Format("2006-01"))
+		}
+	}
+}
+
+// A statement of a pass holding the ledger (here a transaction that read
+// it) makes prune give up after its lock timeout, removing nothing; the
+// pass's transaction is not disturbed.
+func TestPruneGivesUpWhenItCannotLockTheLedger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := setup(t)
+	seedMonth(t, db, month(2025, 1), 5, 0)
+	tx, err := db.Beginx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.Get(&n, `SELECT count(*) FROM notice_ledger`); err != nil || n != 5 {
+		t.Fatalf("reader: %d, %v", n, err)
+	}
+	_, err = ledger.Prune(ctx, db, ledger.PruneOptions{Before: month(2026, 1), LockTimeout: 50 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "lock") {
+		t.Fatalf("prune while the ledger is in use: %v", err)
+	}
+	if err := tx.Get(&n, `SELECT count(*) FROM notice_ledger`); err != nil || n != 5 {
+		t.Fatalf("reader after prune gave up: %d, %v", n, err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if got := partitionNames(t, db); len(got) != 1 {
+		t.Fatalf("partitions %v", got)
+	}
+}

@@ -1,0 +1,167 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Partition is one month of the ledger.
+type Partition struct {
+	Name string `db:"name" json:"partition"`
+	From string `db:"lo" json:"from"` // first period_start it holds, YYYY-MM-DD
+	To   string `db:"hi" json:"to"`   // first period_start it does not hold
+	// RowsEstimate is the planner's estimate (pg_class.reltuples), -1 when
+	// the month has never been analyzed: prune does not count rows, which
+	// would read the whole month.
+	RowsEstimate int64 `db:"rows_estimate" json:"rows_estimate"`
+}
+
+// Partitions returns the monthly partitions, oldest first.
+func Partitions(ctx context.Context, db sqlx.QueryerContext) ([]Partition, error) {
+	var ps []Partition
+	if err := sqlx.SelectContext(ctx, db, &ps, NoticePartitionList); err != nil {
+		return nil, fmt.Errorf("list partitions: %w", err)
+	}
+	return ps, nil
+}
+
+// ClaimedMonth is a month that still holds claims without an outcome.
+type ClaimedMonth struct {
+	Month string   `db:"month" json:"month"`
+	Count int      `db:"count" json:"count"`
+	Keys  []string `db:"-" json:"key_prefixes"` // first 12 characters, at most 10
+}
+
+// ClaimedError refuses a prune: the months it would remove still hold
+// claims whose outcome is unknown (the quarantine), which only reconcile
+// or resolve may settle.
+type ClaimedError struct {
+	Months []ClaimedMonth
+}
+
+func (e *ClaimedError) Error() string {
+	var b strings.Builder
+	b.WriteString("prune refused: periods older than the horizon still hold claims with no recorded outcome (settle them with `scan reconcile` or `scan resolve` first):")
+	for _, m := range e.Months {
+		fmt.Fprintf(&b, " %s: %d (%s)", m.Month[:7], m.Count, strings.Join(m.Keys, ", "))
+	}
+	return b.String()
+}
+
+// PruneOptions say what to prune.
+type PruneOptions struct {
+	// Before: every month whose periods all start before it is removed.
+	Before time.Time
+	// DryRun reports what would be removed and removes nothing.
+	DryRun bool
+	// LockTimeout bounds the wait for the ledger's lock (default 5s).
+	LockTimeout time.Duration
+}
+
+// PruneResult is what Prune removed (or, dry, would remove).
+type PruneResult struct {
+	Removed     []Partition `json:"removed"`
+	Resolutions int64       `json:"resolutions"` // decision records removed with them
+}
+
+// Prune removes, in one transaction, the months of the ledger whose
+// periods all start before opt.Before: it detaches and drops each month's
+// partition and deletes the decisions recorded on its rows. It refuses
+// with a *ClaimedError, removing nothing, when one of those months still
+// holds a claimed row. The DEFAULT partition is never removed.
+//
+// Safe while a pass runs: it takes ACCESS EXCLUSIVE on notice_ledger (what
+// a plain DETACH PARTITION takes) waiting at most opt.LockTimeout, checks
+// for claims and detaches under that lock, and commits within
+// milliseconds; a pass's statements wait for it and go on. DETACH
+// PARTITION CONCURRENTLY would not block them, but it cannot run in a
+// transaction (so the check and the removal could not be one), nor at
+// all while the table has a DEFAULT partition.
+func Prune(ctx context.Context, db *sqlx.DB, opt PruneOptions) (PruneResult, error) {
+	if opt.LockTimeout <= 0 {
+		opt.LockTimeout = 5 * time.Second
+	}
+	before := opt.Before.UTC().Format("2006-01-02")
+	var res PruneResult
+	err := WithTx(ctx, db, func(tx *sqlx.Tx) error {
+		res = PruneResult{}
+		if !opt.DryRun {
+			if _, err := tx.ExecContext(ctx, NoticePruneLockTimeout, fmt.Sprintf("%dms", opt.LockTimeout.Milliseconds())); err != nil {
+				return fmt.Errorf("prune: %w", err)
+			}
+			if _, err := tx.ExecContext(ctx, NoticePruneLock); err != nil {
+				return fmt.Errorf("prune: lock the ledger: %w", err)
+			}
+		}
+		all, err := Partitions(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for _, p := range all {
+			if p.To <= before {
+				res.Removed = append(res.Removed, p)
+			}
+		}
+		if len(res.Removed) == 0 {
+			return nil
+		}
+		// Only the months to remove: a claim of the current month is a
+		// pass in flight, none of prune's business.
+		if err := checkNoClaims(ctx, tx, res.Removed[len(res.Removed)-1].To); err != nil {
+			return err
+		}
+		if opt.DryRun {
+			return nil
+		}
+		for _, p := range res.Removed {
+			name := pq.QuoteIdentifier(p.Name)
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf(NoticePartitionDetach, name)); err != nil {
+				return fmt.Errorf("prune: detach %s: %w", p.Name, err)
+			}
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf(NoticePartitionDrop, name)); err != nil {
+				return fmt.Errorf("prune: drop %s: %w", p.Name, err)
+			}
+			r, err := tx.ExecContext(ctx, NoticeResolutionPrune, p.From, p.To)
+			if err != nil {
+				return fmt.Errorf("prune: decisions of %s: %w", p.Name, err)
+			}
+			n, _ := r.RowsAffected()
+			res.Resolutions += n
+		}
+		return nil
+	})
+	if res.Removed == nil {
+		res.Removed = []Partition{}
+	}
+	return res, err
+}
+
+// checkNoClaims returns a *ClaimedError naming the months before before
+// that hold claimed rows.
+func checkNoClaims(ctx context.Context, db sqlx.QueryerContext, before string) error {
+	rows, err := db.QueryxContext(ctx, NoticeListClaimedBefore, before, 10)
+	if err != nil {
+		return fmt.Errorf("prune: look for claims: %w", err)
+	}
+	defer rows.Close()
+	var months []ClaimedMonth
+	for rows.Next() {
+		var m ClaimedMonth
+		if err := rows.Scan(&m.Month, &m.Count, pq.Array(&m.Keys)); err != nil {
+			return fmt.Errorf("prune: look for claims: %w", err)
+		}
+		months = append(months, m)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("prune: look for claims: %w", err)
+	}
+	if len(months) > 0 {
+		return &ClaimedError{Months: months}
+	}
+	return nil
+}

@@ -1,0 +1,258 @@
+package main
+
+// The ledger-at-scale scenario (-only ledger): what PostgreSQL does per
+// notice in a first pass (its CPU, from /proc, and the WAL it writes, from
+// pg_current_wal_lsn() differences) beside a minimal baseline in the same
+// run, and the first pass and re-run again with years of history already
+// in the ledger. Kept apart from main.go's scenarios.
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Statements of the ledger scenario.
+const (
+	// MinimalSetup is the least ledger that keeps the two guarantees: the
+	// same columns, a primary key on notice_key and the unique business
+	// tuple, nothing else.
+	MinimalSetup = `CREATE EXTENSION IF NOT EXISTS pgcrypto;
+CREATE TABLE bench_minimal (LIKE notice_ledger INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+ALTER TABLE bench_minimal ADD PRIMARY KEY (notice_key);
+CREATE UNIQUE INDEX ON bench_minimal (subscription_id, kind, period_start, revision)`
+	// MinimalDrop removes it.
+	MinimalDrop = `DROP TABLE bench_minimal`
+	// WALPosition is the server's current WAL insert position.
+	WALPosition = `SELECT pg_current_wal_lsn()::text`
+	// WALDiff is the number of WAL bytes between two positions.
+	WALDiff = `SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::bigint`
+	// LedgerPartitioned reports whether the ledger is partitioned (a
+	// ledger from before 0002 is not: the bench also runs older binaries).
+	LedgerPartitioned = `SELECT to_regproc('notice_ledger_ensure_partitions') IS NOT NULL`
+	// HistoryMonths creates the months of the history. $1 months (date[]).
+	HistoryMonths = `SELECT notice_ledger_ensure_partitions($1::date[])`
+	// HistorySeed inserts $1 rows of past billing periods, spread over the
+	// 13 months before $2, for the same subscription ids as the due ones
+	// ($3 of them; each has a notice a month, of this kind and then of
+	// other kinds): mostly sent, some failed or missed,
+	// none claimed or retry (an earlier pass would have settled them).
+	// Set-based, the keys hashed in SQL (sha256 of the tuple: any 64 hex
+	// characters do).
+	HistorySeed = `
+INSERT INTO notice_ledger (notice_key, subscription_id, kind, period_start, revision, state, claimed_at, sent_at,
+    message_id, provider_id, attempts, last_error, run_id, renews_at, window_closes_at, domain, cancel_token, updated_at)
+SELECT k.key, k.sub, k.kind, k.period, 0,
+       (ARRAY['sent','sent','sent','sent','sent','sent','sent','sent','sent','sent','sent','sent','sent','sent','sent','sent','sent','sent','failed','missed'])[1 + g % 20],
+       k.period - interval '2 days', k.period - interval '2 days', left(k.key, 32) || '@notices.example.com',
+       'outbox:' || left(k.key, 12), 1, NULL, 'history-' || (g % 400), k.period, k.period - interval '1 day',
+       'd' || (g % 20) || '.example', left(md5(k.key), 32), k.period - interval '2 days'
+FROM generate_series(1, $1::int) g
+CROSS JOIN LATERAL (SELECT g / $3::int AS cycle) c
+CROSS JOIN LATERAL (SELECT 'bench_' || lpad((1 + g % $3::int)::text, 9, '0') AS sub,
+                           CASE WHEN c.cycle < 13 THEN 'renewal_notice_t72' ELSE 'history_kind_' || (c.cycle / 13) END AS kind,
+                           ($2::date - 400 + 30 * (c.cycle % 13) + g % 28)::date AS period) s
+CROSS JOIN LATERAL (SELECT s.sub, s.kind, s.period,
+                           encode(hmac(s.sub || '|' || to_char(s.period, 'YYYY-MM-DD') || '|' || s.kind || '|0', $4, 'sha256'), 'hex') AS key) k
+ON CONFLICT DO NOTHING`
+	// ExtensionPgcrypto gives SQL hmac(), to derive keys as package notice does.
+	ExtensionPgcrypto = `CREATE EXTENSION IF NOT EXISTS pgcrypto`
+	// LedgerAnalyze refreshes the ledger's statistics after seeding.
+	LedgerAnalyze = `VACUUM ANALYZE notice_ledger`
+	// LedgerCount counts the ledger's rows.
+	LedgerCount = `SELECT count(*) FROM notice_ledger`
+)
+
+// walPos returns the current WAL position.
+func walPos(ctx context.Context, db *sql.DB) (string, error) {
+	var lsn string
+	err := db.QueryRowContext(ctx, WALPosition).Scan(&lsn)
+	return lsn, err
+}
+
+// walSince returns the WAL bytes written since from.
+func walSince(ctx context.Context, db *sql.DB, from string) (int64, error) {
+	to, err := walPos(ctx, db)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = db.QueryRowContext(ctx, WALDiff, to, from).Scan(&n)
+	return n, err
+}
+
+// historyRows is how many past rows the scale figures seed: 50 per due
+// notice (10M at the default N = 200k), or BENCH_HISTORY.
+func (b *bench) historyRows(due int) (int, error) {
+	if v := os.Getenv("BENCH_HISTORY"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("BENCH_HISTORY=%q is not a number of rows", v)
+		}
+		return n, nil
+	}
+	return 50 * due, nil
+}
+
+// perNotice is one pass's PostgreSQL work.
+type perNotice struct {
+	cpu  time.Duration
+	wal  int64
+	wall time.Duration
+}
+
+func (p perNotice) String(n int) string {
+	return fmt.Sprintf("%.1f us CPU, %.0f B WAL per notice (%.2f s; PostgreSQL CPU %.1f s, WAL %.1f MiB)",
+		float64(p.cpu.Microseconds())/float64(n), float64(p.wal)/float64(n), p.wall.Seconds(), p.cpu.Seconds(), float64(p.wal)/(1<<20))
+}
+
+func (b *bench) ledgerScale(ctx context.Context) error {
+	n := b.cfg.n
+	total := n + n/2
+	for total-total/3 < n {
+		total++
+	}
+	due := total - total/3
+	db, err := b.database(ctx, "bench_ledger")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	fmt.Fprintf(b.log, "bench: ledger: seeding %d subscriptions (%d due)\n", total, due)
+	if _, err := db.ExecContext(ctx, SubscriptionSeedMix, total, b.now); err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, SubscriptionAnalyze); err != nil {
+		return err
+	}
+	lo, hi := b.now.Add(closeBefore), b.now.Add(openBefore)
+
+	// The minimal baseline: the same claims and sent-marks, set-based,
+	// into a table with only the two unique indexes.
+	if _, err := db.ExecContext(ctx, MinimalSetup); err != nil {
+		return fmt.Errorf("minimal setup: %w", err)
+	}
+	var base perNotice
+	pg0, w0 := b.pgCPU(), ""
+	if w0, err = walPos(ctx, db); err != nil {
+		return err
+	}
+	t := time.Now()
+	res, err := db.ExecContext(ctx, strings.Replace(BaselineClaim, "bench_ledger", "bench_minimal", 1), kind, b.now, lo, hi, secret, closeBefore.String())
+	if err != nil {
+		return fmt.Errorf("minimal claim: %w", err)
+	}
+	if claimed, _ := res.RowsAffected(); int(claimed) != due {
+		return fmt.Errorf("minimal baseline claimed %d rows, want %d", claimed, due)
+	}
+	if _, err := db.ExecContext(ctx, strings.Replace(BaselineMarkSent, "bench_ledger", "bench_minimal", 1), b.now); err != nil {
+		return fmt.Errorf("minimal mark sent: %w", err)
+	}
+	base.wall, base.cpu = time.Since(t), b.pgCPU()-pg0
+	if base.wal, err = walSince(ctx, db, w0); err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, MinimalDrop); err != nil {
+		return err
+	}
+
+	policy, err := b.writePolicy("ledger.yaml", policyThroughput)
+	if err != nil {
+		return err
+	}
+	outbox := filepath.Join(b.cfg.work, "outbox-ledger")
+	defer os.RemoveAll(outbox)
+	env := []string{"SCAN_CONFIG=" + policy, "SCAN_SENDER=outbox", "SCAN_OUTBOX_DIR=" + outbox}
+	pass := func(label string) (perNotice, result, error) {
+		_ = os.RemoveAll(outbox)
+		w0, err := walPos(ctx, db)
+		if err != nil {
+			return perNotice{}, result{}, err
+		}
+		fmt.Fprintf(b.log, "bench: ledger: %s\n", label)
+		r, err := b.scan(ctx, "bench_ledger", "run", b.runArgs(b.cfg.batches[0]), env)
+		if err != nil {
+			return perNotice{}, r, err
+		}
+		p := perNotice{cpu: r.pgCPU, wall: r.wall}
+		p.wal, err = walSince(ctx, db, w0)
+		return p, r, err
+	}
+	first, r, err := pass("first pass, empty ledger")
+	if err != nil {
+		return err
+	}
+	if r.int("sent") != due {
+		return fmt.Errorf("first pass sent %d, want %d", r.int("sent"), due)
+	}
+	b.add(figure{fmt.Sprintf("PostgreSQL per notice, first pass (N=%d)", due), first.String(due), base.String(due),
+		fmt.Sprintf("CPU %.2fx, WAL %.2fx", first.cpu.Seconds()/base.cpu.Seconds(), float64(first.wal)/float64(base.wal)), "within 1.5x on both"})
+	rerun, r, err := pass("re-run, empty ledger")
+	if err != nil {
+		return err
+	}
+	if r.int("minted") != 0 {
+		return fmt.Errorf("re-run minted %d", r.int("minted"))
+	}
+
+	// The same two passes with years of history in the ledger.
+	hist, err := b.historyRows(due)
+	if err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, LedgerTruncate); err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, ExtensionPgcrypto); err != nil {
+		return err
+	}
+	var months []string
+	for m := 0; m <= 14; m++ {
+		months = append(months, b.now.AddDate(0, -m, 0).Format("2006-01")+"-01")
+	}
+	var partitioned bool
+	if err := db.QueryRowContext(ctx, LedgerPartitioned).Scan(&partitioned); err != nil {
+		return err
+	}
+	if partitioned {
+		if _, err := db.ExecContext(ctx, HistoryMonths, "{"+strings.Join(months, ",")+"}"); err != nil {
+			return fmt.Errorf("history months: %w", err)
+		}
+	}
+	fmt.Fprintf(b.log, "bench: ledger: seeding %d rows of past periods\n", hist)
+	t = time.Now()
+	if _, err := db.ExecContext(ctx, HistorySeed, hist, b.now, total, secret); err != nil {
+		return fmt.Errorf("history seed: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, LedgerAnalyze); err != nil {
+		return err
+	}
+	var rows int
+	if err := db.QueryRowContext(ctx, LedgerCount).Scan(&rows); err != nil {
+		return err
+	}
+	fmt.Fprintf(b.log, "bench: ledger: %d past rows in %s\n", rows, time.Since(t).Round(time.Second))
+	firstH, r, err := pass(fmt.Sprintf("first pass, %d past rows", rows))
+	if err != nil {
+		return err
+	}
+	if r.int("sent") != due {
+		return fmt.Errorf("first pass over history sent %d, want %d", r.int("sent"), due)
+	}
+	rerunH, _, err := pass(fmt.Sprintf("re-run, %d past rows", rows))
+	if err != nil {
+		return err
+	}
+	b.add(figure{fmt.Sprintf("first pass with %d past rows (N=%d)", rows, due), fmt.Sprintf("%.2f s (PostgreSQL CPU %.1f s)", firstH.wall.Seconds(), firstH.cpu.Seconds()),
+		fmt.Sprintf("%.2f s on an empty ledger (PostgreSQL CPU %.1f s)", first.wall.Seconds(), first.cpu.Seconds()),
+		fmt.Sprintf("%.2fx", firstH.wall.Seconds()/first.wall.Seconds()), "within 1.2x"})
+	b.add(figure{fmt.Sprintf("re-run with %d past rows (N=%d)", rows, due), fmt.Sprintf("%.2f s (PostgreSQL CPU %.1f s)", rerunH.wall.Seconds(), rerunH.cpu.Seconds()),
+		fmt.Sprintf("%.2f s on an empty ledger (PostgreSQL CPU %.1f s)", rerun.wall.Seconds(), rerun.cpu.Seconds()),
+		fmt.Sprintf("%.2fx", rerunH.wall.Seconds()/rerun.wall.Seconds()), "within 1.2x"})
+	return nil
+}
