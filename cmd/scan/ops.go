@@ -58,7 +58,7 @@ func printRows(e *env, rows []ledger.Row, asJSON bool, empty string) error {
 		if r.LastError != nil {
 			lastErr = *r.LastError
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\n", r.NoticeKey[:12], r.SubscriptionID, r.Kind, r.Period(), r.Revision,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\n", notice.Short(r.NoticeKey), r.SubscriptionID, r.Kind, r.Period(), r.Revision,
 			r.State, r.ClaimedAt.UTC().Format(time.RFC3339), sent, r.Attempts, lastErr)
 	}
 	return tw.Flush()
@@ -172,7 +172,7 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 	}
 	from, err := ledger.Resolve(ctx, db, d)
 	if errors.Is(err, ledger.ErrNotFound) {
-		return usagef("KEY", "no ledger row has key %s", pos[0][:12])
+		return usagef("KEY", "no ledger row has key %s", notice.Short(pos[0]))
 	}
 	if errors.Is(err, ledger.ErrStateChanged) {
 		return usagef("KEY", "%v; allowed from %v", err, d.From)

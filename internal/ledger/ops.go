@@ -11,6 +11,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/example/scan/internal/notice"
 )
 
 // BySubscription returns every ledger row of one subscription.
@@ -30,7 +32,7 @@ func Get(ctx context.Context, db sqlx.QueryerContext, key string) (Row, error) {
 		return r, ErrNotFound
 	}
 	if err != nil {
-		return r, fmt.Errorf("get %s: %w", short(key), err)
+		return r, fmt.Errorf("get %s: %w", notice.Short(key), err)
 	}
 	return r, nil
 }
@@ -137,7 +139,7 @@ func Resolve(ctx context.Context, db *sqlx.DB, d Decision) (from State, err erro
 			if errors.Is(err, sql.ErrNoRows) {
 				return ErrNotFound
 			}
-			return fmt.Errorf("resolve %s: %w", short(d.Key), err)
+			return fmt.Errorf("resolve %s: %w", notice.Short(d.Key), err)
 		}
 		from = r.State
 		allowed := false
@@ -145,7 +147,7 @@ func Resolve(ctx context.Context, db *sqlx.DB, d Decision) (from State, err erro
 			allowed = allowed || s == r.State
 		}
 		if !allowed {
-			return fmt.Errorf("%w: %s is %s", ErrStateChanged, short(d.Key), r.State)
+			return fmt.Errorf("%w: %s is %s", ErrStateChanged, notice.Short(d.Key), r.State)
 		}
 		return resolveLocked(ctx, tx, d, r.State, r.PeriodStart)
 	})
@@ -164,13 +166,13 @@ func resolveLocked(ctx context.Context, tx sqlx.ExtContext, d Decision, from Sta
 	note := "resolved " + string(from) + " -> " + string(d.To) + " by " + d.By + ": " + d.Reason
 	res, err := tx.ExecContext(ctx, NoticeResolve, d.Key, string(d.To), sentAt, note, d.At.UTC(), string(from))
 	if err != nil {
-		return fmt.Errorf("resolve %s: %w", short(d.Key), err)
+		return fmt.Errorf("resolve %s: %w", notice.Short(d.Key), err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("%w: %s", ErrStateChanged, short(d.Key))
+		return fmt.Errorf("%w: %s", ErrStateChanged, notice.Short(d.Key))
 	}
 	if _, err := tx.ExecContext(ctx, NoticeResolutionInsert, d.Key, string(from), string(d.To), d.By, d.Reason, d.At.UTC(), period.Format("2006-01-02")); err != nil {
-		return fmt.Errorf("record resolution of %s: %w", short(d.Key), err)
+		return fmt.Errorf("record resolution of %s: %w", notice.Short(d.Key), err)
 	}
 	return nil
 }
@@ -339,13 +341,6 @@ func Backfill(ctx context.Context, db *sqlx.DB, runID string, bs []Backfilled) (
 		return nil
 	})
 	return inserted, err
-}
-
-func short(key string) string {
-	if len(key) > 12 {
-		return key[:12]
-	}
-	return key
 }
 
 // TrimMessageID strips surrounding angle brackets and spaces.

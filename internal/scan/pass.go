@@ -79,7 +79,7 @@ func (s *Scanner) Run(ctx context.Context) (Summary, error) {
 		// The producer claims no further ahead than the buckets allow
 		// (flow.go), so the dispatcher never holds more than a batch or
 		// two: its own bound is only a backstop.
-		Concurrency: p.Concurrency, MaxQueued: 2 * s.cfg.BatchSize, Retry: s.cfg.Retry, Logger: s.log,
+		Concurrency: p.Concurrency, MaxQueued: 2 * s.cfg.BatchSize, Retry: s.cfg.Retry,
 	})
 	if err != nil {
 		return finish(&ConfigError{"sender", err.Error()})

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
 )
 
@@ -94,9 +93,10 @@ type DispatcherConfig struct {
 	// Submit blocks beyond it. Default DefaultMaxQueued.
 	MaxQueued int
 	Retry     RetryPolicy
-	// Logger gets one debug line per notice (key prefix, domain, kind,
-	// outcome; never the address or name). The zero Logger discards.
-	Logger zerolog.Logger
+	// Clock gives the scheduler the time and its wake-up timer; a nil
+	// Clock is SystemClock. Result.Started, Done and Waited are read
+	// from it.
+	Clock Clock
 }
 
 // Result is the outcome of one accepted notice.
@@ -140,13 +140,12 @@ type Result struct {
 type Dispatcher struct {
 	sender   Sender
 	renderer *Renderer
-	log      zerolog.Logger
 	retry    RetryPolicy
 	workers  int
 	handout  int // notices handed out to workers at most
 	limits   Limits
 	global   *rate.Limiter
-	now      func() time.Time
+	clock    Clock
 
 	ctx     context.Context // the run: cancelled means shut down
 	sendCtx context.Context // ctx without its cancellation, for in-flight sends
@@ -247,6 +246,9 @@ func NewDispatcher(ctx context.Context, cfg DispatcherConfig) (*Dispatcher, erro
 		domains[strings.ToLower(name)] = b
 	}
 	cfg.Limits.Domains = domains
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
 
 	// A worker on a Pipeliner holds the notice it sends and the one it
 	// announced; one more each waits in the work queue, so that a worker
@@ -259,13 +261,12 @@ func NewDispatcher(ctx context.Context, cfg DispatcherConfig) (*Dispatcher, erro
 	d := &Dispatcher{
 		sender:   cfg.Sender,
 		renderer: cfg.Renderer,
-		log:      cfg.Logger,
 		retry:    cfg.Retry,
 		workers:  cfg.Concurrency,
 		handout:  handout,
 		limits:   cfg.Limits,
 		global:   newLimiter(cfg.Limits.Global),
-		now:      time.Now,
+		clock:    cfg.Clock,
 		ctx:      ctx,
 		sendCtx:  context.WithoutCancel(ctx),
 		slots:    make(chan struct{}, cfg.MaxQueued),
@@ -294,6 +295,8 @@ func checkBucket(field string, b Bucket) error {
 	return nil
 }
 
+// newLimiter returns the token bucket of b, which checkBucket accepted:
+// its limit is rate.Inf (no limit) or a finite rate > 0, never 0.
 func newLimiter(b Bucket) *rate.Limiter {
 	if b.PerSecond == 0 {
 		return rate.NewLimiter(rate.Inf, 1)
@@ -466,11 +469,11 @@ func (d *Dispatcher) schedule() {
 		d.wg.Wait()
 		close(d.results)
 	}()
-	timer := time.NewTimer(time.Hour)
+	timer := d.clock.NewTimer(time.Hour)
 	timer.Stop()
 	ctxDone := d.ctx.Done()
 	for {
-		now := d.now()
+		now := d.clock.Now()
 		if !d.cancelled && d.ctx.Err() != nil {
 			d.cancel(now)
 			ctxDone = nil
@@ -483,7 +486,7 @@ func (d *Dispatcher) schedule() {
 		var timerC <-chan time.Time
 		if at := d.nextWake(); !at.IsZero() {
 			timer.Reset(at.Sub(now))
-			timerC = timer.C
+			timerC = timer.C()
 		}
 		var out chan<- Result
 		var head Result
@@ -493,17 +496,17 @@ func (d *Dispatcher) schedule() {
 		select {
 		case <-timerC:
 		case <-d.wake:
-			d.take(d.now())
+			d.take(d.clock.Now())
 		case j := <-d.done:
 			d.inFlight--
-			d.complete(j, d.now())
+			d.complete(j, d.clock.Now())
 		case out <- head:
 			d.out[0] = Result{}
 			d.out = d.out[1:]
 			<-d.slots
 		case <-ctxDone:
 			ctxDone = nil
-			d.cancel(d.now())
+			d.cancel(d.clock.Now())
 		}
 		timer.Stop()
 	}
@@ -655,7 +658,8 @@ func (d *Dispatcher) cancel(now time.Time) {
 	}
 }
 
-// finish queues j's Result for delivery and logs it.
+// finish queues j's Result for delivery. The dispatcher logs nothing: the
+// caller that records the Result logs it (internal/scan's recorder).
 func (d *Dispatcher) finish(j *job, now time.Time, err error) {
 	r := Result{
 		Notice:   j.n,
@@ -674,32 +678,12 @@ func (d *Dispatcher) finish(j *job, now time.Time, err error) {
 		r.Receipt = j.receipt
 	}
 	d.out = append(d.out, r)
-
-	if e := d.log.Debug(); e.Enabled() {
-		key := j.n.Key
-		if len(key) > 12 {
-			key = key[:12]
-		}
-		outcome, code := "sent", 0
-		var se *Error
-		if errors.As(err, &se) {
-			outcome, code = se.Class.String(), se.Code
-			if errors.Is(err, ErrNotAttempted) {
-				outcome = "not_attempted"
-			}
-		}
-		e.Str("key", key).
-			Str("domain", j.domain).
-			Str("kind", j.n.Kind).
-			Str("outcome", outcome).
-			Int("code", code).
-			Int("attempts", j.attempts).
-			Dur("waited", j.waited).
-			Msg("notice")
-	}
 }
 
 // delay returns how long until l has a token at now; 0 if it has one.
+// l comes from newLimiter, so its limit is rate.Inf or a finite rate > 0;
+// a rate so slow that the wait would overflow a Duration waits
+// rate.InfDuration, as the rate package itself does.
 func delay(l *rate.Limiter, now time.Time) time.Duration {
 	lim := l.Limit()
 	if lim == rate.Inf {
@@ -709,10 +693,11 @@ func delay(l *rate.Limiter, now time.Time) time.Duration {
 	if tokens >= 1 {
 		return 0
 	}
-	if lim <= 0 {
-		return time.Hour
+	ns := math.Ceil((1 - tokens) / float64(lim) * float64(time.Second))
+	if ns >= float64(rate.InfDuration) {
+		return rate.InfDuration
 	}
-	return max(time.Duration(math.Ceil((1-tokens)/float64(lim)*float64(time.Second))), time.Microsecond)
+	return max(time.Duration(ns), time.Microsecond)
 }
 
 // domainQueue is one recipient domain's bucket and waiting notices.

@@ -5,14 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/example/scan/internal/send"
+	"github.com/example/scan/internal/send/sendtest"
 )
 
 // fakeSender runs fn for every Send.
@@ -331,138 +333,150 @@ func TestDispatcherRenderFailure(t *testing.T) {
 	}
 }
 
-// A slow domain must not hold back the others: three domains each paced to
-// take about 1s finish together in about 1s, not 3s, even with only two
-// workers.
+// epoch is where the fake clock starts. It is not the start of a synctest
+// bubble (2000-01-01), so a time the dispatcher read from the system clock
+// instead of its Clock shows in Result.Started and Done.
+var epoch = time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
+
+// runOnClock submits ns in order to a dispatcher built from cfg on a fake
+// clock at epoch, closes it, and returns every Result, in completion order.
+// It must run in a synctest bubble. The clock moves only when every
+// goroutine of the bubble is blocked (synctest.Wait): the dispatcher has
+// taken every notice, handed out all that its buckets allow at the current
+// instant, and had each answered; it then moves to the earliest timer the
+// scheduler armed. Sends take no time on this clock.
+func runOnClock(t *testing.T, cfg send.DispatcherConfig, ns []send.Notice) []send.Result {
+	t.Helper()
+	clk := sendtest.NewClock(epoch)
+	cfg.Clock = clk
+	var sends atomic.Int32
+	cfg.Sender = fakeSender{fn: func(context.Context, *send.Message) (send.Receipt, error) {
+		sends.Add(1)
+		return send.Receipt{ProviderID: "ok"}, nil
+	}}
+	d := newDispatcher(t, t.Context(), cfg)
+	results := collect(d)
+	submitAll(t, d, ns)
+	d.Close()
+	for {
+		synctest.Wait()
+		at, ok := clk.Next()
+		if !ok {
+			break
+		}
+		clk.Set(at)
+	}
+	// No timer is armed and nothing can move: the dispatcher is done, or
+	// this receive deadlocks the bubble and synctest fails the test.
+	rs := <-results
+	byKey(t, ns, rs)
+	if int(sends.Load()) != len(ns) {
+		t.Fatalf("%d sends for %d notices", sends.Load(), len(ns))
+	}
+	for _, r := range rs {
+		if r.Err != nil || r.Attempts != 1 {
+			t.Fatalf("%s: %d attempts, %v", r.Notice.Key[:12], r.Attempts, r.Err)
+		}
+		// Queued at epoch, sent once, answered at once.
+		if !r.Done.Equal(r.Started) || r.Waited != r.Started.Sub(epoch) {
+			t.Fatalf("%s: Started %v Done %v Waited %v, want Done = Started = epoch+Waited",
+				r.Notice.Key[:12], r.Started, r.Done, r.Waited)
+		}
+	}
+	return rs
+}
+
+// schedule returns, per domain, the offsets from epoch at which the
+// domain's notices were handed out, in that order.
+func schedule(rs []send.Result) map[string][]time.Duration {
+	out := map[string][]time.Duration{}
+	for _, r := range rs {
+		out[r.Notice.Domain] = append(out[r.Notice.Domain], r.Started.Sub(epoch))
+	}
+	for _, ts := range out {
+		slices.Sort(ts)
+	}
+	return out
+}
+
+// every returns n offsets from 0, step apart.
+func every(n int, step time.Duration) []time.Duration {
+	ts := make([]time.Duration, n)
+	for i := range ts {
+		ts[i] = time.Duration(i) * step
+	}
+	return ts
+}
+
+// A slow domain must not hold back the others, even with only two
+// workers: each domain keeps its own pace from the start, so the run ends
+// when the slowest domain's pace allows (1s), not after the sum of the
+// three (3s).
 func TestDispatcherFairness(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	sends := map[string][]time.Time{}
-	sender := fakeSender{fn: func(_ context.Context, m *send.Message) (send.Receipt, error) {
-		mu.Lock()
-		sends[m.Notice.Domain] = append(sends[m.Notice.Domain], time.Now())
-		mu.Unlock()
-		return send.Receipt{}, nil
-	}}
-	d := newDispatcher(t, t.Context(), send.DispatcherConfig{
-		Sender:      sender,
-		Concurrency: 2,
-		Limits: send.Limits{
-			Default: send.Bucket{PerSecond: 1000, Burst: 1},
-			Domains: map[string]send.Bucket{
-				"slow.example": {PerSecond: 2, Burst: 1},  // 3 notices: 0, .5, 1s
-				"mid.example":  {PerSecond: 5, Burst: 1},  // 6 notices: 0 .. 1s
-				"FAST.example": {PerSecond: 10, Burst: 1}, // 11 notices: 0 .. 1s
+	synctest.Test(t, func(t *testing.T) {
+		var ns []send.Notice
+		for i := range 3 {
+			ns = append(ns, notice(i, "slow.example"))
+		}
+		for i := range 6 {
+			ns = append(ns, notice(i, "mid.example"))
+		}
+		for i := range 11 {
+			ns = append(ns, notice(i, "fast.example"))
+		}
+		rs := runOnClock(t, send.DispatcherConfig{
+			Concurrency: 2,
+			Limits: send.Limits{
+				Default: send.Bucket{PerSecond: 1000, Burst: 1},
+				Domains: map[string]send.Bucket{
+					"slow.example": {PerSecond: 2, Burst: 1},
+					"mid.example":  {PerSecond: 5, Burst: 1},
+					"FAST.example": {PerSecond: 10, Burst: 1}, // keys match case-insensitively
+				},
 			},
-		},
+		}, ns)
+		want := map[string][]time.Duration{
+			"slow.example": every(3, 500*time.Millisecond),  // 0, .5, 1s
+			"mid.example":  every(6, 200*time.Millisecond),  // 0, .2, ... 1s
+			"fast.example": every(11, 100*time.Millisecond), // 0, .1, ... 1s
+		}
+		if got := schedule(rs); !maps.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("hand-out offsets per domain:\n got %v\nwant %v", got, want)
+		}
+		var end time.Duration
+		for _, r := range rs {
+			end = max(end, r.Done.Sub(epoch))
+		}
+		if end != time.Second {
+			t.Errorf("the run ended at %v, want 1s (the slowest domain's pace; the sum would be 3s)", end)
+		}
 	})
-	results := collect(d)
-	var ns []send.Notice
-	for i := range 3 {
-		ns = append(ns, notice(i, "slow.example"))
-	}
-	for i := range 6 {
-		ns = append(ns, notice(i, "mid.example"))
-	}
-	for i := range 11 {
-		ns = append(ns, notice(i, "fast.example"))
-	}
-	start := time.Now()
-	submitAll(t, d, ns)
-	d.Close()
-	rs := byKey(t, ns, <-results)
-	elapsed := time.Since(start)
-	for _, r := range rs {
-		if r.Err != nil {
-			t.Fatal(r.Err)
-		}
-	}
-	if elapsed >= 2*time.Second {
-		t.Errorf("took %v; the domains' paces were summed (max 1s, sum 3s)", elapsed)
-	}
-	// Each domain's own pace was kept.
-	for domain, rate := range map[string]float64{"slow.example": 2, "mid.example": 5, "fast.example": 10} {
-		ts := sends[domain]
-		span := ts[len(ts)-1].Sub(ts[0])
-		if min := time.Duration(float64(len(ts)-1)/rate*float64(time.Second)) - 100*time.Millisecond; span < min {
-			t.Errorf("%s: %d sends in %v, faster than %v/s", domain, len(ts), span, rate)
-		}
-	}
 }
 
+// The global bucket bounds every send, over domains that have no limit of
+// their own: two at once (its burst), then one each 50ms (20/s), the
+// domains taking their turns in the order their notices came.
 func TestDispatcherGlobalCeiling(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var times []time.Time
-	sender := fakeSender{fn: func(context.Context, *send.Message) (send.Receipt, error) {
-		mu.Lock()
-		times = append(times, time.Now())
-		mu.Unlock()
-		return send.Receipt{}, nil
-	}}
-	d := newDispatcher(t, t.Context(), send.DispatcherConfig{
-		Sender:      sender,
-		Concurrency: 8,
-		Limits:      send.Limits{Global: send.Bucket{PerSecond: 20, Burst: 2}},
+	synctest.Test(t, func(t *testing.T) {
+		var ns []send.Notice
+		for i := range 12 {
+			ns = append(ns, notice(i, fmt.Sprintf("d%d.example", i))) // unlimited domains
+		}
+		rs := runOnClock(t, send.DispatcherConfig{
+			Concurrency: 8,
+			Limits:      send.Limits{Global: send.Bucket{PerSecond: 20, Burst: 2}},
+		}, ns)
+		got := schedule(rs)
+		for i, n := range ns {
+			want := []time.Duration{max(time.Duration(i-1), 0) * 50 * time.Millisecond}
+			if !slices.Equal(got[n.Domain], want) {
+				t.Errorf("%s handed out at %v, want %v", n.Domain, got[n.Domain], want)
+			}
+		}
 	})
-	results := collect(d)
-	var ns []send.Notice
-	for i := range 12 {
-		ns = append(ns, notice(i, fmt.Sprintf("d%d.example", i))) // unlimited domains
-	}
-	submitAll(t, d, ns)
-	d.Close()
-	rs := <-results
-	if len(rs) != 12 {
-		t.Fatalf("%d Results", len(rs))
-	}
-	// 2 at once, then 10 more at 20/s: at least 0.5s.
-	span := times[len(times)-1].Sub(times[0])
-	if span < 400*time.Millisecond {
-		t.Fatalf("12 sends in %v exceed 20/s with burst 2", span)
-	}
-	var waited time.Duration
-	for _, r := range rs {
-		waited = max(waited, r.Waited)
-	}
-	if waited < 400*time.Millisecond {
-		t.Errorf("longest Waited = %v", waited)
-	}
 }
-
-func TestDispatcherLogsNoAddress(t *testing.T) {
-	t.Parallel()
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	logger := zerolog.New(zerolog.SyncWriter(writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return buf.Write(p)
-	}))).Level(zerolog.DebugLevel)
-	d := newDispatcher(t, t.Context(), send.DispatcherConfig{Sender: fakeSender{fn: accept}, Logger: logger})
-	results := collect(d)
-	n := notice(7, "example.org")
-	submitAll(t, d, []send.Notice{n})
-	d.Close()
-	<-results
-	mu.Lock()
-	out := buf.String()
-	mu.Unlock()
-	for _, want := range []string{`"key":"` + n.Key[:12] + `"`, `"domain":"example.org"`, `"outcome":"sent"`} {
-		if !bytes.Contains([]byte(out), []byte(want)) {
-			t.Errorf("log lacks %s: %s", want, out)
-		}
-	}
-	for _, secret := range []string{n.To, n.Name, n.Key[12:]} {
-		if bytes.Contains([]byte(out), []byte(secret)) {
-			t.Errorf("log carries %q: %s", secret, out)
-		}
-	}
-}
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 func TestNewDispatcherErrors(t *testing.T) {
 	t.Parallel()
