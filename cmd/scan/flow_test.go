@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,21 +17,12 @@ import (
 	"github.com/example/scan/internal/smtptest"
 )
 
-// Four recipient domains (the fixture's) at 20/s each: 80 notices a
-// second in all, so 600 notices are 7.5 s of sending.
-const slowPolicy = `
-schedule: "0 2 * * *"
-message_id_domain: n.example.com
-from: "Example Box <notices@example.com>"
-notices:
-  - kind: renewal_notice_t72
-    open_before: 72h
-    close_before: 24h
-rate:
-  default: {per_second: 20, burst: 20}
-  global: {per_second: 1000, burst: 1000}
-concurrency: 8
-`
+// slowPolicy is the fixture's policy with its four recipient domains at
+// 20/s each: 80 notices a second in all, so 600 notices are 7.5 s of
+// sending.
+var slowPolicy = strings.Replace(testPolicy,
+	"default: {per_second: 100000, burst: 10000}\n  global: {per_second: 100000, burst: 10000}",
+	"default: {per_second: 20, burst: 20}\n  global: {per_second: 1000, burst: 1000}", 1)
 
 const (
 	slowPace        = 4 * 20 // notices a second over the fixture's four domains
@@ -39,6 +31,9 @@ const (
 
 func (f *fixture) setPolicy(text string) {
 	f.t.Helper()
+	if text == slowPolicy && !strings.Contains(text, "per_second: 20,") {
+		f.t.Fatal("slowPolicy no longer replaces testPolicy's rates: update the strings.Replace")
+	}
 	if err := os.WriteFile(f.policy, []byte(text), 0o644); err != nil {
 		f.t.Fatal(err)
 	}

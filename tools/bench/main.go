@@ -663,6 +663,20 @@ type domainStat struct {
 	last time.Time
 }
 
+// serve starts the sink on a loopback port; stop closes it.
+func (s *sink) serve() (ln net.Listener, stop func(), err error) {
+	srv := smtp.NewServer(s)
+	srv.Domain = "sink.localhost"
+	srv.ReadTimeout, srv.WriteTimeout = time.Minute, time.Minute
+	srv.MaxRecipients = 1
+	ln, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	go func() { _ = srv.Serve(ln) }()
+	return ln, func() { _ = srv.Close() }, nil
+}
+
 func (s *sink) NewSession(*smtp.Conn) (smtp.Session, error) {
 	s.conns.Add(1)
 	return &sinkSession{s: s}, nil
@@ -749,16 +763,11 @@ func (b *bench) latency(ctx context.Context) error {
 		return err
 	}
 	sk := &sink{latency: b.cfg.latency}
-	srv := smtp.NewServer(sk)
-	srv.Domain = "sink.localhost"
-	srv.ReadTimeout, srv.WriteTimeout = time.Minute, time.Minute
-	srv.MaxRecipients = 1
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, stop, err := sk.serve()
 	if err != nil {
 		return err
 	}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	defer stop()
 	policy, err := b.writePolicy("latency.yaml", strings.Replace(policyThroughput, "concurrency: 16", fmt.Sprintf("concurrency: %d", b.cfg.concurrency), 1))
 	if err != nil {
 		return err

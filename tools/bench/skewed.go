@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"time"
 
-	"github.com/emersion/go-smtp"
 	"github.com/lib/pq"
 )
 
@@ -55,16 +53,11 @@ func (b *bench) skewed(ctx context.Context) error {
 		return err
 	}
 	sk := &sink{byDomain: map[string]*domainStat{}}
-	srv := smtp.NewServer(sk)
-	srv.Domain = "sink.localhost"
-	srv.ReadTimeout, srv.WriteTimeout = time.Minute, time.Minute
-	srv.MaxRecipients = 1
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, stop, err := sk.serve()
 	if err != nil {
 		return err
 	}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	defer stop()
 
 	slow, fast := skewedDomains[0], skewedDomains[1]
 	fastIdeal := time.Duration(float64(fast.n-rateBurst) / fast.rate * float64(time.Second))
