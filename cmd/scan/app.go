@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -372,12 +371,4 @@ func newRunID(now time.Time) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

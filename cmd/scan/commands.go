@@ -254,7 +254,7 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags, log zerolog.Logger) (*pr
 		if err != nil || u.Host == "" || u.Hostname() == "" {
 			return usagef(field, "needs a host, e.g. smtp://user:pass@mail.example.com:587")
 		}
-		if !isLoopback(u.Hostname()) && !production && p.redirect == "" {
+		if !send.IsLoopback(u.Hostname()) && !production && p.redirect == "" {
 			return usagef(field, "refusing to deliver to %s outside production: set SCAN_ENVIRONMENT=production, or SCAN_REDIRECT_TO=address for staging", u.Hostname())
 		}
 		return nil
@@ -287,7 +287,7 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags, log zerolog.Logger) (*pr
 		}
 		// As SMTP requires STARTTLS off loopback: addresses, messages and
 		// any password in the URL never cross the network in the clear.
-		if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		if u.Scheme == "http" && !send.IsLoopback(u.Hostname()) {
 			return nil, usagef("SCAN_HTTP_URL", "plain http:// to %s would send recipients and credentials in the clear: use https://", u.Hostname())
 		}
 	case "ses":
@@ -339,10 +339,10 @@ func (p *preparedPass) prepareSES(e *env, production bool) error {
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" {
 			return usagef(field, "%q is not an http(s) URL", endpoint)
 		}
-		if !isLoopback(u.Hostname()) && !production && p.redirect == "" {
+		if !send.IsLoopback(u.Hostname()) && !production && p.redirect == "" {
 			return usagef(field, "refusing to deliver to %s outside production: set SCAN_ENVIRONMENT=production, or SCAN_REDIRECT_TO=address for staging", u.Hostname())
 		}
-		if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		if u.Scheme == "http" && !send.IsLoopback(u.Hostname()) {
 			return usagef(field, "plain http:// to %s would send recipients and credentials in the clear: use https://", u.Hostname())
 		}
 		opts = append(opts, config.WithBaseEndpoint(endpoint))

@@ -168,15 +168,20 @@ func NewSMTP(cfg SMTPConfig) (*SMTP, error) {
 	return s, nil
 }
 
-// tlsRequired reports whether a connection to host must be encrypted: it
-// must unless host is "localhost" or a loopback IP address.
-func tlsRequired(host string) bool {
+// IsLoopback reports whether host (a URL's Hostname) names this machine:
+// "localhost" in any case, or a loopback IP address. It is the one test of
+// what may be reached without TLS, and (by cmd/scan) outside production.
+func IsLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
-		return false
+		return true
 	}
 	ip := net.ParseIP(host)
-	return ip == nil || !ip.IsLoopback()
+	return ip != nil && ip.IsLoopback()
 }
+
+// tlsRequired reports whether a connection to host must be encrypted: it
+// must unless host is loopback.
+func tlsRequired(host string) bool { return !IsLoopback(host) }
 
 // RedactURL returns raw with any password replaced by "xxxxx", for logs
 // and errors. A string that does not parse as a URL comes back as

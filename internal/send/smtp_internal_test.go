@@ -163,3 +163,21 @@ func TestFailedWriteAfterContent(t *testing.T) {
 		}
 	}
 }
+
+// One loopback test for the command and the sender: the host's case does
+// not matter (smtp://LOCALHOST was refused by the command and accepted by
+// the sender when each had its own).
+func TestIsLoopback(t *testing.T) {
+	t.Parallel()
+	for host, want := range map[string]bool{
+		"localhost": true, "LOCALHOST": true, "LocalHost": true, "127.0.0.1": true, "127.1.2.3": true, "::1": true,
+		"localhost.example.com": false, "mail.example.com": false, "10.0.0.1": false, "": false, "0.0.0.0": false,
+	} {
+		if got := IsLoopback(host); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", host, got, want)
+		}
+		if tlsRequired(host) == want {
+			t.Errorf("tlsRequired(%q) = %v, want %v", host, !want, !want)
+		}
+	}
+}
