@@ -58,9 +58,7 @@ func (s *source) countRetry(ctx context.Context, db sqlx.QueryerContext, kind st
 	where, _, args := s.where(selection{}, args)
 	q := fmt.Sprintf(`SELECT count(*)
 FROM notice_ledger l
-JOIN %s s ON s.id::text = l.subscription_id
-         AND s.period_start::date = l.period_start
-         AND COALESCE(s.notice_revision, 0) = l.revision
+JOIN %s s ON `+sameNotice+`
 WHERE l.state = 'retry' AND l.kind = $1
   AND (l.window_closes_at IS NULL OR l.window_closes_at > $2)
   AND %s`, s.rel, where)

@@ -119,6 +119,11 @@ func (s *source) where(sel selection, args []any) (base, juris string, _ []any) 
 	return b.String(), juris, args
 }
 
+// sameNotice matches a ledger row l with its subscription row s on the
+// business tuple, as the ledger's unique index has it; each query adds the
+// kind. Every source query that joins the ledger uses it.
+const sameNotice = `l.subscription_id = s.id::text AND l.period_start = s.period_start::date AND l.revision = COALESCE(s.notice_revision, 0)`
+
 // notHandled is the anti-join on the ledger's business tuple. ledgerAfter
 // (from keyset) bounds the ledger's side by the page's cursor: it is
 // implied by the join, but PostgreSQL does not infer it, and without it a
@@ -127,9 +132,7 @@ func (s *source) where(sel selection, args []any) (base, juris string, _ []any) 
 func notHandled(ledgerAfter string) string {
 	return `NOT EXISTS (
         SELECT 1 FROM notice_ledger l
-        WHERE l.subscription_id = s.id::text AND l.kind = $1
-          AND l.period_start = s.period_start::date
-          AND l.revision = COALESCE(s.notice_revision, 0)` + ledgerAfter + `)`
+        WHERE ` + sameNotice + ` AND l.kind = $1` + ledgerAfter + `)`
 }
 
 // keyset appends the page's cursor to args and returns the predicate that
@@ -210,9 +213,7 @@ func (s *source) listRetry(ctx context.Context, db sqlx.QueryerContext, kind str
 	args = append(args, limit)
 	q := fmt.Sprintf(`SELECT %s, l.notice_key
 FROM notice_ledger l
-JOIN %s s ON s.id::text = l.subscription_id
-         AND s.period_start::date = l.period_start
-         AND COALESCE(s.notice_revision, 0) = l.revision
+JOIN %s s ON `+sameNotice+`
 WHERE l.state = 'retry' AND l.kind = $1
   AND (l.window_closes_at IS NULL OR l.window_closes_at > $2)
   AND l.notice_key > $3
@@ -247,9 +248,7 @@ func (s *source) countDue(ctx context.Context, db sqlx.QueryerContext, sel selec
        count(*) FILTER (WHERE l.subscription_id IS NOT NULL AND l.run_id <> $4 AND %s) AS handled
 FROM %s s
 LEFT JOIN notice_ledger l
-       ON l.subscription_id = s.id::text AND l.kind = $1
-      AND l.period_start = s.period_start::date
-      AND l.revision = COALESCE(s.notice_revision, 0)
+       ON `+sameNotice+` AND l.kind = $1
       AND l.period_start >= (SELECT min(s.period_start::date) FROM %s s WHERE %s AND %s)
 WHERE %s
   AND %s`, inWindow, s.rel, s.rel, base, window, base, window)
@@ -286,9 +285,7 @@ func (s *source) sampleKeys(ctx context.Context, db sqlx.QueryerContext, lo, hi 
 SELECT l.notice_key, l.subscription_id, l.kind, l.period_start, l.revision
 FROM s
 JOIN notice_ledger l
-  ON l.subscription_id = s.id::text
- AND l.period_start = s.period_start::date
- AND l.revision = COALESCE(s.notice_revision, 0)
+  ON `+sameNotice+`
  AND l.period_start >= (SELECT min(s.period_start::date) FROM s)
 LIMIT $3`, s.rel)
 	var out []ledger.TupleKey
@@ -310,9 +307,7 @@ WHERE %s AND %s
   AND s.renews_at > $2 AND s.renews_at <= $3
   AND EXISTS (
         SELECT 1 FROM notice_ledger l
-        WHERE l.subscription_id = s.id::text AND l.kind = $1
-          AND l.period_start = s.period_start::date
-          AND l.revision = COALESCE(s.notice_revision, 0)
+        WHERE `+sameNotice+` AND l.kind = $1
           AND l.run_id <> $4)`, s.rel, base, juris)
 	var n int
 	if err := sqlx.GetContext(ctx, db, &n, q, args...); err != nil {
