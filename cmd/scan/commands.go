@@ -169,7 +169,7 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 // `scan run` and `scan schedule` turn flags and environment into a
 // scan.Config. base are the hooks that run before the observer's (the
 // crash tests' fail points).
-func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, sender send.Sender, f *runFlags, now time.Time, log zerolog.Logger, base scan.Hooks) (*scan.Scanner, *observer, error) {
+func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, sender send.Sender, f *runFlags, now time.Time, log zerolog.Logger, base scan.Hooks) (*scan.Pass, *observer, error) {
 	runID := newRunID(now)
 	passLog := log.With().Int("shard", ps.shard).Logger()
 	obs := newObserver(e, ps, runID, passLog)

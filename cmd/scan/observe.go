@@ -65,7 +65,7 @@ func newObserver(e *env, ps *preparedPass, runID string, log zerolog.Logger) *ob
 
 // hooks returns the scan hooks of the metrics and of the progress
 // reporter, run after base's (the fail points of a crash-test build).
-// The progress reporter is chosen by begin, after the Scanner exists, so
+// The progress reporter is chosen by begin, after the Pass exists, so
 // its hooks are resolved at call time.
 func (o *observer) hooks(base scan.Hooks) scan.Hooks {
 	own := scan.Hooks{
@@ -92,7 +92,7 @@ func (o *observer) hooks(base scan.Hooks) scan.Hooks {
 // begin starts the progress reporter just before sc runs: a bar when
 // stderr is a terminal (its total from sc.CountDue, one count query per
 // window group), else a log line every progressEvery.
-func (o *observer) begin(ctx context.Context, e *env, sc *scan.Scanner) {
+func (o *observer) begin(ctx context.Context, e *env, sc *scan.Pass) {
 	o.start = o.clock()
 	if f, ok := e.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
 		total, err := sc.CountDue(ctx)

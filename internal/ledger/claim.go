@@ -44,8 +44,10 @@ type ClaimOptions struct {
 	RedirectTo string // recorded when a staging redirect is in force
 }
 
-// ClaimBatch claims a batch in one INSERT ... ON CONFLICT DO NOTHING
-// RETURNING statement and returns the rows it inserted. A notice already in
+// ClaimBatch inserts a batch in one INSERT ... ON CONFLICT DO NOTHING
+// RETURNING statement, in state opt.State, and returns the rows it
+// inserted: with Claimed it claims notices to send, with Missed it records
+// notices whose window closed unclaimed (nothing is sent for those). A notice already in
 // the ledger is not an error: it is absent from the result, and the caller
 // counts it as suppressed. The caller commits before sending anything.
 func ClaimBatch(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claims []Claim) ([]Won, error) {

@@ -28,7 +28,7 @@ const keyCheckSample = 20
 // complete, an error: ErrMaxMint (nothing claimed), a *ConfigError, the
 // context's error on shutdown, or a database or sender failure. A pass that
 // ends in error is safe to run again.
-func (s *Scanner) Run(ctx context.Context) (Summary, error) {
+func (s *Pass) Run(ctx context.Context) (Summary, error) {
 	start := s.cfg.Clock()
 	s.start = start
 	now := s.cfg.Now
@@ -157,7 +157,7 @@ func (s *Scanner) Run(ctx context.Context) (Summary, error) {
 	return finish(nil)
 }
 
-func (s *Scanner) fillQuarantine(ctx context.Context, c *counters) {
+func (s *Pass) fillQuarantine(ctx context.Context, c *counters) {
 	// By now every outcome of this pass is recorded, so its own claims
 	// still without one (ambiguous, or not recordable) are quarantine like
 	// any earlier run's, and may be the oldest.
@@ -185,7 +185,7 @@ func (s *Scanner) fillQuarantine(ctx context.Context, c *counters) {
 // current windows, else the most recently claimed) and reports whether
 // any differ: the secret changed. The business-tuple index still
 // suppresses every notice already in the ledger, so nothing is re-sent.
-func (s *Scanner) checkKeys(ctx context.Context) bool {
+func (s *Pass) checkKeys(ctx context.Context) bool {
 	// Subscriptions renewing between now and the furthest window's opening.
 	hi := s.cfg.Now
 	for _, group := range s.sels {
@@ -282,7 +282,7 @@ type passState struct {
 // the dispatcher as soon as it commits. A group with nothing open (the
 // usual nightly re-run) is settled by one count. It returns when every
 // stream is read and claimed, or when the time budget ends (ps.stopped).
-func (s *Scanner) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, limits send.Limits, ps *passState) error {
+func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, limits send.Limits, ps *passState) error {
 	now := s.cfg.Now
 	for _, group := range s.sels {
 		ps.streams = append(ps.streams, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
@@ -390,7 +390,7 @@ type skippedRow struct {
 // candidates, invalid rows noted in inv and counted in c. A valid row
 // whose domain admit refuses (admit nil takes all) is returned in
 // skipped, without deriving its key.
-func (s *Scanner) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string, admit func(domain string) bool, inv *invalidLog, c *counters) (pg page, err error) {
+func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string, admit func(domain string) bool, inv *invalidLog, c *counters) (pg page, err error) {
 	now := s.cfg.Now
 	kind := st.sel.kind
 	var rows []sourceRow
@@ -445,7 +445,7 @@ func (s *Scanner) readPage(ctx context.Context, db sqlx.QueryerContext, st *stre
 
 // readInto reads st's next page into the planner, skipping (and noting
 // where) the rows whose domain's queue is full.
-func (s *Scanner) readInto(ctx context.Context, st *stream, pl *planner, inv *invalidLog, c *counters) error {
+func (s *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *invalidLog, c *counters) error {
 	pending := map[string]int{}
 	admit := func(domain string) bool {
 		if !pl.admits(domain, pending[domain]) {
@@ -480,7 +480,7 @@ func (s *Scanner) readInto(ctx context.Context, st *stream, pl *planner, inv *in
 
 // claimPicked claims the planner's pick, new notices in one statement and
 // retry rows in another, and hands what it won to the dispatcher.
-func (s *Scanner) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, ps *passState, picked []candidate) error {
+func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, ps *passState, picked []candidate) error {
 	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: s.cfg.Now, RunID: s.cfg.RunID, RedirectTo: s.cfg.RedirectTo}
 	var claims []ledger.Claim
 	var retryKeys []string
@@ -550,7 +550,7 @@ func (s *Scanner) claimPicked(ctx context.Context, d *send.Dispatcher, c *counte
 // its own, and a claim that committed while its answer was dropped would
 // stay in quarantine although nothing was sent. Its rows go to submit,
 // which releases them as retry on shutdown. recordTimeout bounds it.
-func (s *Scanner) claim(ctx context.Context, stmt func(context.Context) ([]ledger.Won, error)) ([]ledger.Won, error) {
+func (s *Pass) claim(ctx context.Context, stmt func(context.Context) ([]ledger.Won, error)) ([]ledger.Won, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -559,7 +559,7 @@ func (s *Scanner) claim(ctx context.Context, stmt func(context.Context) ([]ledge
 	return stmt(cctx)
 }
 
-func (s *Scanner) submit(ctx context.Context, d *send.Dispatcher, won []ledger.Won, byKey map[string]candidate) error {
+func (s *Pass) submit(ctx context.Context, d *send.Dispatcher, won []ledger.Won, byKey map[string]candidate) error {
 	at := s.cfg.Clock()
 	for _, w := range won {
 		dn := byKey[w.Key]
@@ -584,7 +584,7 @@ func (s *Scanner) submit(ctx context.Context, d *send.Dispatcher, won []ledger.W
 // are still neither claimed nor handled elsewhere: after a pass that its
 // time budget stopped, the ones left to the next pass. Invalid rows it
 // meets for the first time are counted as such.
-func (s *Scanner) countDeferred(ctx context.Context, ps *passState, c *counters) (map[string]int, error) {
+func (s *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (map[string]int, error) {
 	byDomain := map[string]int{}
 	inv := &invalidLog{seen: map[string]bool{}, log: zerolog.Nop()}
 	for _, st := range ps.streams {
@@ -606,7 +606,7 @@ func (s *Scanner) countDeferred(ctx context.Context, ps *passState, c *counters)
 
 // recordMissed records as missed every notice whose window closed with no
 // ledger row while the charge is still ahead.
-func (s *Scanner) recordMissed(ctx context.Context, c *counters) error {
+func (s *Pass) recordMissed(ctx context.Context, c *counters) error {
 	opt := ledger.ClaimOptions{State: ledger.Missed, Now: s.cfg.Now, RunID: s.cfg.RunID}
 	return s.eachClosed(ctx, s.db, func(claims []ledger.Claim) error {
 		won, err := ledger.ClaimBatch(ctx, s.db, opt, claims)
@@ -621,7 +621,7 @@ func (s *Scanner) recordMissed(ctx context.Context, c *counters) error {
 	})
 }
 
-func (s *Scanner) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn func([]ledger.Claim) error) error {
+func (s *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn func([]ledger.Claim) error) error {
 	for _, group := range s.sels {
 		for _, sel := range group {
 			var after *string
@@ -660,7 +660,7 @@ func (s *Scanner) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn fun
 
 // DryRun reports what a pass would do now, inside a read-only transaction:
 // it writes nothing of any kind.
-func (s *Scanner) DryRun(ctx context.Context) (DryRunSummary, error) {
+func (s *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 	var out DryRunSummary
 	tx, err := s.db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 // fetching rows), and an estimate only in that rows may change while the
 // pass runs and invalid rows are included. It exists to give a progress bar
 // its total; it writes nothing.
-func (s *Scanner) CountDue(ctx context.Context) (int, error) {
+func (s *Pass) CountDue(ctx context.Context) (int, error) {
 	total := 0
 	for _, group := range s.sels {
 		for _, sel := range group {

@@ -5,10 +5,10 @@
 // through the per-domain buckets of package send, and records each
 // outcome. Notices whose window closed with no claim are recorded missed.
 //
-// A Scanner is built once per pass with New and is not safe for
-// concurrent use; concurrent passes (several processes, or several
-// Scanners) are safe with each other because the ledger's unique indexes
-// decide every claim.
+// A Pass is one pass: built with New, run once with Run (or DryRun), and
+// not safe for concurrent use. Concurrent passes (several processes, or
+// several Pass values) are safe with each other because the ledger's
+// unique indexes decide every claim.
 package scan
 
 import (
@@ -138,8 +138,9 @@ type DryRunSummary struct {
 	WouldMiss      int `json:"would_miss"`
 }
 
-// Scanner runs passes against one database.
-type Scanner struct {
+// Pass is one pass of the job against one database, at one instant
+// (Config.Now). Build it with New and Run it once.
+type Pass struct {
 	db       *sqlx.DB
 	sender   send.Sender
 	renderer *send.Renderer
@@ -153,8 +154,8 @@ type Scanner struct {
 }
 
 // New validates cfg, checks the source relation's columns and returns a
-// Scanner. A *ConfigError means nothing can run and nothing was written.
-func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Renderer, log zerolog.Logger, cfg Config) (*Scanner, error) {
+// Pass. A *ConfigError means nothing can run and nothing was written.
+func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Renderer, log zerolog.Logger, cfg Config) (*Pass, error) {
 	if cfg.Policy == nil {
 		return nil, &ConfigError{"policy", "required"}
 	}
@@ -198,7 +199,7 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 	if err != nil {
 		return nil, &ConfigError{"source", err.Error()}
 	}
-	s := &Scanner{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, maxMint: -1}
+	s := &Pass{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, maxMint: -1}
 	if cfg.MaxMint != nil {
 		if *cfg.MaxMint < 0 {
 			return nil, &ConfigError{"max-mint", fmt.Sprintf("must be 0 or more, got %d (leave it unset for no limit)", *cfg.MaxMint)}
@@ -227,7 +228,7 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 	return s, nil
 }
 
-func (s *Scanner) probeSource(ctx context.Context) error {
+func (s *Pass) probeSource(ctx context.Context) error {
 	rows, err := s.db.QueryxContext(ctx, fmt.Sprintf(SourceColumnsProbe, s.src.rel))
 	if err != nil {
 		if isUndefined(err) {
@@ -265,7 +266,7 @@ type due struct {
 // validate turns a source row into a due notice, or returns a reason the
 // row is invalid (never containing the address). The notice's key and
 // what else comes from the secret are left to derive.
-func (s *Scanner) validate(r sourceRow, kind string, w policy.Window) (due, string) {
+func (s *Pass) validate(r sourceRow, kind string, w policy.Window) (due, string) {
 	if r.ID == "" {
 		return due{}, "empty subscription id"
 	}
@@ -323,7 +324,7 @@ func (s *Scanner) validate(r sourceRow, kind string, w policy.Window) (due, stri
 // (unless the ledger row gave it), Message-ID and cancellation token. It
 // is the costly half of validation (two HMACs), so a row the pass skips
 // for now is never derived.
-func (s *Scanner) derive(dn *due) {
+func (s *Pass) derive(dn *due) {
 	t := notice.Tuple{SubscriptionID: dn.claim.SubscriptionID, PeriodStart: dn.claim.PeriodStart, Kind: dn.claim.Kind, Revision: dn.claim.Revision}
 	if dn.claim.Key == "" {
 		dn.claim.Key = s.keyer.Key(t)
