@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -59,7 +60,8 @@ func TestKillStrandsNoMoreThanTheHorizon(t *testing.T) {
 	stranded := 0
 	for i := range 3 {
 		k := int64(1 + rng.IntN(150))
-		c := f.start(f.env(), "run")
+		app := fmt.Sprintf("scan-kill-%d-%d", seed, i)
+		c := f.start(f.env("PGAPPNAME="+app), "run")
 		var seen atomic.Int64
 		f.onMessage(func(smtptest.Received) {
 			if seen.Add(1) == k {
@@ -72,6 +74,9 @@ func TestKillStrandsNoMoreThanTheHorizon(t *testing.T) {
 			t.Fatalf("pass %d was not killed at message %d (exit %d):\n%s", i+1, k, r.code, tail(r.stderr))
 		}
 		f.idle()
+		// A claim statement the killed process had sent still runs, and
+		// commits, in its backend: count once that backend is gone.
+		f.backendsGone(app)
 		tl := f.check(false)
 		now := tl.quarantined - tl.quarantinedDelivered - stranded
 		stranded += now
@@ -142,5 +147,28 @@ func (f *fixture) idle() {
 	defer cancel()
 	if err := f.smtp.Idle(ctx); err != nil {
 		f.t.Fatalf("after the kill: %v", err)
+	}
+}
+
+// backendsGone waits until no PostgreSQL backend of application name app
+// is left: a killed client's backend finishes (and autocommits) the
+// statement it was running, then exits when it cannot send the result.
+func (f *fixture) backendsGone(app string) {
+	f.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := f.db.Get(&n, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app); err != nil {
+			f.t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("%d backends of the killed pass %s still there after 30s", n, app)
+		}
+		// Polling a condition the server does not signal; the wait ends
+		// as soon as it holds.
+		time.Sleep(10 * time.Millisecond)
 	}
 }
