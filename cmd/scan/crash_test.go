@@ -239,18 +239,7 @@ func TestKillAtRandomMoments(t *testing.T) {
 	f := newFixture(t, 2000, "")
 	for i := range 20 {
 		k := int64(1 + rng.IntN(20))
-		c := f.start(f.env(), "run", "--batch-size", "10")
-		var seen atomic.Int64
-		f.onMessage(func(smtptest.Received) {
-			if seen.Add(1) == k {
-				c.kill()
-			}
-		})
-		r := c.wait()
-		f.onMessage(nil)
-		if !r.killed {
-			t.Fatalf("pass %d was not killed at message %d (exit %d, %d received):\n%s", i+1, k, r.code, seen.Load(), tail(r.stderr))
-		}
+		f.killAtMessage(i+1, k, f.env(), "run", "--batch-size", "10")
 		f.check(false)
 		if t.Failed() {
 			t.Fatalf("after kill %d (k=%d)", i+1, k)
@@ -508,4 +497,24 @@ func (p *proxy) die() {
 	for _, c := range p.conns {
 		c.Close()
 	}
+}
+
+// killAtMessage runs scan with args and kills it (SIGKILL) when the SMTP
+// server has read the k-th message of this pass, from the server's own
+// goroutine before it replies; pass numbers it in failures.
+func (f *fixture) killAtMessage(pass int, k int64, env []string, args ...string) result {
+	f.t.Helper()
+	c := f.start(env, args...)
+	var seen atomic.Int64
+	f.onMessage(func(smtptest.Received) {
+		if seen.Add(1) == k {
+			c.kill()
+		}
+	})
+	r := c.wait()
+	f.onMessage(nil)
+	if !r.killed {
+		f.t.Fatalf("pass %d was not killed at message %d (exit %d, %d received):\n%s", pass, k, r.code, seen.Load(), tail(r.stderr))
+	}
+	return r
 }

@@ -11,11 +11,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/example/scan/internal/smtptest"
 )
 
 // slowPolicy is the fixture's policy with its four recipient domains at
@@ -61,18 +58,7 @@ func TestKillStrandsNoMoreThanTheHorizon(t *testing.T) {
 	for i := range 3 {
 		k := int64(1 + rng.IntN(150))
 		app := fmt.Sprintf("scan-kill-%d-%d", seed, i)
-		c := f.start(f.env("PGAPPNAME="+app), "run")
-		var seen atomic.Int64
-		f.onMessage(func(smtptest.Received) {
-			if seen.Add(1) == k {
-				c.kill()
-			}
-		})
-		r := c.wait()
-		f.onMessage(nil)
-		if !r.killed {
-			t.Fatalf("pass %d was not killed at message %d (exit %d):\n%s", i+1, k, r.code, tail(r.stderr))
-		}
+		f.killAtMessage(i+1, k, f.env("PGAPPNAME="+app), "run")
 		f.idle()
 		// A claim statement the killed process had sent still runs, and
 		// commits, in its backend: count once that backend is gone.
