@@ -192,6 +192,19 @@ func ensurePartitions(ctx context.Context, db sqlx.ExtContext, periods []string)
 	return nil
 }
 
+// Retries returns one page of kind's rows in state retry whose window is
+// still open at now, in key order after after (start with ""), at most
+// limit: the rows a pass may claim again with Reclaim. Their business
+// tuples name the subscriptions to look up; fewer than limit rows means
+// the last page.
+func Retries(ctx context.Context, db sqlx.QueryerContext, kind string, now time.Time, after string, limit int) ([]TupleKey, error) {
+	var out []TupleKey
+	if err := sqlx.SelectContext(ctx, db, &out, NoticeListRetry, kind, now.UTC(), after, limit); err != nil {
+		return nil, fmt.Errorf("list retries: %w", err)
+	}
+	return out, nil
+}
+
 // ExpireRetries marks missed every retry row whose window closed by now.
 func ExpireRetries(ctx context.Context, db sqlx.ExtContext, now time.Time) (int64, error) {
 	res, err := db.ExecContext(ctx, NoticeExpireRetries, now.UTC())

@@ -303,3 +303,17 @@ const NoticePartitionDrop = `DROP TABLE %s`
 const NoticeResolutionPrune = `
 DELETE FROM notice_ledger_resolution
 WHERE period_start >= $1::date AND period_start < $2::date`
+
+// NoticeListRetry returns one page of the rows of kind $1 in state retry
+// whose window is still open at $2, in key order after $3, at most $4:
+// what a pass may claim again. The pass looks up each row's subscription
+// itself (a row whose subscription moved to another period, revision or
+// shard is not its to retry).
+const NoticeListRetry = `
+SELECT notice_key, subscription_id, kind, period_start, revision
+FROM notice_ledger
+WHERE state = 'retry' AND kind = $1
+  AND (window_closes_at IS NULL OR window_closes_at > $2)
+  AND notice_key > $3
+ORDER BY notice_key
+LIMIT $4`

@@ -394,10 +394,15 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 	now := s.cfg.Now
 	kind := st.sel.kind
 	var rows []sourceRow
+	var read int // rows the page's query returned: fewer than a batch ends the stream
+	var last *string
 	if st.retry {
-		rows, err = s.src.listRetry(ctx, db, kind, now, deref(after), s.cfg.BatchSize)
+		var rp retryPage
+		rp, err = s.src.listRetry(ctx, db, kind, now, deref(after), s.cfg.BatchSize)
+		rows, read, last = rp.rows, rp.n, &rp.last
 	} else {
 		rows, err = s.src.listOpen(ctx, db, st.sel, now, after, s.cfg.BatchSize)
+		read = len(rows)
 	}
 	if err != nil {
 		return pg, err
@@ -439,7 +444,10 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 		s.derive(&dn)
 		pg.cands = append(pg.cands, candidate{due: dn, reclaim: st.retry, sel: selKey})
 	}
-	pg.end = len(rows) < s.cfg.BatchSize
+	if last != nil && *last != "" {
+		pg.last = last // past the retry rows left out of the page
+	}
+	pg.end = read < s.cfg.BatchSize
 	return pg, nil
 }
 

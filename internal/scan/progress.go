@@ -51,20 +51,21 @@ WHERE %s
 	return n, nil
 }
 
-// SubscriptionCountRetry: how many ledger rows of one kind in state retry,
-// with an open window, SubscriptionListRetry returns over all its pages.
+// countRetry: how many retry rows of one kind listRetry returns over all
+// its pages. Retry rows are few (failures whose window is still open), so
+// it reads them as the pass does, rather than state the same filter twice.
 func (s *source) countRetry(ctx context.Context, db sqlx.QueryerContext, kind string, now time.Time) (int, error) {
-	args := []any{kind, now}
-	where, _, args := s.where(selection{}, args)
-	q := fmt.Sprintf(`SELECT count(*)
-FROM notice_ledger l
-JOIN %s s ON `+sameNotice+`
-WHERE l.state = 'retry' AND l.kind = $1
-  AND (l.window_closes_at IS NULL OR l.window_closes_at > $2)
-  AND %s`, s.rel, where)
-	var n int
-	if err := sqlx.GetContext(ctx, db, &n, q, args...); err != nil {
-		return 0, fmt.Errorf("count retries: %w", err)
+	const page = 1000
+	n, after := 0, ""
+	for {
+		rp, err := s.listRetry(ctx, db, kind, now, after, page)
+		if err != nil {
+			return 0, fmt.Errorf("count retries: %w", err)
+		}
+		n += len(rp.rows)
+		if rp.n < page {
+			return n, nil
+		}
+		after = rp.last
 	}
-	return n, nil
 }

@@ -322,6 +322,50 @@ func TestRetryIsReclaimedByTheNextPass(t *testing.T) {
 	}
 }
 
+// Retry rows are listed from the ledger in key order and their
+// subscriptions looked up by id: whatever the page size, every row still
+// due is re-claimed once, and a row whose subscription was cancelled or
+// moved to a new revision is left out (the new revision is minted), both
+// by the pass and by CountDue.
+func TestRetryPagesLeaveOutMovedSubscriptions(t *testing.T) {
+	t.Parallel()
+	for _, batch := range []int{1, 2, 3, 100} {
+		t.Run(fmt.Sprint(batch), func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, smtptest.WithMode(smtptest.TempFailRcpt))
+			for i := range 7 {
+				e.insert(sub{id: fmt.Sprintf("s%d", i), email: fmt.Sprintf("a%d@x.com", i), renewsIn: 48 * time.Hour})
+			}
+			if s := e.mustPass(); s.Retry != 7 {
+				t.Fatalf("first = %+v", s)
+			}
+			e.insert(sub{id: "s5", email: "a5@x.com", status: "cancelled", renewsIn: 48 * time.Hour},
+				sub{id: "s6", email: "a6@x.com", renewsIn: 48 * time.Hour, revision: 1})
+			e.smtp.SetMode(smtptest.Accept)
+			ctx := context.Background()
+			sc, err := scan.New(ctx, e.db, nil, nil, zerolog.Nop(), scan.Config{Policy: e.pol, Secret: []byte(secret), RunID: "count", Now: now, BatchSize: batch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if due, err := sc.CountDue(ctx); err != nil || due != 6 {
+				t.Fatalf("CountDue = %d, %v; want 5 retries and 1 new revision", due, err)
+			}
+			s := e.mustPass(func(c *scan.Config) { c.BatchSize = batch })
+			if s.Retried != 5 || s.Minted != 1 || s.Sent != 6 {
+				t.Fatalf("second = %+v", s)
+			}
+			for i := range 5 {
+				if n := e.smtp.Count(msgID(fmt.Sprintf("s%d", i), 0)); n != 1 {
+					t.Errorf("s%d received %d times", i, n)
+				}
+			}
+			if n := e.smtp.Count(msgID("s6", 1)); n != 1 || e.smtp.Total() != 6 {
+				t.Errorf("s6 revision 1 received %d times, %d in all", n, e.smtp.Total())
+			}
+		})
+	}
+}
+
 func TestRetryBecomesMissedWhenTheWindowCloses(t *testing.T) {
 	t.Parallel()
 	e := setup(t, smtptest.WithMode(smtptest.TempFailRcpt))

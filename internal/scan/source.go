@@ -204,27 +204,58 @@ func (s *source) page(ctx context.Context, db sqlx.QueryerContext, q string, arg
 	return rows, nil
 }
 
-// SubscriptionListRetry: ledger rows of one kind in state retry whose
-// window has not closed, with their subscription's current row, in key
-// order after a cursor.
-func (s *source) listRetry(ctx context.Context, db sqlx.QueryerContext, kind string, now time.Time, after string, limit int) ([]sourceRow, error) {
-	args := []any{kind, now, after}
-	where, _, args := s.where(selection{}, args)
-	args = append(args, limit)
-	q := fmt.Sprintf(`SELECT %s, l.notice_key
-FROM notice_ledger l
-JOIN %s s ON `+sameNotice+`
-WHERE l.state = 'retry' AND l.kind = $1
-  AND (l.window_closes_at IS NULL OR l.window_closes_at > $2)
-  AND l.notice_key > $3
-  AND %s
-ORDER BY l.notice_key
-LIMIT $%d`, s.cols(), s.rel, where, len(args))
-	var rows []sourceRow
-	if err := sqlx.SelectContext(ctx, db, &rows, q, args...); err != nil {
-		return nil, fmt.Errorf("select retries: %w", err)
+// retryPage is one page of a kind's retry rows (ledger.Retries) with
+// their subscriptions' current rows.
+type retryPage struct {
+	rows []sourceRow // the rows still this pass's to retry, each with its LedgerKey
+	last string      // the page's last ledger key: the next page's cursor
+	n    int         // ledger rows read: fewer than the limit ends the listing
+}
+
+// SubscriptionListRetry: the retry rows of one kind whose window has not
+// closed (ledger.Retries), in key order after a cursor, each with its
+// subscription's current row, looked up by id. A row whose subscription is no
+// longer active, in this shard, or at the row's period and revision is
+// left out: it is no longer this pass's to retry, and ExpireRetries marks
+// it missed once its window closes.
+func (s *source) listRetry(ctx context.Context, db sqlx.QueryerContext, kind string, now time.Time, after string, limit int) (retryPage, error) {
+	tks, err := ledger.Retries(ctx, db, kind, now, after, limit)
+	if err != nil || len(tks) == 0 {
+		return retryPage{last: after}, err
 	}
-	return rows, nil
+	ids := make([]string, 0, len(tks))
+	for _, tk := range tks {
+		ids = append(ids, tk.SubscriptionID)
+	}
+	args := []any{pq.Array(ids)}
+	where, _, args := s.where(selection{}, args)
+	q := fmt.Sprintf(`SELECT %s
+FROM %s s
+WHERE s.id::text = ANY($1::text[]) AND %s`, s.cols(), s.rel, where)
+	var subs []sourceRow
+	if err := sqlx.SelectContext(ctx, db, &subs, q, args...); err != nil {
+		return retryPage{}, fmt.Errorf("select retries' subscriptions: %w", err)
+	}
+	byID := make(map[string]sourceRow, len(subs))
+	for _, r := range subs {
+		byID[r.ID] = r
+	}
+	pg := retryPage{last: tks[len(tks)-1].Key, n: len(tks)}
+	for _, tk := range tks {
+		r, ok := byID[tk.SubscriptionID]
+		if !ok || r.PeriodStart == nil || !sameDay(*r.PeriodStart, tk.PeriodStart) || r.Revision != tk.Revision {
+			continue
+		}
+		key := tk.Key
+		r.LedgerKey = &key
+		pg.rows = append(pg.rows, r)
+	}
+	return pg, nil
+}
+
+// sameDay compares two dates as the ledger's business tuple does.
+func sameDay(a, b time.Time) bool {
+	return a.Format(time.DateOnly) == b.Format(time.DateOnly)
 }
 
 // SubscriptionCountDue: in one walk of one group's window (the rows
