@@ -13,6 +13,14 @@ import (
 	"time"
 )
 
+// The SMTP sender is split by concern over five files:
+//   - smtp.go: SMTPConfig, the SMTP type and NewSMTP, Send and Lane;
+//   - smtp_pool.go: the pool of connections and the lanes over it;
+//   - smtp_session.go: dialling, STARTTLS, EHLO and AUTH, and the
+//     connection wrappers that bound a send and hand the session to go-smtp;
+//   - smtp_txn.go: the mail transaction, written on the wire here;
+//   - smtp_reply.go: reading the server's replies and classifying them.
+
 // Defaults for SMTPConfig.
 const (
 	DefaultSMTPPool    = 16

@@ -9,6 +9,10 @@ import (
 	"time"
 )
 
+// The pool: Pool slots, idle connections kept for reuse, and the lanes
+// that keep a connection between two sends when the next message's
+// envelope went out behind this one's.
+
 type smtpLane struct {
 	s *SMTP
 	c *smtpConn // with the next message's envelope pending, and a slot

@@ -11,6 +11,10 @@ import (
 	"github.com/emersion/go-smtp"
 )
 
+// Reading replies: a bound on what a server may send, and the
+// classification of a reply (or its absence) into Transient, Permanent or
+// Unknown, by the phase it answers.
+
 // ReplyProviderID returns the provider's message id in the text of a
 // final 250 reply (without the code), or "" when it names none:
 //
@@ -89,8 +93,10 @@ func replyCode(err error) int {
 }
 
 // replyError classifies an error at a command before the message was
-// handed over, or (handedOver) the reply to the end of the message. The
-// server's text is kept, with the recipient address removed.
+// handed over, or (handedOver) the reply to the end of the message: once
+// the final dot has left, an I/O failure or a reply out of protocol is
+// Unknown (the invariant stated in transact). The server's text is kept,
+// with the recipient address removed.
 func replyError(stage string, err error, to string, handedOver bool) error {
 	var te *textproto.Error
 	if !errors.As(err, &te) {

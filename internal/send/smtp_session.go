@@ -16,6 +16,10 @@ import (
 	"github.com/emersion/go-smtp"
 )
 
+// Session setup: connect, TLS (implicit or STARTTLS), EHLO and AUTH, each
+// failure Transient since nothing was sent; and the connection wrappers
+// that bound a whole send and let go-smtp take over a greeted session.
+
 // dial connects, greets, starts TLS and authenticates. Every failure is
 // Transient: nothing was sent.
 func (s *SMTP) dial(ctx context.Context, deadline time.Time) (*smtpConn, error) {
@@ -97,6 +101,7 @@ func (s *SMTP) dial(ctx context.Context, deadline time.Time) (*smtpConn, error) 
 // upgrades the connection with STARTTLS. It returns the connection to run
 // the session on, primed with a greeting for smtp.NewClient. Without
 // STARTTLS it fails with ErrMisconfigured unless the host is loopback.
+// go-smtp's own STARTTLS cannot be used: see greetedConn.
 func (s *SMTP) startTLS(ctx context.Context, dc *deadlineConn) (net.Conn, error) {
 	tp := textproto.NewConn(dc)
 	if _, _, err := tp.ReadResponse(220); err != nil {
@@ -205,6 +210,21 @@ func (c *deadlineConn) SetWriteDeadline(t time.Time) error {
 // greetedConn replays a greeting before the real stream, so that
 // smtp.NewClient can take over a session whose greeting (and STARTTLS)
 // was handled here.
+//
+// Why go-smtp does not run the whole session, its own STARTTLS included
+// (checked against go-smtp v0.25.1, client.go): this package must keep
+// the session's stream, because the transactions are written on it here
+// (smtp_txn.go), not by go-smtp's Client: its Mail, Rcpt and Data each
+// wait for their reply (no PIPELINING, no envelope behind the previous
+// dot), and DataCommand.Close writes the final dot and reads the reply in
+// one call, so a dot that never left (Transient) cannot be told from a
+// reply that never came (Unknown). go-smtp's only STARTTLS is
+// NewClientStartTLS (or DialStartTLS), which puts the *tls.Conn in the
+// unexported Client.conn, with no accessor: after it, the encrypted
+// stream is out of reach. So startTLS upgrades the connection itself and
+// hands go-smtp the stream for EHLO and AUTH only; and since its Client
+// always reads a 220 greeting before its first command (Client.greet) and
+// cannot be told that one was read, a "220 ready" is replayed to it.
 type greetedConn struct {
 	net.Conn
 	greeting *strings.Reader

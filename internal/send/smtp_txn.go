@@ -11,6 +11,11 @@ import (
 	"unicode/utf8"
 )
 
+// The mail transaction: MAIL, RCPT and DATA (pipelined when the server
+// offers it), the dot-stuffed content and the reply to its end. Two
+// invariants are enforced here, each stated where it is: the content only
+// follows 354, and the outcome is Unknown once the final dot has left.
+
 // transact runs one mail transaction on c: the envelope (unless it went
 // out behind the previous message), the content, and, when next is given
 // and the server pipelines, next's envelope in the same write.
@@ -54,6 +59,13 @@ func (c *smtpConn) transact(m, next *Message) (Receipt, connState, error) {
 			return Receipt{}, state, replyError(cmd.stage, err, to, false)
 		}
 	}
+	// Invariant: content only follows 354. The loop above has returned on
+	// any refusal of MAIL or RCPT and on any reply to DATA but 354, so the
+	// first byte of m's content is written only after the server's 354.
+	// With PIPELINING the envelope goes out ahead of its replies, and
+	// next's envelope behind this message's dot, but content never does:
+	// next's waits for its own 354 in its own transact (and drain drops a
+	// connection whose server said 354 to a DATA after a refused command).
 	if err := writeDotted(c.w, m.Raw); err != nil {
 		// The final dot did not leave: the server cannot have accepted
 		// the message.
@@ -69,6 +81,13 @@ func (c *smtpConn) transact(m, next *Message) (Receipt, connState, error) {
 			c.pending, envLen = next, n
 		}
 	}
+	// Invariant: the outcome is Unknown once the final dot has left. Until
+	// this Flush nothing the server could accept has left, and every
+	// failure above is Transient (sending again is safe). From here the
+	// server may hold the message and deliver it: a Flush that failed with
+	// the dot still in the buffer is Transient, but one that let the dot
+	// out, and a missing or out-of-protocol reply to it (replyError with
+	// handedOver), is Unknown: never retried, left in quarantine.
 	if err := c.w.Flush(); err != nil {
 		c.pending = nil
 		if c.w.Buffered() > envLen {
@@ -176,6 +195,8 @@ func (c *smtpConn) drain(n int) bool {
 	for range n {
 		code, _, err := c.r.ReadResponse(0)
 		if err != nil || code == 354 || code == 421 {
+			// 354: the server waits for content that must not follow
+			// (see transact); the connection cannot be reused.
 			return false
 		}
 	}
