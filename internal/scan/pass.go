@@ -29,14 +29,14 @@ const keyCheckSample = 20
 // context's error on shutdown, or a database or sender failure. A pass that
 // ends in error is safe to run again.
 func (s *Pass) Run(ctx context.Context) (Summary, error) {
-	start := s.cfg.Clock()
+	start := s.cfg.Clock.Now()
 	s.start = start
 	now := s.cfg.Now
 	c := &counters{Summary: Summary{RunID: s.cfg.RunID}}
 	finish := func(err error) (Summary, error) {
 		s.fillQuarantine(ctx, c)
 		sum := c.snapshot()
-		sum.DurationMS = s.cfg.Clock().Sub(start).Milliseconds()
+		sum.DurationMS = s.cfg.Clock.Now().Sub(start).Milliseconds()
 		return sum, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -80,12 +80,13 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 		// (flow.go), so the dispatcher never holds more than a batch or
 		// two: its own bound is only a backstop.
 		Concurrency: p.Concurrency, MaxQueued: 2 * s.cfg.BatchSize, Retry: s.cfg.Retry,
+		Clock: s.cfg.Clock,
 	})
 	if err != nil {
 		return finish(&ConfigError{"sender", err.Error()})
 	}
 	fl := newFlow()
-	rec := &recorder{db: s.db, runID: s.cfg.RunID, clock: s.cfg.Clock, log: s.log, hooks: s.cfg.Hooks, c: c, cancel: cancel, grace: s.cfg.ShutdownGrace, flow: fl}
+	rec := &recorder{db: s.db, runID: s.cfg.RunID, clock: s.cfg.Clock.Now, log: s.log, hooks: s.cfg.Hooks, c: c, cancel: cancel, grace: s.cfg.ShutdownGrace, flow: fl}
 	recDone := make(chan error, 1)
 	go func() {
 		// A panic here would kill the process outside run()'s recover (and
@@ -302,9 +303,9 @@ func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 	pl := newPlanner(fl, limits, s.cfg.BatchSize, s.cfg.Policy.Concurrency)
 	var deadline <-chan time.Time
 	if s.cfg.MaxDuration > 0 {
-		t := time.NewTimer(s.cfg.MaxDuration - s.cfg.Clock().Sub(s.start))
+		t := s.cfg.Clock.NewTimer(s.cfg.MaxDuration - s.cfg.Clock.Now().Sub(s.start))
 		defer t.Stop()
-		deadline = t.C
+		deadline = t.C()
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -321,7 +322,7 @@ func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 		default:
 		}
 		progressed := false
-		if picked := pl.pick(s.cfg.Clock()); len(picked) > 0 {
+		if picked := pl.pick(s.cfg.Clock.Now()); len(picked) > 0 {
 			if err := s.claimPicked(ctx, d, c, fl, ps, picked); err != nil {
 				return err
 			}
@@ -568,7 +569,7 @@ func (s *Pass) claim(ctx context.Context, stmt func(context.Context) ([]ledger.W
 }
 
 func (s *Pass) submit(ctx context.Context, d *send.Dispatcher, won []ledger.Won, byKey map[string]candidate) error {
-	at := s.cfg.Clock()
+	at := s.cfg.Clock.Now()
 	for _, w := range won {
 		dn := byKey[w.Key]
 		n := dn.n

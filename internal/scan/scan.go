@@ -86,9 +86,12 @@ type Config struct {
 	// notices it did not reach are counted in Summary.Deferred.
 	MaxDuration time.Duration
 	Retry       send.RetryPolicy
-	// Clock measures durations (claim-to-commit latency, pass duration);
-	// default the system clock. It never decides windows: Now does.
-	Clock func() time.Time
+	// Clock measures durations (claim-to-commit latency, pass duration,
+	// the time budget) and is the dispatcher's clock, so its buckets,
+	// backoffs and the send times it reports follow it too; default
+	// send.SystemClock. It never decides windows: Now does. Tests pass a
+	// fake (internal/send/sendtest).
+	Clock send.Clock
 	Hooks Hooks
 
 	// ShutdownGrace is how long after the cancellation of Run's context
@@ -182,7 +185,7 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 		cfg.BatchSize = 1000
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = time.Now
+		cfg.Clock = send.SystemClock{}
 	}
 	if cfg.MaxDuration < 0 {
 		return nil, &ConfigError{"max_duration", fmt.Sprintf("%v is negative", cfg.MaxDuration)}

@@ -1,0 +1,129 @@
+package scan_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/example/scan/internal/ledger"
+	"github.com/example/scan/internal/policy"
+	"github.com/example/scan/internal/scan"
+	"github.com/example/scan/internal/send"
+	"github.com/example/scan/internal/send/sendtest"
+)
+
+// armClock is a sendtest.Clock that signals on armed each time one of its
+// timers is started, so that a test moves time only once the code under
+// test waits on it.
+type armClock struct {
+	*sendtest.Clock
+	armed chan struct{} // capacity 1: signals coalesce, Next says the rest
+}
+
+func (c *armClock) signal() {
+	select {
+	case c.armed <- struct{}{}:
+	default:
+	}
+}
+
+func (c *armClock) NewTimer(d time.Duration) send.Timer {
+	t := armTimer{c.Clock.NewTimer(d), c}
+	c.signal()
+	return t
+}
+
+type armTimer struct {
+	send.Timer
+	c *armClock
+}
+
+func (t armTimer) Reset(d time.Duration) bool {
+	was := t.Timer.Reset(d)
+	t.c.signal()
+	return was
+}
+
+// The pass hands its Clock to the dispatcher: with a domain bucket of one
+// notice a second, the second notice waits until the injected clock has
+// moved one second, however long that takes on the wall clock, and the
+// waits and latencies the pass reports are the fake clock's.
+func TestDispatcherFollowsThePassClock(t *testing.T) {
+	e := setup(t)
+	pol, err := policy.Parse(strings.NewReader(strings.Replace(testPolicy,
+		"default: {per_second: 10000, burst: 1000}", "default: {per_second: 1, burst: 1}", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.pol = pol
+	e.insert(
+		sub{id: "sub_clock_a", email: "a@clock.example", renewsIn: 48 * time.Hour},
+		sub{id: "sub_clock_b", email: "b@clock.example", renewsIn: 48 * time.Hour},
+	)
+
+	clk := &armClock{Clock: sendtest.NewClock(now), armed: make(chan struct{}, 1)}
+	type outcome struct{ toSend, waited time.Duration }
+	var mu sync.Mutex
+	var outcomes []outcome
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // a failed test does not leave the pass waiting
+	type result struct {
+		sum scan.Summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sum, err := e.pass(ctx, func(c *scan.Config) {
+			c.Clock = clk
+			c.Hooks.Outcome = func(state ledger.State, _ string, _, toSend, waited time.Duration) {
+				if state != ledger.Sent {
+					t.Errorf("outcome %s, want sent", state)
+				}
+				mu.Lock()
+				outcomes = append(outcomes, outcome{toSend, waited})
+				mu.Unlock()
+			}
+		})
+		done <- result{sum, err}
+	}()
+
+	// The first notice takes the bucket's one token; the dispatcher then
+	// waits on the injected clock for the next, due one second on.
+	refill := now.Add(time.Second)
+	for waiting := true; waiting; {
+		select {
+		case <-clk.armed:
+			if at, ok := clk.Next(); ok && at.Equal(refill) {
+				clk.Set(refill)
+				waiting = false
+			}
+		case r := <-done:
+			t.Fatalf("the pass ended (%+v, %v) without waiting on the injected clock for the bucket", r.sum, r.err)
+		}
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.sum.Sent != 2 {
+		t.Fatalf("sent %d, want 2", r.sum.Sent)
+	}
+	// Pass and dispatcher read one clock, which moved exactly once.
+	if r.sum.DurationMS != 1000 {
+		t.Errorf("duration %d ms, want 1000 (the injected clock's second)", r.sum.DurationMS)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[outcome]bool{{0, 0}: true, {time.Second, time.Second}: true}
+	for _, o := range outcomes {
+		if !want[o] {
+			t.Errorf("claim-to-send %v, waited %v: want one notice sent at once and one after exactly 1s of the injected clock", o.toSend, o.waited)
+		}
+		delete(want, o)
+	}
+	if len(want) > 0 {
+		t.Errorf("outcomes %+v, want one of each of {0 0} and {1s 1s}", outcomes)
+	}
+}
