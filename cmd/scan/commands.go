@@ -159,21 +159,12 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	return err
 }
 
-// run runs sc with o watching it (progress, metrics push): what `scan
-// run` and each firing of `scan schedule` do with the pass newPass built.
-func (o *observer) run(ctx context.Context, e *env, sc *scan.Pass) (scan.Summary, error) {
-	o.begin(ctx, e, sc)
-	sum, err := sc.Run(ctx)
-	o.finish(ctx, sum, err)
-	return sum, err
-}
-
 // newPass builds one pass at now, with its sender and its observer: the
 // one place where `scan run` and `scan schedule` turn flags and
 // environment into a scan.Config. The pass's hooks are the observer's,
 // after the fail points of a crash-test build. closeSender must be called
 // once the pass is over.
-func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *runFlags, now time.Time, log zerolog.Logger) (sc *scan.Pass, obs *observer, closeSender func(), err error) {
+func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *runFlags, now time.Time, log zerolog.Logger) (sc *scan.Pass, obs *observer, closeSender func() error, err error) {
 	sender, err := ps.newSender()
 	if err != nil {
 		return nil, nil, nil, err
@@ -196,7 +187,7 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 		sender.Close()
 		return nil, nil, nil, err
 	}
-	return sc, obs, func() { sender.Close() }, nil
+	return sc, obs, sender.Close, nil
 }
 
 // preparedPass holds the parts of a pass built from flags and environment.
