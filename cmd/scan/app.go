@@ -4,14 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
-	"regexp"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/example/scan/internal/notice"
 	"github.com/example/scan/internal/policy"
+	"github.com/example/scan/internal/redact"
 	"github.com/example/scan/internal/scan"
 )
 
@@ -72,7 +71,7 @@ type env struct {
 	// secrets are the values that must never be printed (see
 	// registerSecrets); redact replaces them. Per run, so that concurrent
 	// runs in one process (tests) never share or reset each other's.
-	secrets []string
+	secrets redact.Redactor
 }
 
 // run is the whole program minus the process: tests call it directly.
@@ -241,87 +240,27 @@ func openDB(ctx context.Context, e *env) (*sqlx.DB, error) {
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("connect to the database (%s): %s", redactDSN(dsn), e.redact(err.Error()))
+		return nil, fmt.Errorf("connect to the database (%s): %s", redact.DSN(dsn), e.redact(err.Error()))
 	}
 	return db, nil
-}
-
-var passwordRe = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
-
-// redactDSN hides the password of a URL or keyword connection string.
-func redactDSN(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
-		if u.User != nil {
-			if _, ok := u.User.Password(); ok {
-				u.User = url.UserPassword(u.User.Username(), "REDACTED")
-			}
-		}
-		q := u.Query()
-		if q.Has("password") {
-			q.Set("password", "REDACTED")
-			u.RawQuery = q.Encode()
-		}
-		return u.String()
-	}
-	return passwordRe.ReplaceAllString(dsn, "${1}REDACTED")
-}
-
-func (e *env) addSecret(s string) {
-	if len(s) < 4 {
-		return
-	}
-	e.secrets = append(e.secrets, s)
-	// As a JSON log line spells it, when that differs (quotes, backslashes,
-	// control characters).
-	if j, err := json.Marshal(s); err == nil && string(j[1:len(j)-1]) != s {
-		e.secrets = append(e.secrets, string(j[1:len(j)-1]))
-	}
-}
-
-// redact replaces every registered secret in s, and any password=...
-// pair, with REDACTED.
-func (e *env) redact(s string) string {
-	for _, sec := range e.secrets {
-		s = strings.ReplaceAll(s, sec, "REDACTED")
-	}
-	return redactPasswords(s)
-}
-
-// redactPasswords replaces the value of every password=... pair, leaving
-// one already redacted as it is (with what follows it, such as the ")" and
-// ":" of "connect to the database (...password=REDACTED): ...").
-func redactPasswords(s string) string {
-	return passwordRe.ReplaceAllStringFunc(s, func(m string) string {
-		sub := passwordRe.FindStringSubmatch(m)
-		if strings.HasPrefix(sub[2], "REDACTED") {
-			return m
-		}
-		return sub[1] + "REDACTED"
-	})
 }
 
 // registerSecrets records every secret in the environment so that no
 // error or log line can print it. run calls it first; calling it again is
 // harmless.
 func registerSecrets(e *env) {
-	e.secrets = e.secrets[:0]
-	e.addSecret(e.getenv("NOTICE_KEY_SECRET"))
-	e.addSecret(e.getenv("AWS_SECRET_ACCESS_KEY"))
-	e.addSecret(e.getenv("AWS_SESSION_TOKEN"))
+	e.secrets.Reset()
+	e.secrets.Add(e.getenv("NOTICE_KEY_SECRET"))
+	e.secrets.Add(e.getenv("AWS_SECRET_ACCESS_KEY"))
+	e.secrets.Add(e.getenv("AWS_SESSION_TOKEN"))
 	for _, v := range []string{"DATABASE_URL", "SMTP_URL", "SCAN_HTTP_URL", "PUSHGATEWAY_URL"} {
-		raw := e.getenv(v)
-		if u, err := url.Parse(raw); err == nil && u.User != nil {
-			if p, ok := u.User.Password(); ok {
-				e.addSecret(p)
-				e.addSecret(url.QueryEscape(p))
-				e.addSecret(url.PathEscape(p))
-			}
-		}
-		for _, m := range passwordRe.FindAllStringSubmatch(raw, -1) {
-			e.addSecret(strings.Trim(m[2], "'"))
-		}
+		e.secrets.AddPasswords(e.getenv(v))
 	}
 }
+
+// redact replaces every registered secret in s, and any password=...
+// pair, with REDACTED.
+func (e *env) redact(s string) string { return e.secrets.Redact(s) }
 
 // newLogger builds the zerolog logger: JSON on stderr, human-readable on a
 // terminal, level from LOG_LEVEL.
@@ -334,25 +273,15 @@ func newLogger(e *env) (zerolog.Logger, error) {
 		}
 		lvl = l
 	}
-	var w io.Writer = redactWriter{e}
+	// Every log line leaves through the run's redactor.
+	var w io.Writer = e.secrets.Writer(e.stderr)
 	if f, ok := e.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-		w = zerolog.ConsoleWriter{Out: redactWriter{e}, TimeFormat: time.RFC3339}
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
 	}
 	// A pass logs from several goroutines (producer, recorder, progress):
 	// one line per Write, never two interleaved, whatever stderr is.
 	// Every line, the first included, says which build wrote it.
 	return zerolog.New(zerolog.SyncWriter(w)).Level(lvl).With().Timestamp().Str("version", thisBuild().Version).Logger(), nil
-}
-
-// redactWriter removes the run's secrets from every log line it writes to
-// the run's stderr.
-type redactWriter struct{ e *env }
-
-func (r redactWriter) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(r.e.stderr, r.e.redact(string(p))); err != nil {
-		return 0, err
-	}
-	return len(p), nil
 }
 
 // secret reads NOTICE_KEY_SECRET.

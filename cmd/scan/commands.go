@@ -140,15 +140,11 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
-	sender, err := ps.newSender()
+	sc, obs, closeSender, err := ps.newPass(ctx, e, db, &f, now, log)
 	if err != nil {
 		return err
 	}
-	defer sender.Close()
-	sc, obs, err := ps.newPass(ctx, e, db, sender, &f, now, log, failpointHooks())
-	if err != nil {
-		return err
-	}
+	defer closeSender()
 	if f.dryRun {
 		d, err := sc.DryRun(ctx)
 		if err != nil {
@@ -156,35 +152,42 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 		}
 		return json.NewEncoder(e.stdout).Encode(d)
 	}
-	obs.begin(ctx, e, sc)
-	sum, err := sc.Run(ctx)
-	obs.finish(ctx, sum, err)
+	sum, err := obs.run(ctx, e, sc)
 	if encErr := json.NewEncoder(e.stdout).Encode(sum); encErr != nil && err == nil {
 		err = encErr
 	}
 	return err
 }
 
-// newPass builds one pass at now, and its observer: the one place where
-// `scan run` and `scan schedule` turn flags and environment into a
-// scan.Config. base are the hooks that run before the observer's (the
-// crash tests' fail points).
-func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, sender send.Sender, f *runFlags, now time.Time, log zerolog.Logger, base scan.Hooks) (*scan.Pass, *observer, error) {
+// newPass builds one pass at now, with its sender and its observer: the
+// one place where `scan run` and `scan schedule` turn flags and
+// environment into a scan.Config. The pass's hooks are the observer's,
+// after the fail points of a crash-test build. closeSender must be called
+// once the pass is over.
+func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *runFlags, now time.Time, log zerolog.Logger) (sc *scan.Pass, obs *observer, closeSender func() error, err error) {
+	sender, err := ps.newSender()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	runID := newRunID(now)
 	passLog := log.With().Int("shard", ps.shard).Logger()
-	obs := newObserver(e, ps, runID, passLog)
+	obs = newObserver(e, ps, runID, passLog)
 	// --max-mint keeps its meaning: 0 refuses any mint, below 0 (the
 	// default -1) is no limit, which is a nil Config.MaxMint.
 	var maxMint *int
 	if f.maxMint >= 0 {
 		maxMint = &f.maxMint
 	}
-	sc, err := scan.New(ctx, db, sender, ps.renderer, passLog, scan.Config{
+	sc, err = scan.New(ctx, db, sender, ps.renderer, passLog, scan.Config{
 		Policy: ps.pol, Secret: ps.secret, Source: f.source, RunID: runID, Now: now,
 		MaxMint: maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
-		MaxDuration: ps.maxDuration, Hooks: obs.hooks(base),
+		MaxDuration: ps.maxDuration, Hooks: obs.hooks(failpointHooks()),
 	})
-	return sc, obs, err
+	if err != nil {
+		sender.Close()
+		return nil, nil, nil, err
+	}
+	return sc, obs, sender.Close, nil
 }
 
 // preparedPass holds the parts of a pass built from flags and environment.

@@ -89,6 +89,15 @@ func (o *observer) hooks(base scan.Hooks) scan.Hooks {
 	return chainHooks(base, own)
 }
 
+// run runs sc with o watching it (progress, metrics push): what `scan
+// run` and each firing of `scan schedule` do with the pass newPass built.
+func (o *observer) run(ctx context.Context, e *env, sc *scan.Pass) (scan.Summary, error) {
+	o.begin(ctx, e, sc)
+	sum, err := sc.Run(ctx)
+	o.finish(ctx, sum, err)
+	return sum, err
+}
+
 // begin starts the progress reporter just before sc runs: a bar when
 // stderr is a terminal (its total from sc.CountDue, one count query per
 // window group), else a log line every progressEvery.

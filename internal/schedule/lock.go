@@ -1,0 +1,68 @@
+package schedule
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/rs/zerolog"
+
+	"github.com/example/scan/internal/ledger"
+)
+
+// AdvisoryLock is the Locker of every scheduler on one ledger database: a
+// PostgreSQL session-level advisory lock (ledger.TryLockScheduler). The
+// lock belongs to a session, so a taken lock keeps one connection of the
+// pool until it is released. Build one with NewAdvisoryLock; it is safe
+// for concurrent use.
+type AdvisoryLock struct {
+	db  *sqlx.DB
+	log zerolog.Logger
+}
+
+var _ Locker = (*AdvisoryLock)(nil)
+
+// NewAdvisoryLock returns the scheduler lock on db. log receives the
+// warning of a lock that could not be released.
+func NewAdvisoryLock(db *sqlx.DB, log zerolog.Logger) *AdvisoryLock {
+	return &AdvisoryLock{db: db, log: log}
+}
+
+// TryLock takes the lock on a connection of its own; see Locker. The
+// returned unlock releases it and returns the connection to the pool; if
+// the release fails, the connection is discarded instead, which ends the
+// session and with it the lock.
+func (l *AdvisoryLock) TryLock(ctx context.Context) (unlock func(), err error) {
+	conn, err := l.db.Connx(ctx)
+	if err != nil {
+		return nil, unreachableError{err}
+	}
+	ok, err := ledger.TryLockScheduler(ctx, conn)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if !ok {
+		conn.Close()
+		return nil, fmt.Errorf("scheduler lock: %w", ErrHeld)
+	}
+	return func() {
+		// The release must happen even when ctx ended (SIGTERM during
+		// the pass).
+		if uerr := ledger.UnlockScheduler(context.WithoutCancel(ctx), conn); uerr != nil {
+			// A session that may still hold the lock must not go back to
+			// the pool: discard it.
+			l.log.Warn().Err(uerr).Msg("could not release the scheduler lock; closing its connection")
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}, nil
+}
+
+// unreachableError is a connection error, as the driver wrote it, that
+// matches ErrUnreachable.
+type unreachableError struct{ err error }
+
+func (u unreachableError) Error() string   { return u.err.Error() }
+func (u unreachableError) Unwrap() []error { return []error{ErrUnreachable, u.err} }
