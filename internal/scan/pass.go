@@ -230,7 +230,8 @@ const lookPast = 10
 type stream struct {
 	sel    selection
 	retry  bool
-	cursor *string // read after this; nil from the start
+	from   *time.Time // the window's earliest period (countDue), for listOpen
+	cursor *string    // read after this; nil from the start
 	done   bool
 	// When a row is skipped because its domain's queue is full, rescanFrom
 	// is the cursor just before the first such row, and skipped the
@@ -288,15 +289,15 @@ func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 	for _, group := range s.sels {
 		ps.streams = append(ps.streams, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
 		for _, sel := range group {
-			open, n, err := s.src.countDue(ctx, s.db, sel, now, s.cfg.RunID)
+			due, err := s.src.countDue(ctx, s.db, sel, now, s.cfg.RunID)
 			if err != nil {
 				return err
 			}
-			if open == 0 {
-				ps.handled[sel.key()] = n
+			if due.Open == 0 {
+				ps.handled[sel.key()] = due.Handled
 				continue
 			}
-			ps.streams = append(ps.streams, &stream{sel: sel, skipped: map[string]bool{}})
+			ps.streams = append(ps.streams, &stream{sel: sel, from: due.From, skipped: map[string]bool{}})
 		}
 	}
 	inv := &invalidLog{seen: map[string]bool{}, log: s.log}
@@ -402,7 +403,7 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 		rp, err = s.src.listRetry(ctx, db, kind, now, deref(after), s.cfg.BatchSize)
 		rows, read, last = rp.rows, rp.n, &rp.last
 	} else {
-		rows, err = s.src.listOpen(ctx, db, st.sel, now, after, s.cfg.BatchSize)
+		rows, err = s.src.listOpen(ctx, db, st.sel, now, st.from, after, s.cfg.BatchSize)
 		read = len(rows)
 	}
 	if err != nil {
@@ -600,7 +601,7 @@ func (s *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (m
 		var after *string
 		for {
 			count := func(domain string) bool { byDomain[domain]++; return false }
-			pg, err := s.readPage(ctx, s.db, &stream{sel: st.sel, retry: st.retry}, after, count, inv, &counters{})
+			pg, err := s.readPage(ctx, s.db, &stream{sel: st.sel, retry: st.retry, from: st.from}, after, count, inv, &counters{})
 			if err != nil {
 				return nil, err
 			}
@@ -684,7 +685,7 @@ func (s *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 			w := policy.Window{OpenBefore: policy.Duration(sel.open), CloseBefore: policy.Duration(sel.close)}
 			var after *string
 			for {
-				rows, err := s.src.listOpen(ctx, tx, sel, now, after, s.cfg.BatchSize)
+				rows, err := s.src.listOpen(ctx, tx, sel, now, nil, after, s.cfg.BatchSize)
 				if err != nil {
 					return out, err
 				}

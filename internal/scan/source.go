@@ -135,6 +135,23 @@ func notHandled(ledgerAfter string) string {
         WHERE ` + sameNotice + ` AND l.kind = $1` + ledgerAfter + `)`
 }
 
+// fromPeriod appends the window's earliest billing period (countDue's
+// minPeriod) to args and returns the bound it sets on the ledger's side of
+// notHandled. It is implied by the join (every row of the window has a
+// period at or after it), and, a constant, it prunes the ledger's past
+// months when the page is planned: without it each page's anti-join walks
+// every month's rows of the page's subscriptions, so the first pass grows
+// with the ledger's history. A subscription whose period moves earlier
+// while the pass runs may then be read as open; its claim meets the
+// business-tuple index and is suppressed, as any concurrent claim is.
+func fromPeriod(args []any, from *time.Time) (string, []any) {
+	if from == nil {
+		return "", args
+	}
+	args = append(args, from.Format(time.DateOnly))
+	return fmt.Sprintf("\n          AND l.period_start >= $%d::date", len(args)), args
+}
+
 // keyset appends the page's cursor to args and returns the predicate that
 // continues after it, and the same bound for the ledger's side of
 // notHandled. Both compare text in the same collation, so the ledger bound
@@ -159,7 +176,15 @@ func keyset(args []any, after *string) (cond, ledgerAfter string, _ []any) {
 // renews_at index was measured at 30-90 ms a page (a heap page per row,
 // then a probe), 40x slower for a full window; for a sparse window the
 // planner still picks the renews_at index and sorts. docs/BENCHMARKS.md.
-func (s *source) listOpen(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, after *string, limit int) ([]sourceRow, error) {
+//
+// from, when known, is the window's earliest billing period (fromPeriod).
+func (s *source) listOpen(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, from *time.Time, after *string, limit int) ([]sourceRow, error) {
+	q, args := s.openQuery(sel, now, from, after)
+	return s.page(ctx, db, q, args, limit)
+}
+
+// openQuery is SubscriptionListOpen without its order and limit.
+func (s *source) openQuery(sel selection, now time.Time, from *time.Time, after *string) (string, []any) {
 	args := []any{sel.kind, now.Add(sel.close), now.Add(sel.open)}
 	base, juris, args := s.where(sel, args)
 	window := juris + " AND s.renews_at > $2 AND s.renews_at <= $3"
@@ -169,12 +194,13 @@ func (s *source) listOpen(ctx context.Context, db sqlx.QueryerContext, sel selec
 		window = "((" + window + ") OR s.renews_at IS NULL)"
 	}
 	cursor, ledgerAfter, args := keyset(args, after)
+	bound, args := fromPeriod(args, from)
 	q := fmt.Sprintf(`SELECT %s
 FROM %s s
 WHERE %s
   AND %s
-  AND %s%s`, s.cols(), s.rel, base, window, notHandled(ledgerAfter), cursor)
-	return s.page(ctx, db, q, args, limit)
+  AND %s%s`, s.cols(), s.rel, base, window, notHandled(ledgerAfter+bound), cursor)
+	return q, args
 }
 
 // SubscriptionListClosed: active subscriptions of one group whose window
@@ -260,14 +286,15 @@ func sameDay(a, b time.Time) bool {
 
 // SubscriptionCountDue: in one walk of one group's window (the rows
 // listOpen would consider), how many have no ledger row (open: what
-// listOpen would return) and how many are due with a ledger row owned by
-// another run (handled: what countHandled counts). A nightly re-run that
+// listOpen would return), how many are due with a ledger row owned by
+// another run (handled: what countHandled counts), and the earliest
+// billing period among them (listOpen's bound). A nightly re-run that
 // finds open == 0 skips the group's stream: it then costs one indexed
 // anti-join, not a walk plus a count. The ledger's side is bounded below
 // by the window's earliest period (implied by the join): its value, known
 // at run time, prunes the ledger's past months, which PostgreSQL would
 // otherwise hash in full (it does not cost run-time pruning).
-func (s *source) countDue(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, runID string) (open, handled int, _ error) {
+func (s *source) countDue(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, runID string) (due dueCount, _ error) {
 	args := []any{sel.kind, now.Add(sel.close), now.Add(sel.open), runID}
 	base, juris, args := s.where(sel, args)
 	inWindow := "s.renews_at > $2 AND s.renews_at <= $3"
@@ -276,21 +303,27 @@ func (s *source) countDue(ctx context.Context, db sqlx.QueryerContext, sel selec
 		window = "((" + window + ") OR s.renews_at IS NULL)"
 	}
 	q := fmt.Sprintf(`SELECT count(*) FILTER (WHERE l.subscription_id IS NULL) AS open,
-       count(*) FILTER (WHERE l.subscription_id IS NOT NULL AND l.run_id <> $4 AND %s) AS handled
+       count(*) FILTER (WHERE l.subscription_id IS NOT NULL AND l.run_id <> $4 AND %s) AS handled,
+       min(s.period_start::date) AS from_period
 FROM %s s
 LEFT JOIN notice_ledger l
        ON `+sameNotice+` AND l.kind = $1
       AND l.period_start >= (SELECT min(s.period_start::date) FROM %s s WHERE %s AND %s)
 WHERE %s
   AND %s`, inWindow, s.rel, s.rel, base, window, base, window)
-	var out struct {
-		Open    int `db:"open"`
-		Handled int `db:"handled"`
+	if err := sqlx.GetContext(ctx, db, &due, q, args...); err != nil {
+		return due, fmt.Errorf("count due: %w", err)
 	}
-	if err := sqlx.GetContext(ctx, db, &out, q, args...); err != nil {
-		return 0, 0, fmt.Errorf("count due: %w", err)
-	}
-	return out.Open, out.Handled, nil
+	return due, nil
+}
+
+// dueCount is what countDue finds in one window group.
+type dueCount struct {
+	Open    int `db:"open"`
+	Handled int `db:"handled"`
+	// From is the window's earliest billing period (nil when no row has
+	// one): the bound listOpen puts on the ledger's side (fromPeriod).
+	From *time.Time `db:"from_period"`
 }
 
 // sampleProbes is how many due subscriptions sampleKeys looks up per key
