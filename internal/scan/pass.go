@@ -634,9 +634,13 @@ func (s *Pass) recordMissed(ctx context.Context, c *counters) error {
 func (s *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn func([]ledger.Claim) error) error {
 	for _, group := range s.sels {
 		for _, sel := range group {
+			from, err := s.src.closedFrom(ctx, db, sel, s.cfg.Now)
+			if err != nil {
+				return err
+			}
 			var after *string
 			for {
-				rows, err := s.src.listClosed(ctx, db, sel, s.cfg.Now, after, s.cfg.BatchSize)
+				rows, err := s.src.listClosed(ctx, db, sel, s.cfg.Now, from, after, s.cfg.BatchSize)
 				if err != nil {
 					return err
 				}

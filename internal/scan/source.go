@@ -206,17 +206,45 @@ WHERE %s
 // SubscriptionListClosed: active subscriptions of one group whose window
 // has closed while the charge is still ahead, with no ledger row: the
 // notices to record as missed.
-func (s *source) listClosed(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, after *string, limit int) ([]sourceRow, error) {
+//
+// from is the closed window's earliest billing period (closedFrom), the
+// bound on the ledger's side (fromPeriod): the closed window holds the
+// notices the last passes sent, each with its years of history.
+func (s *source) listClosed(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, from *time.Time, after *string, limit int) ([]sourceRow, error) {
+	q, args := s.closedQuery(sel, now, from, after)
+	return s.page(ctx, db, q, args, limit)
+}
+
+// closedQuery is SubscriptionListClosed without its order and limit.
+func (s *source) closedQuery(sel selection, now time.Time, from *time.Time, after *string) (string, []any) {
 	args := []any{sel.kind, now, now.Add(sel.close)}
 	base, juris, args := s.where(sel, args)
 	cursor, ledgerAfter, args := keyset(args, after)
+	bound, args := fromPeriod(args, from)
 	q := fmt.Sprintf(`SELECT %s
 FROM %s s
 WHERE %s AND %s
   AND s.renews_at > $2 AND s.renews_at <= $3
   AND s.period_start IS NOT NULL
-  AND %s%s`, s.cols(), s.rel, base, juris, notHandled(ledgerAfter), cursor)
-	return s.page(ctx, db, q, args, limit)
+  AND %s%s`, s.cols(), s.rel, base, juris, notHandled(ledgerAfter+bound), cursor)
+	return q, args
+}
+
+// SubscriptionClosedFrom: the earliest billing period of the rows
+// SubscriptionListClosed considers (nil when there are none), read once
+// before its pages.
+func (s *source) closedFrom(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time) (*time.Time, error) {
+	args := []any{now, now.Add(sel.close)}
+	base, juris, args := s.where(sel, args)
+	q := fmt.Sprintf(`SELECT min(s.period_start::date)
+FROM %s s
+WHERE %s AND %s
+  AND s.renews_at > $1 AND s.renews_at <= $2`, s.rel, base, juris)
+	var from *time.Time
+	if err := sqlx.GetContext(ctx, db, &from, q, args...); err != nil {
+		return nil, fmt.Errorf("closed window's earliest period: %w", err)
+	}
+	return from, nil
 }
 
 // page orders by id and limits a source query whose cursor keyset added.

@@ -12,10 +12,11 @@ import (
 )
 
 // The open-notice pages bound the ledger's side by the window's earliest
-// billing period (countDue's From), so that PostgreSQL prunes the past
-// months when it plans each page: a ledger with years of history must not
-// make every page of the first pass walk them.
-func TestListOpenPrunesPastMonths(t *testing.T) {
+// billing period (countDue's From), and the closed-window pages by theirs
+// (closedFrom), so that PostgreSQL prunes the past months when it plans
+// each page: a ledger with years of history must not make every page of a
+// pass walk them.
+func TestSourcePagesPrunePastMonths(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	ctx := context.Background()
@@ -34,6 +35,11 @@ func TestListOpenPrunesPastMonths(t *testing.T) {
 		FROM generate_series(1, 20) i`, now.Add(48*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
+	// And one whose window closed: the closed-window pages' subject.
+	if _, err := db.ExecContext(ctx, `INSERT INTO subscriptions (id, email, renews_at, period_start)
+		VALUES ('c1', 'c@x.com', $1, '2026-12-01')`, now.Add(12*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	src := &source{rel: "subscriptions"}
 	sel := selection{kind: "renewal_notice_t72", open: 72 * time.Hour, close: 24 * time.Hour}
 	due, err := src.countDue(ctx, db, sel, now, "r")
@@ -43,25 +49,38 @@ func TestListOpenPrunesPastMonths(t *testing.T) {
 	if due.Open != 20 || due.From == nil || due.From.Format(time.DateOnly) != "2026-12-02" {
 		t.Fatalf("countDue = %+v", due)
 	}
-	plan := func(from *time.Time) string {
-		after := "s1"
-		q, args := src.openQuery(sel, now, from, &after)
-		var lines []string
-		if err := db.SelectContext(ctx, &lines, "EXPLAIN "+q, args...); err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(lines, "\n")
+	closed, err := src.closedFrom(ctx, db, sel, now)
+	if err != nil || closed == nil || closed.Format(time.DateOnly) != "2026-12-01" {
+		t.Fatalf("closedFrom = %v, %v", closed, err)
 	}
-	unbounded, bounded := plan(nil), plan(due.From)
-	for _, month := range []string{"notice_ledger_p202606", "notice_ledger_p202609"} {
-		if !strings.Contains(unbounded, month) {
-			t.Fatalf("the unbounded plan does not read %s, so this test proves nothing:\n%s", month, unbounded)
+	for _, c := range []struct {
+		name  string
+		query func(from *time.Time, after *string) (string, []any)
+		from  *time.Time
+	}{
+		{"open", func(f *time.Time, a *string) (string, []any) { return src.openQuery(sel, now, f, a) }, due.From},
+		{"closed", func(f *time.Time, a *string) (string, []any) { return src.closedQuery(sel, now, f, a) }, closed},
+	} {
+		plan := func(from *time.Time) string {
+			after := "a"
+			q, args := c.query(from, &after)
+			var lines []string
+			if err := db.SelectContext(ctx, &lines, "EXPLAIN "+q, args...); err != nil {
+				t.Fatal(err)
+			}
+			return strings.Join(lines, "\n")
 		}
-		if strings.Contains(bounded, month) {
-			t.Errorf("the page's plan reads %s, before the window's earliest period:\n%s", month, bounded)
+		unbounded, bounded := plan(nil), plan(c.from)
+		for _, month := range []string{"notice_ledger_p202606", "notice_ledger_p202609"} {
+			if !strings.Contains(unbounded, month) {
+				t.Fatalf("%s: the unbounded plan does not read %s, so this test proves nothing:\n%s", c.name, month, unbounded)
+			}
+			if strings.Contains(bounded, month) {
+				t.Errorf("%s: the page's plan reads %s, before the window's earliest period:\n%s", c.name, month, bounded)
+			}
 		}
-	}
-	if !strings.Contains(bounded, "notice_ledger_p202612") {
-		t.Errorf("the page's plan does not read the window's month:\n%s", bounded)
+		if !strings.Contains(bounded, "notice_ledger_p202612") {
+			t.Errorf("%s: the page's plan does not read the window's month:\n%s", c.name, bounded)
+		}
 	}
 }
