@@ -133,9 +133,14 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 	} else if len(pos) != 1 || !notice.ValidKey(pos[0]) || *runID != "" {
 		return usagef("KEY", "exactly one notice key (64 lower-case hex characters), or --run RUN_ID, is required")
 	}
+	var ruling ledger.Ruling
 	n := 0
-	for _, b := range []bool{*sent, *notSent, *retry} {
-		if b {
+	for _, f := range []struct {
+		set bool
+		r   ledger.Ruling
+	}{{*sent, ledger.RulingSent}, {*notSent, ledger.RulingNotSent}, {*retry, ledger.RulingRetry}} {
+		if f.set {
+			ruling = f.r
 			n++
 		}
 	}
@@ -152,14 +157,9 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 	if who == "" {
 		return usagef("--by", "required when $USER is not set")
 	}
-	d := ledger.Decision{Key: pos[0], By: who, Reason: *reason, At: time.Now().UTC()}
-	switch {
-	case *sent:
-		d.To, d.From = ledger.Sent, []ledger.State{ledger.Claimed, ledger.Retry, ledger.Failed}
-	case *notSent:
-		d.To, d.From = ledger.Retry, []ledger.State{ledger.Claimed}
-	case *retry:
-		d.To, d.From = ledger.Retry, []ledger.State{ledger.Claimed, ledger.Failed}
+	d, err := ledger.NewDecision(ruling, pos[0], who, *reason, time.Now().UTC())
+	if err != nil {
+		return err
 	}
 	registerSecrets(e)
 	db, err := openDB(ctx, e)
@@ -167,10 +167,21 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
+	enc := json.NewEncoder(e.stdout)
 	if *runID != "" {
-		return resolveRun(ctx, e, db, *runID, d)
+		// Each change is printed as it is committed, then the count.
+		n, err := ledger.ResolveRun(ctx, db, *runID, d, func(key string, from ledger.State) error {
+			return enc.Encode(map[string]any{"notice_key": key, "from": from, "to": d.To, "by": d.By, "reason": d.Reason, "at": d.At})
+		})
+		if errors.Is(err, ledger.ErrNoClaims) {
+			return usagef("--run", "run %q has no claims without an outcome", *runID)
+		}
+		if err != nil {
+			return err
+		}
+		return enc.Encode(map[string]any{"run_id": *runID, "resolved": n})
 	}
-	from, err := ledger.Resolve(ctx, db, d)
+	from, err := ledger.ResolveKey(ctx, db, d)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return usagef("KEY", "no ledger row has key %s", notice.Short(pos[0]))
 	}
@@ -180,7 +191,7 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(e.stdout).Encode(map[string]any{"notice_key": pos[0], "from": from, "to": d.To, "by": who, "reason": *reason, "at": d.At})
+	return enc.Encode(map[string]any{"notice_key": pos[0], "from": from, "to": d.To, "by": who, "reason": *reason, "at": d.At})
 }
 
 func cmdReconcile(ctx context.Context, e *env, args []string) error {
@@ -219,7 +230,12 @@ func cmdReconcile(ctx context.Context, e *env, args []string) error {
 	var total ledger.SettleResult
 	settled := 0
 	flush := func() error {
-		res, err := ledger.Settle(ctx, db, *by, time.Now().UTC(), batch)
+		var res ledger.SettleResult
+		err := ledger.WithTx(ctx, db, func(tx *sqlx.Tx) error {
+			var err error
+			res, err = ledger.Settle(ctx, tx, *by, time.Now().UTC(), batch)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -303,39 +319,14 @@ func cmdBackfill(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
-	n, err := ledger.Backfill(ctx, db, "backfill-"+newRunID(time.Now()), bs)
+	var n int
+	err = ledger.WithTx(ctx, db, func(tx *sqlx.Tx) error {
+		var err error
+		n, err = ledger.Backfill(ctx, tx, "backfill-"+newRunID(time.Now()), bs)
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	return json.NewEncoder(e.stdout).Encode(map[string]int{"lines": len(recs), "inserted": n, "already_in_ledger": len(recs) - n})
-}
-
-// resolveRun applies one decision to every claim of a run that still has
-// no outcome, each recorded on its own, and prints each change.
-func resolveRun(ctx context.Context, e *env, db *sqlx.DB, runID string, d ledger.Decision) error {
-	keys, err := ledger.ClaimedByRun(ctx, db, runID)
-	if err != nil {
-		return err
-	}
-	if len(keys) == 0 {
-		return usagef("--run", "run %q has no claims without an outcome", runID)
-	}
-	d.From = []ledger.State{ledger.Claimed}
-	enc := json.NewEncoder(e.stdout)
-	changed := 0
-	for _, k := range keys {
-		d.Key = k
-		from, err := ledger.Resolve(ctx, db, d)
-		if errors.Is(err, ledger.ErrStateChanged) {
-			continue // settled meanwhile (a reconcile or a pass)
-		}
-		if err != nil {
-			return err
-		}
-		changed++
-		if err := enc.Encode(map[string]any{"notice_key": k, "from": from, "to": d.To, "by": d.By, "reason": d.Reason, "at": d.At}); err != nil {
-			return err
-		}
-	}
-	return enc.Encode(map[string]any{"run_id": runID, "resolved": changed})
 }
