@@ -226,55 +226,23 @@ func cmdReconcile(ctx context.Context, e *env, args []string) error {
 	}
 	defer db.Close()
 	out := json.NewEncoder(e.stdout)
-	var batch []ledger.Settlement
-	var total ledger.SettleResult
-	settled := 0
-	flush := func() error {
-		var res ledger.SettleResult
-		err := ledger.WithTx(ctx, db, func(tx *sqlx.Tx) error {
-			var err error
-			res, err = ledger.Settle(ctx, tx, *by, time.Now().UTC(), batch)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		for _, c := range res.Changed {
-			if err := out.Encode(c); err != nil {
-				return err
-			}
-		}
-		total.Unknown += res.Unknown
-		total.Unchanged += res.Unchanged
-		settled += len(res.Changed)
-		batch = batch[:0]
-		return nil
-	}
-	st, err := reconcile.ReadFormat(in, *format, func(s ledger.Settlement) error {
-		batch = append(batch, s)
-		if len(batch) >= 1000 {
-			return flush()
-		}
-		return nil
-	})
-	if err == nil {
-		err = flush()
-	}
+	res, err := reconcile.Apply(ctx, db, in, reconcile.Options{Format: *format, By: *by, Now: time.Now},
+		func(c ledger.Change) error { return out.Encode(c) })
 	if err != nil {
 		return err
 	}
-	for _, p := range st.Problems {
+	for _, p := range res.Problems {
 		fmt.Fprintf(e.stderr, "scan reconcile: line %d skipped: %s\n", p.Line, p.Reason)
 	}
-	if n := st.Malformed + st.Oversized - len(st.Problems); n > 0 {
+	if n := res.Malformed + res.Oversized - len(res.Problems); n > 0 {
 		fmt.Fprintf(e.stderr, "scan reconcile: %d more skipped payloads not listed\n", n)
 	}
 	// unknown_message_id keeps its name from the jsonl days: it counts
 	// events that match no ledger row by key, provider id or Message-ID.
 	return out.Encode(map[string]any{
-		"format": *format, "lines": st.Lines, "payloads": st.Payloads, "settled": settled,
-		"unknown_message_id": total.Unknown, "already_settled": total.Unchanged,
-		"malformed": st.Malformed, "oversized": st.Oversized, "irrelevant": st.Irrelevant,
+		"format": *format, "lines": res.Lines, "payloads": res.Payloads, "settled": res.Settled,
+		"unknown_message_id": res.Unknown, "already_settled": res.Unchanged,
+		"malformed": res.Malformed, "oversized": res.Oversized, "irrelevant": res.Irrelevant,
 	})
 }
 
