@@ -12,7 +12,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/mattn/go-isatty"
 
 	"github.com/example/scan/internal/backfill"
@@ -20,7 +19,6 @@ import (
 	"github.com/example/scan/internal/notice"
 	"github.com/example/scan/internal/policy"
 	"github.com/example/scan/internal/reconcile"
-	"github.com/example/scan/internal/send"
 )
 
 func isTerminal(w io.Writer) bool {
@@ -274,25 +272,18 @@ func cmdBackfill(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usagef("--from", "%s: %v; nothing was written", *from, err)
 	}
-	k, _ := notice.NewKeyer(sec)
-	bs := make([]ledger.Backfilled, len(recs))
-	for i, r := range recs {
-		key := k.Key(notice.Tuple{SubscriptionID: r.SubscriptionID, PeriodStart: r.PeriodStart, Kind: r.Kind, Revision: r.Revision})
-		bs[i] = ledger.Backfilled{Key: key, SubscriptionID: r.SubscriptionID, Kind: r.Kind, PeriodStart: r.PeriodStart,
-			Revision: r.Revision, SentAt: r.SentAt, MessageID: strings.Trim(send.MessageID(key, pol.MessageIDDomain), "<>")}
+	k, err := notice.NewKeyer(sec)
+	if err != nil {
+		return err
 	}
+	bs := backfill.Notices(recs, k, pol.MessageIDDomain)
 	registerSecrets(e)
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	var n int
-	err = ledger.WithTx(ctx, db, func(tx *sqlx.Tx) error {
-		var err error
-		n, err = ledger.Backfill(ctx, tx, "backfill-"+newRunID(time.Now()), bs)
-		return err
-	})
+	n, err := backfill.Import(ctx, db, "backfill-"+newRunID(time.Now()), bs)
 	if err != nil {
 		return err
 	}
