@@ -12,7 +12,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/mattn/go-isatty"
 
 	"github.com/example/scan/internal/backfill"
@@ -20,7 +19,6 @@ import (
 	"github.com/example/scan/internal/notice"
 	"github.com/example/scan/internal/policy"
 	"github.com/example/scan/internal/reconcile"
-	"github.com/example/scan/internal/send"
 )
 
 func isTerminal(w io.Writer) bool {
@@ -133,9 +131,14 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 	} else if len(pos) != 1 || !notice.ValidKey(pos[0]) || *runID != "" {
 		return usagef("KEY", "exactly one notice key (64 lower-case hex characters), or --run RUN_ID, is required")
 	}
+	var ruling ledger.Ruling
 	n := 0
-	for _, b := range []bool{*sent, *notSent, *retry} {
-		if b {
+	for _, f := range []struct {
+		set bool
+		r   ledger.Ruling
+	}{{*sent, ledger.RulingSent}, {*notSent, ledger.RulingNotSent}, {*retry, ledger.RulingRetry}} {
+		if f.set {
+			ruling = f.r
 			n++
 		}
 	}
@@ -152,14 +155,9 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 	if who == "" {
 		return usagef("--by", "required when $USER is not set")
 	}
-	d := ledger.Decision{Key: pos[0], By: who, Reason: *reason, At: time.Now().UTC()}
-	switch {
-	case *sent:
-		d.To, d.From = ledger.Sent, []ledger.State{ledger.Claimed, ledger.Retry, ledger.Failed}
-	case *notSent:
-		d.To, d.From = ledger.Retry, []ledger.State{ledger.Claimed}
-	case *retry:
-		d.To, d.From = ledger.Retry, []ledger.State{ledger.Claimed, ledger.Failed}
+	d, err := ledger.NewDecision(ruling, pos[0], who, *reason, time.Now().UTC())
+	if err != nil {
+		return err
 	}
 	registerSecrets(e)
 	db, err := openDB(ctx, e)
@@ -167,10 +165,21 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
+	enc := json.NewEncoder(e.stdout)
 	if *runID != "" {
-		return resolveRun(ctx, e, db, *runID, d)
+		// Each change is printed as it is committed, then the count.
+		n, err := ledger.ResolveRun(ctx, db, *runID, d, func(key string, from ledger.State) error {
+			return enc.Encode(map[string]any{"notice_key": key, "from": from, "to": d.To, "by": d.By, "reason": d.Reason, "at": d.At})
+		})
+		if errors.Is(err, ledger.ErrNoClaims) {
+			return usagef("--run", "run %q has no claims without an outcome", *runID)
+		}
+		if err != nil {
+			return err
+		}
+		return enc.Encode(map[string]any{"run_id": *runID, "resolved": n})
 	}
-	from, err := ledger.Resolve(ctx, db, d)
+	from, err := ledger.ResolveKey(ctx, db, d)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return usagef("KEY", "no ledger row has key %s", notice.Short(pos[0]))
 	}
@@ -180,7 +189,7 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(e.stdout).Encode(map[string]any{"notice_key": pos[0], "from": from, "to": d.To, "by": who, "reason": *reason, "at": d.At})
+	return enc.Encode(map[string]any{"notice_key": pos[0], "from": from, "to": d.To, "by": who, "reason": *reason, "at": d.At})
 }
 
 func cmdReconcile(ctx context.Context, e *env, args []string) error {
@@ -215,50 +224,23 @@ func cmdReconcile(ctx context.Context, e *env, args []string) error {
 	}
 	defer db.Close()
 	out := json.NewEncoder(e.stdout)
-	var batch []ledger.Settlement
-	var total ledger.SettleResult
-	settled := 0
-	flush := func() error {
-		res, err := ledger.Settle(ctx, db, *by, time.Now().UTC(), batch)
-		if err != nil {
-			return err
-		}
-		for _, c := range res.Changed {
-			if err := out.Encode(c); err != nil {
-				return err
-			}
-		}
-		total.Unknown += res.Unknown
-		total.Unchanged += res.Unchanged
-		settled += len(res.Changed)
-		batch = batch[:0]
-		return nil
-	}
-	st, err := reconcile.ReadFormat(in, *format, func(s ledger.Settlement) error {
-		batch = append(batch, s)
-		if len(batch) >= 1000 {
-			return flush()
-		}
-		return nil
-	})
-	if err == nil {
-		err = flush()
-	}
+	res, err := reconcile.Apply(ctx, db, in, reconcile.Options{Format: *format, By: *by, Now: time.Now},
+		func(c ledger.Change) error { return out.Encode(c) })
 	if err != nil {
 		return err
 	}
-	for _, p := range st.Problems {
+	for _, p := range res.Problems {
 		fmt.Fprintf(e.stderr, "scan reconcile: line %d skipped: %s\n", p.Line, p.Reason)
 	}
-	if n := st.Malformed + st.Oversized - len(st.Problems); n > 0 {
+	if n := res.Malformed + res.Oversized - len(res.Problems); n > 0 {
 		fmt.Fprintf(e.stderr, "scan reconcile: %d more skipped payloads not listed\n", n)
 	}
 	// unknown_message_id keeps its name from the jsonl days: it counts
 	// events that match no ledger row by key, provider id or Message-ID.
 	return out.Encode(map[string]any{
-		"format": *format, "lines": st.Lines, "payloads": st.Payloads, "settled": settled,
-		"unknown_message_id": total.Unknown, "already_settled": total.Unchanged,
-		"malformed": st.Malformed, "oversized": st.Oversized, "irrelevant": st.Irrelevant,
+		"format": *format, "lines": res.Lines, "payloads": res.Payloads, "settled": res.Settled,
+		"unknown_message_id": res.Unknown, "already_settled": res.Unchanged,
+		"malformed": res.Malformed, "oversized": res.Oversized, "irrelevant": res.Irrelevant,
 	})
 }
 
@@ -290,52 +272,20 @@ func cmdBackfill(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usagef("--from", "%s: %v; nothing was written", *from, err)
 	}
-	k, _ := notice.NewKeyer(sec)
-	bs := make([]ledger.Backfilled, len(recs))
-	for i, r := range recs {
-		key := k.Key(notice.Tuple{SubscriptionID: r.SubscriptionID, PeriodStart: r.PeriodStart, Kind: r.Kind, Revision: r.Revision})
-		bs[i] = ledger.Backfilled{Key: key, SubscriptionID: r.SubscriptionID, Kind: r.Kind, PeriodStart: r.PeriodStart,
-			Revision: r.Revision, SentAt: r.SentAt, MessageID: strings.Trim(send.MessageID(key, pol.MessageIDDomain), "<>")}
+	k, err := notice.NewKeyer(sec)
+	if err != nil {
+		return err
 	}
+	bs := backfill.Notices(recs, k, pol.MessageIDDomain)
 	registerSecrets(e)
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	n, err := ledger.Backfill(ctx, db, "backfill-"+newRunID(time.Now()), bs)
+	n, err := backfill.Import(ctx, db, "backfill-"+newRunID(time.Now()), bs)
 	if err != nil {
 		return err
 	}
 	return json.NewEncoder(e.stdout).Encode(map[string]int{"lines": len(recs), "inserted": n, "already_in_ledger": len(recs) - n})
-}
-
-// resolveRun applies one decision to every claim of a run that still has
-// no outcome, each recorded on its own, and prints each change.
-func resolveRun(ctx context.Context, e *env, db *sqlx.DB, runID string, d ledger.Decision) error {
-	keys, err := ledger.ClaimedByRun(ctx, db, runID)
-	if err != nil {
-		return err
-	}
-	if len(keys) == 0 {
-		return usagef("--run", "run %q has no claims without an outcome", runID)
-	}
-	d.From = []ledger.State{ledger.Claimed}
-	enc := json.NewEncoder(e.stdout)
-	changed := 0
-	for _, k := range keys {
-		d.Key = k
-		from, err := ledger.Resolve(ctx, db, d)
-		if errors.Is(err, ledger.ErrStateChanged) {
-			continue // settled meanwhile (a reconcile or a pass)
-		}
-		if err != nil {
-			return err
-		}
-		changed++
-		if err := enc.Encode(map[string]any{"notice_key": k, "from": from, "to": d.To, "by": d.By, "reason": d.Reason, "at": d.At}); err != nil {
-			return err
-		}
-	}
-	return enc.Encode(map[string]any{"run_id": runID, "resolved": changed})
 }

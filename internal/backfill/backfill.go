@@ -2,7 +2,8 @@
 // of subscription_id,period_start,kind,revision,sent_at) so they can enter
 // the ledger as sent before the first enforced pass. A file is validated
 // whole before anything is written: one bad line rejects the file, named
-// by its line number.
+// by its line number. Notices derives each notice's key and Message-ID as
+// a pass would have; Import writes them as sent in one transaction.
 package backfill
 
 import (

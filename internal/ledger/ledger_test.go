@@ -231,17 +231,17 @@ func TestResolveAndSettle(t *testing.T) {
 	db := setup(t)
 	ctx := context.Background()
 	_, _ = ledger.ClaimBatch(ctx, db, opt("a"), []ledger.Claim{claim(1, 0), claim(2, 0)})
-	from, err := ledger.Resolve(ctx, db, ledger.Decision{Key: key(10), To: ledger.Retry, From: []ledger.State{ledger.Claimed}, By: "alice", Reason: "provider says no", At: t0})
+	from, err := ledger.ResolveKey(ctx, db, ledger.Decision{Key: key(10), To: ledger.Retry, From: []ledger.State{ledger.Claimed}, By: "alice", Reason: "provider says no", At: t0})
 	if err != nil || from != ledger.Claimed {
 		t.Fatalf("resolve = %s, %v", from, err)
 	}
-	if _, err := ledger.Resolve(ctx, db, ledger.Decision{Key: key(10), To: ledger.Retry, From: []ledger.State{ledger.Claimed}, By: "bob", Reason: "again", At: t0}); !errors.Is(err, ledger.ErrStateChanged) {
+	if _, err := ledger.ResolveKey(ctx, db, ledger.Decision{Key: key(10), To: ledger.Retry, From: []ledger.State{ledger.Claimed}, By: "bob", Reason: "again", At: t0}); !errors.Is(err, ledger.ErrStateChanged) {
 		t.Fatalf("second resolve err = %v", err)
 	}
-	if _, err := ledger.Resolve(ctx, db, ledger.Decision{Key: key(77), To: ledger.Sent, From: []ledger.State{ledger.Claimed}, By: "bob", Reason: "x", At: t0}); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := ledger.ResolveKey(ctx, db, ledger.Decision{Key: key(77), To: ledger.Sent, From: []ledger.State{ledger.Claimed}, By: "bob", Reason: "x", At: t0}); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("unknown key err = %v", err)
 	}
-	res, err := ledger.Settle(ctx, db, "reconcile", t0, []ledger.Settlement{
+	res, err := settle(ctx, db, "reconcile", t0, []ledger.Settlement{
 		{MessageID: key(20)[:32] + "@n.example.com", To: ledger.Sent, Event: "delivered"},
 		{MessageID: "nope@n.example.com", To: ledger.Sent, Event: "delivered"},
 		{MessageID: key(20)[:32] + "@n.example.com", To: ledger.Retry, Event: "dropped"},
@@ -276,7 +276,7 @@ func TestSettleMatchesKeyProviderIDMessageID(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgID := func(i int) string { return key(i)[:32] + "@n.example.com" }
-	res, err := ledger.Settle(ctx, db, "reconcile", t0, []ledger.Settlement{
+	res, err := settle(ctx, db, "reconcile", t0, []ledger.Settlement{
 		// The key wins over a Message-ID that names another row.
 		{Key: key(10), MessageID: msgID(20), To: ledger.Sent, Event: "ses:delivery"},
 		{Key: key(30), To: ledger.Failed, Event: "ses:bounce/permanent"},

@@ -129,29 +129,31 @@ type Decision struct {
 	SentAt time.Time // for To == Sent: when it went out, if known
 }
 
-// Resolve applies d in one transaction with its audit row and returns the
-// state the row had. ErrNotFound for an unknown key; ErrStateChanged when
-// the row is not in one of d.From.
-func Resolve(ctx context.Context, db *sqlx.DB, d Decision) (from State, err error) {
-	err = WithTx(ctx, db, func(tx *sqlx.Tx) error {
-		var r Row
-		if err := sqlx.GetContext(ctx, tx, &r, NoticeLockForResolve, d.Key); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return ErrNotFound
-			}
-			return fmt.Errorf("resolve %s: %w", notice.Short(d.Key), err)
+// Resolve applies d with its audit row and returns the state the row had.
+// ErrNotFound for an unknown key; ErrStateChanged when the row is not in
+// one of d.From. It locks the row first (SELECT ... FOR UPDATE), so tx
+// must be a transaction the caller opened (WithTx; ResolveKey does both);
+// a *sqlx.DB is refused with ErrNoTx.
+func Resolve(ctx context.Context, tx sqlx.ExtContext, d Decision) (from State, err error) {
+	if err := needTx(tx, "resolve"); err != nil {
+		return "", err
+	}
+	var r Row
+	if err := sqlx.GetContext(ctx, tx, &r, NoticeLockForResolve, d.Key); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", ErrNotFound
 		}
-		from = r.State
-		allowed := false
-		for _, s := range d.From {
-			allowed = allowed || s == r.State
-		}
-		if !allowed {
-			return fmt.Errorf("%w: %s is %s", ErrStateChanged, notice.Short(d.Key), r.State)
-		}
-		return resolveLocked(ctx, tx, d, r.State, r.PeriodStart)
-	})
-	return from, err
+		return "", fmt.Errorf("resolve %s: %w", notice.Short(d.Key), err)
+	}
+	from = r.State
+	allowed := false
+	for _, s := range d.From {
+		allowed = allowed || s == r.State
+	}
+	if !allowed {
+		return from, fmt.Errorf("%w: %s is %s", ErrStateChanged, notice.Short(d.Key), r.State)
+	}
+	return from, resolveLocked(ctx, tx, d, r.State, r.PeriodStart)
 }
 
 func resolveLocked(ctx context.Context, tx sqlx.ExtContext, d Decision, from State, period time.Time) error {
@@ -209,9 +211,14 @@ type Change struct {
 // claimed change; each change is recorded with by as its author. A
 // settlement finds its row by notice key, else by provider id (unless
 // several rows share that id), else by Message-ID. Events for the same row
-// are applied in order, and the first that settles a claim wins.
-func Settle(ctx context.Context, db *sqlx.DB, by string, now time.Time, ss []Settlement) (SettleResult, error) {
+// are applied in order, and the first that settles a claim wins. tx must
+// be a transaction the caller opened (WithTx), so that the batch is
+// applied whole or not at all; a *sqlx.DB is refused with ErrNoTx.
+func Settle(ctx context.Context, tx sqlx.ExtContext, by string, now time.Time, ss []Settlement) (SettleResult, error) {
 	var res SettleResult
+	if err := needTx(tx, "settle"); err != nil {
+		return res, err
+	}
 	if len(ss) == 0 {
 		return res, nil
 	}
@@ -227,77 +234,73 @@ func Settle(ctx context.Context, db *sqlx.DB, by string, now time.Time, ss []Set
 			ids = append(ids, s.MessageID)
 		}
 	}
-	err := WithTx(ctx, db, func(tx *sqlx.Tx) error {
-		res = SettleResult{}
-		var rows []struct {
-			Key         string    `db:"notice_key"`
-			MessageID   string    `db:"message_id"`
-			ProviderID  string    `db:"provider_id"`
-			State       State     `db:"state"`
-			PeriodStart time.Time `db:"period_start"`
-		}
-		if err := sqlx.SelectContext(ctx, tx, &rows, NoticeListForSettlement, pq.Array(keys), pq.Array(provs), pq.Array(ids)); err != nil {
-			return fmt.Errorf("settle: %w", err)
-		}
-		type cur struct {
-			key, messageID string
-			state          State
-			period         time.Time
-		}
-		byKey := make(map[string]*cur, len(rows))
-		byProv := map[string]*cur{}
-		byID := map[string]*cur{}
-		for _, r := range rows {
-			c := &cur{r.Key, r.MessageID, r.State, r.PeriodStart}
-			byKey[r.Key] = c
-			if r.ProviderID != "" {
-				if _, dup := byProv[r.ProviderID]; dup {
-					byProv[r.ProviderID] = nil // shared: names no one row
-				} else {
-					byProv[r.ProviderID] = c
-				}
-			}
-			if r.MessageID != "" {
-				byID[r.MessageID] = c
+	var rows []struct {
+		Key         string    `db:"notice_key"`
+		MessageID   string    `db:"message_id"`
+		ProviderID  string    `db:"provider_id"`
+		State       State     `db:"state"`
+		PeriodStart time.Time `db:"period_start"`
+	}
+	if err := sqlx.SelectContext(ctx, tx, &rows, NoticeListForSettlement, pq.Array(keys), pq.Array(provs), pq.Array(ids)); err != nil {
+		return SettleResult{}, fmt.Errorf("settle: %w", err)
+	}
+	type cur struct {
+		key, messageID string
+		state          State
+		period         time.Time
+	}
+	byKey := make(map[string]*cur, len(rows))
+	byProv := map[string]*cur{}
+	byID := map[string]*cur{}
+	for _, r := range rows {
+		c := &cur{r.Key, r.MessageID, r.State, r.PeriodStart}
+		byKey[r.Key] = c
+		if r.ProviderID != "" {
+			if _, dup := byProv[r.ProviderID]; dup {
+				byProv[r.ProviderID] = nil // shared: names no one row
+			} else {
+				byProv[r.ProviderID] = c
 			}
 		}
-		for _, s := range ss {
-			var c *cur
-			if s.Key != "" {
-				c = byKey[s.Key]
-			}
-			if c == nil && s.ProviderID != "" {
-				c = byProv[s.ProviderID]
-			}
-			if c == nil && s.MessageID != "" {
-				c = byID[s.MessageID]
-			}
-			if c == nil {
-				res.Unknown++
-				continue
-			}
-			if c.state != Claimed {
-				res.Unchanged++
-				continue
-			}
-			d := Decision{Key: c.key, To: s.To, By: by, Reason: "provider event " + s.Event, At: now, SentAt: s.At}
-			err := resolveLocked(ctx, tx, d, Claimed, c.period)
-			if errors.Is(err, ErrStateChanged) {
-				// A running pass recorded its outcome since the read above
-				// (the UPDATE changed no row, so the transaction is intact).
-				res.Unchanged++
-				c.state = ""
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			res.Changed = append(res.Changed, Change{Key: c.key, MessageID: c.messageID, From: Claimed, To: s.To, Event: s.Event})
-			c.state = s.To
+		if r.MessageID != "" {
+			byID[r.MessageID] = c
 		}
-		return nil
-	})
-	return res, err
+	}
+	for _, s := range ss {
+		var c *cur
+		if s.Key != "" {
+			c = byKey[s.Key]
+		}
+		if c == nil && s.ProviderID != "" {
+			c = byProv[s.ProviderID]
+		}
+		if c == nil && s.MessageID != "" {
+			c = byID[s.MessageID]
+		}
+		if c == nil {
+			res.Unknown++
+			continue
+		}
+		if c.state != Claimed {
+			res.Unchanged++
+			continue
+		}
+		d := Decision{Key: c.key, To: s.To, By: by, Reason: "provider event " + s.Event, At: now, SentAt: s.At}
+		err := resolveLocked(ctx, tx, d, Claimed, c.period)
+		if errors.Is(err, ErrStateChanged) {
+			// A running pass recorded its outcome since the read above
+			// (the UPDATE changed no row, so the transaction is intact).
+			res.Unchanged++
+			c.state = ""
+			continue
+		}
+		if err != nil {
+			return SettleResult{}, err
+		}
+		res.Changed = append(res.Changed, Change{Key: c.key, MessageID: c.messageID, From: Claimed, To: s.To, Event: s.Event})
+		c.state = s.To
+	}
+	return res, nil
 }
 
 // Backfilled is one notice that an earlier system already sent.
@@ -311,36 +314,37 @@ type Backfilled struct {
 	MessageID      string
 }
 
-// Backfill inserts notices as sent, in one transaction, and returns how
-// many were inserted; the rest were already in the ledger.
-func Backfill(ctx context.Context, db *sqlx.DB, runID string, bs []Backfilled) (inserted int, err error) {
-	err = WithTx(ctx, db, func(tx *sqlx.Tx) error {
-		inserted = 0
-		for start := 0; start < len(bs); start += 1000 {
-			end := min(start+1000, len(bs))
-			chunk := bs[start:end]
-			n := len(chunk)
-			keys, subs, kinds, periods, revs, sent, msg := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-			for i, b := range chunk {
-				keys[i], subs[i], kinds[i] = b.Key, b.SubscriptionID, b.Kind
-				periods[i] = b.PeriodStart.Format("2006-01-02")
-				revs[i] = strconv.Itoa(b.Revision)
-				sent[i] = b.SentAt.UTC().Format(tsLayout)
-				msg[i] = b.MessageID
-			}
-			if err := ensurePartitions(ctx, tx, periods); err != nil {
-				return fmt.Errorf("backfill: %w", err)
-			}
-			var got []string
-			if err := sqlx.SelectContext(ctx, tx, &got, NoticeBackfill, pq.Array(keys), pq.Array(subs), pq.Array(kinds),
-				pq.Array(periods), pq.Array(revs), pq.Array(sent), pq.Array(msg), runID); err != nil {
-				return fmt.Errorf("backfill: %w", err)
-			}
-			inserted += len(got)
+// Backfill inserts notices as sent and returns how many were inserted; the
+// rest were already in the ledger. It writes in chunks of 1000, so tx
+// must be a transaction the caller opened (WithTx) for a failed import to
+// write nothing; a *sqlx.DB is refused with ErrNoTx.
+func Backfill(ctx context.Context, tx sqlx.ExtContext, runID string, bs []Backfilled) (inserted int, err error) {
+	if err := needTx(tx, "backfill"); err != nil {
+		return 0, err
+	}
+	for start := 0; start < len(bs); start += 1000 {
+		end := min(start+1000, len(bs))
+		chunk := bs[start:end]
+		n := len(chunk)
+		keys, subs, kinds, periods, revs, sent, msg := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		for i, b := range chunk {
+			keys[i], subs[i], kinds[i] = b.Key, b.SubscriptionID, b.Kind
+			periods[i] = b.PeriodStart.Format("2006-01-02")
+			revs[i] = strconv.Itoa(b.Revision)
+			sent[i] = b.SentAt.UTC().Format(tsLayout)
+			msg[i] = b.MessageID
 		}
-		return nil
-	})
-	return inserted, err
+		if err := ensurePartitions(ctx, tx, periods); err != nil {
+			return 0, fmt.Errorf("backfill: %w", err)
+		}
+		var got []string
+		if err := sqlx.SelectContext(ctx, tx, &got, NoticeBackfill, pq.Array(keys), pq.Array(subs), pq.Array(kinds),
+			pq.Array(periods), pq.Array(revs), pq.Array(sent), pq.Array(msg), runID); err != nil {
+			return 0, fmt.Errorf("backfill: %w", err)
+		}
+		inserted += len(got)
+	}
+	return inserted, nil
 }
 
 // TrimMessageID strips surrounding angle brackets and spaces.

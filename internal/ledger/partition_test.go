@@ -160,7 +160,7 @@ VALUES ($1, 'claimed', 'sent', 'carol', 'seen in the provider console', $2)`, ke
 	if r, err := ledger.Get(ctx, db, key(0)); err != nil || r.State != ledger.Claimed {
 		t.Fatalf("get: %+v, %v", r, err)
 	}
-	res, err := ledger.Settle(ctx, db, "reconcile", t0, []ledger.Settlement{
+	res, err := settle(ctx, db, "reconcile", t0, []ledger.Settlement{
 		{MessageID: key(10)[:32] + "@n.example.com", To: ledger.Sent, Event: "delivered", At: t0},
 		{MessageID: key(10)[:32] + "@other.example.com", To: ledger.Sent, Event: "delivered", At: t0},
 		{MessageID: "@n.example.com", To: ledger.Sent, Event: "delivered", At: t0},

@@ -4,7 +4,8 @@
 // provider accepted a message settles its claim as sent (failed for a
 // permanent bounce); an explicit rejection before sending settles it as
 // retry. It reads any size of file in bounded memory and
-// never stops for one bad line.
+// never stops for one bad line. Apply settles the claims in the ledger
+// (ledger.Settle), a batch per transaction.
 package reconcile
 
 import (

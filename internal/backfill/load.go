@@ -1,0 +1,42 @@
+package backfill
+
+import (
+	"context"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/example/scan/internal/ledger"
+	"github.com/example/scan/internal/notice"
+	"github.com/example/scan/internal/send"
+)
+
+// Notices returns the ledger rows of recs: each record's notice key,
+// derived by k from its business tuple, and the Message-ID a pass would
+// have given it at messageIDDomain (without angle brackets), so that a
+// later pass finds the notice already sent and reconcile finds it by
+// Message-ID. k is not shared: Notices is safe for concurrent use when
+// each caller has its own Keyer (notice.Keyer.Clone).
+func Notices(recs []Record, k *notice.Keyer, messageIDDomain string) []ledger.Backfilled {
+	bs := make([]ledger.Backfilled, len(recs))
+	for i, r := range recs {
+		key := k.Key(notice.Tuple{SubscriptionID: r.SubscriptionID, PeriodStart: r.PeriodStart, Kind: r.Kind, Revision: r.Revision})
+		bs[i] = ledger.Backfilled{Key: key, SubscriptionID: r.SubscriptionID, Kind: r.Kind, PeriodStart: r.PeriodStart,
+			Revision: r.Revision, SentAt: r.SentAt, MessageID: strings.Trim(send.MessageID(key, messageIDDomain), "<>")}
+	}
+	return bs
+}
+
+// Import writes bs into the ledger as sent, recorded as run runID, in one
+// transaction (ledger.Backfill under ledger.WithTx): a failed import
+// writes nothing. It returns how many rows it inserted; the rest were
+// already in the ledger (by key or by business tuple) and are left as
+// they are.
+func Import(ctx context.Context, db *sqlx.DB, runID string, bs []ledger.Backfilled) (inserted int, err error) {
+	err = ledger.WithTx(ctx, db, func(tx *sqlx.Tx) error {
+		var err error
+		inserted, err = ledger.Backfill(ctx, tx, runID, bs)
+		return err
+	})
+	return inserted, err
+}
