@@ -400,7 +400,7 @@ func TestQuarantineOlderThan(t *testing.T) {
 		opt := ledger.ClaimOptions{State: ledger.Claimed, Now: now.Add(-age), RunID: "crashed-run"}
 		c := ledger.Claim{Key: f.key(id, 0, testSecret), SubscriptionID: id, Kind: testKind, PeriodStart: ps,
 			RenewsAt: f.renews, WindowClosesAt: f.renews.Add(-24 * time.Hour), Domain: "example.com", MessageID: f.msgID(id)}
-		if won, err := ledger.ClaimBatch(context.Background(), f.db, opt, []ledger.Claim{c}); err != nil || len(won) != 1 {
+		if won, err := ledger.Insert(context.Background(), f.db, opt, []ledger.Claim{c}); err != nil || len(won) != 1 {
 			t.Fatalf("claim %s: %v %v", id, won, err)
 		}
 	}

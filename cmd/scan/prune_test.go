@@ -27,7 +27,7 @@ func (f *fixture) seedOld(day time.Time, n, claimed int) []string {
 			RenewsAt: day, WindowClosesAt: day, Domain: "example.com", MessageID: keys[i][:32] + "@" + testMsgIDDom}
 	}
 	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: day, RunID: run}
-	if won, err := ledger.ClaimBatch(ctx, f.db, opt, cs); err != nil || len(won) != n {
+	if won, err := ledger.Insert(ctx, f.db, opt, cs); err != nil || len(won) != n {
 		f.t.Fatalf("seed %s: won %d, %v", day.Format("2006-01"), len(won), err)
 	}
 	var outs []ledger.Outcome

@@ -44,13 +44,14 @@ type ClaimOptions struct {
 	RedirectTo string // recorded when a staging redirect is in force
 }
 
-// ClaimBatch inserts a batch in one INSERT ... ON CONFLICT DO NOTHING
-// RETURNING statement, in state opt.State, and returns the rows it
-// inserted: with Claimed it claims notices to send, with Missed it records
-// notices whose window closed unclaimed (nothing is sent for those). A notice already in
-// the ledger is not an error: it is absent from the result, and the caller
-// counts it as suppressed. The caller commits before sending anything.
-func ClaimBatch(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claims []Claim) ([]Won, error) {
+// Insert adds a batch of rows in state opt.State, in one INSERT ... ON
+// CONFLICT DO NOTHING RETURNING statement, and returns the rows it
+// inserted. With Claimed it claims notices to send (the caller commits
+// before sending anything); with Missed it records notices whose window
+// closed unclaimed (nothing is sent for those). A notice already in the
+// ledger is not an error: it is absent from the result, and the caller
+// counts it as suppressed.
+func Insert(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claims []Claim) ([]Won, error) {
 	if len(claims) == 0 {
 		return nil, nil
 	}
@@ -72,7 +73,7 @@ func ClaimBatch(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claim
 		return nil, fmt.Errorf("claim batch: %w", err)
 	}
 	var out []Won
-	err := sqlx.SelectContext(ctx, db, &out, NoticeClaim,
+	err := sqlx.SelectContext(ctx, db, &out, noticeClaim,
 		pq.Array(keys), pq.Array(subs), pq.Array(kinds), pq.Array(periods), pq.Array(revs),
 		pq.Array(renews), pq.Array(closes), pq.Array(domains), pq.Array(msgIDs), pq.Array(tokens),
 		string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo)
@@ -89,7 +90,7 @@ func Reclaim(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, keys []s
 		return nil, nil
 	}
 	var out []Won
-	if err := sqlx.SelectContext(ctx, db, &out, NoticeReclaim, pq.Array(keys), opt.Now.UTC(), opt.RunID, opt.RedirectTo); err != nil {
+	if err := sqlx.SelectContext(ctx, db, &out, noticeReclaim, pq.Array(keys), opt.Now.UTC(), opt.RunID, opt.RedirectTo); err != nil {
 		return nil, fmt.Errorf("reclaim retries: %w", err)
 	}
 	return out, nil
@@ -155,10 +156,10 @@ func recordOutcomes(ctx context.Context, db sqlx.ExtContext, runID string, now t
 		err error
 	)
 	if byPeriod {
-		res, err = db.ExecContext(ctx, NoticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
+		res, err = db.ExecContext(ctx, noticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
 			pq.Array(prov), pq.Array(att), pq.Array(errs), pq.Array(periods), runID, now.UTC())
 	} else {
-		res, err = db.ExecContext(ctx, NoticeRecordOutcomeByKey, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
+		res, err = db.ExecContext(ctx, noticeRecordOutcomeByKey, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
 			pq.Array(prov), pq.Array(att), pq.Array(errs), runID, now.UTC())
 	}
 	if err != nil {
@@ -186,7 +187,7 @@ func ensurePartitions(ctx context.Context, db sqlx.ExtContext, periods []string)
 	if len(months) == 0 {
 		return nil
 	}
-	if _, err := db.ExecContext(ctx, NoticePartitionsEnsure, pq.Array(months)); err != nil {
+	if _, err := db.ExecContext(ctx, noticePartitionsEnsure, pq.Array(months)); err != nil {
 		return fmt.Errorf("create partitions: %w", err)
 	}
 	return nil
@@ -199,7 +200,7 @@ func ensurePartitions(ctx context.Context, db sqlx.ExtContext, periods []string)
 // the last page.
 func Retries(ctx context.Context, db sqlx.QueryerContext, kind string, now time.Time, after string, limit int) ([]TupleKey, error) {
 	var out []TupleKey
-	if err := sqlx.SelectContext(ctx, db, &out, NoticeListRetry, kind, now.UTC(), after, limit); err != nil {
+	if err := sqlx.SelectContext(ctx, db, &out, noticeListRetry, kind, now.UTC(), after, limit); err != nil {
 		return nil, fmt.Errorf("list retries: %w", err)
 	}
 	return out, nil
@@ -207,7 +208,7 @@ func Retries(ctx context.Context, db sqlx.QueryerContext, kind string, now time.
 
 // ExpireRetries marks missed every retry row whose window closed by now.
 func ExpireRetries(ctx context.Context, db sqlx.ExtContext, now time.Time) (int64, error) {
-	res, err := db.ExecContext(ctx, NoticeExpireRetries, now.UTC())
+	res, err := db.ExecContext(ctx, noticeExpireRetries, now.UTC())
 	if err != nil {
 		return 0, fmt.Errorf("expire retries: %w", err)
 	}
@@ -217,7 +218,7 @@ func ExpireRetries(ctx context.Context, db sqlx.ExtContext, now time.Time) (int6
 // CountExpiringRetries counts what ExpireRetries would mark missed.
 func CountExpiringRetries(ctx context.Context, db sqlx.QueryerContext, now time.Time) (int, error) {
 	var n int
-	if err := sqlx.GetContext(ctx, db, &n, NoticeCountExpiringRetries, now.UTC()); err != nil {
+	if err := sqlx.GetContext(ctx, db, &n, noticeCountExpiringRetries, now.UTC()); err != nil {
 		return 0, fmt.Errorf("count expiring retries: %w", err)
 	}
 	return n, nil

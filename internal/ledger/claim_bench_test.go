@@ -26,7 +26,7 @@ func benchClaims(b *testing.B, batch int) {
 			claims[i] = claimN(n)
 			n++
 		}
-		won, err := ledger.ClaimBatch(ctx, db, opt("bench"), claims)
+		won, err := ledger.Insert(ctx, db, opt("bench"), claims)
 		if err != nil || len(won) != batch {
 			b.Fatalf("claimed %d of %d: %v", len(won), batch, err)
 		}
@@ -47,13 +47,13 @@ func BenchmarkClaimBatchConflicts(b *testing.B) {
 	for i := range claims {
 		claims[i] = claimN(i)
 	}
-	if _, err := ledger.ClaimBatch(ctx, db, opt("first"), claims); err != nil {
+	if _, err := ledger.Insert(ctx, db, opt("first"), claims); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		won, err := ledger.ClaimBatch(ctx, db, opt("again"), claims)
+		won, err := ledger.Insert(ctx, db, opt("again"), claims)
 		if err != nil || len(won) != 0 {
 			b.Fatalf("claimed %d: %v", len(won), err)
 		}
@@ -79,7 +79,7 @@ func BenchmarkRecordOutcomes(b *testing.B) {
 			outs[i] = ledger.Outcome{Key: claims[i].Key, State: ledger.Sent, SentAt: sentAt, ProviderID: "p", Attempts: 1}
 			n++
 		}
-		if _, err := ledger.ClaimBatch(ctx, db, opt("bench"), claims); err != nil {
+		if _, err := ledger.Insert(ctx, db, opt("bench"), claims); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()

@@ -142,7 +142,7 @@ var ErrNotMigrated = errors.New("the database has no notice_ledger table: run `s
 
 // Probe checks that the ledger exists, without touching a row.
 func Probe(ctx context.Context, db sqlx.QueryerContext) error {
-	rows, err := db.QueryContext(ctx, NoticeLedgerProbe)
+	rows, err := db.QueryContext(ctx, noticeLedgerProbe)
 	if err != nil {
 		var pe *pq.Error
 		if errors.As(err, &pe) && pe.Code == "42P01" {

@@ -71,12 +71,12 @@ func TestClaimIsDecidedByTheUniqueIndexes(t *testing.T) {
 	t.Parallel()
 	db := setup(t)
 	ctx := context.Background()
-	won, err := ledger.ClaimBatch(ctx, db, opt("a"), []ledger.Claim{claim(1, 0), claim(2, 0)})
+	won, err := ledger.Insert(ctx, db, opt("a"), []ledger.Claim{claim(1, 0), claim(2, 0)})
 	if err != nil || len(won) != 2 {
 		t.Fatalf("first claim won %d, %v", len(won), err)
 	}
 	// The same keys again: a normal result with nothing in it.
-	won, err = ledger.ClaimBatch(ctx, db, opt("b"), []ledger.Claim{claim(1, 0), claim(2, 0), claim(3, 0)})
+	won, err = ledger.Insert(ctx, db, opt("b"), []ledger.Claim{claim(1, 0), claim(2, 0), claim(3, 0)})
 	if err != nil || len(won) != 1 || won[0].Key != key(30) {
 		t.Fatalf("second claim = %+v, %v", won, err)
 	}
@@ -84,7 +84,7 @@ func TestClaimIsDecidedByTheUniqueIndexes(t *testing.T) {
 	// the second unique index still refuses it.
 	rotated := claim(1, 0)
 	rotated.Key = key(999)
-	won, err = ledger.ClaimBatch(ctx, db, opt("c"), []ledger.Claim{rotated})
+	won, err = ledger.Insert(ctx, db, opt("c"), []ledger.Claim{rotated})
 	if err != nil || len(won) != 0 {
 		t.Fatalf("rotated-key claim won %d, %v", len(won), err)
 	}
@@ -104,7 +104,7 @@ func TestConcurrentClaimsEachKeyOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			won, err := ledger.ClaimBatch(context.Background(), db, opt(fmt.Sprint("run", p)), claims)
+			won, err := ledger.Insert(context.Background(), db, opt(fmt.Sprint("run", p)), claims)
 			if err != nil {
 				t.Error(err)
 				return
@@ -131,12 +131,12 @@ func TestRevisionReusesTokenAndPointsBack(t *testing.T) {
 	t.Parallel()
 	db := setup(t)
 	ctx := context.Background()
-	if _, err := ledger.ClaimBatch(ctx, db, opt("a"), []ledger.Claim{claim(1, 0)}); err != nil {
+	if _, err := ledger.Insert(ctx, db, opt("a"), []ledger.Claim{claim(1, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	c1 := claim(1, 1)
 	c1.CancelToken = "a-new-token"
-	won, err := ledger.ClaimBatch(ctx, db, opt("b"), []ledger.Claim{c1})
+	won, err := ledger.Insert(ctx, db, opt("b"), []ledger.Claim{c1})
 	if err != nil || len(won) != 1 {
 		t.Fatalf("won %v, %v", won, err)
 	}
@@ -153,7 +153,7 @@ func TestOutcomesAndRetryCAS(t *testing.T) {
 	t.Parallel()
 	db := setup(t)
 	ctx := context.Background()
-	if _, err := ledger.ClaimBatch(ctx, db, opt("a"), []ledger.Claim{claim(1, 0), claim(2, 0), claim(3, 0), claim(4, 0)}); err != nil {
+	if _, err := ledger.Insert(ctx, db, opt("a"), []ledger.Claim{claim(1, 0), claim(2, 0), claim(3, 0), claim(4, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	n, err := ledger.RecordOutcomes(ctx, db, "a", t0, []ledger.Outcome{
@@ -212,7 +212,7 @@ func TestExpireRetries(t *testing.T) {
 	t.Parallel()
 	db := setup(t)
 	ctx := context.Background()
-	_, _ = ledger.ClaimBatch(ctx, db, opt("a"), []ledger.Claim{claim(1, 0)})
+	_, _ = ledger.Insert(ctx, db, opt("a"), []ledger.Claim{claim(1, 0)})
 	_, _ = ledger.RecordOutcomes(ctx, db, "a", t0, []ledger.Outcome{{Key: key(10), State: ledger.Retry, Attempts: 1, Error: "451"}})
 	if n, _ := ledger.ExpireRetries(ctx, db, t0.Add(23*time.Hour)); n != 0 {
 		t.Fatal("expired before the window closed")
@@ -230,7 +230,7 @@ func TestResolveAndSettle(t *testing.T) {
 	t.Parallel()
 	db := setup(t)
 	ctx := context.Background()
-	_, _ = ledger.ClaimBatch(ctx, db, opt("a"), []ledger.Claim{claim(1, 0), claim(2, 0)})
+	_, _ = ledger.Insert(ctx, db, opt("a"), []ledger.Claim{claim(1, 0), claim(2, 0)})
 	from, err := ledger.ResolveKey(ctx, db, ledger.Decision{Key: key(10), To: ledger.Retry, From: []ledger.State{ledger.Claimed}, By: "alice", Reason: "provider says no", At: t0})
 	if err != nil || from != ledger.Claimed {
 		t.Fatalf("resolve = %s, %v", from, err)
@@ -266,7 +266,7 @@ func TestSettleMatchesKeyProviderIDMessageID(t *testing.T) {
 	for i := 1; i <= 7; i++ {
 		cs = append(cs, claim(i, 0))
 	}
-	if _, err := ledger.ClaimBatch(ctx, db, opt("a"), cs); err != nil {
+	if _, err := ledger.Insert(ctx, db, opt("a"), cs); err != nil {
 		t.Fatal(err)
 	}
 	// Two rows carry provider ids although still claimed (as an operator

@@ -18,7 +18,7 @@ import (
 // BySubscription returns every ledger row of one subscription.
 func BySubscription(ctx context.Context, db sqlx.QueryerContext, subscriptionID string) ([]Row, error) {
 	var rows []Row
-	if err := sqlx.SelectContext(ctx, db, &rows, NoticeListBySubscription, subscriptionID); err != nil {
+	if err := sqlx.SelectContext(ctx, db, &rows, noticeListBySubscription, subscriptionID); err != nil {
 		return nil, fmt.Errorf("lookup: %w", err)
 	}
 	return rows, nil
@@ -27,7 +27,7 @@ func BySubscription(ctx context.Context, db sqlx.QueryerContext, subscriptionID 
 // Get returns the row of key, or ErrNotFound.
 func Get(ctx context.Context, db sqlx.QueryerContext, key string) (Row, error) {
 	var r Row
-	err := sqlx.GetContext(ctx, db, &r, NoticeGet, key)
+	err := sqlx.GetContext(ctx, db, &r, noticeGet, key)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, ErrNotFound
 	}
@@ -41,7 +41,7 @@ func Get(ctx context.Context, db sqlx.QueryerContext, key string) (Row, error) {
 // claimed before before, oldest first.
 func Quarantine(ctx context.Context, db sqlx.QueryerContext, before time.Time, limit int) ([]Row, error) {
 	var rows []Row
-	if err := sqlx.SelectContext(ctx, db, &rows, NoticeListQuarantine, before.UTC(), limit); err != nil {
+	if err := sqlx.SelectContext(ctx, db, &rows, noticeListQuarantine, before.UTC(), limit); err != nil {
 		return nil, fmt.Errorf("quarantine: %w", err)
 	}
 	return rows, nil
@@ -51,7 +51,7 @@ func Quarantine(ctx context.Context, db sqlx.QueryerContext, before time.Time, l
 // claimed before before: all that Quarantine would list without a limit.
 func QuarantineCount(ctx context.Context, db sqlx.QueryerContext, before time.Time) (int, error) {
 	var n int
-	if err := sqlx.GetContext(ctx, db, &n, NoticeCountQuarantine, before.UTC()); err != nil {
+	if err := sqlx.GetContext(ctx, db, &n, noticeCountQuarantine, before.UTC()); err != nil {
 		return 0, fmt.Errorf("quarantine count: %w", err)
 	}
 	return n, nil
@@ -68,7 +68,7 @@ type QuarantineStats struct {
 // in-flight claims out, or "" for all).
 func QuarantineSize(ctx context.Context, db sqlx.QueryerContext, exceptRun string) (QuarantineStats, error) {
 	var s QuarantineStats
-	if err := sqlx.GetContext(ctx, db, &s, NoticeQuarantineStats, exceptRun); err != nil {
+	if err := sqlx.GetContext(ctx, db, &s, noticeQuarantineStats, exceptRun); err != nil {
 		return s, fmt.Errorf("quarantine size: %w", err)
 	}
 	return s, nil
@@ -94,7 +94,7 @@ func Recent(ctx context.Context, db sqlx.QueryerContext, n int) ([]TupleKey, err
 	var out []TupleKey
 	for i := len(parts) - 1; i >= 0 && len(out) < n; i-- {
 		var got []TupleKey
-		if err := sqlx.SelectContext(ctx, db, &got, NoticeListRecent, parts[i].From, parts[i].To, n-len(out)); err != nil {
+		if err := sqlx.SelectContext(ctx, db, &got, noticeListRecent, parts[i].From, parts[i].To, n-len(out)); err != nil {
 			return nil, fmt.Errorf("recent keys: %w", err)
 		}
 		out = append(out, got...)
@@ -108,7 +108,7 @@ func CountByState(ctx context.Context, db sqlx.QueryerContext) (map[State]int, e
 		State State `db:"state"`
 		Count int   `db:"count"`
 	}
-	if err := sqlx.SelectContext(ctx, db, &rows, NoticeCountByState); err != nil {
+	if err := sqlx.SelectContext(ctx, db, &rows, noticeCountByState); err != nil {
 		return nil, fmt.Errorf("count by state: %w", err)
 	}
 	m := map[State]int{}
@@ -139,7 +139,7 @@ func Resolve(ctx context.Context, tx sqlx.ExtContext, d Decision) (from State, e
 		return "", err
 	}
 	var r Row
-	if err := sqlx.GetContext(ctx, tx, &r, NoticeLockForResolve, d.Key); err != nil {
+	if err := sqlx.GetContext(ctx, tx, &r, noticeLockForResolve, d.Key); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return "", ErrNotFound
 		}
@@ -166,14 +166,14 @@ func resolveLocked(ctx context.Context, tx sqlx.ExtContext, d Decision, from Sta
 		sentAt = at.UTC().Format(tsLayout)
 	}
 	note := "resolved " + string(from) + " -> " + string(d.To) + " by " + d.By + ": " + d.Reason
-	res, err := tx.ExecContext(ctx, NoticeResolve, d.Key, string(d.To), sentAt, note, d.At.UTC(), string(from))
+	res, err := tx.ExecContext(ctx, noticeResolve, d.Key, string(d.To), sentAt, note, d.At.UTC(), string(from))
 	if err != nil {
 		return fmt.Errorf("resolve %s: %w", notice.Short(d.Key), err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("%w: %s", ErrStateChanged, notice.Short(d.Key))
 	}
-	if _, err := tx.ExecContext(ctx, NoticeResolutionInsert, d.Key, string(from), string(d.To), d.By, d.Reason, d.At.UTC(), period.Format("2006-01-02")); err != nil {
+	if _, err := tx.ExecContext(ctx, noticeResolutionInsert, d.Key, string(from), string(d.To), d.By, d.Reason, d.At.UTC(), period.Format("2006-01-02")); err != nil {
 		return fmt.Errorf("record resolution of %s: %w", notice.Short(d.Key), err)
 	}
 	return nil
@@ -241,7 +241,7 @@ func Settle(ctx context.Context, tx sqlx.ExtContext, by string, now time.Time, s
 		State       State     `db:"state"`
 		PeriodStart time.Time `db:"period_start"`
 	}
-	if err := sqlx.SelectContext(ctx, tx, &rows, NoticeListForSettlement, pq.Array(keys), pq.Array(provs), pq.Array(ids)); err != nil {
+	if err := sqlx.SelectContext(ctx, tx, &rows, noticeListForSettlement, pq.Array(keys), pq.Array(provs), pq.Array(ids)); err != nil {
 		return SettleResult{}, fmt.Errorf("settle: %w", err)
 	}
 	type cur struct {
@@ -338,7 +338,7 @@ func Backfill(ctx context.Context, tx sqlx.ExtContext, runID string, bs []Backfi
 			return 0, fmt.Errorf("backfill: %w", err)
 		}
 		var got []string
-		if err := sqlx.SelectContext(ctx, tx, &got, NoticeBackfill, pq.Array(keys), pq.Array(subs), pq.Array(kinds),
+		if err := sqlx.SelectContext(ctx, tx, &got, noticeBackfill, pq.Array(keys), pq.Array(subs), pq.Array(kinds),
 			pq.Array(periods), pq.Array(revs), pq.Array(sent), pq.Array(msg), runID); err != nil {
 			return 0, fmt.Errorf("backfill: %w", err)
 		}
@@ -359,7 +359,7 @@ func TrimMessageID(s string) string {
 // UnlockScheduler.
 func TryLockScheduler(ctx context.Context, conn *sqlx.Conn) (bool, error) {
 	var ok bool
-	if err := conn.GetContext(ctx, &ok, SchedulerTryLock); err != nil {
+	if err := conn.GetContext(ctx, &ok, schedulerTryLock); err != nil {
 		return false, fmt.Errorf("scheduler lock: %w", err)
 	}
 	return ok, nil
@@ -368,7 +368,7 @@ func TryLockScheduler(ctx context.Context, conn *sqlx.Conn) (bool, error) {
 // UnlockScheduler releases the scheduler's advisory lock held by conn.
 func UnlockScheduler(ctx context.Context, conn *sqlx.Conn) error {
 	var ok bool
-	if err := conn.GetContext(ctx, &ok, SchedulerUnlock); err != nil {
+	if err := conn.GetContext(ctx, &ok, schedulerUnlock); err != nil {
 		return fmt.Errorf("scheduler unlock: %w", err)
 	}
 	return nil
@@ -377,7 +377,7 @@ func UnlockScheduler(ctx context.Context, conn *sqlx.Conn) error {
 // ClaimedByRun returns the keys of run runID still in state claimed.
 func ClaimedByRun(ctx context.Context, db sqlx.QueryerContext, runID string) ([]string, error) {
 	var keys []string
-	if err := sqlx.SelectContext(ctx, db, &keys, NoticeListClaimedByRun, runID); err != nil {
+	if err := sqlx.SelectContext(ctx, db, &keys, noticeListClaimedByRun, runID); err != nil {
 		return nil, fmt.Errorf("claims of run: %w", err)
 	}
 	return keys, nil

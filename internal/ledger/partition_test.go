@@ -36,7 +36,7 @@ func seedMonth(t *testing.T, db *sqlx.DB, day time.Time, n, claimed int) []ledge
 		cs[i] = inMonth(i, day)
 	}
 	run := "seed-" + day.Format("200601")
-	won, err := ledger.ClaimBatch(ctx, db, opt(run), cs)
+	won, err := ledger.Insert(ctx, db, opt(run), cs)
 	if err != nil || len(won) != n {
 		t.Fatalf("seed %s: won %d, %v", day.Format("2006-01"), len(won), err)
 	}
@@ -150,7 +150,7 @@ VALUES ($1, 'claimed', 'sent', 'carol', 'seen in the provider console', $2)`, ke
 		rotated := c
 		rotated.Key = fmt.Sprintf("%064x", 1000+len(r.sub)+int(r.period.Unix()%1000)*7+r.rev)
 		for _, try := range []ledger.Claim{c, rotated} {
-			won, err := ledger.ClaimBatch(ctx, db, opt("after"), []ledger.Claim{try})
+			won, err := ledger.Insert(ctx, db, opt("after"), []ledger.Claim{try})
 			if err != nil || len(won) != 0 {
 				t.Fatalf("claim of %s (%s, %s) after the migration won %d, %v", try.Key[:12], r.sub, r.period.Format("2006-01-02"), len(won), err)
 			}
@@ -189,7 +189,7 @@ VALUES ($1, $2, $3, $4, 0, 'sent', $5, 'old')`, stray.Key, stray.SubscriptionID,
 		go func() {
 			defer wg.Done()
 			c := inMonth(100+g, month(2027, time.Month(1+g%4)).AddDate(0, 0, g))
-			_, err := ledger.ClaimBatch(ctx, db, opt("a"), []ledger.Claim{c})
+			_, err := ledger.Insert(ctx, db, opt("a"), []ledger.Claim{c})
 			errs <- err
 		}()
 	}
@@ -252,7 +252,7 @@ VALUES ($1, 'claimed', 'sent', 'carol', 'test', $2, $3)`, inMonth(0, month(2025,
 		t.Fatalf("%d rows left, want 40", n)
 	}
 	// The current month is intact: its notices are still suppressed.
-	if won, err := ledger.ClaimBatch(ctx, db, opt("again"), cur); err != nil || len(won) != 0 {
+	if won, err := ledger.Insert(ctx, db, opt("again"), cur); err != nil || len(won) != 0 {
 		t.Fatalf("re-claim after prune won %d, %v", len(won), err)
 	}
 	// Nothing more to remove is not an error.
@@ -299,7 +299,7 @@ func TestPruneDuringAPassLosesAndDuplicatesNothing(t *testing.T) {
 			for i := range cs {
 				cs[i] = inMonth(b*per+i, month(2026, 12))
 			}
-			won, err := ledger.ClaimBatch(ctx, db, opt("pass"), cs)
+			won, err := ledger.Insert(ctx, db, opt("pass"), cs)
 			if err == nil && len(won) != per {
 				err = fmt.Errorf("batch %d won %d of %d", b, len(won), per)
 			}

@@ -24,7 +24,7 @@ type Partition struct {
 // Partitions returns the monthly partitions, oldest first.
 func Partitions(ctx context.Context, db sqlx.QueryerContext) ([]Partition, error) {
 	var ps []Partition
-	if err := sqlx.SelectContext(ctx, db, &ps, NoticePartitionList); err != nil {
+	if err := sqlx.SelectContext(ctx, db, &ps, noticePartitionList); err != nil {
 		return nil, fmt.Errorf("list partitions: %w", err)
 	}
 	return ps, nil
@@ -91,10 +91,10 @@ func Prune(ctx context.Context, db *sqlx.DB, opt PruneOptions) (PruneResult, err
 	err := WithTx(ctx, db, func(tx *sqlx.Tx) error {
 		res = PruneResult{}
 		if !opt.DryRun {
-			if _, err := tx.ExecContext(ctx, NoticePruneLockTimeout, fmt.Sprintf("%dms", opt.LockTimeout.Milliseconds())); err != nil {
+			if _, err := tx.ExecContext(ctx, noticePruneLockTimeout, fmt.Sprintf("%dms", opt.LockTimeout.Milliseconds())); err != nil {
 				return fmt.Errorf("prune: %w", err)
 			}
-			if _, err := tx.ExecContext(ctx, NoticePruneLock); err != nil {
+			if _, err := tx.ExecContext(ctx, noticePruneLock); err != nil {
 				return fmt.Errorf("prune: lock the ledger: %w", err)
 			}
 		}
@@ -120,13 +120,13 @@ func Prune(ctx context.Context, db *sqlx.DB, opt PruneOptions) (PruneResult, err
 		}
 		for _, p := range res.Removed {
 			name := pq.QuoteIdentifier(p.Name)
-			if _, err := tx.ExecContext(ctx, fmt.Sprintf(NoticePartitionDetach, name)); err != nil {
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf(noticePartitionDetach, name)); err != nil {
 				return fmt.Errorf("prune: detach %s: %w", p.Name, err)
 			}
-			if _, err := tx.ExecContext(ctx, fmt.Sprintf(NoticePartitionDrop, name)); err != nil {
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf(noticePartitionDrop, name)); err != nil {
 				return fmt.Errorf("prune: drop %s: %w", p.Name, err)
 			}
-			r, err := tx.ExecContext(ctx, NoticeResolutionPrune, p.From, p.To)
+			r, err := tx.ExecContext(ctx, noticeResolutionPrune, p.From, p.To)
 			if err != nil {
 				return fmt.Errorf("prune: decisions of %s: %w", p.Name, err)
 			}
@@ -144,7 +144,7 @@ func Prune(ctx context.Context, db *sqlx.DB, opt PruneOptions) (PruneResult, err
 // checkNoClaims returns a *ClaimedError naming the months before before
 // that hold claimed rows.
 func checkNoClaims(ctx context.Context, db sqlx.QueryerContext, before string) error {
-	rows, err := db.QueryxContext(ctx, NoticeListClaimedBefore, before, 10)
+	rows, err := db.QueryxContext(ctx, noticeListClaimedBefore, before, 10)
 	if err != nil {
 		return fmt.Errorf("prune: look for claims: %w", err)
 	}

@@ -4,7 +4,7 @@ package ledger
 // their instants as parameters; none calls now(). Arrays travel as
 // text[] through lib/pq and are cast on the server.
 
-// NoticeClaim inserts one batch of claims and returns the rows this
+// noticeClaim inserts one batch of claims and returns the rows this
 // statement inserted: a key already in the ledger (or a business tuple
 // already there under another key, after a secret rotation) is skipped by
 // ON CONFLICT DO NOTHING and is simply absent from the result. A claim of
@@ -15,7 +15,7 @@ package ledger
 // $5 revisions, $6 renews_at, $7 window_closes_at, $8 domains,
 // $9 message ids, $10 cancel tokens (text[] each), $11 state,
 // $12 claimed_at, $13 run id, $14 redirect address or ”.
-const NoticeClaim = `
+const noticeClaim = `
 INSERT INTO notice_ledger AS l (
     notice_key, subscription_id, kind, period_start, revision, state,
     claimed_at, run_id, renews_at, window_closes_at, domain, message_id,
@@ -42,12 +42,12 @@ LEFT JOIN LATERAL (
 ON CONFLICT DO NOTHING
 RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token`
 
-// NoticeReclaim re-claims rows in state retry by compare-and-set: only the
+// noticeReclaim re-claims rows in state retry by compare-and-set: only the
 // pass whose UPDATE sees state = 'retry' gets the row back. The window
 // must still be open at $2.
 //
 // $1 keys, $2 claimed_at (the pass's now), $3 run id, $4 redirect or ”.
-const NoticeReclaim = `
+const noticeReclaim = `
 UPDATE notice_ledger
 SET state = 'claimed', claimed_at = $2, run_id = $3,
     redirected_to = NULLIF($4, ''), updated_at = $2
@@ -56,7 +56,7 @@ WHERE notice_key = ANY($1::text[])
   AND (window_closes_at IS NULL OR window_closes_at > $2)
 RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token`
 
-// NoticeRecordOutcome records a batch of outcomes of one run's claims. The
+// noticeRecordOutcome records a batch of outcomes of one run's claims. The
 // row must still be claimed by that run: an operator's decision made in the
 // meantime is never overwritten. An unknown outcome keeps state 'claimed'
 // (quarantine) and records only the attempt and the error. Each key comes
@@ -65,7 +65,7 @@ RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token`
 // $1 keys, $2 states, $3 sent_at (text or ”), $4 provider ids,
 // $5 attempts, $6 errors, $7 period starts (YYYY-MM-DD) (text[] each),
 // $8 run id, $9 updated_at.
-const NoticeRecordOutcome = `
+const noticeRecordOutcome = `
 UPDATE notice_ledger l
 SET state = o.state,
     sent_at = NULLIF(o.sent_at, '')::timestamptz,
@@ -80,12 +80,12 @@ WHERE l.notice_key = o.notice_key
   AND l.state = 'claimed'
   AND l.run_id = $8`
 
-// NoticeRecordOutcomeByKey is NoticeRecordOutcome for outcomes whose
+// noticeRecordOutcomeByKey is noticeRecordOutcome for outcomes whose
 // period the caller does not know: each key probes every month.
 //
 // $1 keys, $2 states, $3 sent_at (text or ”), $4 provider ids,
 // $5 attempts, $6 errors (text[] each), $7 run id, $8 updated_at.
-const NoticeRecordOutcomeByKey = `
+const noticeRecordOutcomeByKey = `
 UPDATE notice_ledger l
 SET state = o.state,
     sent_at = NULLIF(o.sent_at, '')::timestamptz,
@@ -99,39 +99,39 @@ WHERE l.notice_key = o.notice_key
   AND l.state = 'claimed'
   AND l.run_id = $7`
 
-// NoticeExpireRetries marks missed the retry rows whose window closed
+// noticeExpireRetries marks missed the retry rows whose window closed
 // before $1: nothing was sent and no pass may send them now.
-const NoticeExpireRetries = `
+const noticeExpireRetries = `
 UPDATE notice_ledger
 SET state = 'missed', updated_at = $1,
     last_error = COALESCE(last_error, '') || ' (window closed)'
 WHERE state = 'retry'
   AND window_closes_at <= $1`
 
-// NoticeListBySubscription returns every row of one subscription.
-const NoticeListBySubscription = `
+// noticeListBySubscription returns every row of one subscription.
+const noticeListBySubscription = `
 SELECT * FROM notice_ledger
 WHERE subscription_id = $1
 ORDER BY period_start, kind, revision`
 
-// NoticeGet returns one row by key.
-const NoticeGet = `SELECT * FROM notice_ledger WHERE notice_key = $1`
+// noticeGet returns one row by key.
+const noticeGet = `SELECT * FROM notice_ledger WHERE notice_key = $1`
 
-// NoticeListQuarantine returns claims with no recorded outcome claimed
+// noticeListQuarantine returns claims with no recorded outcome claimed
 // before $1, oldest first, at most $2.
-const NoticeListQuarantine = `
+const noticeListQuarantine = `
 SELECT * FROM notice_ledger
 WHERE state = 'claimed' AND claimed_at < $1
 ORDER BY claimed_at, notice_key
 LIMIT $2`
 
-// NoticeCountQuarantine counts claims with no recorded outcome claimed
-// before $1: the whole of what NoticeListQuarantine cuts at its limit.
-const NoticeCountQuarantine = `
+// noticeCountQuarantine counts claims with no recorded outcome claimed
+// before $1: the whole of what noticeListQuarantine cuts at its limit.
+const noticeCountQuarantine = `
 SELECT count(*) FROM notice_ledger
 WHERE state = 'claimed' AND claimed_at < $1`
 
-// NoticeQuarantineStats counts claims with no recorded outcome that no
+// noticeQuarantineStats counts claims with no recorded outcome that no
 // run other than $1 still owns, and the oldest claim time.
 //
 // The oldest is found first, by an ordered scan of the quarantine index:
@@ -141,32 +141,32 @@ WHERE state = 'claimed' AND claimed_at < $1`
 // index, once; a bitmap scan (what PostgreSQL picks for the count) never
 // does, and read every one of those rows again on every count (0.4 s of a
 // re-run right after a 200k pass). The count that follows skips them.
-const NoticeQuarantineStats = `
+const noticeQuarantineStats = `
 SELECT (SELECT claimed_at FROM notice_ledger
         WHERE state = 'claimed' AND run_id <> $1
         ORDER BY claimed_at LIMIT 1) AS oldest,
        (SELECT count(*) FROM notice_ledger
         WHERE state = 'claimed' AND run_id <> $1) AS count`
 
-// NoticeListRecent returns the business tuple and key of up to $3 rows
+// noticeListRecent returns the business tuple and key of up to $3 rows
 // of the billing periods in [$1, $2), so a pass can check that its secret
 // still derives the same keys. Recent walks the months newest first, so
 // that the look-up reads the first rows of one month, not a sort of the
 // whole history.
-const NoticeListRecent = `
+const noticeListRecent = `
 SELECT notice_key, subscription_id, kind, period_start, revision
 FROM notice_ledger
 WHERE period_start >= $1::date AND period_start < $2::date
 LIMIT $3`
 
-// NoticeLockForResolve reads one row for an operator's decision.
-const NoticeLockForResolve = `
+// noticeLockForResolve reads one row for an operator's decision.
+const noticeLockForResolve = `
 SELECT * FROM notice_ledger WHERE notice_key = $1 FOR UPDATE`
 
-// NoticeResolve applies an operator's or a reconciliation's decision.
+// noticeResolve applies an operator's or a reconciliation's decision.
 // $1 key, $2 new state, $3 sent_at (text or ”), $4 last_error note,
 // $5 updated_at, $6 expected current state.
-const NoticeResolve = `
+const noticeResolve = `
 UPDATE notice_ledger
 SET state = $2,
     sent_at = COALESCE(sent_at, NULLIF($3, '')::timestamptz),
@@ -174,21 +174,21 @@ SET state = $2,
     updated_at = $5
 WHERE notice_key = $1 AND state = $6`
 
-// NoticeResolutionInsert records who decided what, when and why, with
+// noticeResolutionInsert records who decided what, when and why, with
 // the row's period so that prune removes it with its month.
 // $7 period start (YYYY-MM-DD).
-const NoticeResolutionInsert = `
+const noticeResolutionInsert = `
 INSERT INTO notice_ledger_resolution
     (notice_key, from_state, to_state, resolved_by, reason, resolved_at, period_start)
 VALUES ($1, $2, $3, $4, $5, $6, $7::date)`
 
-// NoticeListForSettlement finds the rows a batch of provider events may
+// noticeListForSettlement finds the rows a batch of provider events may
 // name: by notice key ($1, each month's primary key), provider id ($2, its
 // partial index) or Message-ID without angle brackets ($3). A Message-ID is
 // the key's first 32 hex characters @ a domain, so it is found by a range
 // on the primary key (hex sorts below 'g' in the "C" collation) and then
 // compared whole: there is no index on message_id for every claim to write.
-const NoticeListForSettlement = `
+const noticeListForSettlement = `
 SELECT notice_key, COALESCE(message_id, '') AS message_id,
        COALESCE(provider_id, '') AS provider_id, state, period_start
 FROM notice_ledger WHERE notice_key = ANY($1::text[])
@@ -204,18 +204,18 @@ JOIN notice_ledger l
  AND l.message_id = m.id
 WHERE split_part(m.id, '@', 1) ~ '^[0-9a-f]{32}$'`
 
-// NoticePartitionsEnsure creates the monthly partitions of the given
+// noticePartitionsEnsure creates the monthly partitions of the given
 // dates that do not exist yet (see sql/0002); the common call, when they
 // all exist, only looks their names up. $1 dates (text[], YYYY-MM-DD).
-const NoticePartitionsEnsure = `SELECT notice_ledger_ensure_partitions($1::date[])`
+const noticePartitionsEnsure = `SELECT notice_ledger_ensure_partitions($1::date[])`
 
-// NoticeBackfill imports notices an earlier system already sent, as sent.
+// noticeBackfill imports notices an earlier system already sent, as sent.
 // A conflict (the notice is already in the ledger) is skipped and counted
 // by the caller from the rows returned.
 //
 // $1 keys, $2 subscription ids, $3 kinds, $4 period starts,
 // $5 revisions, $6 sent_at, $7 message ids (text[] each), $8 run id.
-const NoticeBackfill = `
+const noticeBackfill = `
 INSERT INTO notice_ledger (
     notice_key, subscription_id, kind, period_start, revision, state,
     claimed_at, sent_at, message_id, run_id, provider_id)
@@ -226,38 +226,38 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text
 ON CONFLICT DO NOTHING
 RETURNING notice_key`
 
-// NoticeCountByState counts rows per state (for metrics and tests).
-const NoticeCountByState = `
+// noticeCountByState counts rows per state (for metrics and tests).
+const noticeCountByState = `
 SELECT state, count(*) AS count FROM notice_ledger GROUP BY state`
 
-// NoticeCountExpiringRetries counts the retry rows whose window closed by
-// $1 (what NoticeExpireRetries would mark missed).
-const NoticeCountExpiringRetries = `
+// noticeCountExpiringRetries counts the retry rows whose window closed by
+// $1 (what noticeExpireRetries would mark missed).
+const noticeCountExpiringRetries = `
 SELECT count(*) FROM notice_ledger
 WHERE state = 'retry' AND window_closes_at <= $1`
 
-// SchedulerTryLock takes the session-level advisory lock that keeps two
+// schedulerTryLock takes the session-level advisory lock that keeps two
 // `scan schedule` processes (on two hosts) from running passes at once.
-const SchedulerTryLock = `SELECT pg_try_advisory_lock(736361, 1)`
+const schedulerTryLock = `SELECT pg_try_advisory_lock(736361, 1)`
 
-// SchedulerUnlock releases it.
-const SchedulerUnlock = `SELECT pg_advisory_unlock(736361, 1)`
+// schedulerUnlock releases it.
+const schedulerUnlock = `SELECT pg_advisory_unlock(736361, 1)`
 
-// NoticeLedgerProbe fails when the ledger has not been migrated.
-const NoticeLedgerProbe = `SELECT 1 FROM notice_ledger LIMIT 0`
+// noticeLedgerProbe fails when the ledger has not been migrated.
+const noticeLedgerProbe = `SELECT 1 FROM notice_ledger LIMIT 0`
 
-// NoticeListClaimedByRun lists the keys one run claimed that still have no
+// noticeListClaimedByRun lists the keys one run claimed that still have no
 // outcome, oldest first.
-const NoticeListClaimedByRun = `
+const noticeListClaimedByRun = `
 SELECT notice_key FROM notice_ledger
 WHERE state = 'claimed' AND run_id = $1
 ORDER BY claimed_at, notice_key`
 
-// NoticePartitionList lists the monthly partitions of the ledger with
+// noticePartitionList lists the monthly partitions of the ledger with
 // their bounds (YYYY-MM-DD, upper exclusive) and the planner's row
 // estimate (-1 before the first ANALYZE), oldest first. The DEFAULT
 // partition has no bounds and is not listed.
-const NoticePartitionList = `
+const noticePartitionList = `
 SELECT name, lo, hi, rows_estimate
 FROM (SELECT c.relname::text AS name,
              substring(pg_get_expr(c.relpartbound, c.oid) FROM $re$FROM \('([0-9-]+)'\)$re$) AS lo,
@@ -269,21 +269,21 @@ FROM (SELECT c.relname::text AS name,
 WHERE lo IS NOT NULL AND hi IS NOT NULL
 ORDER BY lo`
 
-// NoticePruneLock takes the lock that DETACH PARTITION (without
+// noticePruneLock takes the lock that DETACH PARTITION (without
 // CONCURRENTLY) takes anyway, first, so that the check for claims and the
 // removal see the same rows: no pass can write the ledger until prune
 // commits, which it does within milliseconds (catalog changes and a look
 // at the quarantine index only). The caller sets lock_timeout first.
-const NoticePruneLock = `LOCK TABLE notice_ledger IN ACCESS EXCLUSIVE MODE`
+const noticePruneLock = `LOCK TABLE notice_ledger IN ACCESS EXCLUSIVE MODE`
 
-// NoticePruneLockTimeout bounds how long prune waits for that lock (and
+// noticePruneLockTimeout bounds how long prune waits for that lock (and
 // so how long a pass's statements queue behind it). $1 e.g. '5s'.
-const NoticePruneLockTimeout = `SELECT set_config('lock_timeout', $1, true)`
+const noticePruneLockTimeout = `SELECT set_config('lock_timeout', $1, true)`
 
-// NoticeListClaimedBefore counts, per month older than $1, the rows still
+// noticeListClaimedBefore counts, per month older than $1, the rows still
 // claimed (no recorded outcome), with up to $2 of their keys' first 12
 // characters. Through the quarantine index of each old month.
-const NoticeListClaimedBefore = `
+const noticeListClaimedBefore = `
 SELECT to_char(date_trunc('month', period_start), 'YYYY-MM-DD') AS month,
        count(*) AS count,
        (array_agg(left(notice_key, 12) ORDER BY notice_key))[1:$2] AS keys
@@ -292,24 +292,24 @@ WHERE period_start < $1::date AND state = 'claimed'
 GROUP BY 1
 ORDER BY 1`
 
-// NoticePartitionDetach detaches one month (%s: its quoted name).
-const NoticePartitionDetach = `ALTER TABLE notice_ledger DETACH PARTITION %s`
+// noticePartitionDetach detaches one month (%s: its quoted name).
+const noticePartitionDetach = `ALTER TABLE notice_ledger DETACH PARTITION %s`
 
-// NoticePartitionDrop drops a detached month (%s: its quoted name).
-const NoticePartitionDrop = `DROP TABLE %s`
+// noticePartitionDrop drops a detached month (%s: its quoted name).
+const noticePartitionDrop = `DROP TABLE %s`
 
-// NoticeResolutionPrune removes the decisions recorded on rows of periods
+// noticeResolutionPrune removes the decisions recorded on rows of periods
 // in [$1, $2) and returns how many.
-const NoticeResolutionPrune = `
+const noticeResolutionPrune = `
 DELETE FROM notice_ledger_resolution
 WHERE period_start >= $1::date AND period_start < $2::date`
 
-// NoticeListRetry returns one page of the rows of kind $1 in state retry
+// noticeListRetry returns one page of the rows of kind $1 in state retry
 // whose window is still open at $2, in key order after $3, at most $4:
 // what a pass may claim again. The pass looks up each row's subscription
 // itself (a row whose subscription moved to another period, revision or
 // shard is not its to retry).
-const NoticeListRetry = `
+const noticeListRetry = `
 SELECT notice_key, subscription_id, kind, period_start, revision
 FROM notice_ledger
 WHERE state = 'retry' AND kind = $1

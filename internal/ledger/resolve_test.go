@@ -77,7 +77,7 @@ func TestResolveMatrixOnTheLedger(t *testing.T) {
 	for i := range len(states) * len(rulings) {
 		cs = append(cs, claim(i+1, 0))
 	}
-	if won, err := ledger.ClaimBatch(ctx, db, opt("a"), cs); err != nil || len(won) != len(cs) {
+	if won, err := ledger.Insert(ctx, db, opt("a"), cs); err != nil || len(won) != len(cs) {
 		t.Fatalf("claim: %d, %v", len(won), err)
 	}
 	audit := 0
@@ -126,7 +126,7 @@ func TestCallerOwnsTheTransaction(t *testing.T) {
 	t.Parallel()
 	db := setup(t)
 	ctx := context.Background()
-	if _, err := ledger.ClaimBatch(ctx, db, opt("a"), []ledger.Claim{claim(1, 0), claim(2, 0)}); err != nil {
+	if _, err := ledger.Insert(ctx, db, opt("a"), []ledger.Claim{claim(1, 0), claim(2, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	d, _ := ledger.NewDecision(ledger.RulingNotSent, key(10), "alice", "rolled back", t0)
@@ -191,10 +191,10 @@ func TestResolveRun(t *testing.T) {
 	t.Parallel()
 	db := setup(t)
 	ctx := context.Background()
-	if _, err := ledger.ClaimBatch(ctx, db, opt("crashed"), []ledger.Claim{claim(1, 0), claim(2, 0), claim(3, 0), claim(4, 0)}); err != nil {
+	if _, err := ledger.Insert(ctx, db, opt("crashed"), []ledger.Claim{claim(1, 0), claim(2, 0), claim(3, 0), claim(4, 0)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ledger.ClaimBatch(ctx, db, opt("other"), []ledger.Claim{claim(5, 0)}); err != nil {
+	if _, err := ledger.Insert(ctx, db, opt("other"), []ledger.Claim{claim(5, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	// Reconcile settled one already.
@@ -240,7 +240,7 @@ func TestResolveRun(t *testing.T) {
 	}
 
 	// An error from the callback stops the run after that claim's commit.
-	if _, err := ledger.ClaimBatch(ctx, db, opt("third"), []ledger.Claim{claim(6, 0), claim(7, 0)}); err != nil {
+	if _, err := ledger.Insert(ctx, db, opt("third"), []ledger.Claim{claim(6, 0), claim(7, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	stop := fmt.Errorf("stdout closed")

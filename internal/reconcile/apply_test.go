@@ -40,7 +40,7 @@ func setup(t *testing.T, n int) *sqlx.DB {
 			PeriodStart: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), RenewsAt: t0.Add(48 * time.Hour),
 			WindowClosesAt: t0.Add(24 * time.Hour), Domain: "example.com", MessageID: ledgerMsgID(i + 1)}
 	}
-	if won, err := ledger.ClaimBatch(ctx, db, ledger.ClaimOptions{State: ledger.Claimed, Now: t0, RunID: "crashed"}, cs); err != nil || len(won) != n {
+	if won, err := ledger.Insert(ctx, db, ledger.ClaimOptions{State: ledger.Claimed, Now: t0, RunID: "crashed"}, cs); err != nil || len(won) != n {
 		t.Fatalf("claim %d: won %d, %v", n, len(won), err)
 	}
 	return db

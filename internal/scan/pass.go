@@ -536,7 +536,7 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 		// One statement, autocommitted: the claim is durable before any
 		// notice of it leaves the process.
 		w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
-			return ledger.ClaimBatch(ctx, s.db, opt, claims)
+			return ledger.Insert(ctx, s.db, opt, claims)
 		})
 		if err != nil {
 			return err
@@ -619,7 +619,7 @@ func (s *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (m
 func (s *Pass) recordMissed(ctx context.Context, c *counters) error {
 	opt := ledger.ClaimOptions{State: ledger.Missed, Now: s.cfg.Now, RunID: s.cfg.RunID}
 	return s.eachClosed(ctx, s.db, func(claims []ledger.Claim) error {
-		won, err := ledger.ClaimBatch(ctx, s.db, opt, claims)
+		won, err := ledger.Insert(ctx, s.db, opt, claims)
 		if err != nil {
 			return err
 		}
