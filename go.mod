@@ -1,4 +1,4 @@
-module github.com/example/scan
+module scan
 
 go 1.26.8
 

@@ -14,7 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/example/scan/internal/metrics"
+	"scan/internal/metrics"
 )
 
 // dashboard is the part of a Grafana dashboard this test reads.

@@ -19,8 +19,8 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/example/scan/internal/policy"
-	"github.com/example/scan/internal/scan"
+	"scan/internal/policy"
+	"scan/internal/scan"
 )
 
 // doc is one YAML document of a manifest file, decoded.

@@ -19,10 +19,10 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
-	"github.com/example/scan/internal/notice"
-	"github.com/example/scan/internal/policy"
-	"github.com/example/scan/internal/redact"
-	"github.com/example/scan/internal/scan"
+	"scan/internal/notice"
+	"scan/internal/policy"
+	"scan/internal/redact"
+	"scan/internal/scan"
 )
 
 // Exit codes of the operator contract.

@@ -17,11 +17,11 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/rs/zerolog"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/notice"
-	"github.com/example/scan/internal/policy"
-	"github.com/example/scan/internal/scan"
-	"github.com/example/scan/internal/send"
+	"scan/internal/ledger"
+	"scan/internal/notice"
+	"scan/internal/policy"
+	"scan/internal/scan"
+	"scan/internal/send"
 )
 
 var sqlOpenDB = sql.OpenDB

@@ -27,10 +27,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/devpg"
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/pgtest"
-	"github.com/example/scan/internal/smtptest"
+	"scan/internal/devpg"
+	"scan/internal/ledger"
+	"scan/internal/pgtest"
+	"scan/internal/smtptest"
 )
 
 // Killed before the first claim commits: nothing was written, nothing

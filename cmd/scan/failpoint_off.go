@@ -2,7 +2,7 @@
 
 package main
 
-import "github.com/example/scan/internal/scan"
+import "scan/internal/scan"
 
 // failpointHooks is empty in normal builds; see failpoint_on.go.
 func failpointHooks() scan.Hooks { return scan.Hooks{} }

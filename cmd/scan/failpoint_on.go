@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/example/scan/internal/scan"
+	"scan/internal/scan"
 )
 
 // failpointHooks crashes the process with SIGKILL at a pass boundary, for

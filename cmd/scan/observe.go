@@ -10,9 +10,9 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/metrics"
-	"github.com/example/scan/internal/scan"
+	"scan/internal/ledger"
+	"scan/internal/metrics"
+	"scan/internal/scan"
 )
 
 // pushTimeout bounds the metrics push at the end of a pass. The push runs

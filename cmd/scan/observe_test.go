@@ -11,9 +11,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/metrics/metricstest"
-	"github.com/example/scan/internal/scan"
+	"scan/internal/ledger"
+	"scan/internal/metrics/metricstest"
+	"scan/internal/scan"
 )
 
 // observePolicy is testPolicy with one domain of the fixture's four named

@@ -14,11 +14,11 @@ import (
 
 	"github.com/mattn/go-isatty"
 
-	"github.com/example/scan/internal/backfill"
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/notice"
-	"github.com/example/scan/internal/policy"
-	"github.com/example/scan/internal/reconcile"
+	"scan/internal/backfill"
+	"scan/internal/ledger"
+	"scan/internal/notice"
+	"scan/internal/policy"
+	"scan/internal/reconcile"
 )
 
 func isTerminal(w io.Writer) bool {

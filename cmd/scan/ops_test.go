@@ -17,11 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/devpg"
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/pgtest"
-	"github.com/example/scan/internal/scan"
-	"github.com/example/scan/internal/smtptest"
+	"scan/internal/devpg"
+	"scan/internal/ledger"
+	"scan/internal/pgtest"
+	"scan/internal/scan"
+	"scan/internal/smtptest"
 )
 
 // runIn runs the command in-process with the fixture's environment plus

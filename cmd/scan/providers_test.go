@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/smtptest"
+	"scan/internal/ledger"
+	"scan/internal/smtptest"
 )
 
 var fixturePlaceholder = regexp.MustCompile(`\{\{(key|msgid):(\d+)\}\}`)

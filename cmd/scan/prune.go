@@ -6,8 +6,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/policy"
+	"scan/internal/ledger"
+	"scan/internal/policy"
 )
 
 // cmdPrune removes whole billing periods older than a horizon from the

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/ledger"
+	"scan/internal/ledger"
 )
 
 // seedOld puts n notices of the billing period that starts on day into

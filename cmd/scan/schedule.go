@@ -6,9 +6,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/example/scan/internal/policy"
-	"github.com/example/scan/internal/scan"
-	"github.com/example/scan/internal/schedule"
+	"scan/internal/policy"
+	"scan/internal/scan"
+	"scan/internal/schedule"
 )
 
 // cmdSchedule runs passes in-process on a cron schedule, one at a time,

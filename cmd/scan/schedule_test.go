@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/scan"
-	"github.com/example/scan/internal/smtptest"
+	"scan/internal/ledger"
+	"scan/internal/scan"
+	"scan/internal/smtptest"
 )
 
 // watchBuf is an io.Writer that tests can wait on: WaitFor blocks until

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/example/scan/internal/pgtest"
-	"github.com/example/scan/internal/smtptest"
+	"scan/internal/pgtest"
+	"scan/internal/smtptest"
 )
 
 // withCredentials returns dsn (a keyword string or a postgres:// URL)

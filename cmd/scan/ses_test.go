@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/ledger"
+	"scan/internal/ledger"
 )
 
 // sesStandIn is a local HTTP server in place of the SES v2 endpoint. It

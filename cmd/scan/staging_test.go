@@ -14,7 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/example/scan/internal/metrics/metricstest"
+	"scan/internal/metrics/metricstest"
 )
 
 // With no sender configured a pass writes .eml files to the outbox: a

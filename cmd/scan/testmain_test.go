@@ -17,13 +17,13 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/notice"
-	"github.com/example/scan/internal/pgtest"
-	"github.com/example/scan/internal/scan"
-	"github.com/example/scan/internal/send"
-	"github.com/example/scan/internal/smtptest"
-	"github.com/example/scan/sql/reference"
+	"scan/internal/ledger"
+	"scan/internal/notice"
+	"scan/internal/pgtest"
+	"scan/internal/scan"
+	"scan/internal/send"
+	"scan/internal/smtptest"
+	"scan/sql/reference"
 )
 
 // TestMain gives every test of this package a PostgreSQL server (the one

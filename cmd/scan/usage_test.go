@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/pgtest"
-	"github.com/example/scan/sql/reference"
+	"scan/internal/ledger"
+	"scan/internal/pgtest"
+	"scan/sql/reference"
 )
 
 // The secrets every configuration test sets; no output may contain them.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/example/scan/internal/pgtest"
+	"scan/internal/pgtest"
 )
 
 // stampedLdflags is how scanBinary builds the binary, as the Dockerfile
@@ -18,7 +18,7 @@ const stampedLdflags = "-X main.version=v9.8.7 -X main.commit=0123456789abcdef -
 
 func TestBuildOf(t *testing.T) {
 	t.Parallel()
-	vcs := &debug.BuildInfo{GoVersion: "go1.26.1", Main: debug.Module{Path: "github.com/example/scan", Version: "v1.2.3"},
+	vcs := &debug.BuildInfo{GoVersion: "go1.26.1", Main: debug.Module{Path: "scan", Version: "v1.2.3"},
 		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.time", Value: "2026-11-01T00:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
 	for _, tc := range []struct {
 		name         string

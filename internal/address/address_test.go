@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/example/scan/internal/address"
+	"scan/internal/address"
 )
 
 func TestParse(t *testing.T) {

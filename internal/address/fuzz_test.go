@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/example/scan/internal/address"
+	"scan/internal/address"
 )
 
 // FuzzParse checks Parse's invariants: it never panics, every error is one

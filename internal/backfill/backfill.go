@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/example/scan/internal/notice"
+	"scan/internal/notice"
 )
 
 // Header is the expected first line (optional in the file).

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/backfill"
+	"scan/internal/backfill"
 )
 
 func TestReadValid(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/backfill"
-	"github.com/example/scan/internal/notice"
+	"scan/internal/backfill"
+	"scan/internal/notice"
 )
 
 // FuzzRead checks that Read never panics, and either refuses the file with

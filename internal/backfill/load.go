@@ -6,9 +6,9 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/notice"
-	"github.com/example/scan/internal/send"
+	"scan/internal/ledger"
+	"scan/internal/notice"
+	"scan/internal/send"
 )
 
 // Notices returns the ledger rows of recs: each record's notice key,

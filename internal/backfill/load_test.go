@@ -12,10 +12,10 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/example/scan/internal/backfill"
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/notice"
-	"github.com/example/scan/internal/pgtest"
+	"scan/internal/backfill"
+	"scan/internal/ledger"
+	"scan/internal/notice"
+	"scan/internal/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/lib/pq"
 
-	"github.com/example/scan/internal/devpg"
+	"scan/internal/devpg"
 )
 
 // The helper process of TestServerDiesWithParent: start a server, print its

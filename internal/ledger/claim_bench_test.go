@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/ledger"
+	"scan/internal/ledger"
 )
 
 // The claim and outcome statements, batch by batch, as a pass runs them:

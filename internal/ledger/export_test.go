@@ -6,7 +6,7 @@ import (
 
 	"github.com/pressly/goose/v3"
 
-	schema "github.com/example/scan/sql"
+	schema "scan/sql"
 )
 
 // MigrateTo applies the embedded migrations up to version only: the

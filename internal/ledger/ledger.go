@@ -21,7 +21,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
-	schema "github.com/example/scan/sql"
+	schema "scan/sql"
 )
 
 // State is the state of a ledger row.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/pgtest"
+	"scan/internal/ledger"
+	"scan/internal/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

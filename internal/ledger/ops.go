@@ -12,7 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
-	"github.com/example/scan/internal/notice"
+	"scan/internal/notice"
 )
 
 // BySubscription returns every ledger row of one subscription.

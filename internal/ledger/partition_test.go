@@ -11,8 +11,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/pgtest"
+	"scan/internal/ledger"
+	"scan/internal/pgtest"
 )
 
 // inMonth is claim(i, 0) in the billing period that starts on day.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/metrics"
-	"github.com/example/scan/internal/metrics/metricstest"
+	"scan/internal/metrics"
+	"scan/internal/metrics/metricstest"
 )
 
 func TestPushCompletedPass(t *testing.T) {

@@ -36,7 +36,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq" // the "postgres" driver
 
-	"github.com/example/scan/internal/devpg"
+	"scan/internal/devpg"
 )
 
 // EnvDSN names the environment variable holding the test server's DSN

@@ -13,7 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq"
 
-	"github.com/example/scan/internal/pgtest"
+	"scan/internal/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/address"
-	"github.com/example/scan/internal/notice"
-	"github.com/example/scan/internal/policy"
+	"scan/internal/address"
+	"scan/internal/notice"
+	"scan/internal/policy"
 )
 
 // FuzzParse checks that Parse never panics and that it either refuses a

@@ -25,8 +25,8 @@ import (
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
 
-	"github.com/example/scan/internal/address"
-	"github.com/example/scan/internal/notice"
+	"scan/internal/address"
+	"scan/internal/notice"
 )
 
 // Unknown-jurisdiction modes.

@@ -12,9 +12,9 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/pgtest"
-	"github.com/example/scan/internal/reconcile"
+	"scan/internal/ledger"
+	"scan/internal/pgtest"
+	"scan/internal/reconcile"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/reconcile"
+	"scan/internal/ledger"
+	"scan/internal/reconcile"
 )
 
 // eventStream is a provider event file generated on the fly, never held

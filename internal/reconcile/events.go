@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/example/scan/internal/ledger"
+	"scan/internal/ledger"
 )
 
 // MaxLine is the longest event line accepted, in bytes; a longer line is

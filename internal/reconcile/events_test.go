@@ -9,8 +9,8 @@ import (
 	"testing/iotest"
 	"time"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/reconcile"
+	"scan/internal/ledger"
+	"scan/internal/reconcile"
 )
 
 func TestSettles(t *testing.T) {

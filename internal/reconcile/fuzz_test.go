@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/notice"
-	"github.com/example/scan/internal/reconcile"
+	"scan/internal/ledger"
+	"scan/internal/notice"
+	"scan/internal/reconcile"
 )
 
 // refLines classifies the lines of in as Read must: a line ends at "\n"

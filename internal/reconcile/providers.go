@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/notice"
+	"scan/internal/ledger"
+	"scan/internal/notice"
 )
 
 // Formats are the event formats ReadFormat reads.

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/reconcile"
+	"scan/internal/ledger"
+	"scan/internal/reconcile"
 )
 
 var placeholder = regexp.MustCompile(`\{\{(key|msgid):(\d+)\}\}`)

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/example/scan/internal/redact"
+	"scan/internal/redact"
 )
 
 const dbPass = "dbpass-Q7m2Zr8w"

@@ -13,10 +13,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/policy"
-	"github.com/example/scan/internal/scan"
-	"github.com/example/scan/internal/send"
+	"scan/internal/ledger"
+	"scan/internal/policy"
+	"scan/internal/scan"
+	"scan/internal/send"
 )
 
 // row is one subscriptions row as the bad-row tests write it; nil pointers

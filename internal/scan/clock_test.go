@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/policy"
-	"github.com/example/scan/internal/scan"
-	"github.com/example/scan/internal/send"
-	"github.com/example/scan/internal/send/sendtest"
+	"scan/internal/ledger"
+	"scan/internal/policy"
+	"scan/internal/scan"
+	"scan/internal/send"
+	"scan/internal/send/sendtest"
 )
 
 // armClock is a sendtest.Clock that signals on armed each time one of its

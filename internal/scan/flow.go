@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/example/scan/internal/send"
+	"scan/internal/send"
 )
 
 // Flow control: a notice is claimed only shortly before it can be sent.

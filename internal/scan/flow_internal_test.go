@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/send"
+	"scan/internal/ledger"
+	"scan/internal/send"
 )
 
 func cand(domain string, i int) candidate {

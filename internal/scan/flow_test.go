@@ -10,10 +10,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/example/scan/internal/policy"
-	"github.com/example/scan/internal/scan"
-	"github.com/example/scan/internal/send"
-	"github.com/example/scan/internal/smtptest"
+	"scan/internal/policy"
+	"scan/internal/scan"
+	"scan/internal/send"
+	"scan/internal/smtptest"
 )
 
 // Flow control against a real SMTP server: a slow domain's backlog does

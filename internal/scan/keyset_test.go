@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/scan"
+	"scan/internal/scan"
 )
 
 // The source is paged in (renews_at, id) order, then, for the first window

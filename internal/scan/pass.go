@@ -14,10 +14,10 @@ import (
 	"github.com/lib/pq"
 	"github.com/rs/zerolog"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/notice"
-	"github.com/example/scan/internal/policy"
-	"github.com/example/scan/internal/send"
+	"scan/internal/ledger"
+	"scan/internal/notice"
+	"scan/internal/policy"
+	"scan/internal/send"
 )
 
 // keyCheckSample is how many recent ledger rows a pass re-derives to

@@ -9,9 +9,9 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/rs/zerolog"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/notice"
-	"github.com/example/scan/internal/send"
+	"scan/internal/ledger"
+	"scan/internal/notice"
+	"scan/internal/send"
 )
 
 // Outcome batching: at most recordBatch outcomes per statement (the

@@ -23,11 +23,11 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/rs/zerolog"
 
-	"github.com/example/scan/internal/address"
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/notice"
-	"github.com/example/scan/internal/policy"
-	"github.com/example/scan/internal/send"
+	"scan/internal/address"
+	"scan/internal/ledger"
+	"scan/internal/notice"
+	"scan/internal/policy"
+	"scan/internal/send"
 )
 
 // Errors a pass returns; the command maps them to exit codes.

@@ -12,14 +12,14 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/rs/zerolog"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/notice"
-	"github.com/example/scan/internal/pgtest"
-	"github.com/example/scan/internal/policy"
-	"github.com/example/scan/internal/scan"
-	"github.com/example/scan/internal/send"
-	"github.com/example/scan/internal/smtptest"
-	"github.com/example/scan/sql/reference"
+	"scan/internal/ledger"
+	"scan/internal/notice"
+	"scan/internal/pgtest"
+	"scan/internal/policy"
+	"scan/internal/scan"
+	"scan/internal/send"
+	"scan/internal/smtptest"
+	"scan/sql/reference"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/example/scan/internal/policy"
-	"github.com/example/scan/internal/scan"
-	"github.com/example/scan/internal/send"
+	"scan/internal/policy"
+	"scan/internal/scan"
+	"scan/internal/send"
 )
 
 // shardPass runs one shard's pass on its own SMTP connection pool; safe to

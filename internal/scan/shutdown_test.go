@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/scan"
+	"scan/internal/ledger"
+	"scan/internal/scan"
 )
 
 // After SIGTERM (Run's context cancelled right after a claim committed),

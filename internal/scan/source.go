@@ -9,7 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
-	"github.com/example/scan/internal/ledger"
+	"scan/internal/ledger"
 )
 
 // The scan's source queries: the only SQL outside internal/ledger. They

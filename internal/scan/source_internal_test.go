@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/ledger"
-	"github.com/example/scan/internal/pgtest"
-	"github.com/example/scan/sql/reference"
+	"scan/internal/ledger"
+	"scan/internal/pgtest"
+	"scan/sql/reference"
 )
 
 // The open-notice pages bound the ledger's side by the window's earliest

@@ -14,8 +14,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/example/scan/internal/pgtest"
-	"github.com/example/scan/internal/schedule"
+	"scan/internal/pgtest"
+	"scan/internal/schedule"
 )
 
 // TestMain gives the tests a PostgreSQL server (TEST_DATABASE_URL, or a

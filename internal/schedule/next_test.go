@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/policy"
-	"github.com/example/scan/internal/schedule"
+	"scan/internal/policy"
+	"scan/internal/schedule"
 )
 
 // robfig/cron evaluates an expression without CRON_TZ in the location of

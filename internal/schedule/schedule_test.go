@@ -13,8 +13,8 @@ import (
 	_ "github.com/lib/pq"
 	"github.com/rs/zerolog"
 
-	"github.com/example/scan/internal/policy"
-	"github.com/example/scan/internal/schedule"
+	"scan/internal/policy"
+	"scan/internal/schedule"
 )
 
 // pass is one call of RunPass, which waits for the test's answer.

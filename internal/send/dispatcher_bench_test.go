@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/example/scan/internal/send"
+	"scan/internal/send"
 )
 
 // BenchmarkDispatcherLimited is the limiter scheduler's own cost: notices

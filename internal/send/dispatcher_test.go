@@ -13,8 +13,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/example/scan/internal/send"
-	"github.com/example/scan/internal/send/sendtest"
+	"scan/internal/send"
+	"scan/internal/send/sendtest"
 )
 
 // fakeSender runs fn for every Send.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/example/scan/internal/send"
+	"scan/internal/send"
 )
 
 // A pass hands claimed notices to a Dispatcher and records each Result.

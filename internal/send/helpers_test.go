@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/send"
+	"scan/internal/send"
 )
 
 var (

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/send"
+	"scan/internal/send"
 )
 
 func TestHTTPClassification(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/example/scan/internal/send"
+	"scan/internal/send"
 )
 
 func TestOutbox(t *testing.T) {

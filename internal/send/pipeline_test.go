@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/send"
-	"github.com/example/scan/internal/smtptest"
+	"scan/internal/send"
+	"scan/internal/smtptest"
 )
 
 // rawServer is a hand-written SMTP server that sees how commands arrive:

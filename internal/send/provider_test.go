@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/example/scan/internal/send"
-	"github.com/example/scan/internal/smtptest"
+	"scan/internal/send"
+	"scan/internal/smtptest"
 )
 
 // For each provider value, the message read at the SMTP server carries

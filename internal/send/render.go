@@ -19,7 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/example/scan/internal/address"
+	"scan/internal/address"
 )
 
 // DefaultCancelURL is the RenderConfig.CancelURL used when none is given.

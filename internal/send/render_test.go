@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/example/scan/internal/send"
+	"scan/internal/send"
 )
 
 func TestMessageID(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"github.com/example/scan/internal/send"
+	"scan/internal/send"
 )
 
 // sesRequest is what the stand-in SES endpoint read from one SendEmail.

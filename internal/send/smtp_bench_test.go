@@ -8,7 +8,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
-	"github.com/example/scan/internal/send"
+	"scan/internal/send"
 )
 
 // discard is an SMTP backend that accepts and forgets every message.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/smtptest"
+	"scan/internal/smtptest"
 )
 
 func TestTLSRequired(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/send"
-	"github.com/example/scan/internal/smtptest"
+	"scan/internal/send"
+	"scan/internal/smtptest"
 )
 
 func newSMTP(t *testing.T, cfg send.SMTPConfig) *send.SMTP {

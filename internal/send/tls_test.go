@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/send"
-	"github.com/example/scan/internal/smtptest"
+	"scan/internal/send"
+	"scan/internal/smtptest"
 )
 
 // TLS rules not covered by smtp_test.go (trusted and untrusted roots,

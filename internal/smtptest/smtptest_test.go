@@ -10,7 +10,7 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
-	"github.com/example/scan/internal/smtptest"
+	"scan/internal/smtptest"
 )
 
 const msg = "From: a@example.com\r\nTo: b@example.org\r\nMessage-ID: <id-1@example.com>\r\nSubject: hi\r\n\r\nbody\r\n"

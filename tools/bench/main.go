@@ -52,8 +52,8 @@ import (
 	"github.com/emersion/go-smtp"
 	"github.com/lib/pq"
 
-	"github.com/example/scan/internal/devpg"
-	"github.com/example/scan/sql/reference"
+	"scan/internal/devpg"
+	"scan/sql/reference"
 )
 
 // Statements of the bench (its own fixtures and baselines; the scan's SQL

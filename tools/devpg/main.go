@@ -30,7 +30,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/example/scan/internal/devpg"
+	"scan/internal/devpg"
 )
 
 func main() {

@@ -35,7 +35,7 @@ import (
 
 	_ "github.com/lib/pq" // the "postgres" driver
 
-	"github.com/example/scan/sql/reference"
+	"scan/sql/reference"
 )
 
 // Statements of the seed tool (demo data only; the scan's own SQL lives in

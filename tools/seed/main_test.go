@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/pgtest"
+	"scan/internal/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

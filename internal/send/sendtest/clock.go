@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/example/scan/internal/send"
+	"scan/internal/send"
 )
 
 // Clock is a send.Clock whose time moves only when told, by Set or

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/example/scan/internal/send/sendtest"
+	"scan/internal/send/sendtest"
 )
 
 var start = time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
