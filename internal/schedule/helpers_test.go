@@ -14,8 +14,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"scan/internal/clock"
 	"scan/internal/pgtest"
-	"scan/internal/schedule"
 )
 
 // TestMain gives the tests a PostgreSQL server (TEST_DATABASE_URL, or a
@@ -67,7 +67,7 @@ func lockDB(t *testing.T) *sqlx.DB {
 	return pgtest.Open(t, dsn) // closed before the drop (cleanups run last-in first-out)
 }
 
-// fakeClock is a schedule.Clock whose time moves only when the test sets
+// fakeClock is a clock.Clock whose time moves only when the test sets
 // it. Each timer it arms is announced on armed (its deadline), which is
 // the test's signal that the loop is waiting for its next firing.
 type fakeClock struct {
@@ -87,7 +87,7 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) NewTimer(d time.Duration) schedule.Timer {
+func (c *fakeClock) NewTimer(d time.Duration) clock.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &fakeTimer{c: c, at: c.now.Add(d), ch: make(chan time.Time, 1)}
@@ -138,6 +138,25 @@ func (t *fakeTimer) Stop() bool {
 	defer t.c.mu.Unlock()
 	_, armed := t.c.timers[t]
 	delete(t.c.timers, t)
+	return armed
+}
+
+// Reset re-arms the timer d from the clock's now (the Loop never calls it;
+// clock.Timer has it for the Dispatcher).
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	_, armed := t.c.timers[t]
+	t.at = t.c.now.Add(d)
+	if d <= 0 {
+		delete(t.c.timers, t)
+		select {
+		case t.ch <- t.at:
+		default:
+		}
+	} else {
+		t.c.timers[t] = struct{}{}
+	}
 	return armed
 }
 

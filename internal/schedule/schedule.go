@@ -24,41 +24,9 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"github.com/rs/zerolog"
+
+	"scan/internal/clock"
 )
-
-// Clock is the Loop's source of time: the instant a firing is computed
-// from and handed to a pass, and the timer on which it waits for the next
-// firing. It must be safe for concurrent use.
-type Clock interface {
-	// Now returns the current time.
-	Now() time.Time
-	// NewTimer returns a Timer that fires once d has passed; d <= 0 fires
-	// at once.
-	NewTimer(d time.Duration) Timer
-}
-
-// Timer is a one-shot timer of a Clock, as a *time.Timer.
-type Timer interface {
-	// C returns the channel on which the Timer delivers the time it fired.
-	C() <-chan time.Time
-	// Stop prevents the Timer from firing; it reports whether it did.
-	Stop() bool
-}
-
-// SystemClock is the Clock of the operating system. Its zero value is
-// ready to use and it is safe for concurrent use.
-type SystemClock struct{}
-
-// Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
-
-// NewTimer returns a Timer backed by time.NewTimer(d).
-func (SystemClock) NewTimer(d time.Duration) Timer { return systemTimer{time.NewTimer(d)} }
-
-type systemTimer struct{ t *time.Timer }
-
-func (t systemTimer) C() <-chan time.Time { return t.t.C }
-func (t systemTimer) Stop() bool          { return t.t.Stop() }
 
 // Locker is the lock that keeps two schedulers (on two hosts) from running
 // passes at once.
@@ -96,7 +64,7 @@ type Config struct {
 	// Spec is the expression as the operator wrote it, for the logs.
 	Spec string
 	// Clock defaults to SystemClock.
-	Clock Clock
+	Clock clock.Clock
 	// Lock is taken before each pass and released after it.
 	Lock Locker
 	// RunPass runs one pass at now (in UTC, read once when the lock was
@@ -125,7 +93,7 @@ func New(cfg Config) (*Loop, error) {
 		return nil, errors.New("schedule: Config.RunPass is required")
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = SystemClock{}
+		cfg.Clock = clock.System{}
 	}
 	return &Loop{cfg: cfg}, nil
 }
