@@ -230,7 +230,7 @@ const lookPast = 10
 type stream struct {
 	sel    selection
 	retry  bool
-	from   *time.Time // the window's earliest period (countDue), for listOpen
+	from   *time.Time // the window's earliest period (openFrom), for listOpen
 	cursor *string    // read after this; nil from the start
 	done   bool
 	// When a row is skipped because its domain's queue is full, rescanFrom
@@ -289,7 +289,11 @@ func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 	for _, group := range s.sels {
 		ps.streams = append(ps.streams, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
 		for _, sel := range group {
-			due, err := s.src.countDue(ctx, s.db, sel, now, s.cfg.RunID)
+			from, err := s.src.openFrom(ctx, s.db, sel, now)
+			if err != nil {
+				return err
+			}
+			due, err := s.src.countDue(ctx, s.db, sel, now, s.cfg.RunID, from)
 			if err != nil {
 				return err
 			}
@@ -297,7 +301,7 @@ func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 				ps.handled[sel.key()] = due.Handled
 				continue
 			}
-			ps.streams = append(ps.streams, &stream{sel: sel, from: due.From, skipped: map[string]bool{}})
+			ps.streams = append(ps.streams, &stream{sel: sel, from: from, skipped: map[string]bool{}})
 		}
 	}
 	inv := &invalidLog{seen: map[string]bool{}, log: s.log}

@@ -12,7 +12,7 @@ import (
 )
 
 // The open-notice pages bound the ledger's side by the window's earliest
-// billing period (countDue's From), and the closed-window pages by theirs
+// billing period (openFrom), and the closed-window pages by theirs
 // (closedFrom), so that PostgreSQL prunes the past months when it plans
 // each page: a ledger with years of history must not make every page of a
 // pass walk them.
@@ -42,12 +42,12 @@ func TestSourcePagesPrunePastMonths(t *testing.T) {
 	}
 	src := &source{rel: "subscriptions"}
 	sel := selection{kind: "renewal_notice_t72", open: 72 * time.Hour, close: 24 * time.Hour}
-	due, err := src.countDue(ctx, db, sel, now, "r")
-	if err != nil {
-		t.Fatal(err)
+	from, err := src.openFrom(ctx, db, sel, now)
+	if err != nil || from == nil || from.Format(time.DateOnly) != "2026-12-02" {
+		t.Fatalf("openFrom = %v, %v", from, err)
 	}
-	if due.Open != 20 || due.From == nil || due.From.Format(time.DateOnly) != "2026-12-02" {
-		t.Fatalf("countDue = %+v", due)
+	if due, err := src.countDue(ctx, db, sel, now, "r", from); err != nil || due.Open != 20 {
+		t.Fatalf("countDue = %+v, %v", due, err)
 	}
 	closed, err := src.closedFrom(ctx, db, sel, now)
 	if err != nil || closed == nil || closed.Format(time.DateOnly) != "2026-12-01" {
@@ -58,7 +58,7 @@ func TestSourcePagesPrunePastMonths(t *testing.T) {
 		query func(from *time.Time, after *string) (string, []any)
 		from  *time.Time
 	}{
-		{"open", func(f *time.Time, a *string) (string, []any) { return src.openQuery(sel, now, f, a) }, due.From},
+		{"open", func(f *time.Time, a *string) (string, []any) { return src.openQuery(sel, now, f, a) }, from},
 		{"closed", func(f *time.Time, a *string) (string, []any) { return src.closedQuery(sel, now, f, a) }, closed},
 	} {
 		plan := func(from *time.Time) string {
