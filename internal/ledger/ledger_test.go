@@ -306,3 +306,44 @@ func TestSettleMatchesKeyProviderIDMessageID(t *testing.T) {
 		t.Errorf("change = %+v", res.Changed[0])
 	}
 }
+
+// A provider id names a claim only while it is in quarantine: once the
+// outcome is recorded (the only time a pass stores one), the row is found
+// by its key or Message-ID, and an event with the provider id alone is
+// unknown. No index on every sent row's provider id pays for that.
+func TestProviderIDNamesOnlyClaimsInQuarantine(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	if _, err := ledger.Insert(ctx, db, opt("a"), []ledger.Claim{claim(1, 0), claim(2, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ledger.RecordOutcomes(ctx, db, "a", t0, []ledger.Outcome{
+		{Key: key(10), PeriodStart: claim(1, 0).PeriodStart, State: ledger.Sent, SentAt: t0, ProviderID: "ses-sent", Attempts: 1},
+	}); err != nil || n != 1 {
+		t.Fatalf("record: %d, %v", n, err)
+	}
+	if _, err := db.Exec(`UPDATE notice_ledger SET provider_id = 'ses-claimed' WHERE notice_key = $1`, key(20)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := settle(ctx, db, "reconcile", t0, []ledger.Settlement{
+		{ProviderID: "ses-sent", To: ledger.Failed, Event: "ses:bounce/permanent"},
+		{ProviderID: "ses-claimed", To: ledger.Sent, Event: "ses:delivery"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Changed) != 1 || res.Changed[0].Key != key(20) || res.Unknown != 1 || res.Unchanged != 0 {
+		t.Fatalf("settle = %+v", res)
+	}
+	// With its key, the same event finds the settled row and leaves it.
+	res, err = settle(ctx, db, "reconcile", t0, []ledger.Settlement{
+		{Key: key(10), ProviderID: "ses-sent", To: ledger.Failed, Event: "ses:bounce/permanent"},
+	})
+	if err != nil || len(res.Changed) != 0 || res.Unknown != 0 || res.Unchanged != 1 {
+		t.Fatalf("settle by key = %+v, %v", res, err)
+	}
+	if r, err := ledger.Get(ctx, db, key(10)); err != nil || r.State != ledger.Sent {
+		t.Fatalf("the sent row: %s, %v", r.State, err)
+	}
+}

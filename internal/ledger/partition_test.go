@@ -114,7 +114,7 @@ VALUES ($1, 'claimed', 'sent', 'carol', 'seen in the provider console', $2)`, ke
 		t.Fatal(err)
 	}
 
-	if n, err := ledger.Migrate(ctx, db.DB); err != nil || n != 2 { // 0002 (partitions) and 0003 (the provider_id index)
+	if n, err := ledger.Migrate(ctx, db.DB); err != nil || n != 3 { // 0002 (partitions), 0003 (the provider_id index), 0004 (dropping it)
 		t.Fatalf("migrate applied %d, %v", n, err)
 	}
 	if err := db.Get(&after, dump); err != nil {

@@ -183,8 +183,11 @@ INSERT INTO notice_ledger_resolution
 VALUES ($1, $2, $3, $4, $5, $6, $7::date)`
 
 // noticeListForSettlement finds the rows a batch of provider events may
-// name: by notice key ($1, each month's primary key), provider id ($2, its
-// partial index) or Message-ID without angle brackets ($3). A Message-ID is
+// name: by notice key ($1, each month's primary key), provider id ($2,
+// among the claims in quarantine, through the quarantine index: a provider
+// id is stored with a sent outcome only, and no index on every sent row
+// pays for finding notices already settled) or Message-ID without angle
+// brackets ($3). A Message-ID is
 // the key's first 32 hex characters @ a domain, so it is found by a range
 // on the primary key (hex sorts below 'g' in the "C" collation) and then
 // compared whole: there is no index on message_id for every claim to write.
@@ -194,7 +197,7 @@ SELECT notice_key, COALESCE(message_id, '') AS message_id,
 FROM notice_ledger WHERE notice_key = ANY($1::text[])
 UNION
 SELECT notice_key, COALESCE(message_id, ''), COALESCE(provider_id, ''), state, period_start
-FROM notice_ledger WHERE provider_id = ANY($2::text[])
+FROM notice_ledger WHERE state = 'claimed' AND provider_id = ANY($2::text[])
 UNION
 SELECT l.notice_key, l.message_id, COALESCE(l.provider_id, ''), l.state, l.period_start
 FROM unnest($3::text[]) AS m(id)
