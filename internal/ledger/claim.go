@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strconv"
 	"time"
@@ -109,63 +108,58 @@ type Outcome struct {
 	Error       string
 }
 
-// RecordOutcomes records a batch of outcomes of run runID in one statement
-// (two when some outcomes lack their period) and returns how many rows
-// changed. Rows no longer claimed by that run
-// (resolved by an operator meanwhile) are left alone.
-func RecordOutcomes(ctx context.Context, db sqlx.ExtContext, runID string, now time.Time, outs []Outcome) (int64, error) {
-	var withPeriod, without []Outcome
-	for _, o := range outs {
-		if o.PeriodStart.IsZero() {
-			without = append(without, o)
-		} else {
-			withPeriod = append(withPeriod, o)
-		}
+// RecordOutcomes records a batch of outcomes of run runID in one statement,
+// in a transaction of its own, and returns how many rows changed. Rows no
+// longer claimed by that run (resolved by an operator meanwhile) are left
+// alone.
+func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Time, outs []Outcome) (int64, error) {
+	if len(outs) == 0 {
+		return 0, nil
 	}
-	var total int64
-	for _, part := range []struct {
-		outs   []Outcome
-		period bool
-	}{{withPeriod, true}, {without, false}} {
-		if len(part.outs) == 0 {
-			continue
-		}
-		n, err := recordOutcomes(ctx, db, runID, now, part.outs, part.period)
-		if err != nil {
-			return total, err
-		}
-		total += n
-	}
-	return total, nil
-}
-
-func recordOutcomes(ctx context.Context, db sqlx.ExtContext, runID string, now time.Time, outs []Outcome, byPeriod bool) (int64, error) {
 	n := len(outs)
 	keys, states, sentAt, prov, att, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	periods := make([]string, n)
+	var lo, hi time.Time
+	everyMonth := false
 	for i, o := range outs {
 		keys[i], states[i], prov[i], errs[i] = o.Key, string(o.State), o.ProviderID, o.Error
 		if !o.SentAt.IsZero() {
 			sentAt[i] = o.SentAt.UTC().Format(tsLayout)
 		}
 		att[i] = strconv.Itoa(o.Attempts)
-		periods[i] = o.PeriodStart.Format("2006-01-02")
+		switch p := o.PeriodStart; {
+		case p.IsZero():
+			everyMonth = true
+		case lo.IsZero():
+			lo, hi = p, p
+		case p.Before(lo):
+			lo = p
+		case p.After(hi):
+			hi = p
+		}
 	}
-	var (
-		res sql.Result
-		err error
-	)
-	if byPeriod {
-		res, err = db.ExecContext(ctx, noticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
-			pq.Array(prov), pq.Array(att), pq.Array(errs), pq.Array(periods), runID, now.UTC())
-	} else {
-		res, err = db.ExecContext(ctx, noticeRecordOutcomeByKey, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
-			pq.Array(prov), pq.Array(att), pq.Array(errs), runID, now.UTC())
+	var from, to any // NULL: every month
+	if !everyMonth {
+		first := time.Date(lo.Year(), lo.Month(), 1, 0, 0, 0, 0, time.UTC)
+		last := time.Date(hi.Year(), hi.Month()+1, 1, 0, 0, 0, 0, time.UTC)
+		from, to = first.Format("2006-01-02"), last.Format("2006-01-02")
 	}
+	var changed int64
+	err := WithTx(ctx, db, func(tx *sqlx.Tx) error {
+		if _, err := tx.ExecContext(ctx, noticeOutcomePlan); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, noticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
+			pq.Array(prov), pq.Array(att), pq.Array(errs), from, to, runID, now.UTC())
+		if err != nil {
+			return err
+		}
+		changed, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("record outcomes: %w", err)
 	}
-	return res.RowsAffected()
+	return changed, nil
 }
 
 // ensurePartitions makes sure that every month of periods (YYYY-MM-DD)

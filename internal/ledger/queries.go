@@ -59,12 +59,24 @@ RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token`
 // noticeRecordOutcome records a batch of outcomes of one run's claims. The
 // row must still be claimed by that run: an operator's decision made in the
 // meantime is never overwritten. An unknown outcome keeps state 'claimed'
-// (quarantine) and records only the attempt and the error. Each key comes
-// with its period, so that each look-up probes one month's primary key.
+// (quarantine) and records only the attempt and the error.
+//
+// The rows are found by index scans only, within the months the period
+// bounds leave (whole months, so that they prune at plan time), and paired
+// with their outcomes by a hash join; noticeOutcomePlan rules out every
+// other plan. Left to itself, PostgreSQL (which estimates that almost no
+// row is claimed: true of a month, not of a batch) scanned the quarantine
+// index with a bitmap, and a bitmap scan never marks dead the entries of
+// the claims a pass has already settled, which stay until VACUUM: each
+// batch read every claim of the pass so far, and on a month with no
+// statistics yet looped over them once per outcome. A plain index scan
+// (of the quarantine index, or of the primary key by notice_key = ANY)
+// marks them as it passes.
 //
 // $1 keys, $2 states, $3 sent_at (text or ”), $4 provider ids,
-// $5 attempts, $6 errors, $7 period starts (YYYY-MM-DD) (text[] each),
-// $8 run id, $9 updated_at.
+// $5 attempts, $6 errors (text[] each), $7 the first day of the earliest
+// month and $8 the first day after the latest (YYYY-MM-DD), or NULL for
+// every month, $9 run id, $10 updated_at.
 const noticeRecordOutcome = `
 UPDATE notice_ledger l
 SET state = o.state,
@@ -72,32 +84,22 @@ SET state = o.state,
     provider_id = NULLIF(o.provider_id, ''),
     attempts = l.attempts + o.attempts::int,
     last_error = NULLIF(o.last_error, ''),
-    updated_at = $9
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::date[])
-     AS o(notice_key, state, sent_at, provider_id, attempts, last_error, period_start)
-WHERE l.notice_key = o.notice_key
-  AND l.period_start = o.period_start
-  AND l.state = 'claimed'
-  AND l.run_id = $8`
-
-// noticeRecordOutcomeByKey is noticeRecordOutcome for outcomes whose
-// period the caller does not know: each key probes every month.
-//
-// $1 keys, $2 states, $3 sent_at (text or ”), $4 provider ids,
-// $5 attempts, $6 errors (text[] each), $7 run id, $8 updated_at.
-const noticeRecordOutcomeByKey = `
-UPDATE notice_ledger l
-SET state = o.state,
-    sent_at = NULLIF(o.sent_at, '')::timestamptz,
-    provider_id = NULLIF(o.provider_id, ''),
-    attempts = l.attempts + o.attempts::int,
-    last_error = NULLIF(o.last_error, ''),
-    updated_at = $8
+    updated_at = $10
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
      AS o(notice_key, state, sent_at, provider_id, attempts, last_error)
-WHERE l.notice_key = o.notice_key
+WHERE l.notice_key = ANY($1::text[])
+  AND ($7::date IS NULL OR l.period_start >= $7::date)
+  AND ($8::date IS NULL OR l.period_start < $8::date)
+  AND l.notice_key = o.notice_key
   AND l.state = 'claimed'
-  AND l.run_id = $7`
+  AND l.run_id = $9`
+
+// noticeOutcomePlan leaves noticeRecordOutcome, in its transaction, the one
+// plan above: index scans only, and no nested loop.
+const noticeOutcomePlan = `
+SELECT set_config('enable_seqscan', 'off', true),
+       set_config('enable_bitmapscan', 'off', true),
+       set_config('enable_nestloop', 'off', true)`
 
 // noticeExpireRetries marks missed the retry rows whose window closed
 // before $1: nothing was sent and no pass may send them now.
