@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lib/pq"
 )
 
 // Statements of the ledger scenario.
@@ -64,6 +66,11 @@ ON CONFLICT DO NOTHING`
 	ExtensionPgcrypto = `CREATE EXTENSION IF NOT EXISTS pgcrypto`
 	// LedgerAnalyze refreshes the ledger's statistics after seeding.
 	LedgerAnalyze = `VACUUM ANALYZE notice_ledger`
+	// PartitionTruncate empties one month of the ledger (%s: its quoted
+	// name), so that the next round's first pass claims it again.
+	PartitionTruncate = `TRUNCATE %s`
+	// PartitionExists reports whether a table of that name exists.
+	PartitionExists = `SELECT to_regclass(quote_ident($1)) IS NOT NULL`
 	// LedgerCount counts the ledger's rows.
 	LedgerCount = `SELECT count(*) FROM notice_ledger`
 )
@@ -111,6 +118,79 @@ func (p perNotice) String(n int) string {
 		float64(p.cpu.Microseconds())/float64(n), float64(p.wal)/float64(n), p.wall.Seconds(), p.cpu.Seconds(), float64(p.wal)/(1<<20))
 }
 
+// ledgerRounds is how many times the per-notice figure measures the
+// baseline and the first pass: BENCH_LEDGER_ROUNDS, default 3.
+func (b *bench) ledgerRounds() (int, error) {
+	if v := os.Getenv("BENCH_LEDGER_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return 0, fmt.Errorf("BENCH_LEDGER_ROUNDS=%q is not a number of rounds", v)
+		}
+		return n, nil
+	}
+	return 3, nil
+}
+
+// least is the least CPU, WAL and wall time of ps, each on its own.
+func least(ps []perNotice) perNotice {
+	m := ps[0]
+	for _, p := range ps[1:] {
+		m.cpu, m.wal, m.wall = min(m.cpu, p.cpu), min(m.wal, p.wal), min(m.wall, p.wall)
+	}
+	return m
+}
+
+// wallList is the wall time of each round, e.g. "30.1 s, 28.4 s".
+func wallList(ps []perNotice) string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("%.2f s", p.wall.Seconds()))
+	}
+	return strings.Join(out, ", ")
+}
+
+// cpuList is the CPU time of each round, e.g. "12.1 s, 14.0 s".
+func cpuList(ps []perNotice) string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("%.1f s", p.cpu.Seconds()))
+	}
+	return strings.Join(out, ", ")
+}
+
+// minimalBaseline claims the due rows and marks them sent with the bench's
+// two set-based statements into bench_minimal (MinimalSetup), and returns
+// what PostgreSQL did; it drops the table again.
+func (b *bench) minimalBaseline(ctx context.Context, db *sql.DB, due int, lo, hi time.Time) (perNotice, error) {
+	if _, err := db.ExecContext(ctx, MinimalSetup); err != nil {
+		return perNotice{}, fmt.Errorf("minimal setup: %w", err)
+	}
+	var base perNotice
+	pg0 := b.pgCPU()
+	w0, err := walPos(ctx, db)
+	if err != nil {
+		return base, err
+	}
+	t := time.Now()
+	res, err := db.ExecContext(ctx, strings.Replace(BaselineClaim, "bench_ledger", "bench_minimal", 1), kind, b.now, lo, hi, secret, closeBefore.String())
+	if err != nil {
+		return base, fmt.Errorf("minimal claim: %w", err)
+	}
+	if claimed, _ := res.RowsAffected(); int(claimed) != due {
+		return base, fmt.Errorf("minimal baseline claimed %d rows, want %d", claimed, due)
+	}
+	if _, err := db.ExecContext(ctx, strings.Replace(BaselineMarkSent, "bench_ledger", "bench_minimal", 1), b.now); err != nil {
+		return base, fmt.Errorf("minimal mark sent: %w", err)
+	}
+	base.wall, base.cpu = time.Since(t), b.pgCPU()-pg0
+	if base.wal, err = walSince(ctx, db, w0); err != nil {
+		return base, err
+	}
+	fmt.Fprintf(b.log, "bench: ledger: minimal baseline: %s\n", base.String(due))
+	_, err = db.ExecContext(ctx, MinimalDrop)
+	return base, err
+}
+
 func (b *bench) ledgerScale(ctx context.Context) error {
 	n := b.cfg.n
 	total := n + n/2
@@ -131,35 +211,6 @@ func (b *bench) ledgerScale(ctx context.Context) error {
 		return err
 	}
 	lo, hi := b.now.Add(closeBefore), b.now.Add(openBefore)
-
-	// The minimal baseline: the same claims and sent-marks, set-based,
-	// into a table with only the two unique indexes.
-	if _, err := db.ExecContext(ctx, MinimalSetup); err != nil {
-		return fmt.Errorf("minimal setup: %w", err)
-	}
-	var base perNotice
-	pg0, w0 := b.pgCPU(), ""
-	if w0, err = walPos(ctx, db); err != nil {
-		return err
-	}
-	t := time.Now()
-	res, err := db.ExecContext(ctx, strings.Replace(BaselineClaim, "bench_ledger", "bench_minimal", 1), kind, b.now, lo, hi, secret, closeBefore.String())
-	if err != nil {
-		return fmt.Errorf("minimal claim: %w", err)
-	}
-	if claimed, _ := res.RowsAffected(); int(claimed) != due {
-		return fmt.Errorf("minimal baseline claimed %d rows, want %d", claimed, due)
-	}
-	if _, err := db.ExecContext(ctx, strings.Replace(BaselineMarkSent, "bench_ledger", "bench_minimal", 1), b.now); err != nil {
-		return fmt.Errorf("minimal mark sent: %w", err)
-	}
-	base.wall, base.cpu = time.Since(t), b.pgCPU()-pg0
-	if base.wal, err = walSince(ctx, db, w0); err != nil {
-		return err
-	}
-	if _, err := db.ExecContext(ctx, MinimalDrop); err != nil {
-		return err
-	}
 
 	policy, err := b.writePolicy("ledger.yaml", policyThroughput)
 	if err != nil {
@@ -183,22 +234,48 @@ func (b *bench) ledgerScale(ctx context.Context) error {
 		p.wal, err = walSince(ctx, db, w0)
 		return p, r, err
 	}
-	first, r, err := pass("first pass, empty ledger")
+
+	// The minimal baseline and the first pass, alternately, several rounds
+	// (BENCH_LEDGER_ROUNDS, default 3): PostgreSQL's CPU time for the same
+	// work moves by a third from one run to the next on a shared machine,
+	// so each figure is the least of its rounds, and all are printed.
+	rounds, err := b.ledgerRounds()
 	if err != nil {
 		return err
 	}
-	if r.int("sent") != due {
-		return fmt.Errorf("first pass sent %d, want %d", r.int("sent"), due)
+	var bases, firsts, reruns []perNotice
+	for i := 0; i < rounds; i++ {
+		base, err := b.minimalBaseline(ctx, db, due, lo, hi)
+		if err != nil {
+			return err
+		}
+		bases = append(bases, base)
+		if i > 0 {
+			if _, err := db.ExecContext(ctx, LedgerTruncate); err != nil {
+				return err
+			}
+		}
+		first, r, err := pass(fmt.Sprintf("first pass, empty ledger (round %d of %d)", i+1, rounds))
+		if err != nil {
+			return err
+		}
+		if r.int("sent") != due {
+			return fmt.Errorf("first pass sent %d, want %d", r.int("sent"), due)
+		}
+		firsts = append(firsts, first)
+		rerun, r, err := pass(fmt.Sprintf("re-run, empty ledger (round %d of %d)", i+1, rounds))
+		if err != nil {
+			return err
+		}
+		if r.int("minted") != 0 {
+			return fmt.Errorf("re-run minted %d", r.int("minted"))
+		}
+		reruns = append(reruns, rerun)
 	}
-	b.add(figure{fmt.Sprintf("PostgreSQL per notice, first pass (N=%d)", due), first.String(due), base.String(due),
+	base, first, rerun := least(bases), least(firsts), least(reruns)
+	b.add(figure{fmt.Sprintf("PostgreSQL per notice, first pass (N=%d, least of %d rounds)", due, rounds),
+		first.String(due) + "; rounds: " + cpuList(firsts), base.String(due) + "; rounds: " + cpuList(bases),
 		fmt.Sprintf("CPU %.2fx, WAL %.2fx", first.cpu.Seconds()/base.cpu.Seconds(), float64(first.wal)/float64(base.wal)), "within 1.5x on both"})
-	rerun, r, err := pass("re-run, empty ledger")
-	if err != nil {
-		return err
-	}
-	if r.int("minted") != 0 {
-		return fmt.Errorf("re-run minted %d", r.int("minted"))
-	}
 
 	// The same two passes with years of history in the ledger.
 	hist, err := b.historyRows(due)
@@ -225,7 +302,7 @@ func (b *bench) ledgerScale(ctx context.Context) error {
 		}
 	}
 	fmt.Fprintf(b.log, "bench: ledger: seeding %d rows of past periods\n", hist)
-	t = time.Now()
+	t := time.Now()
 	if _, err := db.ExecContext(ctx, HistorySeed, hist, b.now, total, secret); err != nil {
 		return fmt.Errorf("history seed: %w", err)
 	}
@@ -237,22 +314,49 @@ func (b *bench) ledgerScale(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(b.log, "bench: ledger: %d past rows in %s\n", rows, time.Since(t).Round(time.Second))
-	firstH, r, err := pass(fmt.Sprintf("first pass, %d past rows", rows))
-	if err != nil {
-		return err
+	// The same rounds over the history: between them, the months of the
+	// due notices are emptied again (the history is older).
+	var firstsH, rerunsH []perNotice
+	for i := 0; i < rounds; i++ {
+		if i > 0 {
+			if !partitioned {
+				break // a ledger from before 0002: one round
+			}
+			for _, m := range []time.Time{lo, hi} {
+				name := "notice_ledger_p" + m.UTC().Format("200601")
+				var exists bool
+				if err := db.QueryRowContext(ctx, PartitionExists, name).Scan(&exists); err != nil {
+					return err
+				}
+				if !exists {
+					continue
+				}
+				if _, err := db.ExecContext(ctx, fmt.Sprintf(PartitionTruncate, pq.QuoteIdentifier(name))); err != nil {
+					return err
+				}
+			}
+		}
+		firstH, r, err := pass(fmt.Sprintf("first pass, %d past rows (round %d of %d)", rows, i+1, rounds))
+		if err != nil {
+			return err
+		}
+		if r.int("sent") != due {
+			return fmt.Errorf("first pass over history sent %d, want %d", r.int("sent"), due)
+		}
+		rerunH, _, err := pass(fmt.Sprintf("re-run, %d past rows (round %d of %d)", rows, i+1, rounds))
+		if err != nil {
+			return err
+		}
+		firstsH, rerunsH = append(firstsH, firstH), append(rerunsH, rerunH)
 	}
-	if r.int("sent") != due {
-		return fmt.Errorf("first pass over history sent %d, want %d", r.int("sent"), due)
-	}
-	rerunH, _, err := pass(fmt.Sprintf("re-run, %d past rows", rows))
-	if err != nil {
-		return err
-	}
-	b.add(figure{fmt.Sprintf("first pass with %d past rows (N=%d)", rows, due), fmt.Sprintf("%.2f s (PostgreSQL CPU %.1f s)", firstH.wall.Seconds(), firstH.cpu.Seconds()),
-		fmt.Sprintf("%.2f s on an empty ledger (PostgreSQL CPU %.1f s)", first.wall.Seconds(), first.cpu.Seconds()),
+	firstH, rerunH := least(firstsH), least(rerunsH)
+	b.add(figure{fmt.Sprintf("first pass with %d past rows (N=%d, least of %d rounds)", rows, due, len(firstsH)),
+		fmt.Sprintf("%.2f s (PostgreSQL CPU %.1f s); rounds: %s", firstH.wall.Seconds(), firstH.cpu.Seconds(), wallList(firstsH)),
+		fmt.Sprintf("%.2f s on an empty ledger (PostgreSQL CPU %.1f s); rounds: %s", first.wall.Seconds(), first.cpu.Seconds(), wallList(firsts)),
 		fmt.Sprintf("%.2fx", firstH.wall.Seconds()/first.wall.Seconds()), "within 1.2x"})
-	b.add(figure{fmt.Sprintf("re-run with %d past rows (N=%d)", rows, due), fmt.Sprintf("%.2f s (PostgreSQL CPU %.1f s)", rerunH.wall.Seconds(), rerunH.cpu.Seconds()),
-		fmt.Sprintf("%.2f s on an empty ledger (PostgreSQL CPU %.1f s)", rerun.wall.Seconds(), rerun.cpu.Seconds()),
+	b.add(figure{fmt.Sprintf("re-run with %d past rows (N=%d, least of %d rounds)", rows, due, len(rerunsH)),
+		fmt.Sprintf("%.2f s (PostgreSQL CPU %.1f s); rounds: %s", rerunH.wall.Seconds(), rerunH.cpu.Seconds(), wallList(rerunsH)),
+		fmt.Sprintf("%.2f s on an empty ledger (PostgreSQL CPU %.1f s); rounds: %s", rerun.wall.Seconds(), rerun.cpu.Seconds(), wallList(reruns)),
 		fmt.Sprintf("%.2fx", rerunH.wall.Seconds()/rerun.wall.Seconds()), "within 1.2x"})
 	return nil
 }
