@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"scan/internal/ledger"
 	"scan/internal/pgtest"
@@ -114,7 +115,7 @@ VALUES ($1, 'claimed', 'sent', 'carol', 'seen in the provider console', $2)`, ke
 		t.Fatal(err)
 	}
 
-	if n, err := ledger.Migrate(ctx, db.DB); err != nil || n != 3 { // 0002 (partitions), 0003 (the provider_id index), 0004 (dropping it)
+	if n, err := ledger.Migrate(ctx, db.DB); err != nil || n != 4 { // 0002 (partitions), 0003 (the provider_id index), 0004 (dropping it), 0005 (the key check)
 		t.Fatalf("migrate applied %d, %v", n, err)
 	}
 	if err := db.Get(&after, dump); err != nil {
@@ -392,5 +393,40 @@ func TestPruneGivesUpWhenItCannotLockTheLedger(t *testing.T) {
 	}
 	if got := partitionNames(t, db); len(got) != 1 {
 		t.Fatalf("partitions %v", got)
+	}
+}
+
+// The key's CHECK constraint (0005, without a regular expression) refuses
+// what the old one refused and takes what it took, in every month.
+func TestKeyCheckTakesLowerCaseHexOnly(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	good := strings.Repeat("0123456789abcdef", 4)
+	bad := map[string]string{
+		"upper case": strings.ToUpper(good),
+		"63 digits":  good[:63],
+		"65 digits":  good + "0",
+		"not hex":    good[:63] + "g",
+		"a space":    " " + good[1:],
+		"non-ASCII":  good[:62] + "é",
+		"empty":      "",
+		"accented":   "\u00e0" + good[1:],
+	}
+	insert := func(k string) error {
+		c := ledger.Claim{Key: k, SubscriptionID: "sub_" + k, Kind: "renewal_notice_t72", PeriodStart: month(2026, 12),
+			RenewsAt: t0, WindowClosesAt: t0, Domain: "example.com", MessageID: "m@n.example.com"}
+		_, err := ledger.Insert(ctx, db, opt("r"), []ledger.Claim{c})
+		return err
+	}
+	for name, k := range bad {
+		err := insert(k)
+		var pqErr *pq.Error
+		if !errors.As(err, &pqErr) || pqErr.Code != "23514" || pqErr.Constraint != "notice_ledger_key_check" {
+			t.Errorf("%s (%q): %v, want the key check's violation", name, k, err)
+		}
+	}
+	if err := insert(good); err != nil {
+		t.Fatalf("a lower-case hex key: %v", err)
 	}
 }
