@@ -193,11 +193,7 @@ func (b *bench) minimalBaseline(ctx context.Context, db *sql.DB, due int, lo, hi
 
 func (b *bench) ledgerScale(ctx context.Context) error {
 	n := b.cfg.n
-	total := n + n/2
-	for total-total/3 < n {
-		total++
-	}
-	due := total - total/3
+	total, due := population(n)
 	db, err := b.database(ctx, "bench_ledger")
 	if err != nil {
 		return err

@@ -485,17 +485,13 @@ func (b *bench) all(ctx context.Context) error {
 
 func (b *bench) throughput(ctx context.Context) error {
 	n := b.cfg.n
-	total := n + n/2
-	// Every third id is not yet due: make total - total/3 == n.
-	for total-total/3 < n {
-		total++
-	}
+	total, due := population(n)
 	db, err := b.database(ctx, "bench_throughput")
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	fmt.Fprintf(b.log, "bench: seeding %d subscriptions (%d due)\n", total, total-total/3)
+	fmt.Fprintf(b.log, "bench: seeding %d subscriptions (%d due)\n", total, due)
 	t := time.Now()
 	if _, err := db.ExecContext(ctx, SubscriptionSeedMix, total, b.now); err != nil {
 		return fmt.Errorf("seed: %w", err)
@@ -507,7 +503,6 @@ func (b *bench) throughput(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(b.log, "bench: seeded in %s\n", time.Since(t).Round(time.Millisecond))
-	due := total - total/3
 	lo, hi := b.now.Add(closeBefore), b.now.Add(openBefore)
 
 	// Baseline: PostgreSQL alone.
@@ -744,13 +739,20 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func (b *bench) latency(ctx context.Context) error {
-	n := b.cfg.latencyN
-	total := n + n/2
+// population is how many subscriptions a scenario seeds for n due ones
+// (every third renews beyond the window: N/2 more), and how many of them
+// are due, at least n.
+func population(n int) (total, due int) {
+	total = n + n/2
 	for total-total/3 < n {
 		total++
 	}
-	due := total - total/3
+	return total, total - total/3
+}
+
+func (b *bench) latency(ctx context.Context) error {
+	n := b.cfg.latencyN
+	total, due := population(n)
 	db, err := b.database(ctx, "bench_latency")
 	if err != nil {
 		return err
