@@ -71,6 +71,9 @@ ON CONFLICT DO NOTHING`
 	PartitionTruncate = `TRUNCATE %s`
 	// PartitionExists reports whether a table of that name exists.
 	PartitionExists = `SELECT to_regclass(quote_ident($1)) IS NOT NULL`
+	// LedgerVacuum cleans up the dead row versions of a first pass (or,
+	// renamed, of the minimal baseline), counted in the per-notice CPU.
+	LedgerVacuum = `VACUUM notice_ledger`
 	// LedgerCount counts the ledger's rows.
 	LedgerCount = `SELECT count(*) FROM notice_ledger`
 )
@@ -182,7 +185,13 @@ func (b *bench) minimalBaseline(ctx context.Context, db *sql.DB, due int, lo, hi
 	if _, err := db.ExecContext(ctx, strings.Replace(BaselineMarkSent, "bench_ledger", "bench_minimal", 1), b.now); err != nil {
 		return base, fmt.Errorf("minimal mark sent: %w", err)
 	}
-	base.wall, base.cpu = time.Since(t), b.pgCPU()-pg0
+	base.wall = time.Since(t)
+	// The cleanup its writes need, which a pass pays in part while it runs
+	// (autovacuum) and the baseline would otherwise never pay.
+	if _, err := db.ExecContext(ctx, strings.Replace(LedgerVacuum, "notice_ledger", "bench_minimal", 1)); err != nil {
+		return base, fmt.Errorf("minimal vacuum: %w", err)
+	}
+	base.cpu = b.pgCPU() - pg0
 	if base.wal, err = walSince(ctx, db, w0); err != nil {
 		return base, err
 	}
@@ -215,7 +224,12 @@ func (b *bench) ledgerScale(ctx context.Context) error {
 	outbox := filepath.Join(b.cfg.work, "outbox-ledger")
 	defer os.RemoveAll(outbox)
 	env := []string{"SCAN_CONFIG=" + policy, "SCAN_SENDER=outbox", "SCAN_OUTBOX_DIR=" + outbox}
-	pass := func(label string) (perNotice, result, error) {
+	// pass runs scan run once; after a first pass (vacuum) it also runs
+	// VACUUM on the ledger, whose CPU and WAL count with the pass's (not
+	// its wall time): a pass's writes leave dead row versions that the
+	// baseline's are charged for as well, and autovacuum cleans some of
+	// them during a pass, some after, as its timer falls.
+	pass := func(label string, vacuum bool) (perNotice, result, error) {
 		_ = os.RemoveAll(outbox)
 		w0, err := walPos(ctx, db)
 		if err != nil {
@@ -227,6 +241,13 @@ func (b *bench) ledgerScale(ctx context.Context) error {
 			return perNotice{}, r, err
 		}
 		p := perNotice{cpu: r.pgCPU, wall: r.wall}
+		if vacuum {
+			pg0 := b.pgCPU()
+			if _, err := db.ExecContext(ctx, LedgerVacuum); err != nil {
+				return p, r, fmt.Errorf("vacuum: %w", err)
+			}
+			p.cpu += b.pgCPU() - pg0
+		}
 		p.wal, err = walSince(ctx, db, w0)
 		return p, r, err
 	}
@@ -251,7 +272,7 @@ func (b *bench) ledgerScale(ctx context.Context) error {
 				return err
 			}
 		}
-		first, r, err := pass(fmt.Sprintf("first pass, empty ledger (round %d of %d)", i+1, rounds))
+		first, r, err := pass(fmt.Sprintf("first pass, empty ledger (round %d of %d)", i+1, rounds), true)
 		if err != nil {
 			return err
 		}
@@ -259,7 +280,7 @@ func (b *bench) ledgerScale(ctx context.Context) error {
 			return fmt.Errorf("first pass sent %d, want %d", r.int("sent"), due)
 		}
 		firsts = append(firsts, first)
-		rerun, r, err := pass(fmt.Sprintf("re-run, empty ledger (round %d of %d)", i+1, rounds))
+		rerun, r, err := pass(fmt.Sprintf("re-run, empty ledger (round %d of %d)", i+1, rounds), false)
 		if err != nil {
 			return err
 		}
@@ -332,14 +353,14 @@ func (b *bench) ledgerScale(ctx context.Context) error {
 				}
 			}
 		}
-		firstH, r, err := pass(fmt.Sprintf("first pass, %d past rows (round %d of %d)", rows, i+1, rounds))
+		firstH, r, err := pass(fmt.Sprintf("first pass, %d past rows (round %d of %d)", rows, i+1, rounds), true)
 		if err != nil {
 			return err
 		}
 		if r.int("sent") != due {
 			return fmt.Errorf("first pass over history sent %d, want %d", r.int("sent"), due)
 		}
-		rerunH, _, err := pass(fmt.Sprintf("re-run, %d past rows (round %d of %d)", rows, i+1, rounds))
+		rerunH, _, err := pass(fmt.Sprintf("re-run, %d past rows (round %d of %d)", rows, i+1, rounds), false)
 		if err != nil {
 			return err
 		}
