@@ -115,6 +115,12 @@ type Kind struct {
 	OpenBefore     Duration          `yaml:"open_before"`
 	CloseBefore    Duration          `yaml:"close_before"`
 	ByJurisdiction map[string]Window `yaml:"by_jurisdiction"`
+	// Anchor names the source's timestamptz column the window is measured
+	// from (issue 21). Default "renews_at".
+	Anchor string `yaml:"anchor"`
+	// Legal, when set, replaces the jurisdictions' legal bounds for this
+	// kind (issue 21).
+	Legal map[string]Legal `yaml:"legal"`
 }
 
 // Default returns the kind's window for jurisdictions without an override.
@@ -143,6 +149,17 @@ func (k Kind) Overrides() []string {
 type Legal struct {
 	MinLead Duration `yaml:"min_lead"`
 	MaxLead Duration `yaml:"max_lead"`
+	// Requires lists the fields a notice in this jurisdiction must carry
+	// (e.g. "amount"); a row lacking one is invalid, reason
+	// "missing_<field>" (issue 21).
+	Requires []string `yaml:"requires"`
+}
+
+// QuietHours is a daily span, "HH:MM" to "HH:MM" in the recipient's time
+// zone, that may wrap midnight ("21:00" to "08:00").
+type QuietHours struct {
+	From string `yaml:"from"`
+	To   string `yaml:"to"`
 }
 
 // Bucket is a token bucket: PerSecond tokens a second, up to Burst.
@@ -185,6 +202,20 @@ type Policy struct {
 	// billing periods that started longer ago than this are removed.
 	// Default 400d.
 	Retention Duration `yaml:"retention"`
+	// DefaultLocale (BCP 47) selects templates and formatting for a row
+	// without a usable locale. Default "en" (issue 21).
+	DefaultLocale string `yaml:"default_locale"`
+	// DefaultTimeZone (IANA) formats dates for a row without a usable
+	// time_zone. Default "UTC" (issue 21).
+	DefaultTimeZone string `yaml:"default_time_zone"`
+	// PreferencesURL, with "{token}", is the reminder-preferences page named
+	// by List-Unsubscribe and List-Unsubscribe-Post (RFC 8058); never the
+	// cancel link. Optional: without it there is no List-Unsubscribe
+	// (issue 21).
+	PreferencesURL string `yaml:"preferences_url"`
+	// QuietHours, optional, defers a notice due inside them in the
+	// recipient's time zone, unless its window closes first (issue 21).
+	QuietHours *QuietHours `yaml:"quiet_hours"`
 
 	// MaxScheduleGap is the longest gap between two firings of Schedule over
 	// a year, computed by Validate.

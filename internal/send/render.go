@@ -77,6 +77,16 @@ type RenderConfig struct {
 	// ConfigurationSet is the Amazon SES configuration set named in an
 	// X-SES-CONFIGURATION-SET header (provider "ses" only); optional.
 	ConfigurationSet string
+	// DefaultLocale (BCP 47) renders a notice whose Locale is empty.
+	// Default "en" (issue 21).
+	DefaultLocale string
+	// DefaultTimeZone formats the dates of a notice whose TimeZone is nil.
+	// Default UTC (issue 21).
+	DefaultTimeZone *time.Location
+	// PreferencesURL, with "{token}", is named by List-Unsubscribe (and
+	// List-Unsubscribe-Post, RFC 8058). "": no List-Unsubscribe header.
+	// Never the cancel link (issue 21).
+	PreferencesURL string
 	// Templates optionally overrides the embedded templates. For a notice
 	// of kind K the Renderer uses K.subject.tmpl, K.txt.tmpl and
 	// K.html.tmpl (text/template, text/template and html/template) from

@@ -27,6 +27,22 @@ type Notice struct {
 	Plan           string    // optional plan name, may be empty; Render cuts it at MaxPlanLen characters
 	CancelToken    string    // token of the cancellation link; reused across revisions
 	ClaimedAt      time.Time // when the claim committed (for claim-to-commit latency)
+
+	// What the notice says (issue 21). Each is optional: the pass fills it
+	// where the source has the column, already validated.
+	AnchorAt      time.Time      // the kind's anchor (renews_at, trial_ends_at, ...); zero: RenewsAt
+	Amount        string         // the charge in major units as a decimal ("12.99"); "" when unknown
+	Currency      string         // ISO 4217 code of Amount, upper case ("EUR"); "" when unknown
+	Interval      string         // "day", "week", "month" or "year"; "" when unknown
+	IntervalCount int            // how many Intervals a billing period lasts; 0 means 1
+	Locale        string         // BCP 47 tag the pass resolved (fallbacks applied); "": the renderer's default
+	TimeZone      *time.Location // the recipient's zone, resolved; nil: the renderer's default
+
+	// Attempt numbers the claims of this notice (issue 19): 1 for the
+	// first claim, incremented by each re-claim. It travels beside the key
+	// wherever a provider echoes data, so an event settles only its own
+	// attempt. 0 means unknown (treated as 1).
+	Attempt int
 }
 
 // ErrNotAttempted is the cause of a Transient *Error for a notice that was
