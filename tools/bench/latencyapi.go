@@ -28,11 +28,21 @@ type apiStandIn struct {
 	opened   atomic.Int64
 	requests atomic.Int64
 	certFile string
+	// served sums the time from a request's arrival to its answer; gaps
+	// the time from an answer to the next request on the same connection
+	// (the client's own time between two sends), both in nanoseconds.
+	served, gaps, ngaps atomic.Int64
 }
+
+// apiConnKey keys the connection's last answer time in a request context.
+type apiConnKey struct{}
 
 func newAPIStandIn(latency time.Duration, dir string) (*apiStandIn, error) {
 	a := &apiStandIn{latency: latency}
 	a.srv = httptest.NewUnstartedServer(http.HandlerFunc(a.serve))
+	a.srv.Config.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
+		return context.WithValue(ctx, apiConnKey{}, new(time.Time))
+	}
 	a.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			a.opened.Add(1)
@@ -52,6 +62,11 @@ func newAPIStandIn(latency time.Duration, dir string) (*apiStandIn, error) {
 
 func (a *apiStandIn) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	last, _ := r.Context().Value(apiConnKey{}).(*time.Time)
+	if last != nil && !last.IsZero() {
+		a.gaps.Add(int64(start.Sub(*last)))
+		a.ngaps.Add(1)
+	}
 	_, _ = io.Copy(io.Discard, r.Body)
 	n := a.requests.Add(1)
 	// The provider's latency, from the request's arrival to its answer.
@@ -59,9 +74,17 @@ func (a *apiStandIn) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if strings.HasPrefix(r.URL.Path, "/v2/email/outbound-emails") {
 		fmt.Fprintf(w, `{"MessageId":"0100019bench-%012d-000000"}`, n)
-		return
+	} else {
+		fmt.Fprintf(w, `{"id":"bench-%d"}`, n)
 	}
-	fmt.Fprintf(w, `{"id":"bench-%d"}`, n)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	done := time.Now()
+	a.served.Add(int64(done.Sub(start)))
+	if last != nil {
+		*last = done
+	}
 }
 
 func (a *apiStandIn) close() { a.srv.Close() }
@@ -133,6 +156,7 @@ func (b *bench) latencyAPIPass(ctx context.Context, db *sql.DB, api *apiStandIn,
 		env = append(env, "SCAN_CPUPROFILE="+prof)
 	}
 	opened0, req0 := api.opened.Load(), api.requests.Load()
+	served0, gaps0, ngaps0 := api.served.Load(), api.gaps.Load(), api.ngaps.Load()
 	fmt.Fprintf(b.log, "bench: latency-api: %s sender, %d notices, %s per request, concurrency %d\n", sender, due, api.latency, conc)
 	r, err := b.scan(ctx, "bench_latency_api", "run", b.runArgs(b.cfg.batches[0]), env)
 	if err != nil {
@@ -144,9 +168,11 @@ func (b *bench) latencyAPIPass(ctx context.Context, db *sql.DB, api *apiStandIn,
 	}
 	rate := float64(due) / r.wall.Seconds()
 	ideal := float64(conc) / api.latency.Seconds()
+	served := float64(api.served.Load()-served0) / float64(due) / 1e6
+	gap := float64(api.gaps.Load()-gaps0) / float64(max(api.ngaps.Load()-ngaps0, 1)) / 1e6
 	b.add(figure{fmt.Sprintf("latency-api: %s sender, %s per request over TLS, concurrency %d (N=%d)", sender, api.latency, conc, due),
-		fmt.Sprintf("%.0f notices/s (%.2f s; %d TLS connections; peak RSS %.1f MiB; CPU: scan %.1f s, PostgreSQL %.1f s)",
-			rate, r.wall.Seconds(), opened, float64(r.maxRSS)/1024, r.cpu.Seconds(), r.pgCPU.Seconds()),
+		fmt.Sprintf("%.0f notices/s (%.2f s, pass %.2f s; %d TLS connections; peak RSS %.1f MiB; stand-in %.1f ms per request, client %.1f ms between an answer and the connection's next request; CPU: scan %.1f s, PostgreSQL %.1f s)",
+			rate, r.wall.Seconds(), float64(r.int("duration_ms"))/1000, opened, float64(r.maxRSS)/1024, served, gap, r.cpu.Seconds(), r.pgCPU.Seconds()),
 		fmt.Sprintf("%.0f notices/s ideal (concurrency / latency)", ideal),
 		fmt.Sprintf("%.2fx the ideal", rate/ideal),
 		fmt.Sprintf("at least 0.85x; at most %d connections; RSS at most 64 MiB", conc)})
