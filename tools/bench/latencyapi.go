@@ -158,10 +158,12 @@ func (b *bench) latencyAPIPass(ctx context.Context, db *sql.DB, api *apiStandIn,
 	opened0, req0 := api.opened.Load(), api.requests.Load()
 	served0, gaps0, ngaps0 := api.served.Load(), api.gaps.Load(), api.ngaps.Load()
 	fmt.Fprintf(b.log, "bench: latency-api: %s sender, %d notices, %s per request, concurrency %d\n", sender, due, api.latency, conc)
+	self0 := selfCPU()
 	r, err := b.scan(ctx, "bench_latency_api", "run", b.runArgs(b.cfg.batches[0]), env)
 	if err != nil {
 		return err
 	}
+	standInCPU := selfCPU() - self0
 	opened, reqs := api.opened.Load()-opened0, api.requests.Load()-req0
 	if r.int("sent") != due || int(reqs) != due {
 		return fmt.Errorf("latency-api %s pass sent %d, the stand-in got %d requests; want %d", sender, r.int("sent"), reqs, due)
@@ -171,8 +173,9 @@ func (b *bench) latencyAPIPass(ctx context.Context, db *sql.DB, api *apiStandIn,
 	served := float64(api.served.Load()-served0) / float64(due) / 1e6
 	gap := float64(api.gaps.Load()-gaps0) / float64(max(api.ngaps.Load()-ngaps0, 1)) / 1e6
 	b.add(figure{fmt.Sprintf("latency-api: %s sender, %s per request over TLS, concurrency %d (N=%d)", sender, api.latency, conc, due),
-		fmt.Sprintf("%.0f notices/s (%.2f s, pass %.2f s; %d TLS connections; peak RSS %.1f MiB; stand-in %.1f ms per request, client %.1f ms between an answer and the connection's next request; CPU: scan %.1f s, PostgreSQL %.1f s)",
-			rate, r.wall.Seconds(), float64(r.int("duration_ms"))/1000, opened, float64(r.maxRSS)/1024, served, gap, r.cpu.Seconds(), r.pgCPU.Seconds()),
+		fmt.Sprintf("%.0f notices/s (%.2f s, pass %.2f s; %d TLS connections; peak RSS %.1f MiB; stand-in %.1f ms per request, client %.1f ms between an answer and the connection's next request; CPU per notice: scan %.0f us, PostgreSQL %.0f us, stand-in %.0f us)",
+			rate, r.wall.Seconds(), float64(r.int("duration_ms"))/1000, opened, float64(r.maxRSS)/1024, served, gap,
+			usPer(r.cpu, due), usPer(r.pgCPU, due), usPer(standInCPU, due)),
 		fmt.Sprintf("%.0f notices/s ideal (concurrency / latency)", ideal),
 		fmt.Sprintf("%.2fx the ideal", rate/ideal),
 		fmt.Sprintf("at least 0.85x; at most %d connections; RSS at most 64 MiB", conc)})
@@ -180,4 +183,9 @@ func (b *bench) latencyAPIPass(ctx context.Context, db *sql.DB, api *apiStandIn,
 		b.profile(ctx, prof, fmt.Sprintf("the latency-api %s pass at concurrency %d", sender, conc))
 	}
 	return nil
+}
+
+// usPer is d over n notices, in microseconds.
+func usPer(d time.Duration, n int) float64 {
+	return float64(d.Microseconds()) / float64(max(n, 1))
 }
