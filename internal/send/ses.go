@@ -105,7 +105,8 @@ func NewSES(cfg SESConfig) (*SES, error) {
 	awsCfg := cfg.AWS.Copy()
 	awsCfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
 	awsCfg.RetryMaxAttempts = 1
-	awsCfg.HTTPClient = &http.Client{Transport: wroteTracker{tr}}
+	_, std := tr.(*http.Transport)
+	awsCfg.HTTPClient = &http.Client{Transport: wroteTracker{next: tr, waitWrite: std}}
 	return &SES{
 		transport: tr,
 		client:    sesv2.NewFromConfig(awsCfg, func(o *sesv2.Options) { o.Retryer = aws.NopRetryer{} }),
@@ -231,8 +232,13 @@ func withWroteFlag(ctx context.Context, f *atomic.Bool) context.Context {
 // still finishing the request (its last read of the body), and the SDK
 // closes the request body as soon as it has the answer: the writer then
 // fails and the connection is thrown away, so that about one request in a
-// thousand opened a new TLS connection.
-type wroteTracker struct{ next http.RoundTripper }
+// thousand opened a new TLS connection. It waits only on an
+// *http.Transport, which reports the end of every write it starts; a
+// Transport given in SESConfig may not.
+type wroteTracker struct {
+	next      http.RoundTripper
+	waitWrite bool
+}
 
 func (w wroteTracker) RoundTrip(req *http.Request) (*http.Response, error) {
 	f, _ := req.Context().Value(wroteKey{}).(*atomic.Bool)
@@ -246,7 +252,7 @@ func (w wroteTracker) RoundTrip(req *http.Request) (*http.Response, error) {
 	}}
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	resp, err := w.next.RoundTrip(req)
-	if err == nil {
+	if err == nil && w.waitWrite {
 		select {
 		case <-wrote:
 		case <-req.Context().Done():
