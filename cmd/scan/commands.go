@@ -368,9 +368,9 @@ func (p *preparedPass) newSender() (send.Sender, error) {
 	case "smtp":
 		return send.NewSMTP(send.SMTPConfig{URL: p.smtpURL, Pool: p.concurrency})
 	case "http":
-		return send.NewHTTP(send.HTTPConfig{URL: p.httpURL})
+		return send.NewHTTP(send.HTTPConfig{URL: p.httpURL, Pool: p.concurrency})
 	case "ses":
-		return send.NewSES(send.SESConfig{AWS: p.aws, ConfigurationSet: p.pol.SES.ConfigurationSet})
+		return send.NewSES(send.SESConfig{AWS: p.aws, ConfigurationSet: p.pol.SES.ConfigurationSet, Pool: p.concurrency})
 	default:
 		if err := os.MkdirAll(p.outboxDir, 0o755); err != nil {
 			return nil, fmt.Errorf("outbox %s: %w", p.outboxDir, err)

@@ -3,6 +3,7 @@ package send
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,8 +24,18 @@ type HTTPConfig struct {
 	URL string
 	// Timeout bounds one Send. Default DefaultSendTimeout.
 	Timeout time.Duration
-	// Client sends the requests. Default: a client on
-	// http.DefaultTransport with no timeout of its own.
+	// Pool is the most connections open to the endpoint, kept alive
+	// between requests; give it the Dispatcher's Concurrency. Default
+	// DefaultConcurrency. Ignored with Client.
+	Pool int
+	// TLSConfig is the base client TLS configuration, e.g. RootCAs for a
+	// test server; nil: the system's roots (which SSL_CERT_FILE and
+	// SSL_CERT_DIR replace). Certificates are always verified:
+	// InsecureSkipVerify is refused. Ignored with Client.
+	TLSConfig *tls.Config
+	// Client sends the requests, as given. Default: a client whose
+	// transport keeps Pool connections alive (IdleConnTimeout), attempts
+	// HTTP/2, and has no timeout of its own.
 	Client *http.Client
 }
 
@@ -73,8 +84,22 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultSendTimeout
 	}
+	if cfg.Pool < 0 {
+		return nil, fmt.Errorf("send: HTTPConfig.Pool %d is negative", cfg.Pool)
+	}
+	if cfg.Pool == 0 {
+		cfg.Pool = DefaultConcurrency
+	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		if cfg.TLSConfig != nil {
+			if cfg.TLSConfig.InsecureSkipVerify {
+				return nil, errors.New("send: HTTPConfig.TLSConfig.InsecureSkipVerify is not allowed")
+			}
+			tr.TLSClientConfig = cfg.TLSConfig.Clone()
+		}
+		sizeTransport(tr, cfg.Pool)
+		cfg.Client = &http.Client{Transport: tr}
 	}
 	return &HTTP{url: cfg.URL, timeout: cfg.Timeout, client: cfg.Client, redacted: redacted}, nil
 }

@@ -1,6 +1,7 @@
 package send_test
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"io"
@@ -162,6 +163,8 @@ func TestNewHTTPErrors(t *testing.T) {
 		{URL: "ftp://example.com"},
 		{URL: "/relative"},
 		{URL: "https://example.com", Timeout: -1},
+		{URL: "https://example.com", Pool: -1},
+		{URL: "https://example.com", TLSConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // the point of the test
 	} {
 		if _, err := send.NewHTTP(cfg); err == nil {
 			t.Errorf("NewHTTP(%+v) succeeded", cfg)

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptrace"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
 	"github.com/aws/smithy-go"
@@ -20,16 +22,24 @@ import (
 type SESConfig struct {
 	// AWS is the SDK configuration: region, credentials and endpoint, as
 	// config.LoadDefaultConfig resolves them (environment, shared files,
-	// IRSA web identity in Kubernetes, instance roles). Its Retryer and
-	// HTTPClient are replaced: see NewSES.
+	// IRSA web identity in Kubernetes, instance roles). Its Retryer is
+	// replaced, and its HTTPClient (nil, or the *awshttp.BuildableClient
+	// the loader builds for AWS_CA_BUNDLE) gives the transport that NewSES
+	// sizes: its TLS roots are kept.
 	AWS aws.Config
 	// ConfigurationSet, when set, is the configuration set of every
 	// message (its event destinations publish the events reconcile reads).
 	ConfigurationSet string
 	// Timeout bounds one Send. Default DefaultSendTimeout.
 	Timeout time.Duration
-	// Transport is the HTTP transport under the SDK; default a clone of
-	// http.DefaultTransport.
+	// Pool is the most connections open to the endpoint, kept alive
+	// between requests; give it the Dispatcher's Concurrency. Default
+	// DefaultConcurrency. Ignored with Transport.
+	Pool int
+	// Transport is the HTTP transport under the SDK, used as given.
+	// Default: the SDK's own transport (from AWS.HTTPClient, or the SDK's
+	// default), keeping Pool connections alive (IdleConnTimeout) and
+	// attempting HTTP/2.
 	Transport http.RoundTripper
 }
 
@@ -52,6 +62,7 @@ type SESConfig struct {
 //   - a timeout, a lost connection or an unreadable answer after the
 //     request left: Unknown (the claim stays quarantined).
 type SES struct {
+	transport http.RoundTripper
 	client    *sesv2.Client
 	configSet string
 	timeout   time.Duration
@@ -65,15 +76,39 @@ func NewSES(cfg SESConfig) (*SES, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultSendTimeout
 	}
+	if cfg.Pool < 0 {
+		return nil, fmt.Errorf("send: SESConfig.Pool %d is negative", cfg.Pool)
+	}
+	if cfg.Pool == 0 {
+		cfg.Pool = DefaultConcurrency
+	}
 	tr := cfg.Transport
 	if tr == nil {
-		tr = http.DefaultTransport.(*http.Transport).Clone()
+		var base *awshttp.BuildableClient
+		switch c := cfg.AWS.HTTPClient.(type) {
+		case nil:
+			base = awshttp.NewBuildableClient()
+		case *awshttp.BuildableClient:
+			base = c
+		default:
+			return nil, fmt.Errorf("send: SESConfig.AWS.HTTPClient is a %T, not the SDK's buildable client: give SESConfig.Transport", c)
+		}
+		// A copy of the SDK's transport, with the roots of AWS_CA_BUNDLE
+		// if the loader added them, and the SDK's dialer and timeouts.
+		t := base.GetTransport()
+		if t.TLSClientConfig != nil && t.TLSClientConfig.InsecureSkipVerify {
+			return nil, errors.New("send: SESConfig.AWS.HTTPClient: InsecureSkipVerify is not allowed")
+		}
+		sizeTransport(t, cfg.Pool)
+		tr = t
 	}
 	awsCfg := cfg.AWS.Copy()
 	awsCfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
 	awsCfg.RetryMaxAttempts = 1
-	awsCfg.HTTPClient = &http.Client{Transport: wroteTracker{tr}}
+	_, std := tr.(*http.Transport)
+	awsCfg.HTTPClient = &http.Client{Transport: wroteTracker{next: tr, waitWrite: std}}
 	return &SES{
+		transport: tr,
 		client:    sesv2.NewFromConfig(awsCfg, func(o *sesv2.Options) { o.Retryer = aws.NopRetryer{} }),
 		configSet: cfg.ConfigurationSet,
 		timeout:   cfg.Timeout,
@@ -83,8 +118,13 @@ func NewSES(cfg SESConfig) (*SES, error) {
 // String names the sender for logs.
 func (s *SES) String() string { return "ses" }
 
-// Close releases nothing; it is there for Sender.
-func (s *SES) Close() error { return nil }
+// Close closes the idle connections of the transport; it returns nil.
+func (s *SES) Close() error {
+	if c, ok := s.transport.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+	return nil
+}
 
 // Send submits m through SendEmail and classifies the answer.
 func (s *SES) Send(ctx context.Context, m *Message) (Receipt, error) {
@@ -186,17 +226,37 @@ func withWroteFlag(ctx context.Context, f *atomic.Bool) context.Context {
 
 // wroteTracker records, per request, whether the request left in full:
 // after that, a lost answer may hide an accepted message.
-type wroteTracker struct{ next http.RoundTripper }
+//
+// It also returns an answer only once the transport has finished writing
+// the request. Go's transport may hand over an answer while its writer is
+// still finishing the request (its last read of the body), and the SDK
+// closes the request body as soon as it has the answer: the writer then
+// fails and the connection is thrown away, so that about one request in a
+// thousand opened a new TLS connection. It waits only on an
+// *http.Transport, which reports the end of every write it starts; a
+// Transport given in SESConfig may not.
+type wroteTracker struct {
+	next      http.RoundTripper
+	waitWrite bool
+}
 
 func (w wroteTracker) RoundTrip(req *http.Request) (*http.Response, error) {
 	f, _ := req.Context().Value(wroteKey{}).(*atomic.Bool)
-	if f != nil {
-		trace := &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
-			if i.Err == nil {
-				f.Store(true)
-			}
-		}}
-		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	wrote := make(chan struct{})
+	var once sync.Once
+	trace := &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
+		if i.Err == nil && f != nil {
+			f.Store(true)
+		}
+		once.Do(func() { close(wrote) })
+	}}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	resp, err := w.next.RoundTrip(req)
+	if err == nil && w.waitWrite {
+		select {
+		case <-wrote:
+		case <-req.Context().Done():
+		}
 	}
-	return w.next.RoundTrip(req)
+	return resp, err
 }

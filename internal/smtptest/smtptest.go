@@ -78,6 +78,7 @@ type options struct {
 	implicitTLS bool
 	user, pass  string
 	latency     time.Duration
+	rtt         time.Duration
 	mode        Mode
 	onMessage   func(Received)
 	reply       func(Received) string
@@ -99,6 +100,15 @@ func WithAuth(user, pass string) Option {
 // WithLatency delays every reply to the end of DATA by d, to model a real
 // server in benchmarks.
 func WithLatency(d time.Duration) Option { return func(o *options) { o.latency = d } }
+
+// WithReplyLatency delays every reply, the greeting included, until d
+// after the bytes it answers arrived, as a network round trip of d would
+// look to the client: commands that arrive together (pipelined) are
+// answered together after d, not one d after the other. Each connection
+// waits on its own; other sessions go on meanwhile. It models a provider
+// across a region in benchmarks; WithLatency adds the server's own time to
+// accept a message on top.
+func WithReplyLatency(d time.Duration) Option { return func(o *options) { o.rtt = d } }
 
 // WithMode sets the initial Mode; the default is Accept.
 func WithMode(m Mode) Option { return func(o *options) { o.mode = m } }
@@ -177,6 +187,10 @@ func New(t testing.TB, opts ...Option) *Server {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("smtptest: listen: %v", err)
+	}
+	if s.opts.rtt > 0 {
+		// Under TLS, so that the handshake pays its round trips too.
+		ln = latencyListener{Listener: ln, d: s.opts.rtt, done: s.done}
 	}
 	if s.opts.implicitTLS {
 		ln = tls.NewListener(ln, tlsConf)
@@ -520,4 +534,57 @@ func selfSigned() (tls.Certificate, *x509.CertPool, error) {
 		certPool.AddCert(leaf)
 	})
 	return certVal, certPool, certErr
+}
+
+// latencyListener hands out connections whose replies wait for d after
+// the bytes they answer arrived (WithReplyLatency).
+type latencyListener struct {
+	net.Listener
+	d    time.Duration
+	done <-chan struct{}
+}
+
+func (l latencyListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &latencyConn{Conn: c, d: l.d, done: l.done, last: time.Now()}, nil
+}
+
+// latencyConn delays each write until d after the latest read that
+// returned bytes (for the greeting: after the connection was accepted).
+// A write waits on its own connection's goroutine only.
+type latencyConn struct {
+	net.Conn
+	d    time.Duration
+	done <-chan struct{}
+
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (c *latencyConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.mu.Lock()
+		c.last = time.Now()
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+func (c *latencyConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	wait := time.Until(c.last.Add(c.d))
+	c.mu.Unlock()
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-c.done:
+			t.Stop()
+		}
+	}
+	return c.Conn.Write(p)
 }

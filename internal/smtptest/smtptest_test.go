@@ -3,6 +3,8 @@ package smtptest_test
 import (
 	"context"
 	"errors"
+	"net"
+	"net/textproto"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +147,38 @@ func TestTLSAndAuth(t *testing.T) {
 	defer c2.Close()
 	if err := c2.SendMail("a@example.com", []string{"b@example.org"}, strings.NewReader(msg)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// WithReplyLatency: a reply leaves no sooner than the latency after what
+// it answers arrived, the greeting included; pipelined commands wait once,
+// together. (Only the lower bound is checked: the rest is the benchmark's
+// to measure, BenchmarkSMTPAtLatency in package send.)
+func TestReplyLatency(t *testing.T) {
+	t.Parallel()
+	const d = 30 * time.Millisecond
+	s := smtptest.New(t, smtptest.WithReplyLatency(d))
+	start := time.Now()
+	raw, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	greeting, err := textproto.NewConn(raw).ReadLine()
+	if took := time.Since(start); err != nil || !strings.HasPrefix(greeting, "220 ") || took < d {
+		t.Fatalf("greeting %q (%v) after %s, want 220 after at least %s", greeting, err, took, d)
+	}
+	c := dial(t, s)
+	start = time.Now()
+	if err := c.SendMail("a@example.com", []string{"b@example.org"}, strings.NewReader(msg)); err != nil {
+		t.Fatal(err)
+	}
+	// The greeting, EHLO, then MAIL, RCPT and DATA (go-smtp's client does
+	// not pipeline) and the end of data: six exchanges, one d each.
+	if took := time.Since(start); took < 6*d {
+		t.Fatalf("a message after %s, want at least %s", took, 6*d)
+	}
+	if s.Total() != 1 {
+		t.Fatalf("%d messages", s.Total())
 	}
 }

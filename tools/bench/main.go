@@ -22,7 +22,12 @@
 //   - a rate-limited pass over domains with different rates, against the
 //     ideal max over domains of n_d / r_d;
 //   - a skewed backlog: a slow domain's backlog ahead of a fast domain in
-//     source order, the fast domain's time against its own pace n_f / r_f.
+//     source order, the fast domain's time against its own pace n_f / r_f;
+//   - latency-api: the http and ses senders against an HTTPS stand-in (in
+//     this process) that answers in 50 ms, trusted through SSL_CERT_FILE
+//     and AWS_CA_BUNDLE, at concurrency 64 and 256: notices/s against the
+//     ideal concurrency / latency, TLS connections opened, peak RSS, and
+//     a CPU profile of the pass at the highest concurrency.
 //
 // A CPU profile of the first pass is written to the work directory
 // (SCAN_CPUPROFILE) and its top entries printed. docs/BENCHMARKS.md
@@ -223,6 +228,10 @@ type config struct {
 	only        string
 	latency     time.Duration
 	concurrency int
+
+	apiN           int
+	apiLatency     time.Duration
+	apiConcurrency []int
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -247,11 +256,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	batches := fs.String("batches", defBatches, "claim batch sizes of the first pass to compare, e.g. 1000,5000 (env BENCH_BATCHES); the first is also used for the other passes")
 	fs.StringVar(&c.work, "work", "", "work directory for policies, logs and the profile (default a new one in /dev/shm)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory")
-	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed, ledger")
+	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed, ledger, latency-api")
 	fs.DurationVar(&c.latency, "latency", 5*time.Millisecond, "the SMTP sink's time per message in the fixed-latency scenario")
 	fs.IntVar(&c.concurrency, "concurrency", 8, "policy concurrency (SMTP connections) of the fixed-latency scenario")
+	fs.IntVar(&c.apiN, "api-n", 20000, "due subscriptions of each latency-api pass")
+	fs.DurationVar(&c.apiLatency, "api-latency", 50*time.Millisecond, "the API stand-in's time per request in the latency-api scenario")
+	apiConc := fs.String("api-concurrency", "64,256", "policy concurrencies of the latency-api scenario, comma-separated")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	for _, s := range strings.Split(*apiConc, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 1024 {
+			return fmt.Errorf("-api-concurrency: %q is not a concurrency between 1 and 1024", s)
+		}
+		c.apiConcurrency = append(c.apiConcurrency, n)
 	}
 	for _, s := range strings.Split(*batches, ",") {
 		b, err := strconv.Atoi(strings.TrimSpace(s))
@@ -471,7 +490,7 @@ func (b *bench) all(ctx context.Context) error {
 	for _, sc := range []struct {
 		name string
 		run  func(context.Context) error
-	}{{"throughput", b.throughput}, {"latency", b.latency}, {"rate", b.rateLimited}, {"skewed", b.skewed}, {"ledger", b.ledgerScale}} {
+	}{{"throughput", b.throughput}, {"latency", b.latency}, {"rate", b.rateLimited}, {"skewed", b.skewed}, {"ledger", b.ledgerScale}, {"latency-api", b.latencyAPI}} {
 		if b.cfg.only != "" && !strings.Contains(","+b.cfg.only+",", ","+sc.name+",") {
 			continue
 		}
@@ -572,7 +591,7 @@ func (b *bench) throughput(ctx context.Context) error {
 			fmt.Sprintf("%.2fx the baseline's time (CPU %.2fx)", r.wall.Seconds()/baseDur.Seconds(), (r.cpu+r.pgCPU).Seconds()/baseCPU.Seconds()), "within 3x"})
 		if i == 0 {
 			first = r
-			b.profile(ctx, prof)
+			b.profile(ctx, prof, "the first pass")
 		}
 	}
 	var same int
@@ -618,8 +637,8 @@ func (b *bench) throughput(ctx context.Context) error {
 	return nil
 }
 
-// profile prints the top of the first pass's CPU profile.
-func (b *bench) profile(ctx context.Context, path string) {
+// profile prints the top of a pass's CPU profile; what names the pass.
+func (b *bench) profile(ctx context.Context, path, what string) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		fmt.Fprintf(b.log, "bench: no go tool on PATH; the profile is in %s\n", path)
@@ -630,7 +649,7 @@ func (b *bench) profile(ctx context.Context, path string) {
 		fmt.Fprintf(b.log, "bench: pprof: %v\n%s", err, out)
 		return
 	}
-	fmt.Fprintf(b.out, "CPU profile of the first pass (go tool pprof -top):\n%s\n", out)
+	fmt.Fprintf(b.out, "CPU profile of %s (go tool pprof -top):\n%s\n", what, out)
 	out, err = exec.CommandContext(ctx, goBin, "tool", "pprof", "-top", "-cum", "-nodecount=25", b.cfg.scan, path).CombinedOutput()
 	if err == nil {
 		fmt.Fprintf(b.out, "Cumulative (go tool pprof -top -cum):\n%s\n", out)

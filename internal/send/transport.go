@@ -1,0 +1,46 @@
+package send
+
+import (
+	"crypto/tls"
+	"net/http"
+	"time"
+)
+
+// IdleConnTimeout is how long the http and ses senders keep an idle
+// connection to the provider before closing it themselves.
+//
+// It sits below the idle timeouts of what usually fronts an HTTP API (60 s
+// on AWS's load balancers by default, 75 s in nginx, several minutes at
+// Google's and Cloudflare's edges), so that the client, not the server,
+// closes an idle connection. A server that closes a kept-alive connection
+// just as a request goes out on it leaves that request's fate unknown: an
+// SES request then ends Unknown and its claim stays in quarantine. During
+// a pass the connections are busy and never reach this timeout; it matters
+// in the pauses (a rate-limited domain, a slow claim).
+const IdleConnTimeout = 30 * time.Second
+
+// sizeTransport sizes tr for `concurrency` requests in flight to one
+// provider host: it keeps that many connections alive between requests
+// and never opens more, so a pass opens `concurrency` TLS connections
+// once and reuses them, instead of one per notice (Go's default keeps two
+// idle connections per host and closes the rest after each answer).
+//
+// HTTP/2 is attempted where the endpoint offers it through ALPN (a
+// custom TLS configuration otherwise turns it off); over HTTP/2 the
+// requests in flight share one connection up to the server's stream limit.
+func sizeTransport(tr *http.Transport, concurrency int) {
+	tr.DisableKeepAlives = false
+	tr.MaxConnsPerHost = concurrency
+	tr.MaxIdleConnsPerHost = concurrency
+	if tr.MaxIdleConns != 0 && tr.MaxIdleConns < concurrency {
+		tr.MaxIdleConns = concurrency
+	}
+	tr.IdleConnTimeout = IdleConnTimeout
+	tr.ForceAttemptHTTP2 = true
+	if tr.TLSClientConfig == nil {
+		tr.TLSClientConfig = &tls.Config{}
+	}
+	if tr.TLSClientConfig.MinVersion < tls.VersionTLS12 {
+		tr.TLSClientConfig.MinVersion = tls.VersionTLS12
+	}
+}
