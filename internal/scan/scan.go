@@ -170,9 +170,9 @@ type Pass struct {
 	sels     [][]selection // per kind: default group then overrides
 	kinds    map[string]policy.Kind
 	content  *content
-	sawQuiet bool // a row the quiet hours deferred was read (tallyDeferred)
-	start    time.Time     // when Run started (the time budget's origin)
-	maxMint  int           // *cfg.MaxMint, or -1 for no limit
+	sawQuiet bool      // a row the quiet hours deferred was read (tallyDeferred)
+	start    time.Time // when Run started (the time budget's origin)
+	maxMint  int       // *cfg.MaxMint, or -1 for no limit
 }
 
 // New validates cfg, checks the source relation's columns and returns a
