@@ -2,7 +2,6 @@ package scan
 
 import (
 	"math/big"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -34,16 +33,34 @@ const (
 // Intervals are the values billing_interval takes.
 var Intervals = []string{"day", "week", "month", "year"}
 
-// decimalRe is a plain decimal: what a numeric column reads as text.
-var decimalRe = regexp.MustCompile(`^[+-]?[0-9]+(\.[0-9]+)?$`)
+// plainDecimal reports whether a is a plain decimal, [+-]digits[.digits]
+// (what a numeric column reads as text), and whether it is below zero.
+func plainDecimal(a string) (neg, ok bool) {
+	if a != "" && (a[0] == '+' || a[0] == '-') {
+		neg, a = a[0] == '-', a[1:]
+	}
+	digits, dot, nonzero := 0, false, false
+	for i := 0; i < len(a); i++ {
+		switch c := a[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+			nonzero = nonzero || c != '0'
+		case c == '.' && !dot && digits > 0 && i < len(a)-1:
+			dot = true
+		default:
+			return false, false
+		}
+	}
+	return neg && nonzero, digits > 0
+}
 
-// maxZones bounds the time-zone cache: a data load of distinct garbage
-// names cannot grow it without end (the names past it are looked up each
-// time).
+// maxZones bounds the time-zone and locale caches: a data load of
+// distinct garbage names cannot grow them without end (the names past it
+// are looked up each time).
 const maxZones = 4096
 
 // content resolves a row's content for one pass. It caches each time
-// zone by name, and the quiet-hours verdict per zone (both constant over
+// zone and locale by name, and the quiet-hours verdict per zone (both constant over
 // a pass, whose now is fixed). Not safe for concurrent use: the producer
 // alone calls it.
 type content struct {
@@ -51,6 +68,7 @@ type content struct {
 	defLocale string
 	defZone   *time.Location
 	zones     map[string]*time.Location // nil: not a zone
+	locales   map[string]string         // canonical tag; "": not a locale
 	quiet     map[string]quietVerdict   // by zone name
 	now       time.Time
 	sched     interface{ Next(time.Time) time.Time }
@@ -73,7 +91,7 @@ func newContent(pol *policy.Policy, now time.Time, sched interface{ Next(time.Ti
 	}
 	return &content{
 		pol: pol, defLocale: pol.DefaultLocale, defZone: def,
-		zones: map[string]*time.Location{}, quiet: map[string]quietVerdict{},
+		zones: map[string]*time.Location{}, locales: map[string]string{}, quiet: map[string]quietVerdict{},
 		now: now, sched: sched, horizon: now.Add(pol.LongestLead()),
 	}, nil
 }
@@ -92,8 +110,8 @@ func (c *content) fill(r sourceRow, k policy.Kind, n *send.Notice) (reason strin
 	}
 	n.Locale = c.defLocale
 	if l := strings.TrimSpace(deref(r.Locale)); l != "" {
-		if tag, err := language.Parse(l); err == nil && tag != language.Und {
-			n.Locale = tag.String()
+		if tag := c.locale(l); tag != "" {
+			n.Locale = tag
 		} else {
 			fallbacks = append(fallbacks, "locale")
 		}
@@ -112,16 +130,19 @@ func (c *content) fill(r sourceRow, k policy.Kind, n *send.Notice) (reason strin
 // fillCharge checks and fills the amount, currency and billing interval.
 func (c *content) fillCharge(r sourceRow, n *send.Notice) string {
 	if a := strings.TrimSpace(deref(r.Amount)); a != "" {
-		v, ok := new(big.Rat).SetString(a)
-		if !ok {
-			return reasonInvalidAmount
-		}
-		if v.Sign() < 0 {
+		switch neg, plain := plainDecimal(a); {
+		case plain && neg:
 			return reasonNegativeAmount
-		}
-		if decimalRe.MatchString(a) {
-			n.Amount = strings.TrimPrefix(a, "+")
-		} else { // a float column's 1e+06
+		case plain:
+			n.Amount = strings.TrimLeft(a, "+-") // "-0.00" is no charge either way
+		default: // a float column's 1e+06, or not a number
+			v, ok := new(big.Rat).SetString(a)
+			if !ok {
+				return reasonInvalidAmount
+			}
+			if v.Sign() < 0 {
+				return reasonNegativeAmount
+			}
 			n.Amount = strings.TrimRight(strings.TrimRight(v.FloatString(6), "0"), ".")
 		}
 	}
@@ -174,6 +195,22 @@ func missing(f string, n *send.Notice) bool {
 		return n.Interval == ""
 	}
 	return false
+}
+
+// locale returns the canonical BCP 47 tag of l, "" when l is malformed
+// or unknown.
+func (c *content) locale(l string) string {
+	if tag, ok := c.locales[l]; ok {
+		return tag
+	}
+	tag := ""
+	if t, err := language.Parse(l); err == nil && t != language.Und {
+		tag = t.String()
+	}
+	if len(c.locales) < maxZones {
+		c.locales[l] = tag
+	}
+	return tag
 }
 
 // zone returns the IANA zone named name, nil when there is none.
