@@ -302,7 +302,8 @@ func (s *Pass) probeSource(ctx context.Context) error {
 }
 
 // checkAnchors refuses a kind whose anchor column the source lacks, or
-// holds no timestamptz: its window could not be measured.
+// whose anchor (other than renews_at) is not a timestamptz: its window
+// could not be measured, or not without guessing a time zone.
 func (s *Pass) checkAnchors(have map[string]bool, types map[string]string) error {
 	for _, k := range s.cfg.Policy.Notices {
 		a := k.AnchorColumn()
@@ -310,7 +311,9 @@ func (s *Pass) checkAnchors(have map[string]bool, types map[string]string) error
 		if !have[a] {
 			return &ConfigError{field, fmt.Sprintf("relation %s has no column %q, the anchor of kind %s", s.src.rel, a, k.Kind)}
 		}
-		if t := types[a]; t != "TIMESTAMPTZ" {
+		// renews_at is a required column, read as it always was; another
+		// anchor must say which instant it is.
+		if t := types[a]; a != policy.DefaultAnchor && t != "TIMESTAMPTZ" {
 			return &ConfigError{field, fmt.Sprintf("column %q of relation %s is %s, not timestamptz (map it with a view: %s::timestamptz)", a, s.src.rel, strings.ToLower(t), a)}
 		}
 	}
