@@ -1,7 +1,7 @@
 package scan
 
 import (
-	"math/big"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +52,24 @@ func plainDecimal(a string) (neg, ok bool) {
 		}
 	}
 	return neg && nonzero, digits > 0
+}
+
+// maxAmount bounds an amount in exponent form: no charge is larger, and a
+// text column's 1e999999 must not become a million digits.
+const maxAmount = 1e15
+
+// floatAmount reads what a float column prints (1e+06, 1.5e-07): decimal
+// digits, a point and an exponent only (no hex, no Inf or NaN), finite and
+// at most maxAmount in size.
+func floatAmount(a string) (float64, bool) {
+	if strings.Trim(a, "0123456789.eE+-") != "" {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(a, 64)
+	if err != nil || math.IsNaN(v) || math.Abs(v) > maxAmount {
+		return 0, false
+	}
+	return v, true
 }
 
 // maxZones bounds the time-zone and locale caches: a data load of
@@ -136,14 +154,14 @@ func (c *content) fillCharge(r sourceRow, n *send.Notice) string {
 		case plain:
 			n.Amount = strings.TrimLeft(a, "+-") // "-0.00" is no charge either way
 		default: // a float column's 1e+06, or not a number
-			v, ok := new(big.Rat).SetString(a)
+			v, ok := floatAmount(a)
 			if !ok {
 				return reasonInvalidAmount
 			}
-			if v.Sign() < 0 {
+			if v < 0 {
 				return reasonNegativeAmount
 			}
-			n.Amount = strings.TrimRight(strings.TrimRight(v.FloatString(6), "0"), ".")
+			n.Amount = strconv.FormatFloat(v, 'f', -1, 64)
 		}
 	}
 	if cur := strings.TrimSpace(deref(r.Currency)); cur != "" {
