@@ -45,7 +45,9 @@ commands:
   key          print a notice key
   version      version, commit and build time (also --version)
   prune        remove billing periods older than the retention (--older-than D, --dry-run)
-  preview      render a notice without claiming or sending it (--subscription ID | --kind K --locale L --out DIR)
+  preview      print the message a subscription would get now (--subscription ID [--kind K] [--now T]),
+               or write sample notices for review (--kind K --locale L [--jurisdiction J] --out DIR);
+               writes nothing to the ledger, sends nothing
 
 Run 'scan COMMAND -h' for a command's flags.`
 )
