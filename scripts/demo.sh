@@ -44,6 +44,9 @@ echo "== second pass: everything is already claimed, nothing is sent twice"
 second="$(./bin/scan run --now "$now" 2>>"$logs")"
 echo "$second"
 
+echo "== scan preview: sample notices per kind and locale, for review (nothing claimed, nothing sent)"
+./bin/scan preview --kind renewal_notice_t72,trial_ending --locale en,de-AT --out "$workdir/preview" 2>>"$logs"
+
 count="$(find "$SCAN_OUTBOX_DIR" -type f -name '*.eml' | wc -l | tr -d ' ')"
 echo "== outbox: ${SCAN_OUTBOX_DIR} holds ${count} .eml files"
 echo "== logs: ${logs} ($(wc -l <"$logs" | tr -d ' ') lines; e.g. grep invalid ${logs})"

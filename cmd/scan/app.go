@@ -45,6 +45,9 @@ commands:
   key          print a notice key
   version      version, commit and build time (also --version)
   prune        remove billing periods older than the retention (--older-than D, --dry-run)
+  preview      print the message a subscription would get now (--subscription ID [--kind K] [--now T]),
+               or write sample notices for review (--kind K --locale L [--jurisdiction J] --out DIR);
+               writes nothing to the ledger, sends nothing
 
 Run 'scan COMMAND -h' for a command's flags.`
 )
@@ -118,11 +121,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = cmdVersion(e, rest)
 	case "prune":
 		err = cmdPrune(ctx, e, rest)
+	case "preview":
+		err = cmdPreview(ctx, e, rest)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usageSummary)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "scan: unknown command %q: use one of migrate, run, lookup, quarantine, reconcile, resolve, backfill, schedule, key, prune, version ('scan help' lists them)\n", e.redact(cmd))
+		fmt.Fprintf(stderr, "scan: unknown command %q: use one of migrate, run, lookup, quarantine, reconcile, resolve, backfill, schedule, key, prune, preview, version ('scan help' lists them)\n", e.redact(cmd))
 		return exitUsage
 	}
 	return exitCode(e, err)

@@ -181,7 +181,7 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 	sc, err = scan.New(ctx, db, sender, ps.renderer, passLog, scan.Config{
 		Policy: ps.pol, Secret: ps.secret, Source: f.source, RunID: runID, Now: now,
 		MaxMint: maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
-		MaxDuration: ps.maxDuration, Hooks: obs.hooks(failpointHooks()),
+		MaxDuration: ps.maxDuration, Hooks: obs.hooks(failpointHooks()), Schedule: ps.schedule,
 	})
 	if err != nil {
 		sender.Close()
@@ -202,6 +202,7 @@ type preparedPass struct {
 	aws                  aws.Config // with sender ses
 	concurrency          int
 	maxDuration          time.Duration
+	schedule             string // the cron passes run on, when not the policy's (scan schedule --cron)
 	log                  zerolog.Logger
 }
 
@@ -311,16 +312,25 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags, log zerolog.Logger) (*pr
 			return nil, err
 		}
 	}
+	if p.renderer, err = newRenderer(pol); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// newRenderer builds the message renderer from the policy: one place, so
+// that `scan preview` renders exactly what `scan run` sends.
+func newRenderer(pol *policy.Policy) (*send.Renderer, error) {
 	rc := send.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL,
 		Provider: pol.Provider, ConfigurationSet: pol.SES.ConfigurationSet}
 	if pol.TemplatesDir != "" {
 		rc.Templates = os.DirFS(pol.TemplatesDir)
 	}
-	p.renderer, err = send.NewRenderer(rc)
+	r, err := send.NewRenderer(rc)
 	if err != nil {
 		return nil, usagef("config", "%v", err)
 	}
-	return p, nil
+	return r, nil
 }
 
 // prepareSES resolves the AWS configuration through the SDK's standard

@@ -133,6 +133,7 @@ func (o *observer) finish(ctx context.Context, sum scan.Summary, err error) {
 		Suppressed: sum.Suppressed, Sent: sum.Sent, Retry: sum.Retry, Failed: sum.Failed,
 		Ambiguous: sum.Ambiguous, Missed: sum.Missed, Deferred: sum.Deferred, Quarantine: sum.Quarantine,
 		Backlog: sum.DeferredByDomain, KeyMismatch: sum.KeyMismatch,
+		DeferredQuietHours: sum.DeferredQuietHours, Fallback: sum.Fallback,
 	}
 	if sum.QuarantineSince != nil {
 		c.QuarantineOldest = *sum.QuarantineSince

@@ -44,6 +44,7 @@ func cmdSchedule(ctx context.Context, e *env, args []string) error {
 	if *expr == "" {
 		*expr = ps.pol.Schedule
 	}
+	ps.schedule = *expr // the quiet hours count on the passes to come
 	sched, err := policy.ParseSchedule(*expr)
 	if err != nil {
 		return usagef("--cron", "%v", err)

@@ -43,7 +43,7 @@ const OtherDomain = "other"
 
 // Results are the values of the result label of scan_pass_notices, in the
 // order of the pass's summary.
-var Results = []string{"eligible", "invalid", "minted", "retried", "suppressed", "sent", "retry", "failed", "ambiguous", "missed", "deferred"}
+var Results = []string{"eligible", "invalid", "minted", "retried", "suppressed", "sent", "retry", "failed", "ambiguous", "missed", "deferred", "deferred_quiet_hours", "fallback"}
 
 // Counts are a pass's tallies, as its summary reports them.
 type Counts struct {
@@ -53,6 +53,10 @@ type Counts struct {
 	// ended); Backlog splits them by recipient domain.
 	Deferred int
 	Backlog  map[string]int
+	// DeferredQuietHours: the part of Deferred the recipients' quiet
+	// hours held. Fallback: notices claimed with the default locale or
+	// time zone in place of the row's malformed or unknown one.
+	DeferredQuietHours, Fallback int
 	// Quarantine is the number of claims with no recorded outcome, from
 	// this pass and earlier ones; QuarantineOldest the oldest claim's
 	// time, zero when there is none.
@@ -68,6 +72,7 @@ func (c Counts) byResult() map[string]int {
 		"eligible": c.Eligible, "invalid": c.Invalid, "minted": c.Minted, "retried": c.Retried,
 		"suppressed": c.Suppressed, "sent": c.Sent, "retry": c.Retry, "failed": c.Failed,
 		"ambiguous": c.Ambiguous, "missed": c.Missed, "deferred": c.Deferred,
+		"deferred_quiet_hours": c.DeferredQuietHours, "fallback": c.Fallback,
 	}
 }
 

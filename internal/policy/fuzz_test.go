@@ -49,7 +49,7 @@ func FuzzParse(f *testing.F) {
 		if _, err := policy.ParseSchedule(p.Schedule); err != nil {
 			t.Fatalf("schedule %q: %v", p.Schedule, err)
 		}
-		check := func(where, j string, w policy.Window) {
+		check := func(where string, k policy.Kind, j string, w policy.Window) {
 			open, closeAt := time.Duration(w.OpenBefore), time.Duration(w.CloseBefore)
 			if closeAt < 0 || open <= closeAt {
 				t.Fatalf("%s: window [%v, %v] is empty or negative", where, closeAt, open)
@@ -57,7 +57,7 @@ func FuzzParse(f *testing.F) {
 			if open-closeAt < p.MaxScheduleGap {
 				t.Fatalf("%s: window %v narrower than the schedule's gap %v", where, open-closeAt, p.MaxScheduleGap)
 			}
-			if l, ok := p.Legal[j]; ok && j != "" {
+			if l, ok := p.LegalFor(k, j); ok {
 				if closeAt < time.Duration(l.MinLead) || open > time.Duration(l.MaxLead) {
 					t.Fatalf("%s: window [%v, %v] outside legal [%v, %v]", where, closeAt, open, l.MinLead, l.MaxLead)
 				}
@@ -67,12 +67,15 @@ func FuzzParse(f *testing.F) {
 			if err := notice.ValidateKind(k.Kind); err != nil {
 				t.Fatalf("kind %q: %v", k.Kind, err)
 			}
-			check(k.Kind, "", k.Default())
+			check(k.Kind, k, "", k.Default())
 			for j := range p.Legal {
-				check(k.Kind+" in "+j, j, k.WindowFor(j))
+				check(k.Kind+" in "+j, k, j, k.WindowFor(j))
+			}
+			for j := range k.Legal {
+				check(k.Kind+" in "+j, k, j, k.WindowFor(j))
 			}
 			for _, j := range k.Overrides() {
-				check(k.Kind+" in "+j, j, k.ByJurisdiction[j])
+				check(k.Kind+" in "+j, k, j, k.ByJurisdiction[j])
 			}
 		}
 		bucket := func(where string, b policy.Bucket) {

@@ -160,6 +160,8 @@ type Legal struct {
 type QuietHours struct {
 	From string `yaml:"from"`
 	To   string `yaml:"to"`
+
+	from, to int // minutes of the day, set by Validate
 }
 
 // Bucket is a token bucket: PerSecond tokens a second, up to Burst.
@@ -388,10 +390,11 @@ func (p *Policy) fillDefaults() {
 	if p.Notices == nil {
 		p.Notices = []Kind{{Kind: "renewal_notice_t72", OpenBefore: Duration(72 * time.Hour), CloseBefore: Duration(24 * time.Hour)}}
 	}
+	p.fillContentDefaults()
 }
 
 // CheckProduction refuses a policy that would show customers a sample
-// value: from, cancel_url or message_id_domain left at (or copied from)
+// value: from, cancel_url, message_id_domain or preferences_url left at (or copied from)
 // the built-in example, whose domains are the reserved example.com,
 // example.net, example.org or *.example (RFC 2606). cmd/scan calls it
 // with SCAN_ENVIRONMENT=production: a customer must never get an
@@ -405,11 +408,19 @@ func (p *Policy) CheckProduction() error {
 	if u, err := url.Parse(strings.ReplaceAll(p.CancelURL, "{token}", "t")); err == nil {
 		cancelHost = u.Hostname()
 	}
-	for _, f := range []struct{ field, value, domain string }{
+	fields := []struct{ field, value, domain string }{
 		{"from", p.From, fromDomain},
 		{"cancel_url", p.CancelURL, cancelHost},
 		{"message_id_domain", p.MessageIDDomain, p.MessageIDDomain},
-	} {
+	}
+	if p.PreferencesURL != "" {
+		prefHost := ""
+		if u, err := url.Parse(strings.ReplaceAll(p.PreferencesURL, "{token}", "t")); err == nil {
+			prefHost = u.Hostname()
+		}
+		fields = append(fields, struct{ field, value, domain string }{"preferences_url", p.PreferencesURL, prefHost})
+	}
+	for _, f := range fields {
 		if f.domain == "" || isExampleDomain(f.domain) {
 			return &Error{Field: f.field, Msg: fmt.Sprintf("%q is a sample value: with SCAN_ENVIRONMENT=production set it to your own in the policy file (SCAN_CONFIG)", f.value)}
 		}
@@ -468,46 +479,16 @@ func (p *Policy) Validate() error {
 	if len(p.Notices) == 0 {
 		return &Error{Field: "notices", Msg: "at least one kind is required"}
 	}
-	for j, l := range p.Legal {
-		f := "legal[" + j + "]"
-		if j == "" {
-			return &Error{Field: "legal", Msg: "empty jurisdiction name"}
-		}
-		if l.MinLead < 0 || l.MaxLead <= 0 || l.MinLead > l.MaxLead {
-			return &Error{Field: f, Msg: fmt.Sprintf("need 0 <= min_lead <= max_lead, got [%s, %s]", l.MinLead, l.MaxLead)}
-		}
+	if err := p.validateContent(); err != nil {
+		return err
 	}
-	seen := map[string]bool{}
-	for i, k := range p.Notices {
-		f := fmt.Sprintf("notices[%d]", i)
-		if err := notice.ValidateKind(k.Kind); err != nil {
-			return &Error{Field: f + ".kind", Msg: err.Error()}
-		}
-		f = "notices[" + k.Kind + "]"
-		if seen[k.Kind] {
-			return &Error{Field: f, Msg: "kind listed twice"}
-		}
-		seen[k.Kind] = true
-		if err := p.checkWindow(f, k.Kind, "", k.Default()); err != nil {
+	for _, j := range sortedKeys(p.Legal) {
+		if err := checkLegal("legal["+j+"]", j, p.Legal[j]); err != nil {
 			return err
 		}
-		for _, j := range k.Overrides() {
-			if j == "" {
-				return &Error{Field: f + ".by_jurisdiction", Msg: "empty jurisdiction name"}
-			}
-			if err := p.checkWindow(f+".by_jurisdiction["+j+"]", k.Kind, j, k.ByJurisdiction[j]); err != nil {
-				return err
-			}
-		}
-		// Jurisdictions with a legal rule but no override use the default
-		// window, which must then satisfy their rule too.
-		for j := range p.Legal {
-			if _, ok := k.ByJurisdiction[j]; !ok {
-				if err := p.checkWindow(f+" (default window used in "+j+")", k.Kind, j, k.Default()); err != nil {
-					return err
-				}
-			}
-		}
+	}
+	if err := p.validateKinds(); err != nil {
+		return err
 	}
 	if err := checkBucket("rate.default", p.Rate.Default); err != nil {
 		return err
@@ -539,7 +520,50 @@ func (p *Policy) Validate() error {
 	return nil
 }
 
-func (p *Policy) checkWindow(field, kind, j string, w Window) error {
+// validateKinds checks every kind: its name, anchor and own legal rules,
+// and each of its windows against the legal rule that applies to it.
+func (p *Policy) validateKinds() error {
+	seen := map[string]bool{}
+	for i, k := range p.Notices {
+		f := fmt.Sprintf("notices[%d]", i)
+		if err := notice.ValidateKind(k.Kind); err != nil {
+			return &Error{Field: f + ".kind", Msg: err.Error()}
+		}
+		f = "notices[" + k.Kind + "]"
+		if seen[k.Kind] {
+			return &Error{Field: f, Msg: "kind listed twice"}
+		}
+		seen[k.Kind] = true
+		if err := validateKindContent(f, k); err != nil {
+			return err
+		}
+		if err := p.checkWindow(f, k, "", k.Default()); err != nil {
+			return err
+		}
+		for _, j := range k.Overrides() {
+			if j == "" {
+				return &Error{Field: f + ".by_jurisdiction", Msg: "empty jurisdiction name"}
+			}
+			if err := p.checkWindow(f+".by_jurisdiction["+j+"]", k, j, k.ByJurisdiction[j]); err != nil {
+				return err
+			}
+		}
+		// Jurisdictions with a legal rule (the policy's or the kind's own)
+		// but no override use the default window, which must then satisfy
+		// their rule too.
+		for _, j := range p.legalJurisdictions(k) {
+			if _, ok := k.ByJurisdiction[j]; !ok {
+				if err := p.checkWindow(f+" (default window used in "+j+")", k, j, k.Default()); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (p *Policy) checkWindow(field string, k Kind, j string, w Window) error {
+	kind := k.Kind
 	where := "kind " + kind
 	if j != "" {
 		where += ", jurisdiction " + j
@@ -550,15 +574,23 @@ func (p *Policy) checkWindow(field, kind, j string, w Window) error {
 	if w.OpenBefore <= w.CloseBefore {
 		return &Error{Field: field, Msg: fmt.Sprintf("%s: window closes before it opens (open_before %s must be greater than close_before %s)", where, w.OpenBefore, w.CloseBefore)}
 	}
-	if l, ok := p.Legal[j]; ok && j != "" {
+	if l, ok := p.LegalFor(k, j); ok {
 		if w.CloseBefore < l.MinLead || w.OpenBefore > l.MaxLead {
-			return &Error{Field: field, Msg: fmt.Sprintf("%s: window [%s, %s] before renewal lies outside the legal lead [%s, %s]", where, w.CloseBefore, w.OpenBefore, l.MinLead, l.MaxLead)}
+			return &Error{Field: field, Msg: fmt.Sprintf("%s: window [%s, %s] before %s lies outside the legal lead [%s, %s]", where, w.CloseBefore, w.OpenBefore, anchorWord(k), l.MinLead, l.MaxLead)}
 		}
 	}
 	if width := time.Duration(w.OpenBefore - w.CloseBefore); width < p.MaxScheduleGap {
 		return &Error{Field: field, Msg: fmt.Sprintf("%s: window is %s wide but schedule %q can leave %s between two passes; widen the window or run more often", where, FormatDuration(width), p.Schedule, FormatDuration(p.MaxScheduleGap))}
 	}
 	return nil
+}
+
+// anchorWord names what a kind's window is measured from, in messages.
+func anchorWord(k Kind) string {
+	if a := k.AnchorColumn(); a != DefaultAnchor {
+		return a
+	}
+	return "renewal"
 }
 
 func checkBucket(field string, b Bucket) error {
@@ -658,6 +690,9 @@ func (p *Policy) KnownJurisdiction(j string) bool {
 	}
 	for _, k := range p.Notices {
 		if _, ok := k.ByJurisdiction[j]; ok {
+			return true
+		}
+		if _, ok := k.Legal[j]; ok {
 			return true
 		}
 	}

@@ -119,19 +119,9 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 	if err := s.recordMissed(ctx, c); err != nil {
 		return finish(err)
 	}
-	if ps.stopped {
-		byDomain, err := s.countDeferred(ctx, ps, c)
-		if err != nil {
+	if ps.stopped || s.sawQuiet {
+		if err := s.tallyDeferred(ctx, ps, c); err != nil {
 			return finish(err)
-		}
-		n := 0
-		for _, k := range byDomain {
-			n += k
-		}
-		c.add(func(x *Summary) { x.Deferred, x.DeferredByDomain = n, byDomain })
-		if n > 0 {
-			s.log.Warn().Int("deferred", n).
-				Msg("notices left unclaimed when the time budget ended: the next pass takes them while their window is open")
 		}
 	}
 	suppressed := 0
@@ -385,6 +375,8 @@ type page struct {
 	skipped []skippedRow
 	last    *string // the cursor after the page
 	end     bool    // the page ended the window
+	// quiet counts the valid rows the quiet hours defer (content.defers).
+	quiet int
 }
 
 type skippedRow struct {
@@ -404,7 +396,7 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 	var last *string
 	if st.retry {
 		var rp retryPage
-		rp, err = s.src.listRetry(ctx, db, kind, now, deref(after), s.cfg.BatchSize)
+		rp, err = s.src.listRetry(ctx, db, st.sel, now, deref(after), s.cfg.BatchSize)
 		rows, read, last = rp.rows, rp.n, &rp.last
 	} else {
 		rows, err = s.src.listOpen(ctx, db, st.sel, now, st.from, after, s.cfg.BatchSize)
@@ -425,10 +417,13 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 			pg.last = &id
 		}
 		selKey := st.sel.key()
+		if r.RenewsAt != nil && r.AnchorAt == nil {
+			continue // a NULL anchor: not due for this kind (not invalid)
+		}
 		if st.retry {
 			j := deref(r.Jurisdiction)
 			w = k.WindowFor(j)
-			if r.RenewsAt == nil || !w.Contains(*r.RenewsAt, now) {
+			if r.RenewsAt == nil || !w.Contains(*r.AnchorAt, now) {
 				continue // no longer due under its current row; expires later
 			}
 			if _, ok := k.ByJurisdiction[j]; !ok {
@@ -441,6 +436,10 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 			if inv.note(r.ID, kind, reason) {
 				c.add(func(x *Summary) { x.Invalid++ })
 			}
+			continue
+		}
+		if s.content.defers(dn.n.TimeZone, dn.claim.WindowClosesAt) {
+			pg.quiet++ // a later pass sends it, outside the quiet hours
 			continue
 		}
 		if admit != nil && !admit(send.DomainOf(dn.n)) {
@@ -474,6 +473,9 @@ func (s *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 	}
 	for _, cd := range pg.cands {
 		pl.offer(cd)
+	}
+	if pg.quiet > 0 {
+		s.sawQuiet = true // counted at the end: a rescan re-reads rows
 	}
 	for _, sk := range pg.skipped {
 		if !st.rescan {
@@ -556,7 +558,29 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 	for _, w := range won {
 		fl.claimed(send.DomainOf(byKey[w.Key].n), 1)
 	}
+	s.noteFallbacks(c, won, byKey)
 	return s.submit(ctx, d, won, byKey)
+}
+
+// noteFallbacks counts and logs, by subscription id, the claimed notices
+// that go out in the policy's default locale or time zone because their
+// row's was malformed or unknown. Counted once claimed, so each notice
+// counts once however often its row was read.
+func (s *Pass) noteFallbacks(c *counters, won []ledger.Won, byKey map[string]candidate) {
+	n := 0
+	for _, w := range won {
+		cd := byKey[w.Key]
+		if len(cd.fallbacks) == 0 {
+			continue
+		}
+		n++
+		s.log.Warn().Str("subscription_id", logID(cd.claim.SubscriptionID)).Str("kind", cd.claim.Kind).
+			Strs("fallback", cd.fallbacks).Str("locale", cd.n.Locale).Str("time_zone", cd.n.TimeZone.String()).
+			Msg("malformed or unknown locale or time_zone: the notice goes out with the policy's default")
+	}
+	if n > 0 {
+		c.add(func(x *Summary) { x.Fallback += n })
+	}
 }
 
 // claim runs one claim statement unless the pass is already cancelled.
@@ -594,12 +618,40 @@ func (s *Pass) submit(ctx context.Context, d *send.Dispatcher, won []ledger.Won,
 	return ctx.Err()
 }
 
-// countDeferred counts, by recipient domain, the valid due notices that
-// are still neither claimed nor handled elsewhere: after a pass that its
-// time budget stopped, the ones left to the next pass. Invalid rows it
-// meets for the first time are counted as such.
-func (s *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (map[string]int, error) {
-	byDomain := map[string]int{}
+// tallyDeferred counts the due notices the pass left to the next one:
+// those the quiet hours held, and, after a pass that its time budget
+// stopped, those it did not reach, by recipient domain.
+func (s *Pass) tallyDeferred(ctx context.Context, ps *passState, c *counters) error {
+	byDomain, quiet, err := s.countDeferred(ctx, ps, c)
+	if err != nil {
+		return err
+	}
+	if !ps.stopped {
+		byDomain = map[string]int{} // a completed pass reached every row
+	}
+	n := 0
+	for _, k := range byDomain {
+		n += k
+	}
+	c.add(func(x *Summary) { x.Deferred, x.DeferredByDomain, x.DeferredQuietHours = n+quiet, byDomain, quiet })
+	if n > 0 {
+		s.log.Warn().Int("deferred", n).
+			Msg("notices left unclaimed when the time budget ended: the next pass takes them while their window is open")
+	}
+	if quiet > 0 {
+		s.log.Info().Int("deferred", quiet).Str("reason", "quiet_hours").
+			Msg("notices due inside the recipient's quiet hours left to a later pass that runs outside them before their window closes")
+	}
+	return nil
+}
+
+// countDeferred counts the valid due notices that are still neither
+// claimed nor handled elsewhere: by recipient domain those a pass that
+// its time budget stopped left to the next pass, and apart those the
+// quiet hours hold (quiet). Invalid rows it meets for the first time are
+// counted as such.
+func (s *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (byDomain map[string]int, quiet int, _ error) {
+	byDomain = map[string]int{}
 	inv := &invalidLog{seen: map[string]bool{}, log: zerolog.Nop()}
 	for _, st := range ps.streams {
 		var after *string
@@ -607,15 +659,16 @@ func (s *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (m
 			count := func(domain string) bool { byDomain[domain]++; return false }
 			pg, err := s.readPage(ctx, s.db, &stream{sel: st.sel, retry: st.retry, from: st.from}, after, count, inv, &counters{})
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
+			quiet += pg.quiet
 			if pg.end {
 				break
 			}
 			after = pg.last
 		}
 	}
-	return byDomain, nil
+	return byDomain, quiet, nil
 }
 
 // recordMissed records as missed every notice whose window closed with no
@@ -655,13 +708,13 @@ func (s *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn func([
 				after = &last
 				claims := make([]ledger.Claim, 0, len(rows))
 				for _, r := range rows {
-					if r.ID == "" || len(r.ID) > notice.MaxSubscriptionIDLen || r.PeriodStart == nil || r.RenewsAt == nil {
+					if r.ID == "" || len(r.ID) > notice.MaxSubscriptionIDLen || r.PeriodStart == nil || r.RenewsAt == nil || r.AnchorAt == nil {
 						continue
 					}
 					t := notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: sel.kind, Revision: r.Revision}
 					claims = append(claims, ledger.Claim{
 						Key: s.keyer.Key(t), SubscriptionID: r.ID, Kind: sel.kind, PeriodStart: *r.PeriodStart,
-						Revision: r.Revision, RenewsAt: *r.RenewsAt, WindowClosesAt: r.RenewsAt.Add(-sel.close),
+						Revision: r.Revision, RenewsAt: *r.RenewsAt, WindowClosesAt: r.AnchorAt.Add(-sel.close),
 					})
 				}
 				if err := fn(claims); err != nil {
@@ -703,10 +756,18 @@ func (s *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 				last := rows[len(rows)-1].ID
 				after = &last
 				for _, r := range rows {
-					if _, reason := s.validate(r, kind, w); reason != "" {
+					if r.RenewsAt != nil && r.AnchorAt == nil {
+						continue // not due for this kind
+					}
+					dn, reason := s.validate(r, kind, w)
+					if reason != "" {
 						if inv.note(r.ID, kind, reason) {
 							out.Invalid++
 						}
+						continue
+					}
+					if s.content.defers(dn.n.TimeZone, dn.claim.WindowClosesAt) {
+						out.WouldDefer++
 						continue
 					}
 					out.WouldMint++
@@ -733,7 +794,7 @@ func (s *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 		return out, err
 	}
 	out.WouldMiss += expiring
-	out.Eligible = out.WouldMint + out.AlreadyClaimed
+	out.Eligible = out.WouldMint + out.AlreadyClaimed + out.WouldDefer
 	return out, nil
 }
 

@@ -25,7 +25,7 @@ func (s *Pass) CountDue(ctx context.Context) (int, error) {
 			}
 			total += n
 		}
-		n, err := s.src.countRetry(ctx, s.db, group[0].kind, s.cfg.Now)
+		n, err := s.src.countRetry(ctx, s.db, group[0], s.cfg.Now)
 		if err != nil {
 			return 0, err
 		}
@@ -42,8 +42,8 @@ func (s *source) countOpen(ctx context.Context, db sqlx.QueryerContext, sel sele
 	q := fmt.Sprintf(`SELECT count(*)
 FROM %s s
 WHERE %s
-  AND %s AND s.renews_at > $2 AND s.renews_at <= $3
-  AND %s`, s.rel, base, juris, notHandled(""))
+  AND %s AND %s
+  AND %s`, s.rel, base, juris, sel.between("$2", "$3"), notHandled(""))
 	var n int
 	if err := sqlx.GetContext(ctx, db, &n, q, args...); err != nil {
 		return 0, fmt.Errorf("count open notices: %w", err)
@@ -54,11 +54,11 @@ WHERE %s
 // countRetry: how many retry rows of one kind listRetry returns over all
 // its pages. Retry rows are few (failures whose window is still open), so
 // it reads them as the pass does, rather than state the same filter twice.
-func (s *source) countRetry(ctx context.Context, db sqlx.QueryerContext, kind string, now time.Time) (int, error) {
+func (s *source) countRetry(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time) (int, error) {
 	const page = 1000
 	n, after := 0, ""
 	for {
-		rp, err := s.listRetry(ctx, db, kind, now, after, page)
+		rp, err := s.listRetry(ctx, db, sel, now, after, page)
 		if err != nil {
 			return 0, fmt.Errorf("count retries: %w", err)
 		}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 	"github.com/rs/zerolog"
 
 	"scan/internal/address"
@@ -94,6 +95,12 @@ type Config struct {
 	Clock send.Clock
 	Hooks Hooks
 
+	// Schedule is the cron expression passes run on: a notice due inside
+	// the quiet hours is deferred only when it fires outside them before
+	// the window closes. Default the policy's schedule (`scan schedule
+	// --cron` passes its own).
+	Schedule string
+
 	// ShutdownGrace is how long after the cancellation of Run's context
 	// (SIGTERM) outcomes are still written: the sends in flight finish and
 	// are recorded within it, however slow the database; default
@@ -115,10 +122,17 @@ type Summary struct {
 	Ambiguous  int    `json:"ambiguous"`
 	Missed     int    `json:"missed"`
 	// Deferred counts the due notices this pass neither claimed nor found
-	// claimed because its time budget ended first; a later pass takes
-	// them while their window is open.
+	// claimed because its time budget ended first, or because the quiet
+	// hours held them; a later pass takes them while their window is open.
 	Deferred   int   `json:"deferred"`
 	DurationMS int64 `json:"duration_ms"`
+	// DeferredQuietHours is the part of Deferred that the quiet hours held
+	// (reason quiet_hours): a later pass outside them sends them.
+	DeferredQuietHours int `json:"deferred_quiet_hours"`
+	// Fallback counts the notices this pass claimed with the policy's
+	// default_locale or default_time_zone in place of the row's malformed
+	// or unknown locale or time_zone (each logged by subscription id).
+	Fallback int `json:"fallback"`
 	// DeferredByDomain splits Deferred by recipient domain (for the
 	// backlog metric; never printed: the summary carries no domain).
 	DeferredByDomain map[string]int `json:"-"`
@@ -139,6 +153,8 @@ type DryRunSummary struct {
 	WouldMint      int `json:"would_mint"`
 	AlreadyClaimed int `json:"already_claimed"`
 	WouldMiss      int `json:"would_miss"`
+	// WouldDefer: due notices the quiet hours would hold for a later pass.
+	WouldDefer int `json:"would_defer"`
 }
 
 // Pass is one pass of the job against one database, at one instant
@@ -152,8 +168,11 @@ type Pass struct {
 	keyer    *notice.Keyer
 	src      *source
 	sels     [][]selection // per kind: default group then overrides
-	start    time.Time     // when Run started (the time budget's origin)
-	maxMint  int           // *cfg.MaxMint, or -1 for no limit
+	kinds    map[string]policy.Kind
+	content  *content
+	sawQuiet bool      // a row the quiet hours deferred was read (tallyDeferred)
+	start    time.Time // when Run started (the time budget's origin)
+	maxMint  int       // *cfg.MaxMint, or -1 for no limit
 }
 
 // New validates cfg, checks the source relation's columns and returns a
@@ -216,19 +235,39 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 		}
 		return nil, err
 	}
+	if s.content, err = newPassContent(cfg); err != nil {
+		return nil, err
+	}
 	if err := s.probeSource(ctx); err != nil {
 		return nil, err
 	}
+	s.kinds = map[string]policy.Kind{}
 	for i, k := range cfg.Policy.Notices {
+		s.kinds[k.Kind] = k
+		anchor := pq.QuoteIdentifier(k.AnchorColumn())
 		def := k.Default()
-		group := []selection{{kind: k.Kind, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: i == 0}}
+		group := []selection{{kind: k.Kind, anchor: anchor, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: i == 0}}
 		for _, j := range k.Overrides() {
 			w := k.ByJurisdiction[j]
-			group = append(group, selection{kind: k.Kind, open: time.Duration(w.OpenBefore), close: time.Duration(w.CloseBefore), jurisdiction: j})
+			group = append(group, selection{kind: k.Kind, anchor: anchor, open: time.Duration(w.OpenBefore), close: time.Duration(w.CloseBefore), jurisdiction: j})
 		}
 		s.sels = append(s.sels, group)
 	}
 	return s, nil
+}
+
+// newPassContent builds the pass's content resolver, with the schedule
+// the quiet hours count on.
+func newPassContent(cfg Config) (*content, error) {
+	expr := cfg.Schedule
+	if expr == "" {
+		expr = cfg.Policy.Schedule
+	}
+	sched, err := policy.ParseSchedule(expr)
+	if err != nil {
+		return nil, &ConfigError{"schedule", err.Error()}
+	}
+	return newContent(cfg.Policy, cfg.Now, sched)
 }
 
 func (s *Pass) probeSource(ctx context.Context) error {
@@ -239,14 +278,16 @@ func (s *Pass) probeSource(ctx context.Context) error {
 		}
 		return fmt.Errorf("probe source: %w", err)
 	}
-	cols, err := rows.Columns()
+	cols, err := rows.ColumnTypes()
 	rows.Close()
 	if err != nil {
 		return fmt.Errorf("probe source: %w", err)
 	}
 	have := map[string]bool{}
+	types := map[string]string{}
 	for _, c := range cols {
-		have[c] = true
+		have[c.Name()] = true
+		types[c.Name()] = c.DatabaseTypeName()
 	}
 	for _, c := range RequiredColumns {
 		if !have[c] {
@@ -257,6 +298,25 @@ func (s *Pass) probeSource(ctx context.Context) error {
 	for _, c := range OptionalColumns {
 		s.src.optional[c] = have[c]
 	}
+	return s.checkAnchors(have, types)
+}
+
+// checkAnchors refuses a kind whose anchor column the source lacks, or
+// whose anchor (other than renews_at) is not a timestamptz: its window
+// could not be measured, or not without guessing a time zone.
+func (s *Pass) checkAnchors(have map[string]bool, types map[string]string) error {
+	for _, k := range s.cfg.Policy.Notices {
+		a := k.AnchorColumn()
+		field := "notices[" + k.Kind + "].anchor"
+		if !have[a] {
+			return &ConfigError{field, fmt.Sprintf("relation %s has no column %q, the anchor of kind %s", s.src.rel, a, k.Kind)}
+		}
+		// renews_at is a required column, read as it always was; another
+		// anchor must say which instant it is.
+		if t := types[a]; a != policy.DefaultAnchor && t != "TIMESTAMPTZ" {
+			return &ConfigError{field, fmt.Sprintf("column %q of relation %s is %s, not timestamptz (map it with a view: %s::timestamptz)", a, s.src.rel, strings.ToLower(t), a)}
+		}
+	}
 	return nil
 }
 
@@ -264,6 +324,10 @@ func (s *Pass) probeSource(ctx context.Context) error {
 type due struct {
 	claim ledger.Claim
 	n     send.Notice
+	// fallbacks are the defaults that replaced the row's locale or
+	// time_zone ("locale", "time_zone"); counted once the notice is
+	// claimed.
+	fallbacks []string
 }
 
 // validate turns a source row into a due notice, or returns a reason the
@@ -310,17 +374,26 @@ func (s *Pass) validate(r sourceRow, kind string, w policy.Window) (due, string)
 	if s.cfg.RedirectTo != "" {
 		to = s.cfg.RedirectTo // the original domain's bucket still applies
 	}
-	closes := r.RenewsAt.Add(-time.Duration(w.CloseBefore))
-	return due{
+	anchor := *r.RenewsAt
+	if r.AnchorAt != nil {
+		anchor = *r.AnchorAt
+	}
+	dn := due{
 		claim: ledger.Claim{
 			Key: deref(r.LedgerKey), SubscriptionID: r.ID, Kind: kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
-			RenewsAt: *r.RenewsAt, WindowClosesAt: closes, Domain: domain,
+			RenewsAt: *r.RenewsAt, WindowClosesAt: anchor.Add(-time.Duration(w.CloseBefore)), Domain: domain,
 		},
 		n: send.Notice{
 			Key: deref(r.LedgerKey), SubscriptionID: r.ID, Kind: kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
-			RenewsAt: *r.RenewsAt, To: to, Domain: domain, Name: name, Plan: plan,
+			RenewsAt: *r.RenewsAt, AnchorAt: anchor, To: to, Domain: domain, Name: name, Plan: plan,
 		},
-	}, ""
+	}
+	reason, fallbacks := s.content.fill(r, s.kinds[kind], &dn.n)
+	if reason != "" {
+		return due{}, reason
+	}
+	dn.fallbacks = fallbacks
+	return dn, ""
 }
 
 // derive fills in what a valid due notice takes from the secret: its key
@@ -364,11 +437,25 @@ func (c *counters) snapshot() Summary {
 }
 
 // invalidLog logs (and lets the caller count) each invalid subscription
-// once per pass, whatever the number of kinds: no reason depends on the
-// kind.
+// once per pass, whatever the number of kinds: the first reason found
+// is logged (a jurisdiction's requires may differ by kind, but a row
+// counts once).
 type invalidLog struct {
 	seen map[string]bool
 	log  zerolog.Logger
+}
+
+// logID is a subscription id as a log line may carry it: cut at 64 bytes,
+// and quoted when it holds a line break or control character (which must
+// not forge a log line on a terminal; the JSON log escapes it anyway).
+func logID(id string) string {
+	if len(id) > 64 {
+		id = id[:64] + "..."
+	}
+	if !address.ValidHeaderValue(id) {
+		id = strconv.QuoteToASCII(id)
+	}
+	return id
 }
 
 func (l *invalidLog) note(id, kind, reason string) bool {
@@ -376,14 +463,6 @@ func (l *invalidLog) note(id, kind, reason string) bool {
 		return false
 	}
 	l.seen[id] = true
-	if len(id) > 64 {
-		id = id[:64] + "..."
-	}
-	if !address.ValidHeaderValue(id) {
-		// Quoted: a line break in an id must not forge a log line on a
-		// terminal (the JSON log escapes it anyway).
-		id = strconv.QuoteToASCII(id)
-	}
-	l.log.Warn().Str("subscription_id", id).Str("kind", kind).Str("reason", reason).Msg("invalid subscription row skipped; nothing claimed")
+	l.log.Warn().Str("subscription_id", logID(id)).Str("kind", kind).Str("reason", reason).Msg("invalid subscription row skipped; nothing claimed")
 	return true
 }

@@ -20,8 +20,10 @@ import (
 // RequiredColumns are the columns the source relation must have.
 var RequiredColumns = []string{"id", "email", "status", "renews_at", "period_start", "jurisdiction", "notice_revision"}
 
-// OptionalColumns are read when present (they reach the message).
-var OptionalColumns = []string{"name", "plan"}
+// OptionalColumns are read when present (they reach the message); each
+// is read as text and checked by the pass (values.go), so that a bad value
+// is a bad row, never a failed query.
+var OptionalColumns = []string{"name", "plan", "amount", "currency", "billing_interval", "billing_interval_count", "locale", "time_zone"}
 
 // QuoteSource quotes a relation name, optionally schema-qualified
 // ("billing.subscriptions"), as SQL identifiers. Every character is allowed
@@ -55,13 +57,25 @@ type sourceRow struct {
 	Revision     int        `db:"revision"`
 	Name         *string    `db:"name"`
 	Plan         *string    `db:"plan"`
-	LedgerKey    *string    `db:"notice_key"` // retry rows only
+	// AnchorAt is the kind's anchor column (renews_at unless the kind
+	// names another): its window is measured from it.
+	AnchorAt      *time.Time `db:"anchor_at"`
+	Amount        *string    `db:"amount"`
+	Currency      *string    `db:"currency"`
+	Interval      *string    `db:"billing_interval"`
+	IntervalCount *string    `db:"billing_interval_count"`
+	Locale        *string    `db:"locale"`
+	TimeZone      *string    `db:"time_zone"`
+	LedgerKey     *string    `db:"notice_key"` // retry rows only
 }
 
 // selection is one window group of one kind: the default window (every
 // jurisdiction without an override) or one jurisdiction's override.
 type selection struct {
-	kind        string
+	kind string
+	// anchor is the quoted column the window is measured from (the kind's
+	// anchor: "renews_at" unless it names another).
+	anchor      string
 	open, close time.Duration
 	// jurisdiction: "" for the default group, which excludes overrides.
 	jurisdiction string
@@ -69,6 +83,12 @@ type selection struct {
 	// withNullTimes also returns active rows with NULL renews_at, so they
 	// are counted invalid (once per pass: only the first group asks).
 	withNullTimes bool
+}
+
+// between is the predicate "the anchor lies in (lo, hi]", lo and hi
+// being placeholders.
+func (sel selection) between(lo, hi string) string {
+	return "s." + sel.anchor + " > " + lo + " AND s." + sel.anchor + " <= " + hi
 }
 
 // key names the group among a pass's selections.
@@ -82,10 +102,14 @@ type source struct {
 	shards   int
 }
 
-func (s *source) cols() string {
+// cols is the select list of the source queries, with the selection's
+// anchor (a quoted column) as anchor_at.
+func (s *source) cols(anchor string) string {
 	var b strings.Builder
 	b.WriteString(`s.id::text AS id, s.email::text AS email, s.renews_at, s.period_start::date AS period_start,
-       s.jurisdiction::text AS jurisdiction, COALESCE(s.notice_revision, 0)::int AS revision`)
+       s.jurisdiction::text AS jurisdiction, COALESCE(s.notice_revision, 0)::int AS revision, s.`)
+	b.WriteString(anchor)
+	b.WriteString(` AS anchor_at`)
 	for _, c := range OptionalColumns {
 		if s.optional[c] {
 			fmt.Fprintf(&b, ", s.%s::text AS %s", c, c)
@@ -167,8 +191,9 @@ func keyset(args []any, after *string) (cond, ledgerAfter string, _ []any) {
 
 // SubscriptionListOpen: active subscriptions of one group whose window is
 // open at now and that have no ledger row for this notice, in id order
-// after a cursor. The window renews_at-open <= now < renews_at-close is
-// passed as bounds on renews_at: $2 = now+close (exclusive), $3 = now+open.
+// after a cursor. The window anchor-open <= now < anchor-close is passed
+// as bounds on the kind's anchor (renews_at unless the kind names
+// another): $2 = now+close (exclusive), $3 = now+open.
 //
 // The id keyset lets PostgreSQL walk the primary key and merge it with the
 // ledger's business-tuple index, both bounded by the cursor: 0.75 ms a
@@ -187,10 +212,11 @@ func (s *source) listOpen(ctx context.Context, db sqlx.QueryerContext, sel selec
 func (s *source) openQuery(sel selection, now time.Time, from *time.Time, after *string) (string, []any) {
 	args := []any{sel.kind, now.Add(sel.close), now.Add(sel.open)}
 	base, juris, args := s.where(sel, args)
-	window := juris + " AND s.renews_at > $2 AND s.renews_at <= $3"
+	window := juris + " AND " + sel.between("$2", "$3")
 	if sel.withNullTimes {
 		// Rows with no renews_at are in no window; the first group returns
 		// them (whatever their jurisdiction) so they are counted invalid.
+		// A NULL anchor other than renews_at is not due: not invalid.
 		window = "((" + window + ") OR s.renews_at IS NULL)"
 	}
 	cursor, ledgerAfter, args := keyset(args, after)
@@ -199,13 +225,14 @@ func (s *source) openQuery(sel selection, now time.Time, from *time.Time, after 
 FROM %s s
 WHERE %s
   AND %s
-  AND %s%s`, s.cols(), s.rel, base, window, notHandled(ledgerAfter+bound), cursor)
+  AND %s%s`, s.cols(sel.anchor), s.rel, base, window, notHandled(ledgerAfter+bound), cursor)
 	return q, args
 }
 
 // SubscriptionListClosed: active subscriptions of one group whose window
-// has closed while the charge is still ahead, with no ledger row: the
-// notices to record as missed.
+// has closed while the charge (for a kind anchored elsewhere, its anchor:
+// the trial's end, the price change) is still ahead, with no ledger row:
+// the notices to record as missed.
 //
 // from is the closed window's earliest billing period (closedFrom), the
 // bound on the ledger's side (fromPeriod): the closed window holds the
@@ -224,14 +251,14 @@ func (s *source) closedQuery(sel selection, now time.Time, from *time.Time, afte
 	q := fmt.Sprintf(`SELECT %s
 FROM %s s
 WHERE %s AND %s
-  AND s.renews_at > $2 AND s.renews_at <= $3
+  AND %s
   AND s.period_start IS NOT NULL
-  AND %s%s`, s.cols(), s.rel, base, juris, notHandled(ledgerAfter+bound), cursor)
+  AND %s%s`, s.cols(sel.anchor), s.rel, base, juris, sel.between("$2", "$3"), notHandled(ledgerAfter+bound), cursor)
 	return q, args
 }
 
 // SubscriptionPeriodFrom: the earliest billing period of the active rows
-// of one group whose renews_at is in (lo, hi] (and of the rows with no
+// of one group whose anchor is in (lo, hi] (and of the rows with no
 // renews_at, when withNull), nil when there are none. The pass reads it
 // once per window, open (for countDue and listOpen) and closed (for
 // listClosed), and passes it to their statements as a constant
@@ -242,7 +269,7 @@ WHERE %s AND %s
 func (s *source) periodFrom(ctx context.Context, db sqlx.QueryerContext, sel selection, lo, hi time.Time, withNull bool) (*time.Time, error) {
 	args := []any{lo, hi}
 	base, juris, args := s.where(sel, args)
-	window := juris + " AND s.renews_at > $1 AND s.renews_at <= $2"
+	window := juris + " AND " + sel.between("$1", "$2")
 	if withNull {
 		window = "((" + window + ") OR s.renews_at IS NULL)"
 	}
@@ -291,8 +318,8 @@ type retryPage struct {
 // longer active, in this shard, or at the row's period and revision is
 // left out: it is no longer this pass's to retry, and ExpireRetries marks
 // it missed once its window closes.
-func (s *source) listRetry(ctx context.Context, db sqlx.QueryerContext, kind string, now time.Time, after string, limit int) (retryPage, error) {
-	tks, err := ledger.Retries(ctx, db, kind, now, after, limit)
+func (s *source) listRetry(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, after string, limit int) (retryPage, error) {
+	tks, err := ledger.Retries(ctx, db, sel.kind, now, after, limit)
 	if err != nil || len(tks) == 0 {
 		return retryPage{last: after}, err
 	}
@@ -304,7 +331,7 @@ func (s *source) listRetry(ctx context.Context, db sqlx.QueryerContext, kind str
 	where, _, args := s.where(selection{}, args)
 	q := fmt.Sprintf(`SELECT %s
 FROM %s s
-WHERE s.id::text = ANY($1::text[]) AND %s`, s.cols(), s.rel, where)
+WHERE s.id::text = ANY($1::text[]) AND %s`, s.cols(sel.anchor), s.rel, where)
 	var subs []sourceRow
 	if err := sqlx.SelectContext(ctx, db, &subs, q, args...); err != nil {
 		return retryPage{}, fmt.Errorf("select retries' subscriptions: %w", err)
@@ -341,7 +368,7 @@ func sameDay(a, b time.Time) bool {
 func (s *source) countDue(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, runID string, from *time.Time) (due dueCount, _ error) {
 	args := []any{sel.kind, now.Add(sel.close), now.Add(sel.open), runID}
 	base, juris, args := s.where(sel, args)
-	inWindow := "s.renews_at > $2 AND s.renews_at <= $3"
+	inWindow := sel.between("$2", "$3")
 	window := juris + " AND " + inWindow
 	if sel.withNullTimes {
 		window = "((" + window + ") OR s.renews_at IS NULL)"
@@ -408,11 +435,11 @@ func (s *source) countHandled(ctx context.Context, db sqlx.QueryerContext, sel s
 	q := fmt.Sprintf(`SELECT count(*)
 FROM %s s
 WHERE %s AND %s
-  AND s.renews_at > $2 AND s.renews_at <= $3
+  AND %s
   AND EXISTS (
         SELECT 1 FROM notice_ledger l
         WHERE `+sameNotice+` AND l.kind = $1
-          AND l.run_id <> $4)`, s.rel, base, juris)
+          AND l.run_id <> $4)`, s.rel, base, juris, sel.between("$2", "$3"))
 	var n int
 	if err := sqlx.GetContext(ctx, db, &n, q, args...); err != nil {
 		return 0, fmt.Errorf("count handled: %w", err)

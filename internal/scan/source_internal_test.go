@@ -41,7 +41,7 @@ func TestSourcePagesPrunePastMonths(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := &source{rel: "subscriptions"}
-	sel := selection{kind: "renewal_notice_t72", open: 72 * time.Hour, close: 24 * time.Hour}
+	sel := selection{kind: "renewal_notice_t72", anchor: "renews_at", open: 72 * time.Hour, close: 24 * time.Hour}
 	from, err := src.openFrom(ctx, db, sel, now)
 	if err != nil || from == nil || from.Format(time.DateOnly) != "2026-12-02" {
 		t.Fatalf("openFrom = %v, %v", from, err)

@@ -16,7 +16,19 @@
 //
 // Recipients spread over gmail.com, GMail.COM (same bucket), yahoo.com,
 // example.org, example.net and the IDN domain bücher.example; jurisdictions
-// NULL, DE and US-CA. Ids are sub_000001...; existing ids are left alone, so
+// NULL, DE and US-CA.
+//
+// What the notice says (drawn from a second generator, so the mix above
+// stays the same for a given -seed): an amount (9.99, 12.99 or 99.00; NULL
+// for ~10%, ~5% in US-CA, whose policy requires it: invalid there), its
+// currency (EUR in DE, USD in US-CA, else USD, GBP or EUR; a rare unknown
+// XYZ: invalid), a monthly or yearly interval, a locale and time zone per
+// jurisdiction (de-DE, de-AT, de with Europe/Berlin or Europe/Vienna;
+// en-US with America/Los_Angeles; en, en-GB or fr-FR elsewhere; ~2%
+// malformed or unknown: the defaults take their place), and for a quarter
+// of the rows renewing more than 3 days ahead a free trial that converts
+// at renews_at (trial_ends_at), the anchor of the demo policy's
+// trial_ending kind. Ids are sub_000001...; existing ids are left alone, so
 // running it twice adds nothing (use -reset to start over).
 package main
 
@@ -47,7 +59,8 @@ const (
 	// that COPY fills, so that existing ids can be skipped.
 	SubscriptionStage = `CREATE TEMPORARY TABLE seed_subscriptions (LIKE subscriptions INCLUDING DEFAULTS) ON COMMIT DROP`
 	// SubscriptionCopy streams the rows into the staging table.
-	SubscriptionCopy = `COPY seed_subscriptions (id, email, status, renews_at, period_start, jurisdiction, notice_revision, name, plan) FROM STDIN`
+	SubscriptionCopy = `COPY seed_subscriptions (id, email, status, renews_at, period_start, jurisdiction, notice_revision, name, plan,
+	    amount, currency, billing_interval, billing_interval_count, locale, time_zone, trial_ends_at) FROM STDIN`
 	// SubscriptionInsertStaged moves staged rows whose id is new.
 	SubscriptionInsertStaged = `INSERT INTO subscriptions SELECT * FROM seed_subscriptions ON CONFLICT (id) DO NOTHING`
 )
@@ -72,6 +85,14 @@ type row struct {
 	renewsAt               sql.NullTime
 	periodStart            sql.NullString
 	revision               int
+	says
+}
+
+// says is what the notice says: the optional columns.
+type says struct {
+	amount, currency, interval, locale, zone sql.NullString
+	intervalCount                            sql.NullInt64
+	trialEndsAt                              sql.NullTime
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -115,6 +136,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	rows, mix := generate(*n, now, rand.New(rand.NewPCG(*seed, 0x5ca11ab1e)))
+	content := rand.New(rand.NewPCG(*seed, 0xc0ffee))
+	for i := range rows {
+		rows[i].says = saysFor(rows[i], now, content)
+	}
 	inserted, err := load(ctx, db, rows)
 	if err != nil {
 		return err
@@ -138,7 +163,8 @@ func load(ctx context.Context, db *sql.DB, rows []row) (int64, error) {
 		return 0, fmt.Errorf("copy: %w", err)
 	}
 	for _, r := range rows {
-		if _, err := stmt.ExecContext(ctx, r.id, r.email, r.status, r.renewsAt, r.periodStart, r.jurisdiction, r.revision, r.name, r.plan); err != nil {
+		if _, err := stmt.ExecContext(ctx, r.id, r.email, r.status, r.renewsAt, r.periodStart, r.jurisdiction, r.revision, r.name, r.plan,
+			r.amount, r.currency, r.interval, r.intervalCount, r.locale, r.zone, r.trialEndsAt); err != nil {
 			return 0, fmt.Errorf("copy %s: %w", r.id, err)
 		}
 	}
@@ -259,4 +285,48 @@ func generate(n int, now time.Time, r *rand.Rand) ([]row, map[string]int) {
 		rows = append(rows, rw)
 	}
 	return rows, mix
+}
+
+// saysFor draws what row r's notice says.
+func saysFor(r row, now time.Time, rnd *rand.Rand) says {
+	str := func(v string) sql.NullString { return sql.NullString{Valid: true, String: v} }
+	pick := func(vs ...string) sql.NullString { return str(vs[rnd.IntN(len(vs))]) }
+	var s says
+	j := r.jurisdiction.String
+	if missing := rnd.IntN(100); (j == "US-CA" && missing >= 5) || (j != "US-CA" && missing >= 10) {
+		s.amount = pick("9.99", "12.99", "99.00")
+	}
+	switch j {
+	case "DE":
+		s.currency = str("EUR")
+		s.locale = pick("de-DE", "de-DE", "de-DE", "de-AT", "de")
+		s.zone = str("Europe/Berlin")
+		if s.locale.String == "de-AT" {
+			s.zone = str("Europe/Vienna")
+		}
+	case "US-CA":
+		s.currency, s.locale, s.zone = str("USD"), str("en-US"), str("America/Los_Angeles")
+	default:
+		s.currency = pick("USD", "GBP", "EUR")
+		s.locale = pick("en", "en-GB", "fr-FR")
+		s.zone = pick("UTC", "Europe/London", "Europe/Paris")
+	}
+	if rnd.IntN(200) == 0 {
+		s.currency = str("XYZ") // not ISO 4217: invalid
+	}
+	if rnd.IntN(50) == 0 {
+		s.locale = pick("klingon!", "xx-QQ") // the default locale takes its place
+	}
+	if rnd.IntN(50) == 0 {
+		s.zone = str("Mars/Olympus_Mons") // the default zone takes its place
+	}
+	s.interval = pick("month", "month", "year")
+	s.intervalCount = sql.NullInt64{Valid: true, Int64: 1}
+	// A free trial that converts at the first charge, for a quarter of the
+	// rows whose charge is more than 3 days ahead (the trial_ending window
+	// closes 3 days before the trial ends: closer ones would only be missed).
+	if r.renewsAt.Valid && r.renewsAt.Time.After(now.Add(3*24*time.Hour)) && rnd.IntN(4) == 0 {
+		s.trialEndsAt = r.renewsAt
+	}
+	return s
 }

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/text/language"
+
+	"scan/internal/address"
+	"scan/internal/policy"
+	"scan/internal/scan"
+	"scan/internal/send"
+)
+
+// listFlag is a flag that may be repeated and takes comma-separated
+// values: --kind a,b --kind c.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// previewFlags are the flags of `scan preview`.
+type previewFlags struct {
+	config, source, subscription, now, jurisdiction, out string
+	kinds, locales                                       listFlag
+}
+
+// cmdPreview renders notices without claiming or sending them:
+// `--subscription ID` prints what that subscription would get now,
+// `--out DIR` writes sample notices from built-in sample data. Neither
+// writes to the ledger or reaches a sender.
+func cmdPreview(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "preview", "--subscription ID [--kind K] [--now T]  |  --kind K --locale L [--jurisdiction J] --out DIR")
+	var f previewFlags
+	fs.StringVar(&f.config, "config", "", "policy file (env SCAN_CONFIG); built-in defaults when empty")
+	fs.StringVar(&f.source, "source", "subscriptions", "table or view to read, schema-qualified allowed")
+	fs.StringVar(&f.subscription, "subscription", "", "print the message this subscription would get now (headers and text)")
+	fs.Var(&f.kinds, "kind", "notice kind(s), repeatable or comma-separated; default: every kind due now (--subscription) or every kind of the policy (--out)")
+	fs.Var(&f.locales, "locale", "BCP 47 locale(s) of the sample notices, repeatable or comma-separated; default the policy's default_locale")
+	fs.StringVar(&f.jurisdiction, "jurisdiction", "", "jurisdiction of the sample notices (its window)")
+	fs.StringVar(&f.out, "out", "", "directory the sample notices are written to (<kind>.<locale>[.<J>].eml, .txt, .html)")
+	fs.StringVar(&f.now, "now", "", "render at this RFC3339 instant instead of the clock")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("arguments", "preview takes no arguments, got %q", pos[0])
+	}
+	registerSecrets(e)
+	pol, err := policy.Load(flagOrEnv(fs, "config", f.config, e, "SCAN_CONFIG"))
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	if f.now != "" {
+		if now, err = time.Parse(time.RFC3339, f.now); err != nil {
+			return usagef("--now", "%q is not an RFC3339 instant (e.g. 2026-11-30T02:00:00Z)", f.now)
+		}
+	}
+	for _, k := range f.kinds {
+		if _, ok := pol.Kind(k); !ok {
+			return usagef("--kind", "%q is not a kind of the policy (%s)", k, kindNames(pol))
+		}
+	}
+	renderer, err := newRenderer(pol)
+	if err != nil {
+		return err
+	}
+	if f.subscription != "" {
+		for _, other := range []struct{ name, val string }{{"--out", f.out}, {"--locale", f.locales.String()}, {"--jurisdiction", f.jurisdiction}} {
+			if other.val != "" {
+				return usagef(other.name, "belongs to the sample form (scan preview --kind K --locale L --out DIR); with --subscription the row's own values are used")
+			}
+		}
+		return previewSubscription(ctx, e, pol, renderer, &f, now)
+	}
+	if f.out == "" {
+		return usagef("--out", "required: the directory the sample notices are written to (or give --subscription ID to preview one subscription's notice)")
+	}
+	return previewSamples(e, pol, renderer, &f, now)
+}
+
+func kindNames(pol *policy.Policy) string {
+	names := make([]string, len(pol.Notices))
+	for i, k := range pol.Notices {
+		names[i] = k.Kind
+	}
+	return strings.Join(names, ", ")
+}
+
+// previewSubscription prints, for each kind asked (or due now), the
+// message the subscription would get, and on stderr what a pass now would
+// do with it.
+func previewSubscription(ctx context.Context, e *env, pol *policy.Policy, renderer *send.Renderer, f *previewFlags, now time.Time) error {
+	sec, err := secret(e)
+	if err != nil {
+		return err
+	}
+	if _, err := scan.QuoteSource(f.source); err != nil {
+		return usagef("--source", "%v", err)
+	}
+	log, err := newLogger(e)
+	if err != nil {
+		return err
+	}
+	db, err := openDB(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	sc, err := scan.New(ctx, db, nil, renderer, log, scan.Config{Policy: pol, Secret: sec, Source: f.source, RunID: "preview-" + newRunID(now), Now: now})
+	if err != nil {
+		return err
+	}
+	previews, err := sc.Preview(ctx, f.subscription, f.kinds)
+	if errors.Is(err, scan.ErrNoSubscription) {
+		return usagef("--subscription", "no subscription %q in %s", f.subscription, f.source)
+	}
+	if err != nil {
+		return err
+	}
+	if len(previews) == 0 {
+		fmt.Fprintf(e.stderr, "scan: no notice is due now for subscription %q; name a kind with --kind (%s) to see what it would say\n", f.subscription, kindNames(pol))
+		return nil
+	}
+	for i, p := range previews {
+		fmt.Fprintf(e.stderr, "scan: %s: %s\n", p.Kind, previewStatus(p, now))
+		if p.Message == nil {
+			continue
+		}
+		if i > 0 {
+			fmt.Fprintln(e.stdout)
+		}
+		if _, err := e.stdout.Write(headersAndText(p.Message)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// previewStatus says what a pass at now would do with p.
+func previewStatus(p scan.Preview, now time.Time) string {
+	window := ""
+	if !p.Opens.IsZero() {
+		window = fmt.Sprintf(" (window %s to %s)", p.Opens.UTC().Format(time.RFC3339), p.Closes.UTC().Format(time.RFC3339))
+	}
+	switch {
+	case p.Invalid != "":
+		return "a pass would not send it: " + p.Invalid + window
+	case p.Ledger != "":
+		return fmt.Sprintf("already in the ledger (state %s): a pass would not send it again%s", p.Ledger, window)
+	case p.Deferred:
+		return "due now, but inside the recipient's quiet hours: a later pass outside them sends it" + window
+	case p.Due:
+		return "due now: a pass now would send this" + window
+	case now.Before(p.Opens):
+		return "not due yet" + window
+	default:
+		return "not due now (inactive, or its window has closed)" + window
+	}
+}
+
+// headersAndText is the message's header block and its text part.
+func headersAndText(m *send.Message) []byte {
+	raw := m.Raw
+	if i := bytes.Index(raw, []byte("\r\n\r\n")); i >= 0 {
+		raw = raw[:i]
+	}
+	var b bytes.Buffer
+	b.Write(bytes.ReplaceAll(raw, []byte("\r\n"), []byte("\n")))
+	b.WriteString("\n\n")
+	b.WriteString(strings.ReplaceAll(m.Text, "\r\n", "\n"))
+	if !strings.HasSuffix(m.Text, "\n") {
+		b.WriteString("\n")
+	}
+	return b.Bytes()
+}
+
+// previewSamples writes a sample notice for each kind and locale asked,
+// and prints the paths it wrote.
+func previewSamples(e *env, pol *policy.Policy, renderer *send.Renderer, f *previewFlags, now time.Time) error {
+	kinds, locales := []string(f.kinds), []string(f.locales)
+	if len(kinds) == 0 {
+		kinds = strings.Split(kindNames(pol), ", ")
+	}
+	if len(locales) == 0 {
+		locales = []string{pol.DefaultLocale}
+	}
+	for _, l := range locales {
+		if tag, err := language.Parse(l); err != nil || tag == language.Und {
+			return usagef("--locale", "%q is not a BCP 47 language tag such as en or de-AT", l)
+		}
+	}
+	if j := f.jurisdiction; j != "" && (!address.ValidHeaderValue(j) || strings.ContainsAny(j, `/\.`)) {
+		return usagef("--jurisdiction", "%q is not a jurisdiction name such as US-CA", j)
+	}
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return usagef("--out", "cannot create the directory: %v", err)
+	}
+	for _, k := range kinds {
+		for _, l := range locales {
+			n, err := scan.SampleNotice(pol, scan.Sample{Kind: k, Locale: l, Jurisdiction: f.jurisdiction}, now)
+			if err != nil {
+				return err
+			}
+			m, err := renderer.Render(n)
+			if err != nil {
+				return fmt.Errorf("render %s in %s: %w", k, l, err)
+			}
+			base := k + "." + n.Locale
+			if f.jurisdiction != "" {
+				base += "." + f.jurisdiction
+			}
+			for ext, body := range map[string][]byte{".eml": m.Raw, ".txt": []byte(m.Text), ".html": []byte(m.HTML)} {
+				if err := os.WriteFile(filepath.Join(f.out, base+ext), body, 0o644); err != nil {
+					return fmt.Errorf("write sample: %w", err)
+				}
+			}
+			fmt.Fprintln(e.stdout, filepath.Join(f.out, base+".eml"))
+		}
+	}
+	return nil
+}
+
+// preview flags use the flag package's Value; keep the import used.
+var _ flag.Value = (*listFlag)(nil)

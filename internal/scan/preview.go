@@ -1,0 +1,177 @@
+package scan
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"golang.org/x/text/currency"
+	"golang.org/x/text/language"
+
+	"scan/internal/ledger"
+	"scan/internal/notice"
+	"scan/internal/policy"
+	"scan/internal/send"
+)
+
+// Preview: what a notice would say, rendered without a claim or a send.
+// Nothing here writes to the ledger or reaches a sender.
+
+// Preview is one kind's notice for one subscription at the pass's now.
+type Preview struct {
+	Kind string
+	// Message is the rendered notice; nil when the row is invalid for
+	// this kind (Invalid says why).
+	Message *send.Message
+	Invalid string
+	// Due: its window is open now and the ledger has no row for it, so a
+	// pass now would claim it (unless Deferred).
+	Due bool
+	// Deferred: the quiet hours would hold it for a later pass.
+	Deferred bool
+	// Ledger is the state of its ledger row, "" when it has none.
+	Ledger ledger.State
+	// Opens and Closes bound its window (zero when its anchor is NULL).
+	Opens, Closes time.Time
+}
+
+// SubscriptionGet: one subscription by id, whatever its status, with the
+// anchor of one kind, as the pass's source queries read it.
+const subscriptionGet = `SELECT %s, s.status::text AS status
+FROM %s s
+WHERE s.id::text = $1`
+
+// previewRow is a sourceRow with its status.
+type previewRow struct {
+	sourceRow
+	Status *string `db:"status"`
+}
+
+// ErrNoSubscription: the source has no row with the id Preview was given.
+var ErrNoSubscription = errors.New("no such subscription")
+
+// Preview renders the notices subscription id would get at the pass's
+// now: of each kind named, or, with none named, of each kind whose window
+// is open now. It reads the source and the ledger and writes nothing.
+func (s *Pass) Preview(ctx context.Context, id string, kinds []string) ([]Preview, error) {
+	all := len(kinds) == 0
+	if all {
+		for _, k := range s.cfg.Policy.Notices {
+			kinds = append(kinds, k.Kind)
+		}
+	}
+	rows, err := ledger.BySubscription(ctx, s.db, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []Preview
+	for _, kind := range kinds {
+		k, ok := s.kinds[kind]
+		if !ok {
+			return nil, &ConfigError{"kind", fmt.Sprintf("%q is not a kind of the policy", kind)}
+		}
+		p, err := s.previewKind(ctx, s.db, id, k, rows)
+		if err != nil {
+			return nil, err
+		}
+		if all && !p.inWindow(s.cfg.Now) {
+			continue // not this kind's time
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (p Preview) inWindow(now time.Time) bool {
+	return !now.Before(p.Opens) && now.Before(p.Closes)
+}
+
+func (s *Pass) previewKind(ctx context.Context, db sqlx.QueryerContext, id string, k policy.Kind, ledgerRows []ledger.Row) (Preview, error) {
+	p := Preview{Kind: k.Kind}
+	var r previewRow
+	q := fmt.Sprintf(subscriptionGet, s.src.cols(pq.QuoteIdentifier(k.AnchorColumn())), s.src.rel)
+	if err := sqlx.GetContext(ctx, db, &r, q, id); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return p, fmt.Errorf("%w: %q", ErrNoSubscription, id)
+		}
+		return p, fmt.Errorf("read subscription: %w", err)
+	}
+	w := k.WindowFor(deref(r.Jurisdiction))
+	if r.AnchorAt == nil {
+		p.Invalid = k.AnchorColumn() + " is NULL: not due for this kind"
+		return p, nil
+	}
+	p.Opens, p.Closes = r.AnchorAt.Add(-time.Duration(w.OpenBefore)), r.AnchorAt.Add(-time.Duration(w.CloseBefore))
+	for _, l := range ledgerRows {
+		if l.Kind == k.Kind && r.PeriodStart != nil && sameDay(l.PeriodStart, *r.PeriodStart) && l.Revision == r.Revision {
+			p.Ledger = l.State
+		}
+	}
+	dn, reason := s.validate(r.sourceRow, k.Kind, w)
+	if reason != "" {
+		p.Invalid = reason
+		return p, nil
+	}
+	s.derive(&dn)
+	p.Due = deref(r.Status) == "active" && p.inWindow(s.cfg.Now) && p.Ledger == ""
+	p.Deferred = p.Due && s.content.defers(dn.n.TimeZone, dn.claim.WindowClosesAt)
+	n := dn.n
+	n.ClaimedAt, n.CancelToken = s.cfg.Now, dn.claim.CancelToken
+	m, err := s.renderer.Render(n)
+	if err != nil {
+		return p, err
+	}
+	p.Message = m
+	return p, nil
+}
+
+// Sample is a request for one sample notice (scan preview --out).
+type Sample struct {
+	Kind, Locale, Jurisdiction string
+}
+
+// sampleSecret derives the sample notices' key and cancellation token:
+// never a customer's.
+const sampleSecret = "scan-preview-sample-notice-secret-not-for-sending"
+
+// SampleNotice returns the notice of s built from built-in sample data
+// (a name, a plan, an amount in the locale's currency, a monthly
+// interval), anchored in the middle of the kind's window at now, in the
+// policy's default time zone. It reads no database.
+func SampleNotice(pol *policy.Policy, s Sample, now time.Time) (send.Notice, error) {
+	k, ok := pol.Kind(s.Kind)
+	if !ok {
+		return send.Notice{}, &ConfigError{"kind", fmt.Sprintf("%q is not a kind of the policy", s.Kind)}
+	}
+	tag, err := language.Parse(s.Locale)
+	if err != nil || tag == language.Und {
+		return send.Notice{}, &ConfigError{"locale", fmt.Sprintf("%q is not a BCP 47 language tag such as en or de-AT", s.Locale)}
+	}
+	zone, err := policy.LoadZone(pol.DefaultTimeZone)
+	if err != nil {
+		return send.Notice{}, &ConfigError{"default_time_zone", err.Error()}
+	}
+	cur, conf := currency.FromTag(tag)
+	if conf == language.No {
+		cur = currency.USD
+	}
+	w := k.WindowFor(s.Jurisdiction)
+	anchor := now.Add((time.Duration(w.OpenBefore) + time.Duration(w.CloseBefore)) / 2).Truncate(time.Hour)
+	period := time.Date(anchor.Year(), anchor.Month(), anchor.Day(), 0, 0, 0, 0, time.UTC)
+	keyer, err := notice.NewKeyer([]byte(sampleSecret))
+	if err != nil {
+		return send.Notice{}, err
+	}
+	t := notice.Tuple{SubscriptionID: "sub_sample", PeriodStart: period, Kind: k.Kind}
+	return send.Notice{
+		Key: keyer.Key(t), SubscriptionID: t.SubscriptionID, Kind: k.Kind, PeriodStart: period,
+		RenewsAt: anchor, AnchorAt: anchor, To: "customer@example.com", Domain: "example.com",
+		Name: "Alex Example", Plan: "Example Box Plus", CancelToken: keyer.CancelToken(t), ClaimedAt: now,
+		Amount: "12.99", Currency: cur.String(), Interval: "month", IntervalCount: 1,
+		Locale: tag.String(), TimeZone: zone,
+	}, nil
+}
