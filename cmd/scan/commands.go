@@ -316,6 +316,9 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags, log zerolog.Logger) (*pr
 	if pol.TemplatesDir != "" {
 		rc.Templates = os.DirFS(pol.TemplatesDir)
 	}
+	if err := withContent(&rc, pol); err != nil {
+		return nil, err
+	}
 	p.renderer, err = send.NewRenderer(rc)
 	if err != nil {
 		return nil, usagef("config", "%v", err)

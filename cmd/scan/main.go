@@ -7,6 +7,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	// The IANA zones, embedded: the image is static and a fresh host may
+	// have no /usr/share/zoneinfo, yet every recipient's time_zone and the
+	// policy's default_time_zone must load.
+	_ "time/tzdata"
 )
 
 func main() {
