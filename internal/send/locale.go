@@ -2,6 +2,7 @@ package send
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bojanz/currency"
@@ -22,8 +23,14 @@ import (
 // Built once per locale (Renderer.format) and safe for concurrent use.
 type localeFormat struct {
 	tag   language.Tag
+	name  string // tag.String()
 	dates locales.Translator
 	money *currency.Formatter
+	// amounts caches formatted amounts by value and currency: a business
+	// has a few price points, and a decimal parse and format is a third
+	// of the data's cost. At most maxCachedAmounts are kept.
+	amounts  sync.Map // [2]string{value, code} -> string
+	namounts atomic.Int64
 	// interval[unit][count-1] for count 1..len: every wording precomputed,
 	// so a notice costs a slice index. nil for a language the catalog
 	// lacks.
@@ -67,7 +74,7 @@ var intervalCatalog = sync.OnceValue(func() catalog.Catalog {
 // newLocaleFormat builds the formatters for tag. dflt is the default
 // locale's translator, for a language without CLDR dates here.
 func newLocaleFormat(tag language.Tag, dflt locales.Translator) *localeFormat {
-	f := &localeFormat{tag: tag, dates: datesFor(tag), money: currency.NewFormatter(currency.NewLocale(tag.String()))}
+	f := &localeFormat{tag: tag, name: tag.String(), dates: datesFor(tag), money: currency.NewFormatter(currency.NewLocale(tag.String()))}
 	if f.dates == nil {
 		f.dates = dflt
 	}
@@ -111,12 +118,22 @@ func (f *localeFormat) amount(value, code string) string {
 	if value == "" || code == "" {
 		return ""
 	}
-	a, err := currency.NewAmount(value, code)
-	if err != nil {
-		return ""
+	k := [2]string{value, code}
+	if s, ok := f.amounts.Load(k); ok {
+		return s.(string)
 	}
-	return f.money.Format(a)
+	var s string
+	if a, err := currency.NewAmount(value, code); err == nil {
+		s = f.money.Format(a)
+	}
+	if f.namounts.Add(1) <= maxCachedAmounts {
+		f.amounts.Store(k, s)
+	}
+	return s
 }
+
+// maxCachedAmounts bounds the amounts a localeFormat keeps.
+const maxCachedAmounts = 4096
 
 // intervalText words count units ("every 3 months"); "" for an unknown
 // unit or a language without the words. A count under 1 means 1.

@@ -165,8 +165,10 @@ type Renderer struct {
 	domain    string
 	cancelURL string
 	prefsURL  string
-	provider  string
-	configSet string
+	// The links split around their first "{token}" (see fill).
+	cancelPre, cancelPost, prefsPre, prefsPost string
+	provider                                   string
+	configSet                                  string
 
 	dir, embedded templateSet
 	defaultLocale language.Tag
@@ -196,6 +198,8 @@ func NewRenderer(cfg RenderConfig) (*Renderer, error) {
 	if r.defaultZone == nil {
 		r.defaultZone = time.UTC
 	}
+	r.cancelPre, r.cancelPost, _ = strings.Cut(r.cancelURL, "{token}")
+	r.prefsPre, r.prefsPost, _ = strings.Cut(r.prefsURL, "{token}")
 	r.defaultLocale, _ = parseLocale(cfg.DefaultLocale)
 	sub, _ := fs.Sub(embedded, "templates")
 	if r.embedded, err = parseTemplates(sub); err != nil {
@@ -390,7 +394,7 @@ func (r *Renderer) execute(n *Notice) (subject, text, html string, err error) {
 		htmlData = &d
 	}
 	var b strings.Builder
-	if err := v.subject.Execute(&b, subjectData); err != nil {
+	if err := v.subject.execute(&b, subjectData); err != nil {
 		return "", "", "", fmt.Errorf("render: subject: %w", err)
 	}
 	subject = strings.TrimSpace(b.String())
@@ -399,16 +403,26 @@ func (r *Renderer) execute(n *Notice) (subject, text, html string, err error) {
 	}
 	b = strings.Builder{}
 	b.Grow(1024)
-	if err := v.text.Execute(&b, &data); err != nil {
+	if err := v.text.execute(&b, &data); err != nil {
 		return "", "", "", fmt.Errorf("render: text: %w", err)
 	}
 	text = b.String()
 	b = strings.Builder{}
 	b.Grow(2048)
-	if err := v.html.Execute(&b, htmlData); err != nil {
+	if err := v.html.execute(&b, htmlData); err != nil {
 		return "", "", "", fmt.Errorf("render: html: %w", err)
 	}
 	return subject, text, b.String(), nil
+}
+
+// fill returns the link template link with every "{token}" replaced by
+// the escaped token; pre and post are link split around its first one.
+// It is CancelLink's ReplaceAll in one concatenation.
+func fill(pre, post, link, token string) string {
+	if strings.Contains(post, "{token}") {
+		return strings.ReplaceAll(link, "{token}", token)
+	}
+	return pre + token + post
 }
 
 // data is what n's templates see, formatted by f.
@@ -421,19 +435,22 @@ func (r *Renderer) data(n *Notice, f *localeFormat) TemplateData {
 	if anchor.IsZero() {
 		anchor = n.RenewsAt
 	}
+	token := url.QueryEscape(n.CancelToken)
 	d := TemplateData{
-		Kind:           n.Kind,
-		Name:           n.Name,
-		Plan:           n.Plan,
-		RenewsAt:       n.RenewsAt.UTC(),
-		PeriodStart:    n.PeriodStart.Format(time.DateOnly),
-		CancelURL:      r.CancelLink(n.CancelToken),
-		PreferencesURL: r.PreferencesLink(n.CancelToken),
-		Amount:         f.amount(n.Amount, n.Currency),
-		Interval:       f.intervalText(n.Interval, n.IntervalCount),
-		IntervalCount:  countOrOne(n.IntervalCount),
-		Locale:         f.tag.String(),
-		TimeZone:       zone.String(),
+		Kind:          n.Kind,
+		Name:          n.Name,
+		Plan:          n.Plan,
+		RenewsAt:      n.RenewsAt.UTC(),
+		PeriodStart:   n.PeriodStart.Format(time.DateOnly),
+		CancelURL:     fill(r.cancelPre, r.cancelPost, r.cancelURL, token),
+		Amount:        f.amount(n.Amount, n.Currency),
+		Interval:      f.intervalText(n.Interval, n.IntervalCount),
+		IntervalCount: countOrOne(n.IntervalCount),
+		Locale:        f.name,
+		TimeZone:      zone.String(),
+	}
+	if r.prefsURL != "" {
+		d.PreferencesURL = fill(r.prefsPre, r.prefsPost, r.prefsURL, token)
 	}
 	if slices.Contains(intervalUnits[:], n.Interval) {
 		d.IntervalUnit = n.Interval

@@ -2,6 +2,7 @@ package send
 
 import (
 	htmltemplate "html/template"
+	"io"
 	"io/fs"
 	"path"
 	"slices"
@@ -15,9 +16,27 @@ import (
 // RenderConfig.Templates, keyed by "kind" or "kind.locale" (the locale in
 // canonical BCP 47 form, "de-AT").
 type templateSet struct {
-	subject map[string]*texttemplate.Template
-	text    map[string]*texttemplate.Template
-	html    map[string]*htmltemplate.Template
+	subject, text, html map[string]*tmpl
+}
+
+// A tmpl is one parsed template file, and its compiled form when it has
+// one.
+type tmpl struct {
+	text *texttemplate.Template // a subject or text part
+	html *htmltemplate.Template // an HTML part
+	fast *compiled              // nil: not in the compiled subset
+}
+
+// execute writes t's output for d to b.
+func (t *tmpl) execute(b *strings.Builder, d *TemplateData) error {
+	switch {
+	case t.fast != nil:
+		t.fast.execute(b, d)
+		return nil
+	case t.html != nil:
+		return t.html.Execute(b, d)
+	}
+	return t.text.Execute(b, d)
 }
 
 // Template file names: <stem>.subject.tmpl, <stem>.txt.tmpl,
@@ -28,14 +47,10 @@ const (
 	htmlSuffix    = ".html.tmpl"
 )
 
-// parseTemplates parses every template file in fsys's top directory. Other
-// files are ignored.
+// parseTemplates parses every template file in fsys's top directory, and
+// compiles those it can. Other files are ignored.
 func parseTemplates(fsys fs.FS) (templateSet, error) {
-	s := templateSet{
-		subject: map[string]*texttemplate.Template{},
-		text:    map[string]*texttemplate.Template{},
-		html:    map[string]*htmltemplate.Template{},
-	}
+	s := templateSet{subject: map[string]*tmpl{}, text: map[string]*tmpl{}, html: map[string]*tmpl{}}
 	names, err := fs.Glob(fsys, "*.tmpl")
 	if err != nil {
 		return s, err
@@ -46,28 +61,47 @@ func parseTemplates(fsys fs.FS) (templateSet, error) {
 			return s, err
 		}
 		base := path.Base(name)
+		var stem string
+		var m map[string]*tmpl
 		switch {
 		case strings.HasSuffix(base, subjectSuffix):
-			t, err := texttemplate.New(base).Option("missingkey=error").Parse(string(b))
-			if err != nil {
-				return s, err
-			}
-			s.subject[templateKey(strings.TrimSuffix(base, subjectSuffix))] = t
+			stem, m = strings.TrimSuffix(base, subjectSuffix), s.subject
 		case strings.HasSuffix(base, textSuffix):
-			t, err := texttemplate.New(base).Option("missingkey=error").Parse(string(b))
-			if err != nil {
-				return s, err
-			}
-			s.text[templateKey(strings.TrimSuffix(base, textSuffix))] = t
+			stem, m = strings.TrimSuffix(base, textSuffix), s.text
 		case strings.HasSuffix(base, htmlSuffix):
-			t, err := htmltemplate.New(base).Option("missingkey=error").Parse(string(b))
-			if err != nil {
-				return s, err
-			}
-			s.html[templateKey(strings.TrimSuffix(base, htmlSuffix))] = t
+			stem, m = strings.TrimSuffix(base, htmlSuffix), s.html
+		default:
+			continue
 		}
+		t, err := parseTemplate(base, string(b), strings.HasSuffix(base, htmlSuffix))
+		if err != nil {
+			return s, err
+		}
+		m[templateKey(stem)] = t
 	}
 	return s, nil
+}
+
+// parseTemplate parses one template file and compiles it when it is in
+// the compiled subset. An HTML template is escaped first (by executing it
+// once on empty data), so that its tree carries html/template's escapers.
+func parseTemplate(name, text string, html bool) (*tmpl, error) {
+	if !html {
+		t, err := texttemplate.New(name).Option("missingkey=error").Parse(text)
+		if err != nil {
+			return nil, err
+		}
+		return &tmpl{text: t, fast: compileTree(t.Tree, nil)}, nil
+	}
+	t, err := htmltemplate.New(name).Option("missingkey=error").Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	tt := &tmpl{html: t}
+	if t.Execute(io.Discard, &TemplateData{}) == nil {
+		tt.fast = compileTree(t.Tree, htmlEscapers)
+	}
+	return tt, nil
 }
 
 // templateKey canonicalises a file name's stem: "kind.de_at" becomes
@@ -113,9 +147,7 @@ var embeddedLanguage = language.English
 // formatted for in it (the same one unless the files are in different
 // languages).
 type variant struct {
-	subject                      *texttemplate.Template
-	text                         *texttemplate.Template
-	html                         *htmltemplate.Template
+	subject, text, html          *tmpl
 	subjectFmt, textFmt, htmlFmt *localeFormat
 }
 
@@ -214,11 +246,11 @@ func (r *Renderer) variantFor(kind, locale string) *variant {
 	cs := r.candidates(kind, tag)
 	v := &variant{}
 	var in language.Tag
-	v.subject, in = find(cs, func(s *templateSet) map[string]*texttemplate.Template { return s.subject })
+	v.subject, in = find(cs, func(s *templateSet) map[string]*tmpl { return s.subject })
 	v.subjectFmt = r.formatFor(formatLocale(tag, in))
-	v.text, in = find(cs, func(s *templateSet) map[string]*texttemplate.Template { return s.text })
+	v.text, in = find(cs, func(s *templateSet) map[string]*tmpl { return s.text })
 	v.textFmt = r.formatFor(formatLocale(tag, in))
-	v.html, in = find(cs, func(s *templateSet) map[string]*htmltemplate.Template { return s.html })
+	v.html, in = find(cs, func(s *templateSet) map[string]*tmpl { return s.html })
 	v.htmlFmt = r.formatFor(formatLocale(tag, in))
 	if r.nvariants.Add(1) <= maxCachedVariants {
 		r.variants.Store(k, v)
