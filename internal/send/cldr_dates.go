@@ -12,13 +12,18 @@ import (
 	"github.com/go-playground/locales/en_001"
 	"github.com/go-playground/locales/en_AE"
 	"github.com/go-playground/locales/en_AT"
+	"github.com/go-playground/locales/en_BW"
+	"github.com/go-playground/locales/en_BZ"
 	"github.com/go-playground/locales/en_CA"
 	"github.com/go-playground/locales/en_CH"
 	"github.com/go-playground/locales/en_DE"
 	"github.com/go-playground/locales/en_DK"
 	"github.com/go-playground/locales/en_FI"
+	"github.com/go-playground/locales/en_MT"
 	"github.com/go-playground/locales/en_NL"
 	"github.com/go-playground/locales/en_SE"
+	"github.com/go-playground/locales/en_ZA"
+	"github.com/go-playground/locales/en_ZW"
 	"github.com/go-playground/locales/es"
 	"github.com/go-playground/locales/fi"
 	"github.com/go-playground/locales/fr"
@@ -46,13 +51,18 @@ var cldrDates = map[string]func() locales.Translator{
 	"en-001": en_001.New,
 	"en-AE":  en_AE.New,
 	"en-AT":  en_AT.New,
+	"en-BW":  en_BW.New,
+	"en-BZ":  en_BZ.New,
 	"en-CA":  en_CA.New,
 	"en-CH":  en_CH.New,
 	"en-DE":  en_DE.New,
 	"en-DK":  en_DK.New,
 	"en-FI":  en_FI.New,
+	"en-MT":  en_MT.New,
 	"en-NL":  en_NL.New,
 	"en-SE":  en_SE.New,
+	"en-ZA":  en_ZA.New,
+	"en-ZW":  en_ZW.New,
 	"es":     es.New,
 	"fi":     fi.New,
 	"fr":     fr.New,

@@ -38,12 +38,15 @@ import (
 	"golang.org/x/text/language"
 %s)
 
-// One date on each month, so that every month name is compared.
+// Two dates in each month, one with a one-digit day: every month name
+// and both day widths are compared.
 func dates(tr locales.Translator) string {
 	var b []byte
 	for m := time.January; m <= time.December; m++ {
-		b = append(b, tr.FmtDateLong(time.Date(2026, m, 22, 12, 0, 0, 0, time.UTC))...)
-		b = append(b, '|')
+		for _, d := range []int{2, 22} {
+			b = append(b, tr.FmtDateLong(time.Date(2026, m, d, 12, 0, 0, 0, time.UTC))...)
+			b = append(b, '|')
+		}
 	}
 	return string(b)
 }
