@@ -326,6 +326,9 @@ func newRenderer(pol *policy.Policy) (*send.Renderer, error) {
 	if pol.TemplatesDir != "" {
 		rc.Templates = os.DirFS(pol.TemplatesDir)
 	}
+	if err := withContent(&rc, pol); err != nil {
+		return nil, err
+	}
 	r, err := send.NewRenderer(rc)
 	if err != nil {
 		return nil, usagef("config", "%v", err)

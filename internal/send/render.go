@@ -5,7 +5,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	htmltemplate "html/template"
 	"io/fs"
 	"mime"
 	"mime/multipart"
@@ -13,17 +12,23 @@ import (
 	"net/mail"
 	"net/textproto"
 	"net/url"
-	"path"
+	"slices"
 	"strings"
-	texttemplate "text/template"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/text/language"
 
 	"scan/internal/address"
 )
 
 // DefaultCancelURL is the RenderConfig.CancelURL used when none is given.
 const DefaultCancelURL = "https://example.com/cancel?token={token}"
+
+// DefaultLocale is the RenderConfig.DefaultLocale used when none is given.
+const DefaultLocale = "en"
 
 // defaultKind names the templates used for a kind that has none of its own.
 const defaultKind = "default"
@@ -77,52 +82,141 @@ type RenderConfig struct {
 	// ConfigurationSet is the Amazon SES configuration set named in an
 	// X-SES-CONFIGURATION-SET header (provider "ses" only); optional.
 	ConfigurationSet string
-	// DefaultLocale (BCP 47) renders a notice whose Locale is empty.
-	// Default "en" (issue 21).
+	// DefaultLocale (BCP 47) selects the templates and formats of a notice
+	// whose Locale is empty, malformed or unknown, or has no templates of
+	// its own language. It must be a known tag. Default DefaultLocale
+	// ("en").
 	DefaultLocale string
-	// DefaultTimeZone formats the dates of a notice whose TimeZone is nil.
-	// Default UTC (issue 21).
+	// DefaultTimeZone is the zone of the dates of a notice whose TimeZone
+	// is nil. Default UTC.
 	DefaultTimeZone *time.Location
-	// PreferencesURL, with "{token}", is named by List-Unsubscribe (and
-	// List-Unsubscribe-Post, RFC 8058). "": no List-Unsubscribe header.
-	// Never the cancel link (issue 21).
+	// PreferencesURL is the reminder-preferences link; "{token}" is
+	// replaced by the notice's query-escaped CancelToken (the token the
+	// ledger already maps to the subscription; the link is another
+	// endpoint, which changes reminders only). With it every message
+	// carries List-Unsubscribe: <link> and List-Unsubscribe-Post:
+	// List-Unsubscribe=One-Click (RFC 8058). It must be an absolute
+	// http(s) URL containing "{token}", and must not have the cancel
+	// link's host and path. "" (the default): no List-Unsubscribe header;
+	// the cancel link is never named there.
 	PreferencesURL string
-	// Templates optionally overrides the embedded templates. For a notice
-	// of kind K the Renderer uses K.subject.tmpl, K.txt.tmpl and
-	// K.html.tmpl (text/template, text/template and html/template) from
-	// Templates, else from the embedded set, else default.*.tmpl from
-	// Templates, else the embedded default.*.tmpl. Each file is looked up
-	// on its own. Templates are parsed once, by NewRenderer.
+	// Templates optionally adds templates to the embedded set and
+	// overrides it file by file. A template file is named
+	// <kind>.<locale>.<part>.tmpl or <kind>.<part>.tmpl, where part is
+	// subject (text/template), txt (text/template) or html
+	// (html/template) and locale a BCP 47 tag ("de-AT"). For a notice of
+	// kind K in locale L each part is looked up on its own, first found
+	// wins: K.L, K.<each CLDR parent of L> (de-AT, then de), then
+	// K.<DefaultLocale> and the locale-less K, then the same for
+	// "default". At each step a file in Templates comes before the
+	// embedded one; at the default-locale step the locale-less file in
+	// Templates comes before the embedded K.<DefaultLocale>, because a
+	// locale-less template is written in the default locale. Templates
+	// are parsed once, by NewRenderer, and each (kind, locale) is
+	// resolved once.
 	Templates fs.FS
 }
 
-// TemplateData is what a template sees.
+// TemplateData is what a template sees. Every field is a plain value,
+// computed once per notice; an unknown value is the zero value (""), never
+// "<no value>", so a template can omit a sentence with {{with}} or {{if}}.
 type TemplateData struct {
-	Kind        string
-	Name        string    // display name; may be empty
-	Plan        string    // plan name; may be empty
-	RenewsAt    time.Time // when the card is charged, UTC
-	RenewsOn    string    // RenewsAt's date, e.g. "2 January 2006" (UTC)
-	PeriodStart string    // YYYY-MM-DD
-	CancelURL   string    // the cancellation link
+	Kind string
+	Name string // display name; may be empty
+	Plan string // plan name; may be empty
+	// RenewsAt is when the card is charged, UTC.
+	RenewsAt time.Time
+	// AnchorAt is the date the kind is anchored on (Notice.AnchorAt, else
+	// RenewsAt: a trial's end, a price change), in TimeZone.
+	AnchorAt time.Time
+	// RenewsOn is AnchorAt's date, CLDR's long date for Locale:
+	// "March 4, 2026" (en), "4 March 2026" (en-GB), "4. März 2026" (de).
+	RenewsOn    string
+	PeriodStart string // YYYY-MM-DD
+	CancelURL   string // the cancellation link
+	// PreferencesURL is the reminder-preferences link (the one
+	// List-Unsubscribe names); "" without RenderConfig.PreferencesURL.
+	PreferencesURL string
+	// Amount is the charge with its currency, formatted for Locale from
+	// CLDR: "$12.99" (en-US), "12,99 €" (de), "€ 12,99" (de-AT), "¥1,299"
+	// (en, JPY). "" when the amount or currency is unknown.
+	Amount string
+	// Interval words the billing interval for Locale: "every month",
+	// "every 3 months", "jeden Monat", "alle 3 Monate". "" when unknown or
+	// in a language other than English and German; IntervalUnit and
+	// IntervalCount then let a template word it itself.
+	Interval      string
+	IntervalUnit  string // "day", "week", "month", "year" or ""
+	IntervalCount int    // Intervals per billing period, at least 1
+	// Locale is the BCP 47 tag Amount, Interval and RenewsOn are formatted
+	// for: the notice's locale when the text template is in its language,
+	// else the text template's (the default locale).
+	Locale string
+	// TimeZone is the IANA name of the zone of AnchorAt and RenewsOn.
+	TimeZone string
 }
 
 // Renderer turns a Notice into a Message. A Renderer is safe for concurrent
-// use; Render does not modify it.
+// use; Render does not modify what it renders with (it caches the
+// templates and formats of each kind and locale it meets).
 type Renderer struct {
 	from      mail.Address
 	fromHdr   string
 	domain    string
 	cancelURL string
-	provider  string
-	configSet string
-	subject   map[string]*texttemplate.Template
-	text      map[string]*texttemplate.Template
-	html      map[string]*htmltemplate.Template
+	prefsURL  string
+	// The links split around their first "{token}" (see fill).
+	cancelPre, cancelPost, prefsPre, prefsPost string
+	provider                                   string
+	configSet                                  string
+
+	dir, embedded templateSet
+	defaultLocale language.Tag
+	defaultZone   *time.Location
+	defaultFormat *localeFormat
+	variants      sync.Map // variantKey -> *variant
+	nvariants     atomic.Int64
+	formats       sync.Map // language.Tag -> *localeFormat
 }
 
 // NewRenderer validates cfg, fills its defaults and parses every template.
 func NewRenderer(cfg RenderConfig) (*Renderer, error) {
+	from, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	r := &Renderer{
+		from:        *from,
+		fromHdr:     from.String(),
+		domain:      strings.ToLower(cfg.MessageIDDomain),
+		cancelURL:   cfg.CancelURL,
+		prefsURL:    cfg.PreferencesURL,
+		provider:    cfg.Provider,
+		configSet:   cfg.ConfigurationSet,
+		defaultZone: cfg.DefaultTimeZone,
+	}
+	if r.defaultZone == nil {
+		r.defaultZone = time.UTC
+	}
+	r.cancelPre, r.cancelPost, _ = strings.Cut(r.cancelURL, "{token}")
+	r.prefsPre, r.prefsPost, _ = strings.Cut(r.prefsURL, "{token}")
+	r.defaultLocale, _ = parseLocale(cfg.DefaultLocale)
+	sub, _ := fs.Sub(embedded, "templates")
+	if r.embedded, err = parseTemplates(sub); err != nil {
+		return nil, fmt.Errorf("send: embedded templates: %w", err)
+	}
+	if cfg.Templates != nil {
+		if r.dir, err = parseTemplates(cfg.Templates); err != nil {
+			return nil, fmt.Errorf("send: RenderConfig.Templates: %w", err)
+		}
+	}
+	r.defaultFormat = newLocaleFormat(r.defaultLocale, nil)
+	r.formats.Store(r.defaultLocale, r.defaultFormat)
+	return r, nil
+}
+
+// validate checks cfg, fills its defaults and returns its From.
+func (cfg *RenderConfig) validate() (*mail.Address, error) {
 	if cfg.From == "" {
 		return nil, errors.New("send: RenderConfig.From is empty")
 	}
@@ -145,8 +239,17 @@ func NewRenderer(cfg RenderConfig) (*Renderer, error) {
 	if cfg.CancelURL == "" {
 		cfg.CancelURL = DefaultCancelURL
 	}
-	if err := checkCancelURL(cfg.CancelURL); err != nil {
+	if err := checkLinkURL("CancelURL", cfg.CancelURL); err != nil {
 		return nil, err
+	}
+	if err := cfg.checkPreferencesURL(); err != nil {
+		return nil, err
+	}
+	if cfg.DefaultLocale == "" {
+		cfg.DefaultLocale = DefaultLocale
+	}
+	if _, ok := parseLocale(cfg.DefaultLocale); !ok {
+		return nil, fmt.Errorf("send: RenderConfig.DefaultLocale %q is not a known BCP 47 tag", cfg.DefaultLocale)
 	}
 	switch cfg.Provider {
 	case "", "none", "ses", "sendgrid", "mailgun", "postmark":
@@ -156,85 +259,42 @@ func NewRenderer(cfg RenderConfig) (*Renderer, error) {
 	if strings.Trim(cfg.ConfigurationSet, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
 		return nil, errors.New("send: RenderConfig.ConfigurationSet may hold only letters, digits, '-' and '_'")
 	}
-	r := &Renderer{
-		from:      *from,
-		fromHdr:   from.String(),
-		domain:    strings.ToLower(cfg.MessageIDDomain),
-		cancelURL: cfg.CancelURL,
-		provider:  cfg.Provider,
-		configSet: cfg.ConfigurationSet,
-		subject:   map[string]*texttemplate.Template{},
-		text:      map[string]*texttemplate.Template{},
-		html:      map[string]*htmltemplate.Template{},
-	}
-	// Embedded first, then the overrides replace them file by file.
-	sub, _ := fs.Sub(embedded, "templates")
-	if err := r.load(sub); err != nil {
-		return nil, fmt.Errorf("send: embedded templates: %w", err)
-	}
-	if cfg.Templates != nil {
-		if err := r.load(cfg.Templates); err != nil {
-			return nil, fmt.Errorf("send: RenderConfig.Templates: %w", err)
-		}
-	}
-	return r, nil
+	return from, nil
 }
 
-func checkCancelURL(raw string) error {
+// checkLinkURL checks the link template raw of RenderConfig.field: an
+// absolute http(s) URL with "{token}" and nothing that could break out of
+// a header's angle brackets.
+func checkLinkURL(field, raw string) error {
 	if !strings.Contains(raw, "{token}") {
-		return errors.New("send: RenderConfig.CancelURL has no {token}")
+		return fmt.Errorf("send: RenderConfig.%s has no {token}", field)
 	}
 	if !address.ValidHeaderValue(raw) || strings.ContainsAny(raw, " <>\"") {
-		return errors.New("send: RenderConfig.CancelURL contains a space, control character, quote or angle bracket")
+		return fmt.Errorf("send: RenderConfig.%s contains a space, control character, quote or angle bracket", field)
 	}
 	u, err := url.Parse(strings.ReplaceAll(raw, "{token}", "t"))
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return errors.New("send: RenderConfig.CancelURL is not an absolute http(s) URL")
+		return fmt.Errorf("send: RenderConfig.%s is not an absolute http(s) URL", field)
 	}
 	return nil
 }
 
-// load parses every *.subject.tmpl, *.txt.tmpl and *.html.tmpl in fsys.
-func (r *Renderer) load(fsys fs.FS) error {
-	names, err := fs.Glob(fsys, "*.tmpl")
-	if err != nil {
+// checkPreferencesURL checks PreferencesURL, when set, and refuses one
+// that leads where the cancel link does (same scheme, host and path): a
+// mail client's one-click "Unsubscribe" must never cancel a plan.
+func (cfg *RenderConfig) checkPreferencesURL() error {
+	if cfg.PreferencesURL == "" {
+		return nil
+	}
+	if err := checkLinkURL("PreferencesURL", cfg.PreferencesURL); err != nil {
 		return err
 	}
-	for _, name := range names {
-		b, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return err
-		}
-		base := path.Base(name)
-		switch {
-		case strings.HasSuffix(base, ".subject.tmpl"):
-			t, err := texttemplate.New(base).Option("missingkey=error").Parse(string(b))
-			if err != nil {
-				return err
-			}
-			r.subject[strings.TrimSuffix(base, ".subject.tmpl")] = t
-		case strings.HasSuffix(base, ".txt.tmpl"):
-			t, err := texttemplate.New(base).Option("missingkey=error").Parse(string(b))
-			if err != nil {
-				return err
-			}
-			r.text[strings.TrimSuffix(base, ".txt.tmpl")] = t
-		case strings.HasSuffix(base, ".html.tmpl"):
-			t, err := htmltemplate.New(base).Option("missingkey=error").Parse(string(b))
-			if err != nil {
-				return err
-			}
-			r.html[strings.TrimSuffix(base, ".html.tmpl")] = t
-		}
+	p, _ := url.Parse(strings.ReplaceAll(cfg.PreferencesURL, "{token}", "t"))
+	c, _ := url.Parse(strings.ReplaceAll(cfg.CancelURL, "{token}", "t"))
+	if strings.EqualFold(p.Scheme, c.Scheme) && strings.EqualFold(p.Host, c.Host) && p.Path == c.Path {
+		return errors.New("send: RenderConfig.PreferencesURL leads to the cancel link (same host and path): List-Unsubscribe must never cancel")
 	}
 	return nil
-}
-
-func pick[T any](m map[string]T, kind string) T {
-	if t, ok := m[kind]; ok {
-		return t
-	}
-	return m[defaultKind]
 }
 
 // MessageID returns the Message-ID of the notice with key key:
@@ -291,6 +351,117 @@ func (r *Renderer) CancelLink(token string) string {
 	return strings.ReplaceAll(r.cancelURL, "{token}", url.QueryEscape(token))
 }
 
+// PreferencesLink returns the reminder-preferences link for token, or ""
+// without RenderConfig.PreferencesURL.
+func (r *Renderer) PreferencesLink(token string) string {
+	if r.prefsURL == "" {
+		return ""
+	}
+	return strings.ReplaceAll(r.prefsURL, "{token}", url.QueryEscape(token))
+}
+
+// listUnsubscribe returns the List-Unsubscribe headers of a notice with
+// token: the preferences link with RFC 8058's one-click POST, or none
+// without RenderConfig.PreferencesURL. Never the cancel link: a mail
+// client shows "Unsubscribe" for this header, and unsubscribing from
+// reminders must not cancel a plan. The link is query-escaped and
+// PreferencesURL checked, so no value holds a line break.
+func (r *Renderer) listUnsubscribe(token string) [][2]string {
+	link := r.PreferencesLink(token)
+	if link == "" {
+		return nil
+	}
+	return [][2]string{
+		{"List-Unsubscribe", "<" + link + ">"},
+		{"List-Unsubscribe-Post", "List-Unsubscribe=One-Click"},
+	}
+}
+
+// execute runs n's templates (the Render steps before MIME assembly):
+// it resolves the templates and formats of n's kind and locale (cached),
+// builds the data and returns the trimmed subject, the text and the HTML.
+// n is already checked; Name and Plan are already cut.
+func (r *Renderer) execute(n *Notice) (subject, text, html string, err error) {
+	v := r.variantFor(n.Kind, n.Locale)
+	data := r.data(n, v.textFmt)
+	subjectData, htmlData := &data, &data
+	if v.subjectFmt != v.textFmt {
+		d := r.data(n, v.subjectFmt)
+		subjectData = &d
+	}
+	if v.htmlFmt != v.textFmt {
+		d := r.data(n, v.htmlFmt)
+		htmlData = &d
+	}
+	var b strings.Builder
+	if err := v.subject.execute(&b, subjectData); err != nil {
+		return "", "", "", fmt.Errorf("render: subject: %w", err)
+	}
+	subject = strings.TrimSpace(b.String())
+	if !address.ValidHeaderValue(subject) {
+		return "", "", "", fmt.Errorf("render: Subject: %w", ErrHeaderInjection)
+	}
+	b = strings.Builder{}
+	b.Grow(1024)
+	if err := v.text.execute(&b, &data); err != nil {
+		return "", "", "", fmt.Errorf("render: text: %w", err)
+	}
+	text = b.String()
+	b = strings.Builder{}
+	b.Grow(2048)
+	if err := v.html.execute(&b, htmlData); err != nil {
+		return "", "", "", fmt.Errorf("render: html: %w", err)
+	}
+	return subject, text, b.String(), nil
+}
+
+// fill returns the link template link with every "{token}" replaced by
+// the escaped token; pre and post are link split around its first one.
+// It is CancelLink's ReplaceAll in one concatenation.
+func fill(pre, post, link, token string) string {
+	if strings.Contains(post, "{token}") {
+		return strings.ReplaceAll(link, "{token}", token)
+	}
+	return pre + token + post
+}
+
+// data is what n's templates see, formatted by f.
+func (r *Renderer) data(n *Notice, f *localeFormat) TemplateData {
+	zone := n.TimeZone
+	if zone == nil {
+		zone = r.defaultZone
+	}
+	anchor := n.AnchorAt
+	if anchor.IsZero() {
+		anchor = n.RenewsAt
+	}
+	token := url.QueryEscape(n.CancelToken)
+	d := TemplateData{
+		Kind:          n.Kind,
+		Name:          n.Name,
+		Plan:          n.Plan,
+		RenewsAt:      n.RenewsAt.UTC(),
+		PeriodStart:   n.PeriodStart.Format(time.DateOnly),
+		CancelURL:     fill(r.cancelPre, r.cancelPost, r.cancelURL, token),
+		Amount:        f.amount(n.Amount, n.Currency),
+		Interval:      f.intervalText(n.Interval, n.IntervalCount),
+		IntervalCount: countOrOne(n.IntervalCount),
+		Locale:        f.name,
+		TimeZone:      zone.String(),
+	}
+	if r.prefsURL != "" {
+		d.PreferencesURL = fill(r.prefsPre, r.prefsPost, r.prefsURL, token)
+	}
+	if slices.Contains(intervalUnits[:], n.Interval) {
+		d.IntervalUnit = n.Interval
+	}
+	if !anchor.IsZero() {
+		d.AnchorAt = anchor.In(zone)
+		d.RenewsOn = f.date(d.AnchorAt)
+	}
+	return d
+}
+
 // Render renders n into a complete RFC 5322 multipart/alternative message
 // with CRLF line endings. It refuses a notice whose Key is not at least 32
 // hex characters, whose To, Name or rendered Subject would put a line break
@@ -316,30 +487,9 @@ func (r *Renderer) Render(n Notice) (*Message, error) {
 		return nil, errors.New("render: notice has no CancelToken")
 	}
 	n.Name, n.Plan = cut(n.Name, MaxNameLen), cut(n.Plan, MaxPlanLen)
-	link := r.CancelLink(n.CancelToken)
-	data := TemplateData{
-		Kind:        n.Kind,
-		Name:        n.Name,
-		Plan:        n.Plan,
-		RenewsAt:    n.RenewsAt.UTC(),
-		RenewsOn:    n.RenewsAt.UTC().Format("2 January 2006"),
-		PeriodStart: n.PeriodStart.Format(time.DateOnly),
-		CancelURL:   link,
-	}
-
-	var subj, text, html bytes.Buffer
-	if err := pick(r.subject, n.Kind).Execute(&subj, data); err != nil {
-		return nil, fmt.Errorf("render: subject: %w", err)
-	}
-	if err := pick(r.text, n.Kind).Execute(&text, data); err != nil {
-		return nil, fmt.Errorf("render: text: %w", err)
-	}
-	if err := pick(r.html, n.Kind).Execute(&html, data); err != nil {
-		return nil, fmt.Errorf("render: html: %w", err)
-	}
-	subject := strings.TrimSpace(subj.String())
-	if !address.ValidHeaderValue(subject) {
-		return nil, fmt.Errorf("render: Subject: %w", ErrHeaderInjection)
+	subject, text, html, err := r.execute(&n)
+	if err != nil {
+		return nil, err
 	}
 
 	m := &Message{
@@ -347,8 +497,8 @@ func (r *Renderer) Render(n Notice) (*Message, error) {
 		From:      r.from.Address,
 		MessageID: r.MessageID(n.Key),
 		Subject:   subject,
-		Text:      text.String(),
-		HTML:      html.String(),
+		Text:      text,
+		HTML:      html,
 	}
 	to := (&mail.Address{Name: n.Name, Address: n.To}).String()
 	headers := []struct{ name, value string }{
@@ -359,10 +509,9 @@ func (r *Renderer) Render(n Notice) (*Message, error) {
 		{"Message-ID", m.MessageID},
 		{"MIME-Version", "1.0"},
 		{"X-Notice-Key", n.Key},
-		{"List-Unsubscribe", "<" + link + ">"},
 		{"Auto-Submitted", "auto-generated"},
 	}
-	for _, h := range CorrelationHeaders(r.provider, n.Key, r.configSet) {
+	for _, h := range append(r.listUnsubscribe(n.CancelToken), CorrelationHeaders(r.provider, n.Key, r.configSet)...) {
 		headers = append(headers, struct{ name, value string }{h[0], h[1]})
 	}
 	boundary := "=_notice_" + n.Key[:32]
