@@ -38,6 +38,7 @@ type HTTPRequest struct {
 	HTML           string `json:"html"`
 	SubscriptionID string `json:"subscription_id"`
 	Kind           string `json:"kind"`
+	Attempt        int    `json:"attempt"` // the claim's attempt number (Notice.Attempt, at least 1)
 }
 
 // HTTP is a Sender that POSTs each message as JSON (HTTPRequest) to one
@@ -100,6 +101,7 @@ func (h *HTTP) Send(ctx context.Context, m *Message) (Receipt, error) {
 		HTML:           m.HTML,
 		SubscriptionID: n.SubscriptionID,
 		Kind:           n.Kind,
+		Attempt:        max(n.Attempt, 1),
 	})
 	if err != nil {
 		return Receipt{}, &Error{Class: Permanent, Err: fmt.Errorf("http: %w", err)}
