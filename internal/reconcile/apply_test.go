@@ -106,7 +106,9 @@ func TestApplySettlesInBatches(t *testing.T) {
 	if fmt.Sprint(kinds) != fmt.Sprint(wantKinds) {
 		t.Errorf("events by kind = %v, want %v", kinds, wantKinds)
 	}
-	tl := func(k ledger.EventKind, r string) int { return tally[reconcile.Tally{Provider: "jsonl", Event: k, Result: r}] }
+	tl := func(k ledger.EventKind, r string) int {
+		return tally[reconcile.Tally{Provider: "jsonl", Event: k, Result: r}]
+	}
 	if tl(ledger.KindDelivered, "settled") != 1 || tl(ledger.KindDelivered, "unknown") != 1 || tl(ledger.KindNotSent, "settled") != 1 ||
 		tl(ledger.KindNotSent, "recorded") != 1 || tl(ledger.KindOther, "malformed") != 1 || tl(ledger.KindOther, "irrelevant") != 1 {
 		t.Errorf("tally = %v", tally)

@@ -41,9 +41,9 @@ type Event struct {
 }
 
 // AttemptField is where every provider echoes the attempt number, beside
-// NoticeKeyField (the headers send.CorrelationHeaders writes), and the
-// optional field of a jsonl event that carries it.
-const AttemptField = "attempt"
+// NoticeKeyField (the headers send.CorrelationHeaders writes). A jsonl
+// event, our own format, carries it as "attempt".
+const AttemptField = "notice_attempt"
 
 // attemptNumber reads an echoed attempt number: a positive integer as a
 // JSON number or string, or the first of an array of strings (SES tags).

@@ -26,7 +26,7 @@ var errNoEvent = errors.New("no event type")
 // evidence is what one provider payload says about one message.
 type evidence struct {
 	key, providerID, messageID string
-	attempt                    int // echoed beside the key (AttemptField); 0 when absent
+	attempt                    int          // echoed beside the key (AttemptField); 0 when absent
 	event                      string       // "format:type[/detail]", lower-case
 	to                         ledger.State // "" when the event proves nothing
 	at                         time.Time
@@ -245,7 +245,7 @@ func decodeSendGrid(payload []byte) (evidence, error) {
 		Event       string                     `json:"event"`
 		Type        string                     `json:"type"`
 		NoticeKey   json.RawMessage            `json:"notice_key"`
-		Attempt     json.RawMessage            `json:"attempt"`
+		Attempt     json.RawMessage            `json:"notice_attempt"`
 		SGMessageID string                     `json:"sg_message_id"`
 		SMTPID      string                     `json:"smtp-id"`
 		Timestamp   json.RawMessage            `json:"timestamp"`

@@ -17,7 +17,7 @@ import (
 // the attempt in the form the provider documents, and no other provider's header.
 func TestCorrelationHeadersAtTheServer(t *testing.T) {
 	t.Parallel()
-	all := []string{"X-SES-MESSAGE-TAGS", "X-SES-CONFIGURATION-SET", "X-SMTPAPI", "X-Mailgun-Variables", "X-PM-Metadata-notice_key", "X-PM-Metadata-attempt"}
+	all := []string{"X-SES-MESSAGE-TAGS", "X-SES-CONFIGURATION-SET", "X-SMTPAPI", "X-Mailgun-Variables", "X-PM-Metadata-notice_key", "X-PM-Metadata-notice_attempt"}
 	// keyOf reads the key back the way the provider does.
 	jsonKey := func(t *testing.T, v string, path ...string) string {
 		t.Helper()
@@ -38,25 +38,25 @@ func TestCorrelationHeadersAtTheServer(t *testing.T) {
 		{"none", "", nil},
 		{"", "ignored", nil},
 		{"ses", "", map[string]func(*testing.T, string, string) bool{
-			"X-SES-MESSAGE-TAGS": func(_ *testing.T, v, key string) bool { return v == "notice_key="+key+", attempt=2" },
+			"X-SES-MESSAGE-TAGS": func(_ *testing.T, v, key string) bool { return v == "notice_key="+key+", notice_attempt=2" },
 		}},
 		{"ses", "notices-prod_1", map[string]func(*testing.T, string, string) bool{
-			"X-SES-MESSAGE-TAGS":      func(_ *testing.T, v, key string) bool { return v == "notice_key="+key+", attempt=2" },
+			"X-SES-MESSAGE-TAGS":      func(_ *testing.T, v, key string) bool { return v == "notice_key="+key+", notice_attempt=2" },
 			"X-SES-CONFIGURATION-SET": func(_ *testing.T, v, _ string) bool { return v == "notices-prod_1" },
 		}},
 		{"sendgrid", "", map[string]func(*testing.T, string, string) bool{
 			"X-SMTPAPI": func(t *testing.T, v, key string) bool {
-				return jsonKey(t, v, "unique_args", "notice_key") == key && jsonKey(t, v, "unique_args", "attempt") == "2"
+				return jsonKey(t, v, "unique_args", "notice_key") == key && jsonKey(t, v, "unique_args", "notice_attempt") == "2"
 			},
 		}},
 		{"mailgun", "", map[string]func(*testing.T, string, string) bool{
 			"X-Mailgun-Variables": func(t *testing.T, v, key string) bool {
-				return jsonKey(t, v, "notice_key") == key && jsonKey(t, v, "attempt") == "2"
+				return jsonKey(t, v, "notice_key") == key && jsonKey(t, v, "notice_attempt") == "2"
 			},
 		}},
 		{"postmark", "", map[string]func(*testing.T, string, string) bool{
-			"X-PM-Metadata-notice_key": func(_ *testing.T, v, key string) bool { return v == key },
-			"X-PM-Metadata-attempt":    func(_ *testing.T, v, _ string) bool { return v == "2" },
+			"X-PM-Metadata-notice_key":     func(_ *testing.T, v, key string) bool { return v == key },
+			"X-PM-Metadata-notice_attempt": func(_ *testing.T, v, _ string) bool { return v == "2" },
 		}},
 	} {
 		t.Run(tc.provider+"/"+tc.configSet, func(t *testing.T) {

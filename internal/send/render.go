@@ -257,21 +257,26 @@ const NoticeKeyTag = "notice_key"
 
 // AttemptTag is the name under which each provider echoes the attempt
 // number beside NoticeKeyTag, so that an event settles only its attempt.
-const AttemptTag = "attempt"
+// Not "attempt": SendGrid's deferred and bounce events carry their own
+// "attempt" (delivery tries) at the top level, where unique arguments go.
+const AttemptTag = "notice_attempt"
 
 // CorrelationHeaders returns the headers (name, value) that make provider
 // echo key and attempt (Notice.Attempt; 0 is written as 1) in its event
 // data:
 //
-//   - ses: X-SES-MESSAGE-TAGS: notice_key=KEY, attempt=N (events:
-//     mail.tags.notice_key, mail.tags.attempt), and X-SES-CONFIGURATION-SET
-//     when configSet is not empty; SES removes both before delivery.
-//   - sendgrid: X-SMTPAPI: {"unique_args":{"notice_key":"KEY","attempt":"N"}}
-//     (events: notice_key and attempt at the top level).
-//   - mailgun: X-Mailgun-Variables: {"notice_key":"KEY","attempt":"N"}
+//   - ses: X-SES-MESSAGE-TAGS: notice_key=KEY, notice_attempt=N (events:
+//     mail.tags.notice_key, mail.tags.notice_attempt), and
+//     X-SES-CONFIGURATION-SET when configSet is not empty; SES removes both
+//     before delivery.
+//   - sendgrid: X-SMTPAPI:
+//     {"unique_args":{"notice_key":"KEY","notice_attempt":"N"}} (events:
+//     both at the top level).
+//   - mailgun: X-Mailgun-Variables: {"notice_key":"KEY","notice_attempt":"N"}
 //     (events: event-data.user-variables).
-//   - postmark: X-PM-Metadata-notice_key: KEY and X-PM-Metadata-attempt: N
-//     (events: Metadata.notice_key, Metadata.attempt).
+//   - postmark: X-PM-Metadata-notice_key: KEY and
+//     X-PM-Metadata-notice_attempt: N (events: Metadata.notice_key,
+//     Metadata.notice_attempt).
 //
 // Any other provider ("" or "none") gets none. key is hex and configSet
 // letters, digits, '-' and '_', so no value can hold a line break.

@@ -36,8 +36,8 @@ type SESConfig struct {
 
 // SES sends each message through Amazon SES v2 SendEmail as raw content:
 // the bytes Render produced, byte for byte, with the notice key as the
-// email tag notice_key and the attempt as the tag attempt (which SES
-// events carry as mail.tags.notice_key and mail.tags.attempt).
+// email tag notice_key and the attempt as the tag notice_attempt (which
+// SES events carry as mail.tags.notice_key and mail.tags.notice_attempt).
 // An SES is safe for concurrent use.
 //
 // The SDK never retries: a request whose answer was lost may have been
