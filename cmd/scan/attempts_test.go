@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"scan/internal/ledger"
+	"scan/internal/metrics/metricstest"
 	"scan/internal/smtptest"
 )
 
@@ -224,9 +225,17 @@ func TestEvidenceOfASentNotice(t *testing.T) {
 	if want := sha256Hex(f.smtp.Messages()[0].Raw); rows[0].MessageSHA256 != want {
 		t.Fatalf("digest %s, want %s (the message the server read)", rows[0].MessageSHA256, want)
 	}
-	// The replay keeps nothing new.
-	if sum := f.reconcileFile("ses", f.attemptEvents("ses-after-sent")); sum["duplicate"] != 2.0 {
-		t.Fatalf("replay: %v", sum)
+	// The replay keeps nothing new, and says so to the Pushgateway.
+	gw := metricstest.New(t)
+	code, out, errOut := f.runIn([]string{"PUSHGATEWAY_URL=" + gw.URL}, "reconcile", "--format", "ses", "--events", f.attemptEvents("ses-after-sent"))
+	if lines := jsonLines[map[string]any](t, out); code != 0 || lines[len(lines)-1]["duplicate"] != 2.0 {
+		t.Fatalf("replay: exit %d\n%s%s", code, out, errOut)
+	}
+	fam := gw.Group("job=scan_reconcile,provider=ses")["scan_reconcile_events_total"]
+	for _, ev := range []string{"delivered", "bounce_hard"} {
+		if v, ok := metricstest.Value(fam, map[string]string{"event": ev, "result": "duplicate"}); !ok || v != 1 {
+			t.Errorf("scan_reconcile_events_total{provider=ses,event=%s,result=duplicate} = %v (present %v), want 1", ev, v, ok)
+		}
 	}
 }
 

@@ -33,7 +33,9 @@ type ReconcileCount struct {
 // PushReconcile pushes the counts of one `scan reconcile` run of provider
 // as scan_reconcile_events_total{provider,event,result} to the Pushgateway
 // at gatewayURL, replacing the group job "scan_reconcile", provider (so
-// that a run of one provider never removes another's counts). Like the
+// that a run of one provider never removes another's counts). provider is
+// the grouping label, which the Pushgateway puts on every series of the
+// group (a client may not push a label that is also a grouping label). Like the
 // pass's metrics, the values are the last run's: an hourly run that re-reads
 // two days of events counts each event in every run that reads it; result
 // "duplicate" marks those already kept. client nil is a 10s-timeout client.
@@ -50,15 +52,15 @@ func PushReconcile(ctx context.Context, gatewayURL string, client *http.Client, 
 	events := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "scan_reconcile_events_total",
 		Help: "Provider events read by the last `scan reconcile` run of a provider, by kind (event) and by what each did (result: settled, overruled, recorded, duplicate, stale, unknown, irrelevant, malformed).",
-	}, []string{"provider", "event", "result"})
+	}, []string{"event", "result"})
 	reg.MustRegister(events)
 	for _, ev := range ReconcileEvents {
 		for _, r := range ReconcileResults {
-			events.WithLabelValues(provider, ev, r)
+			events.WithLabelValues(ev, r)
 		}
 	}
 	for _, c := range counts {
-		events.WithLabelValues(provider, c.Event, c.Result).Add(float64(c.N))
+		events.WithLabelValues(c.Event, c.Result).Add(float64(c.N))
 	}
 	err = push.New(gatewayURL, ReconcileJob).Grouping("provider", provider).Gatherer(reg).Client(client).PushContext(ctx)
 	return pushError(u, err)
