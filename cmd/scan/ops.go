@@ -16,8 +16,8 @@ import (
 
 	"scan/internal/backfill"
 	"scan/internal/ledger"
-	"scan/internal/notice"
 	"scan/internal/metrics"
+	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/reconcile"
 )

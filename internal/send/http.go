@@ -100,8 +100,7 @@ func (h *HTTP) Send(ctx context.Context, m *Message) (Receipt, error) {
 		Text:           m.Text,
 		HTML:           m.HTML,
 		SubscriptionID: n.SubscriptionID,
-		Kind:           n.Kind,
-		Attempt:        max(n.Attempt, 1),
+		Kind:           n.Kind, Attempt: max(n.Attempt, 1),
 	})
 	if err != nil {
 		return Receipt{}, &Error{Class: Permanent, Err: fmt.Errorf("http: %w", err)}
