@@ -1,11 +1,14 @@
 // Package reconcile reads provider events (our own JSON lines, or the
 // payloads Amazon SES, SendGrid, Mailgun and Postmark post) and turns them
-// into evidence about quarantined claims: an event that proves the
-// provider accepted a message settles its claim as sent (failed for a
-// permanent bounce); an explicit rejection before sending settles it as
-// retry. It reads any size of file in bounded memory and
-// never stops for one bad line. Apply settles the claims in the ledger
-// (ledger.Settle), a batch per transaction.
+// into evidence about one attempt of a notice (the attempt the message
+// carried beside its key, when the provider echoes it): an event that
+// proves the provider accepted a message settles its claim as sent
+// (failed for a permanent bounce); an explicit rejection before sending
+// settles it as retry, and overrules an acceptance of the same attempt.
+// It reads any size of file in bounded memory and never stops for one bad
+// line. Apply names each event's kind and applies the events to the
+// ledger (ledger.Settle, which also keeps them as evidence), a batch per
+// transaction.
 package reconcile
 
 import (
