@@ -1,8 +1,8 @@
 package ledger_test
 
 import (
-	"crypto/sha256"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"testing"
 	"time"
