@@ -425,26 +425,3 @@ func cmdKey(e *env, args []string) error {
 	_, err = fmt.Fprintln(e.stdout, k.Key(notice.Tuple{SubscriptionID: *sub, PeriodStart: ps, Kind: *kind, Revision: *rev}))
 	return err
 }
-
-func cmdLookup(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "lookup", "SUBSCRIPTION_ID [--json]")
-	asJSON := fs.Bool("json", false, "JSON lines instead of a table")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("SUBSCRIPTION_ID", "exactly one subscription id is required")
-	}
-	registerSecrets(e)
-	db, err := openDB(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	rows, err := ledger.BySubscription(ctx, db, pos[0])
-	if err != nil {
-		return err
-	}
-	return printRows(e, rows, *asJSON || !isTerminal(e.stdout), "no ledger rows for that subscription: no notice was claimed or sent")
-}

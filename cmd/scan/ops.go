@@ -16,6 +16,7 @@ import (
 
 	"scan/internal/backfill"
 	"scan/internal/ledger"
+	"scan/internal/metrics"
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/reconcile"
@@ -208,6 +209,9 @@ func cmdReconcile(ctx context.Context, e *env, args []string) error {
 	if !slices.Contains(reconcile.Formats, *format) {
 		return usagef("--format", "%q is not one of %s", *format, strings.Join(reconcile.Formats, ", "))
 	}
+	if err := checkPushURL(e.getenv("PUSHGATEWAY_URL")); err != nil {
+		return err
+	}
 	var in io.Reader = e.stdin
 	if *events != "-" {
 		f, err := os.Open(*events)
@@ -235,13 +239,45 @@ func cmdReconcile(ctx context.Context, e *env, args []string) error {
 	if n := res.Malformed + res.Oversized - len(res.Problems); n > 0 {
 		fmt.Fprintf(e.stderr, "scan reconcile: %d more skipped payloads not listed\n", n)
 	}
-	// unknown_message_id keeps its name from the jsonl days: it counts
-	// events that match no ledger row by key, provider id or Message-ID.
-	return out.Encode(map[string]any{
-		"format": *format, "lines": res.Lines, "payloads": res.Payloads, "settled": res.Settled,
+	pushReconcile(ctx, e, *format, res)
+	return out.Encode(reconcileSummary(*format, res))
+}
+
+// reconcileSummary is the JSON object `scan reconcile` ends with.
+// unknown_message_id keeps its name from the jsonl days: it counts events
+// that match no notice by key, provider id or Message-ID (or name an
+// attempt the notice never had); already_settled counts the events kept
+// as evidence only (recorded and duplicate). events counts the usable
+// events by kind; stale those of an earlier attempt, which changed nothing.
+func reconcileSummary(format string, res reconcile.Result) map[string]any {
+	events := map[string]int{}
+	for _, k := range ledger.EventKinds {
+		events[string(k)] = res.Events[k]
+	}
+	return map[string]any{
+		"format": format, "lines": res.Lines, "payloads": res.Payloads, "settled": res.Settled,
 		"unknown_message_id": res.Unknown, "already_settled": res.Unchanged,
 		"malformed": res.Malformed, "oversized": res.Oversized, "irrelevant": res.Irrelevant,
-	})
+		"overruled": res.Overruled, "duplicate": res.Duplicate, "stale": res.Stale, "events": events,
+	}
+}
+
+// pushReconcile pushes scan_reconcile_events_total when PUSHGATEWAY_URL
+// is set; a failed push is reported on stderr and never fails the run.
+func pushReconcile(ctx context.Context, e *env, format string, res reconcile.Result) {
+	gw := e.getenv("PUSHGATEWAY_URL")
+	if gw == "" {
+		return
+	}
+	var counts []metrics.ReconcileCount
+	for t, n := range res.Tally {
+		counts = append(counts, metrics.ReconcileCount{Event: string(t.Event), Result: t.Result, N: n})
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
+	defer cancel()
+	if err := metrics.PushReconcile(pctx, gw, nil, format, counts); err != nil {
+		fmt.Fprintf(e.stderr, "scan reconcile: %v (the events were applied)\n", err)
+	}
 }
 
 func cmdBackfill(ctx context.Context, e *env, args []string) error {

@@ -60,12 +60,16 @@ func TestReconcileProviderEventsAfterAHang(t *testing.T) {
 	}{
 		{"ses", "X-SES-MESSAGE-TAGS: notice_key=", "Ok 0100019%s-000000", []ledger.State{S, S, F, S, R, S, S, S, S, C},
 			map[string]float64{"payloads": 18, "settled": 9, "already_settled": 2, "unknown_message_id": 1, "malformed": 3, "irrelevant": 3}, "0100019"},
-		{"sendgrid", `X-SMTPAPI: {"unique_args":{"notice_key":"`, "Ok: queued as SG%s", []ledger.State{S, S, S, S, F, S, R, S, S, C},
-			map[string]float64{"payloads": 18, "settled": 9, "already_settled": 3, "unknown_message_id": 1, "malformed": 3, "irrelevant": 2}, "SG"},
-		{"mailgun", `X-Mailgun-Variables: {"notice_key":"`, "Great success", []ledger.State{S, S, S, F, S, R, S, R, S, C},
+		// sub 7: dropped, then delivered: evidence that it left the
+		// provider never leads to a resend (issue 19), so retry -> sent.
+		{"sendgrid", `X-SMTPAPI: {"unique_args":{"notice_key":"`, "Ok: queued as SG%s", []ledger.State{S, S, S, S, F, S, S, S, S, C},
+			map[string]float64{"payloads": 18, "settled": 10, "already_settled": 2, "unknown_message_id": 1, "malformed": 3, "irrelevant": 2}, "SG"},
+		// sub 6: suppress-bounce: a resend would be suppressed again, so failed.
+		{"mailgun", `X-Mailgun-Variables: {"notice_key":"`, "Great success", []ledger.State{S, S, S, F, S, F, S, R, S, C},
 			map[string]float64{"payloads": 15, "settled": 9, "already_settled": 2, "unknown_message_id": 1, "malformed": 2, "irrelevant": 1}, "Great success"},
-		{"postmark", "X-PM-Metadata-notice_key: ", "Ok: queued as %s-0000-0000-0000-000000000000", []ledger.State{S, F, S, S, S, S, S, S, C, C},
-			map[string]float64{"payloads": 15, "settled": 8, "already_settled": 2, "unknown_message_id": 2, "malformed": 2, "irrelevant": 1}, ""},
+		// sub 1: delivered, then a hard bounce: failed (ledger.HardBounceFails).
+		{"postmark", "X-PM-Metadata-notice_key: ", "Ok: queued as %s-0000-0000-0000-000000000000", []ledger.State{F, F, S, S, S, S, S, S, C, C},
+			map[string]float64{"payloads": 15, "settled": 9, "already_settled": 1, "unknown_message_id": 2, "malformed": 2, "irrelevant": 1}, ""},
 	} {
 		t.Run(tc.provider, func(t *testing.T) {
 			t.Parallel()

@@ -77,5 +77,6 @@ func cmdPrune(ctx context.Context, e *env, args []string) error {
 		DryRun      bool               `json:"dry_run"`
 		Removed     []ledger.Partition `json:"removed"`
 		Resolutions int64              `json:"resolutions_removed"`
-	}{policy.FormatDuration(horizon), before.Format("2006-01-02"), *dry, res.Removed, res.Resolutions})
+		Evidence    int64              `json:"evidence_removed"`
+	}{policy.FormatDuration(horizon), before.Format("2006-01-02"), *dry, res.Removed, res.Resolutions, res.Evidence})
 }

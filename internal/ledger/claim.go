@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"time"
@@ -29,10 +30,14 @@ type Claim struct {
 
 // Won is a row that a claim statement inserted or re-claimed. Its
 // CancelToken is the one to put in the message: for a corrected notice it
-// is the stored token of the revision it supersedes.
+// is the stored token of the revision it supersedes. Attempt numbers the
+// claims of the notice: 1 for the first, one more for each re-claim (0
+// for a row inserted Missed); the message carries it beside the key, so
+// that a provider event names the attempt it is about.
 type Won struct {
 	Key         string `db:"notice_key"`
 	CancelToken string `db:"cancel_token"`
+	Attempt     int    `db:"attempts"`
 }
 
 // ClaimOptions are the per-pass values every claim of a batch shares.
@@ -104,8 +109,15 @@ type Outcome struct {
 	State       State // Sent, Retry, Failed; Claimed for an unknown outcome
 	SentAt      time.Time
 	ProviderID  string
-	Attempts    int
-	Error       string
+	// Attempts is how many times the pass handed the message over within
+	// this claim (the dispatcher's retries); logged, not stored: the
+	// ledger's attempts counts claims (Won.Attempt).
+	Attempts int
+	// Digest is the SHA-256 of the exact message handed to the provider,
+	// stored with the outcome (an ambiguous one too); nil when nothing was
+	// handed over.
+	Digest []byte
+	Error  string
 }
 
 // RecordOutcomes records a batch of outcomes of run runID in one statement,
@@ -117,7 +129,7 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 		return 0, nil
 	}
 	n := len(outs)
-	keys, states, sentAt, prov, att, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	keys, states, sentAt, prov, digests, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	var lo, hi time.Time
 	everyMonth := false
 	for i, o := range outs {
@@ -125,7 +137,9 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 		if !o.SentAt.IsZero() {
 			sentAt[i] = o.SentAt.UTC().Format(tsLayout)
 		}
-		att[i] = strconv.Itoa(o.Attempts)
+		if len(o.Digest) > 0 {
+			digests[i] = hex.EncodeToString(o.Digest)
+		}
 		switch p := o.PeriodStart; {
 		case p.IsZero():
 			everyMonth = true
@@ -149,7 +163,7 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 			return err
 		}
 		res, err := tx.ExecContext(ctx, noticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
-			pq.Array(prov), pq.Array(att), pq.Array(errs), from, to, runID, now.UTC())
+			pq.Array(prov), pq.Array(digests), pq.Array(errs), from, to, runID, now.UTC())
 		if err != nil {
 			return err
 		}

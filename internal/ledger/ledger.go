@@ -12,6 +12,7 @@ package ledger
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -132,7 +133,17 @@ type Row struct {
 	CancelToken    *string    `db:"cancel_token" json:"-"`
 	Supersedes     *string    `db:"supersedes" json:"supersedes,omitempty"`
 	UpdatedAt      *time.Time `db:"updated_at" json:"updated_at,omitempty"`
+	// MessageSHA256 is the SHA-256 of the message the current attempt
+	// handed to the provider (Digest gives it in hex); nil when none was.
+	MessageSHA256 []byte `db:"message_sha256" json:"-"`
+	// SettledBy says who settled the current attempt when it was not the
+	// pass's own outcome: SettledByOperator, or the EventKind of the
+	// provider event that did.
+	SettledBy *string `db:"settled_by" json:"settled_by,omitempty"`
 }
+
+// Digest returns MessageSHA256 in lower-case hex, "" when there is none.
+func (r Row) Digest() string { return hex.EncodeToString(r.MessageSHA256) }
 
 // Period returns the billing period as YYYY-MM-DD.
 func (r Row) Period() string { return r.PeriodStart.Format("2006-01-02") }

@@ -127,6 +127,14 @@ type Decision struct {
 	Reason string    // why
 	At     time.Time // when
 	SentAt time.Time // for To == Sent: when it went out, if known
+
+	// Set by Settle only: the event kind recorded as settled_by (an
+	// operator's decision records SettledByOperator), the attempt the row
+	// must still be at, and whether sent_at is cleared (an acceptance
+	// overruled by "not sent").
+	settledBy   string
+	attempt     int
+	clearSentAt bool
 }
 
 // Resolve applies d with its audit row and returns the state the row had.
@@ -166,141 +174,28 @@ func resolveLocked(ctx context.Context, tx sqlx.ExtContext, d Decision, from Sta
 		sentAt = at.UTC().Format(tsLayout)
 	}
 	note := "resolved " + string(from) + " -> " + string(d.To) + " by " + d.By + ": " + d.Reason
-	res, err := tx.ExecContext(ctx, noticeResolve, d.Key, string(d.To), sentAt, note, d.At.UTC(), string(from))
+	settledBy, attempt := d.settledBy, any(nil)
+	if settledBy == "" {
+		settledBy = SettledByOperator
+	}
+	if d.attempt > 0 {
+		attempt = d.attempt
+	}
+	res, err := tx.ExecContext(ctx, noticeResolve, d.Key, string(d.To), sentAt, note, d.At.UTC(), string(from),
+		settledBy, attempt, d.clearSentAt)
 	if err != nil {
 		return fmt.Errorf("resolve %s: %w", notice.Short(d.Key), err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("%w: %s", ErrStateChanged, notice.Short(d.Key))
 	}
+	if from == d.To {
+		return nil // only settled_by changed: no decision to record
+	}
 	if _, err := tx.ExecContext(ctx, noticeResolutionInsert, d.Key, string(from), string(d.To), d.By, d.Reason, d.At.UTC(), period.Format("2006-01-02")); err != nil {
 		return fmt.Errorf("record resolution of %s: %w", notice.Short(d.Key), err)
 	}
 	return nil
-}
-
-// Settlement is one provider event to apply to a claim. It names the claim
-// by its notice key, the provider's id or its Message-ID, tried in that
-// order; at least one must be set.
-type Settlement struct {
-	Key        string // the notice key the provider echoed; may be empty
-	ProviderID string // the provider's message id; may be empty
-	MessageID  string // without angle brackets; may be empty
-	To         State  // Sent, Retry or Failed
-	Event      string // the provider's event name, for the audit trail
-	At         time.Time
-}
-
-// SettleResult says what a batch of settlements did.
-type SettleResult struct {
-	Changed   []Change // claims settled
-	Unknown   int      // settlements that match no ledger row
-	Unchanged int      // rows that were not claimed (already settled)
-}
-
-// Change is one settled claim.
-type Change struct {
-	Key       string `json:"notice_key"`
-	MessageID string `json:"message_id"`
-	From      State  `json:"from"`
-	To        State  `json:"to"`
-	Event     string `json:"event"`
-}
-
-// Settle applies provider events to quarantined claims: only rows in state
-// claimed change; each change is recorded with by as its author. A
-// settlement finds its row by notice key, else by provider id (unless
-// several rows share that id), else by Message-ID. Events for the same row
-// are applied in order, and the first that settles a claim wins. tx must
-// be a transaction the caller opened (WithTx), so that the batch is
-// applied whole or not at all; a *sqlx.DB is refused with ErrNoTx.
-func Settle(ctx context.Context, tx sqlx.ExtContext, by string, now time.Time, ss []Settlement) (SettleResult, error) {
-	var res SettleResult
-	if err := needTx(tx, "settle"); err != nil {
-		return res, err
-	}
-	if len(ss) == 0 {
-		return res, nil
-	}
-	var keys, provs, ids []string
-	for _, s := range ss {
-		if s.Key != "" {
-			keys = append(keys, s.Key)
-		}
-		if s.ProviderID != "" {
-			provs = append(provs, s.ProviderID)
-		}
-		if s.MessageID != "" {
-			ids = append(ids, s.MessageID)
-		}
-	}
-	var rows []struct {
-		Key         string    `db:"notice_key"`
-		MessageID   string    `db:"message_id"`
-		ProviderID  string    `db:"provider_id"`
-		State       State     `db:"state"`
-		PeriodStart time.Time `db:"period_start"`
-	}
-	if err := sqlx.SelectContext(ctx, tx, &rows, noticeListForSettlement, pq.Array(keys), pq.Array(provs), pq.Array(ids)); err != nil {
-		return SettleResult{}, fmt.Errorf("settle: %w", err)
-	}
-	type cur struct {
-		key, messageID string
-		state          State
-		period         time.Time
-	}
-	byKey := make(map[string]*cur, len(rows))
-	byProv := map[string]*cur{}
-	byID := map[string]*cur{}
-	for _, r := range rows {
-		c := &cur{r.Key, r.MessageID, r.State, r.PeriodStart}
-		byKey[r.Key] = c
-		if r.ProviderID != "" {
-			if _, dup := byProv[r.ProviderID]; dup {
-				byProv[r.ProviderID] = nil // shared: names no one row
-			} else {
-				byProv[r.ProviderID] = c
-			}
-		}
-		if r.MessageID != "" {
-			byID[r.MessageID] = c
-		}
-	}
-	for _, s := range ss {
-		var c *cur
-		if s.Key != "" {
-			c = byKey[s.Key]
-		}
-		if c == nil && s.ProviderID != "" {
-			c = byProv[s.ProviderID]
-		}
-		if c == nil && s.MessageID != "" {
-			c = byID[s.MessageID]
-		}
-		if c == nil {
-			res.Unknown++
-			continue
-		}
-		if c.state != Claimed {
-			res.Unchanged++
-			continue
-		}
-		d := Decision{Key: c.key, To: s.To, By: by, Reason: "provider event " + s.Event, At: now, SentAt: s.At}
-		err := resolveLocked(ctx, tx, d, Claimed, c.period)
-		if errors.Is(err, ErrStateChanged) {
-			// A running pass recorded its outcome since the read above
-			// (the UPDATE changed no row, so the transaction is intact).
-			res.Unchanged++
-			c.state = ""
-			continue
-		}
-		if err != nil {
-			return SettleResult{}, err
-		}
-		res.Changed = append(res.Changed, Change{Key: c.key, MessageID: c.messageID, From: Claimed, To: s.To, Event: s.Event})
-		c.state = s.To
-	}
-	return res, nil
 }
 
 // Backfilled is one notice that an earlier system already sent.

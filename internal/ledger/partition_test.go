@@ -109,13 +109,14 @@ VALUES ($1, $2, 'renewal_notice_t72', $3, $4::int, $5::text, $6::timestamptz, CA
 VALUES ($1, 'claimed', 'sent', 'carol', 'seen in the provider console', $2)`, key(11), t0); err != nil {
 		t.Fatal(err)
 	}
-	const dump = `SELECT coalesce(string_agg(row_to_json(l)::text, E'\n' ORDER BY notice_key), '') FROM notice_ledger l`
+	// The columns 0006 adds (NULL on every row it finds) are left out.
+	const dump = `SELECT coalesce(string_agg((to_jsonb(l) - 'message_sha256' - 'settled_by')::text, E'\n' ORDER BY notice_key), '') FROM notice_ledger l`
 	var before, after string
 	if err := db.Get(&before, dump); err != nil {
 		t.Fatal(err)
 	}
 
-	if n, err := ledger.Migrate(ctx, db.DB); err != nil || n != 4 { // 0002 (partitions), 0003 (the provider_id index), 0004 (dropping it), 0005 (the key check)
+	if n, err := ledger.Migrate(ctx, db.DB); err != nil || n != 5 { // 0002 (partitions), 0003 (the provider_id index), 0004 (dropping it), 0005 (the key check), 0006 (evidence)
 		t.Fatalf("migrate applied %d, %v", n, err)
 	}
 	if err := db.Get(&after, dump); err != nil {
@@ -228,6 +229,16 @@ func TestPruneRemovesWholeOldMonthsOnly(t *testing.T) {
 VALUES ($1, 'claimed', 'sent', 'carol', 'test', $2, $3)`, inMonth(0, month(2025, 2).AddDate(0, 0, 3)).Key, t0, month(2025, 2).AddDate(0, 0, 3)); err != nil {
 		t.Fatal(err)
 	}
+	// Provider evidence kept on a row of a month that goes and of one that
+	// stays.
+	var ev []ledger.Settlement
+	for _, m := range []time.Month{2, 3} {
+		ev = append(ev, ledger.Settlement{Key: inMonth(1, month(2025, m).AddDate(0, 0, 3)).Key, To: ledger.Sent,
+			Kind: ledger.KindDelivered, Event: "delivered", Attempt: 1, At: t0})
+	}
+	if res, err := settle(ctx, db, "reconcile", t0, ev); err != nil || fmt.Sprint(res.Each) != "[recorded recorded]" {
+		t.Fatalf("evidence: %+v, %v", res, err)
+	}
 
 	// Before 2025-03-15: January and February go, March stays (whole
 	// months only). A dry run first removes nothing.
@@ -243,8 +254,11 @@ VALUES ($1, 'claimed', 'sent', 'carol', 'test', $2, $3)`, inMonth(0, month(2025,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Removed) != 2 || res.Removed[0].Name != "notice_ledger_p202501" || res.Removed[1].To != "2025-03-01" || res.Resolutions != 1 {
+	if len(res.Removed) != 2 || res.Removed[0].Name != "notice_ledger_p202501" || res.Removed[1].To != "2025-03-01" || res.Resolutions != 1 || res.Evidence != 1 {
 		t.Fatalf("prune: %+v", res)
+	}
+	if n := countRows(t, db, `SELECT count(*) FROM notice_evidence WHERE notice_key = $1`, ev[1].Key); n != 1 {
+		t.Fatalf("the evidence of the month that stays: %d rows", n)
 	}
 	if got := fmt.Sprint(partitionNames(t, db)); got != "[notice_ledger_p202503 notice_ledger_p202612]" {
 		t.Fatalf("partitions %s", got)

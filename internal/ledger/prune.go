@@ -67,11 +67,13 @@ type PruneOptions struct {
 type PruneResult struct {
 	Removed     []Partition `json:"removed"`
 	Resolutions int64       `json:"resolutions"` // decision records removed with them
+	Evidence    int64       `json:"evidence"`    // provider events kept on their rows, removed with them
 }
 
 // Prune removes, in one transaction, the months of the ledger whose
 // periods all start before opt.Before: it detaches and drops each month's
-// partition and deletes the decisions recorded on its rows. It refuses
+// partition and deletes the decisions recorded on its rows; then, in a
+// statement of its own, the provider evidence kept on them. It refuses
 // with a *ClaimedError, removing nothing, when one of those months still
 // holds a claimed row. The DEFAULT partition is never removed.
 //
@@ -138,7 +140,18 @@ func Prune(ctx context.Context, db *sqlx.DB, opt PruneOptions) (PruneResult, err
 	if res.Removed == nil {
 		res.Removed = []Partition{}
 	}
-	return res, err
+	if err != nil || opt.DryRun || len(res.Removed) == 0 {
+		return res, err
+	}
+	// The evidence of the removed months, after the ledger's lock is gone:
+	// a month holds several events per notice, and no pass should wait for
+	// their deletion. Nothing reads evidence of a month without rows.
+	r, err := db.ExecContext(ctx, noticeEvidencePrune, res.Removed[len(res.Removed)-1].To)
+	if err != nil {
+		return res, fmt.Errorf("prune: evidence: %w", err)
+	}
+	res.Evidence, _ = r.RowsAffected()
+	return res, nil
 }
 
 // checkNoClaims returns a *ClaimedError naming the months before before

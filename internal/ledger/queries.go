@@ -24,7 +24,7 @@ SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision
        $12, $13, c.renews_at::timestamptz, c.window_closes_at::timestamptz,
        NULLIF(c.domain, ''), NULLIF(c.message_id, ''),
        COALESCE(prev.cancel_token, NULLIF(c.cancel_token, '')), prev.notice_key,
-       NULLIF($14, ''), 0
+       NULLIF($14, ''), CASE WHEN $11 = 'claimed' THEN 1 ELSE 0 END
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
             $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
      AS c(notice_key, subscription_id, kind, period_start, revision,
@@ -40,26 +40,32 @@ LEFT JOIN LATERAL (
     ORDER BY p.revision DESC
     LIMIT 1) prev ON true
 ON CONFLICT DO NOTHING
-RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token`
+RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token, attempts`
 
 // noticeReclaim re-claims rows in state retry by compare-and-set: only the
 // pass whose UPDATE sees state = 'retry' gets the row back. The window
-// must still be open at $2.
+// must still be open at $2. Each re-claim is a new attempt: attempts
+// counts it, claimed_at is set anew (events without an attempt number are
+// told apart by it), and the previous attempt's digest and settlement are
+// cleared (its evidence stays in notice_evidence under its number).
 //
 // $1 keys, $2 claimed_at (the pass's now), $3 run id, $4 redirect or ”.
 const noticeReclaim = `
 UPDATE notice_ledger
 SET state = 'claimed', claimed_at = $2, run_id = $3,
-    redirected_to = NULLIF($4, ''), updated_at = $2
+    redirected_to = NULLIF($4, ''), updated_at = $2,
+    attempts = attempts + 1, message_sha256 = NULL, settled_by = NULL
 WHERE notice_key = ANY($1::text[])
   AND state = 'retry'
   AND (window_closes_at IS NULL OR window_closes_at > $2)
-RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token`
+RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token, attempts`
 
 // noticeRecordOutcome records a batch of outcomes of one run's claims. The
 // row must still be claimed by that run: an operator's decision made in the
 // meantime is never overwritten. An unknown outcome keeps state 'claimed'
-// (quarantine) and records only the attempt and the error.
+// (quarantine) and records only the error and the digest. attempts is the
+// claim's (noticeClaim, noticeReclaim), not written here. The digest (hex,
+// or ” when nothing was handed over) is stored as 32 bytes.
 //
 // The rows are found by index scans only, within the months the period
 // bounds leave (whole months, so that they prune at plan time), and paired
@@ -74,7 +80,7 @@ RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token`
 // marks them as it passes.
 //
 // $1 keys, $2 states, $3 sent_at (text or ”), $4 provider ids,
-// $5 attempts, $6 errors (text[] each), $7 the first day of the earliest
+// $5 digests (hex), $6 errors (text[] each), $7 the first day of the earliest
 // month and $8 the first day after the latest (YYYY-MM-DD), or NULL for
 // every month, $9 run id, $10 updated_at.
 const noticeRecordOutcome = `
@@ -82,11 +88,11 @@ UPDATE notice_ledger l
 SET state = o.state,
     sent_at = NULLIF(o.sent_at, '')::timestamptz,
     provider_id = NULLIF(o.provider_id, ''),
-    attempts = l.attempts + o.attempts::int,
+    message_sha256 = decode(NULLIF(o.digest, ''), 'hex'),
     last_error = NULLIF(o.last_error, ''),
     updated_at = $10
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
-     AS o(notice_key, state, sent_at, provider_id, attempts, last_error)
+     AS o(notice_key, state, sent_at, provider_id, digest, last_error)
 WHERE l.notice_key = ANY($1::text[])
   AND ($7::date IS NULL OR l.period_start >= $7::date)
   AND ($8::date IS NULL OR l.period_start < $8::date)
@@ -165,16 +171,22 @@ LIMIT $3`
 const noticeLockForResolve = `
 SELECT * FROM notice_ledger WHERE notice_key = $1 FOR UPDATE`
 
-// noticeResolve applies an operator's or a reconciliation's decision.
+// noticeResolve applies an operator's or a reconciliation's decision,
+// by compare-and-set on the row's state and (for a reconciliation, which
+// read the row without a lock) its attempt.
 // $1 key, $2 new state, $3 sent_at (text or ”), $4 last_error note,
-// $5 updated_at, $6 expected current state.
+// $5 updated_at, $6 expected current state, $7 settled_by ('operator' or
+// the event kind), $8 expected attempts or NULL for any, $9 true to clear
+// sent_at (a "not sent" event overruled an acceptance).
 const noticeResolve = `
 UPDATE notice_ledger
 SET state = $2,
-    sent_at = COALESCE(sent_at, NULLIF($3, '')::timestamptz),
+    sent_at = CASE WHEN $9 THEN NULL ELSE COALESCE(sent_at, NULLIF($3, '')::timestamptz) END,
     last_error = NULLIF($4, ''),
+    settled_by = NULLIF($7, ''),
     updated_at = $5
-WHERE notice_key = $1 AND state = $6`
+WHERE notice_key = $1 AND state = $6
+  AND ($8::int IS NULL OR attempts = $8::int)`
 
 // noticeResolutionInsert records who decided what, when and why, with
 // the row's period so that prune removes it with its month.
@@ -195,13 +207,16 @@ VALUES ($1, $2, $3, $4, $5, $6, $7::date)`
 // compared whole: there is no index on message_id for every claim to write.
 const noticeListForSettlement = `
 SELECT notice_key, COALESCE(message_id, '') AS message_id,
-       COALESCE(provider_id, '') AS provider_id, state, period_start
+       COALESCE(provider_id, '') AS provider_id, state, period_start,
+       attempts, claimed_at, COALESCE(settled_by, '') AS settled_by
 FROM notice_ledger WHERE notice_key = ANY($1::text[])
 UNION
-SELECT notice_key, COALESCE(message_id, ''), COALESCE(provider_id, ''), state, period_start
+SELECT notice_key, COALESCE(message_id, ''), COALESCE(provider_id, ''), state, period_start,
+       attempts, claimed_at, COALESCE(settled_by, '')
 FROM notice_ledger WHERE state = 'claimed' AND provider_id = ANY($2::text[])
 UNION
-SELECT l.notice_key, l.message_id, COALESCE(l.provider_id, ''), l.state, l.period_start
+SELECT l.notice_key, l.message_id, COALESCE(l.provider_id, ''), l.state, l.period_start,
+       l.attempts, l.claimed_at, COALESCE(l.settled_by, '')
 FROM unnest($3::text[]) AS m(id)
 JOIN notice_ledger l
   ON l.notice_key >= split_part(m.id, '@', 1) COLLATE "C"
@@ -308,6 +323,37 @@ const noticePartitionDrop = `DROP TABLE %s`
 const noticeResolutionPrune = `
 DELETE FROM notice_ledger_resolution
 WHERE period_start >= $1::date AND period_start < $2::date`
+
+// noticeEvidenceInsert keeps a batch of provider events as evidence, each
+// under its notice and attempt; an event already kept (a replay: same
+// notice, attempt, event and time) is skipped by the unique index and is
+// absent from the result.
+//
+// $1 keys, $2 period starts, $3 attempts, $4 kinds, $5 events,
+// $6 occurred_at (text or ”), $7 details (text[] each), $8 recorded_at.
+const noticeEvidenceInsert = `
+INSERT INTO notice_evidence
+    (notice_key, period_start, attempt, kind, event, occurred_at, detail, recorded_at)
+SELECT e.notice_key, e.period_start::date, e.attempt::int, e.kind, e.event,
+       NULLIF(e.occurred_at, '')::timestamptz, NULLIF(e.detail, ''), $8
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+     AS e(notice_key, period_start, attempt, kind, event, occurred_at, detail)
+ON CONFLICT DO NOTHING
+RETURNING notice_key, attempt, event, occurred_at`
+
+// noticeEvidenceList returns the evidence kept for the notices of keys,
+// by notice, attempt and time.
+const noticeEvidenceList = `
+SELECT notice_key, attempt, kind, event, occurred_at, COALESCE(detail, '') AS detail, recorded_at
+FROM notice_evidence
+WHERE notice_key = ANY($1::text[])
+ORDER BY notice_key, attempt, occurred_at NULLS FIRST, recorded_at, event`
+
+// noticeEvidencePrune removes the evidence kept on rows of periods before
+// $1 (the months prune removed, and any left by a prune that stopped
+// between its two transactions).
+const noticeEvidencePrune = `
+DELETE FROM notice_evidence WHERE period_start < $1::date`
 
 // noticeListRetry returns one page of the rows of kind $1 in state retry
 // whose window is still open at $2, in key order after $3, at most $4:

@@ -266,14 +266,20 @@ func (p *Pass) Push(ctx context.Context, gatewayURL string, completed bool) erro
 	} else {
 		err = pusher.AddContext(ctx)
 	}
-	if err != nil {
-		msg := err.Error()
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			msg = strings.ReplaceAll(strings.ReplaceAll(msg, url.UserPassword("", pw).String()[1:], "xxxxx"), pw, "xxxxx")
-		}
-		return fmt.Errorf("push metrics to %s: %s", u.Redacted(), msg)
+	return pushError(u, err)
+}
+
+// pushError returns err, a failed push to u, without u's password; nil
+// for nil.
+func pushError(u *url.URL, err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	msg := err.Error()
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		msg = strings.ReplaceAll(strings.ReplaceAll(msg, url.UserPassword("", pw).String()[1:], "xxxxx"), pw, "xxxxx")
+	}
+	return fmt.Errorf("push metrics to %s: %s", u.Redacted(), msg)
 }
 
 // without gathers every metric family of g except the one named name.

@@ -148,3 +148,38 @@ func TestDomainLabelIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// A reconcile run's counts are pushed under job scan_reconcile and its
+// provider, every label combination present (zeros included), so that the
+// bounce-rate alert's ratio always has its series.
+func TestPushReconcile(t *testing.T) {
+	t.Parallel()
+	gw := metricstest.New(t)
+	counts := []metrics.ReconcileCount{{Event: "bounce_hard", Result: "settled", N: 2}, {Event: "delivered", Result: "duplicate", N: 5}, {Event: "delivered", Result: "duplicate", N: 1}}
+	if err := metrics.PushReconcile(context.Background(), gw.URL, nil, "ses", counts); err != nil {
+		t.Fatal(err)
+	}
+	pushes := gw.Pushes()
+	if len(pushes) != 1 || pushes[0].Method != http.MethodPut {
+		t.Fatalf("pushes = %+v, want one PUT", pushes)
+	}
+	g := gw.Group("job=scan_reconcile,provider=ses")
+	if g == nil {
+		t.Fatalf("no group job=scan_reconcile,provider=ses; pushes: %+v", pushes[0].Grouping)
+	}
+	fam := g["scan_reconcile_events_total"]
+	if n := len(metricstest.Matching(fam, nil)); n != len(metrics.ReconcileEvents)*len(metrics.ReconcileResults) {
+		t.Errorf("%d series, want every event and result", n)
+	}
+	for _, c := range []struct {
+		event, result string
+		want          float64
+	}{{"bounce_hard", "settled", 2}, {"delivered", "duplicate", 6}, {"not_sent", "stale", 0}} {
+		if v, ok := metricstest.Value(fam, map[string]string{"event": c.event, "result": c.result}); !ok || v != c.want {
+			t.Errorf("%s/%s = %v (present %v), want %v", c.event, c.result, v, ok, c.want)
+		}
+	}
+	if err := metrics.PushReconcile(context.Background(), "ftp://x", nil, "ses", nil); err == nil {
+		t.Error("a non-http URL was accepted")
+	}
+}

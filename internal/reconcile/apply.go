@@ -26,20 +26,36 @@ type Options struct {
 // Result is what Apply read and what it changed.
 type Result struct {
 	Stats         // what the reader saw (ReadFormat)
-	Settled   int // claims settled
-	Unknown   int // settlements that matched no ledger row
-	Unchanged int // settlements whose row was no longer claimed
+	Settled   int // rows whose state an event changed (overruled included)
+	Overruled int // rows settled sent from an acceptance that "not sent" moved to retry or failed
+	Unknown   int // events that matched no notice (or an attempt it never had)
+	Unchanged int // events kept as evidence only: recorded or duplicate
+	Duplicate int // events already kept (replays); counted in Unchanged too
+	Stale     int // events of an earlier attempt: they changed nothing
+	// Events counts the usable events read, by kind (ledger.EventKind).
+	Events map[ledger.EventKind]int
+	// Tally counts every event by what it was and what it did, for the
+	// metric scan_reconcile_events_total; payloads that were malformed,
+	// oversized or irrelevant are counted under event "other".
+	Tally map[Tally]int
 }
 
-// Apply reads the events in r (ReadFormat) and settles the quarantined
-// claims they prove something about (ledger.Settle), in batches of
-// opt.BatchSize settlements, each batch in a transaction of its own:
-// memory stays bounded whatever the size of r, and a batch once committed
-// stays so if a later one fails. changed, when not nil, is called with
-// each change once its batch has committed; an error from it, from the
-// reader or from the ledger stops Apply. Apply is safe to run while a
-// pass records outcomes: a claim the pass settled first is counted in
-// Unchanged.
+// Tally is one label set of scan_reconcile_events_total.
+type Tally struct {
+	Provider string           // the format read: jsonl, ses, sendgrid, mailgun or postmark
+	Event    ledger.EventKind // what the event says
+	Result   string           // a ledger.Result, or "irrelevant" or "malformed"
+}
+
+// Apply reads the events in r (ReadFormat), names the kind of each
+// (classify), and applies them to the notices they name (ledger.Settle:
+// each to its own attempt, evidence kept), in batches of opt.BatchSize
+// events, each batch in a transaction of its own: memory stays bounded
+// whatever the size of r, and a batch once committed stays so if a later
+// one fails. changed, when not nil, is called with each change once its
+// batch has committed; an error from it, from the reader or from the
+// ledger stops Apply. Apply is safe to run while a pass records outcomes:
+// a claim the pass settled first is left as the pass recorded it.
 func Apply(ctx context.Context, db *sqlx.DB, r io.Reader, opt Options, changed func(ledger.Change) error) (Result, error) {
 	size := opt.BatchSize
 	if size <= 0 {
@@ -49,7 +65,11 @@ func Apply(ctx context.Context, db *sqlx.DB, r io.Reader, opt Options, changed f
 	if now == nil {
 		now = time.Now
 	}
-	var res Result
+	provider := opt.Format
+	if provider == "" {
+		provider = "jsonl"
+	}
+	res := Result{Events: map[ledger.EventKind]int{}, Tally: map[Tally]int{}}
 	batch := make([]ledger.Settlement, 0, min(size, DefaultBatchSize))
 	flush := func() error {
 		var sr ledger.SettleResult
@@ -68,13 +88,12 @@ func Apply(ctx context.Context, db *sqlx.DB, r io.Reader, opt Options, changed f
 				}
 			}
 		}
-		res.Unknown += sr.Unknown
-		res.Unchanged += sr.Unchanged
-		res.Settled += len(sr.Changed)
+		res.add(provider, batch, sr)
 		batch = batch[:0]
 		return nil
 	}
 	st, err := ReadFormat(r, opt.Format, func(s ledger.Settlement) error {
+		classify(&s)
 		batch = append(batch, s)
 		if len(batch) >= size {
 			return flush()
@@ -85,5 +104,26 @@ func Apply(ctx context.Context, db *sqlx.DB, r io.Reader, opt Options, changed f
 	if err == nil {
 		err = flush()
 	}
+	res.Tally[Tally{provider, ledger.KindOther, "irrelevant"}] += st.Irrelevant
+	res.Tally[Tally{provider, ledger.KindOther, "malformed"}] += st.Malformed + st.Oversized
 	return res, err
+}
+
+// add counts what one batch did.
+func (res *Result) add(provider string, batch []ledger.Settlement, sr ledger.SettleResult) {
+	res.Unknown += sr.Unknown
+	res.Unchanged += sr.Unchanged
+	res.Stale += sr.Stale
+	res.Settled += len(sr.Changed)
+	for i, s := range batch {
+		r := sr.Each[i]
+		res.Events[s.Kind]++
+		res.Tally[Tally{provider, s.Kind, string(r)}]++
+		switch r {
+		case ledger.ResultOverruled:
+			res.Overruled++
+		case ledger.ResultDuplicate:
+			res.Duplicate++
+		}
+	}
 }

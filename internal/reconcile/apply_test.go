@@ -95,8 +95,23 @@ func TestApplySettlesInBatches(t *testing.T) {
 	// 7 settlements (the unsubscribe proves nothing): batches of 2, 2, 2, 1.
 	want := reconcile.Result{Stats: reconcile.Stats{Lines: 9, Payloads: 9, Malformed: 1, Irrelevant: 1,
 		Problems: []reconcile.Problem{{Line: 9, Reason: "not a JSON object"}}}, Settled: 4, Unknown: 1, Unchanged: 2}
+	kinds, tally := res.Events, res.Tally
+	res.Events, res.Tally = nil, nil
 	if fmt.Sprint(res) != fmt.Sprint(want) {
 		t.Fatalf("result = %+v, want %+v", res, want)
+	}
+	// Per kind, and per kind and result: event 4's bounce settled it, so
+	// its dropped (not sent, but no acceptance to overrule) is only kept.
+	wantKinds := map[ledger.EventKind]int{ledger.KindDelivered: 2, ledger.KindNotSent: 2, ledger.KindBounceSoft: 2, ledger.KindEngagement: 1}
+	if fmt.Sprint(kinds) != fmt.Sprint(wantKinds) {
+		t.Errorf("events by kind = %v, want %v", kinds, wantKinds)
+	}
+	tl := func(k ledger.EventKind, r string) int {
+		return tally[reconcile.Tally{Provider: "jsonl", Event: k, Result: r}]
+	}
+	if tl(ledger.KindDelivered, "settled") != 1 || tl(ledger.KindDelivered, "unknown") != 1 || tl(ledger.KindNotSent, "settled") != 1 ||
+		tl(ledger.KindNotSent, "recorded") != 1 || tl(ledger.KindOther, "malformed") != 1 || tl(ledger.KindOther, "irrelevant") != 1 {
+		t.Errorf("tally = %v", tally)
 	}
 	if n := c.reads.Load(); n != 4 {
 		t.Fatalf("the clock was read %d times, want once per batch (4)", n)

@@ -1,11 +1,14 @@
 // Package reconcile reads provider events (our own JSON lines, or the
 // payloads Amazon SES, SendGrid, Mailgun and Postmark post) and turns them
-// into evidence about quarantined claims: an event that proves the
-// provider accepted a message settles its claim as sent (failed for a
-// permanent bounce); an explicit rejection before sending settles it as
-// retry. It reads any size of file in bounded memory and
-// never stops for one bad line. Apply settles the claims in the ledger
-// (ledger.Settle), a batch per transaction.
+// into evidence about one attempt of a notice (the attempt the message
+// carried beside its key, when the provider echoes it): an event that
+// proves the provider accepted a message settles its claim as sent
+// (failed for a permanent bounce); an explicit rejection before sending
+// settles it as retry, and overrules an acceptance of the same attempt.
+// It reads any size of file in bounded memory and never stops for one bad
+// line. Apply names each event's kind and applies the events to the
+// ledger (ledger.Settle, which also keeps them as evidence), a batch per
+// transaction.
 package reconcile
 
 import (
@@ -15,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,11 +32,34 @@ const MaxLine = 1 << 20
 // Event is one provider event. Only MessageID and Event are required.
 // Timestamp, when present, is when the provider saw the event: an RFC 3339
 // string or a Unix time in seconds (or milliseconds), as providers send
-// it; any other form is ignored rather than rejecting the line.
+// it; any other form is ignored rather than rejecting the line. Attempt,
+// when present (a positive integer, or a string of one), is the attempt
+// the message carried (send.Notice.Attempt); anything else is ignored and
+// the event is then matched to an attempt by its time.
 type Event struct {
 	MessageID string    `json:"message_id"`
 	Event     string    `json:"event"`
 	Timestamp time.Time `json:"timestamp"`
+	Attempt   int       `json:"attempt"`
+}
+
+// AttemptField is where every provider echoes the attempt number, beside
+// NoticeKeyField (the headers send.CorrelationHeaders writes). A jsonl
+// event, our own format, carries it as "attempt".
+const AttemptField = "notice_attempt"
+
+// attemptNumber reads an echoed attempt number: a positive integer as a
+// JSON number or string, or the first of an array of strings (SES tags).
+// Anything else is 0, unknown.
+func attemptNumber(raw json.RawMessage) int {
+	var n int
+	if json.Unmarshal(raw, &n) == nil && n > 0 {
+		return n
+	}
+	if a, err := strconv.Atoi(strings.TrimSpace(firstString(raw))); err == nil && a > 0 {
+		return a
+	}
+	return 0
 }
 
 // UnmarshalJSON decodes an event, reading its timestamp leniently.
@@ -41,11 +68,12 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		MessageID string          `json:"message_id"`
 		Event     string          `json:"event"`
 		Timestamp json.RawMessage `json:"timestamp"`
+		Attempt   json.RawMessage `json:"attempt"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
-	*e = Event{MessageID: raw.MessageID, Event: raw.Event, Timestamp: parseTime(raw.Timestamp)}
+	*e = Event{MessageID: raw.MessageID, Event: raw.Event, Timestamp: parseTime(raw.Timestamp), Attempt: attemptNumber(raw.Attempt)}
 	return nil
 }
 
@@ -162,7 +190,7 @@ func Read(r io.Reader, fn func(ledger.Settlement) error) (Stats, error) {
 				st.Irrelevant++
 				break
 			}
-			if ferr := fn(ledger.Settlement{MessageID: id, To: to, Event: strings.ToLower(strings.TrimSpace(ev.Event)), At: ev.Timestamp}); ferr != nil {
+			if ferr := fn(ledger.Settlement{MessageID: id, To: to, Event: strings.ToLower(strings.TrimSpace(ev.Event)), At: ev.Timestamp, Attempt: ev.Attempt}); ferr != nil {
 				return st, ferr
 			}
 		}

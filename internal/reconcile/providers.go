@@ -26,6 +26,7 @@ var errNoEvent = errors.New("no event type")
 // evidence is what one provider payload says about one message.
 type evidence struct {
 	key, providerID, messageID string
+	attempt                    int          // echoed beside the key (AttemptField); 0 when absent
 	event                      string       // "format:type[/detail]", lower-case
 	to                         ledger.State // "" when the event proves nothing
 	at                         time.Time
@@ -113,7 +114,7 @@ func ReadFormat(r io.Reader, format string, fn func(ledger.Settlement) error) (S
 			st.problem(line, "no notice_key, provider message id or Message-ID")
 			return nil
 		}
-		return fn(ledger.Settlement{Key: ev.key, ProviderID: ev.providerID, MessageID: ev.messageID, To: ev.to, Event: ev.event, At: ev.at})
+		return fn(ledger.Settlement{Key: ev.key, ProviderID: ev.providerID, MessageID: ev.messageID, To: ev.to, Event: ev.event, At: ev.at, Attempt: ev.attempt})
 	})
 	st.Lines = lines
 	return st, err
@@ -203,6 +204,7 @@ func decodeSES(payload []byte) (evidence, error) {
 	}
 	ev := evidence{
 		key:        firstString(e.Mail.Tags[NoticeKeyField]),
+		attempt:    attemptNumber(e.Mail.Tags[AttemptField]),
 		providerID: e.Mail.MessageID,
 		messageID:  e.Mail.CommonHeaders.MessageID,
 		event:      "ses:" + lower(typ),
@@ -243,6 +245,7 @@ func decodeSendGrid(payload []byte) (evidence, error) {
 		Event       string                     `json:"event"`
 		Type        string                     `json:"type"`
 		NoticeKey   json.RawMessage            `json:"notice_key"`
+		Attempt     json.RawMessage            `json:"notice_attempt"`
 		SGMessageID string                     `json:"sg_message_id"`
 		SMTPID      string                     `json:"smtp-id"`
 		Timestamp   json.RawMessage            `json:"timestamp"`
@@ -254,14 +257,15 @@ func decodeSendGrid(payload []byte) (evidence, error) {
 	if e.Event == "" {
 		return evidence{}, fmt.Errorf("%w (event)", errNoEvent)
 	}
-	key := firstString(e.NoticeKey)
+	key, attempt := firstString(e.NoticeKey), attemptNumber(e.Attempt)
 	if key == "" {
 		key = firstString(e.UniqueArgs[NoticeKeyField]) // older webhook versions nest them
+		attempt = attemptNumber(e.UniqueArgs[AttemptField])
 	}
 	// sg_message_id is the X-Message-Id of the SMTP reply plus a suffix
 	// naming the filter server: ".filter0001.16648.5515E0B88.0".
 	prov, _, _ := strings.Cut(e.SGMessageID, ".filter")
-	ev := evidence{key: key, providerID: prov, messageID: e.SMTPID, event: "sendgrid:" + lower(e.Event), at: parseTime(e.Timestamp)}
+	ev := evidence{key: key, attempt: attempt, providerID: prov, messageID: e.SMTPID, event: "sendgrid:" + lower(e.Event), at: parseTime(e.Timestamp)}
 	switch lower(e.Event) {
 	case "processed", "delivered", "deferred", "open", "click", "spamreport":
 		ev.to = ledger.Sent
@@ -305,6 +309,7 @@ func decodeMailgun(payload []byte) (evidence, error) {
 	}
 	ev := evidence{
 		key:       firstString(e.UserVariables[NoticeKeyField]),
+		attempt:   attemptNumber(e.UserVariables[AttemptField]),
 		messageID: e.Message.Headers.MessageID,
 		event:     "mailgun:" + lower(e.Event),
 		at:        parseTime(e.Timestamp),
@@ -345,7 +350,8 @@ func decodePostmark(payload []byte) (evidence, error) {
 	if e.RecordType == "" {
 		return evidence{}, fmt.Errorf("%w (RecordType)", errNoEvent)
 	}
-	ev := evidence{key: firstString(e.Metadata[NoticeKeyField]), providerID: e.MessageID, event: "postmark:" + lower(e.RecordType)}
+	ev := evidence{key: firstString(e.Metadata[NoticeKeyField]), attempt: attemptNumber(e.Metadata[AttemptField]),
+		providerID: e.MessageID, event: "postmark:" + lower(e.RecordType)}
 	switch lower(e.RecordType) {
 	case "delivery":
 		ev.to, ev.at = ledger.Sent, parseTime(e.DeliveredAt)

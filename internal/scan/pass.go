@@ -603,6 +603,7 @@ func (s *Pass) submit(ctx context.Context, d *send.Dispatcher, won []ledger.Won,
 		dn := byKey[w.Key]
 		n := dn.n
 		n.ClaimedAt = at
+		n.Attempt = w.Attempt
 		n.CancelToken = w.CancelToken
 		if n.CancelToken == "" {
 			n.CancelToken = dn.claim.CancelToken

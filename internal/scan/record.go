@@ -99,7 +99,7 @@ func (r *recorder) run(ctx context.Context, results <-chan send.Result) error {
 }
 
 func (r *recorder) add(res send.Result) {
-	o := ledger.Outcome{Key: res.Notice.Key, PeriodStart: res.Notice.PeriodStart, Attempts: res.Attempts}
+	o := ledger.Outcome{Key: res.Notice.Key, PeriodStart: res.Notice.PeriodStart, Attempts: res.Attempts, Digest: res.Digest}
 	class := send.Classify(res.Err)
 	switch class {
 	case 0:

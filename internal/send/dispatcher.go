@@ -3,6 +3,7 @@ package send
 import (
 	"container/heap"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math"
@@ -118,6 +119,10 @@ type Result struct {
 	Started time.Time
 	// Done is when the outcome was known.
 	Done time.Time
+	// Digest is the SHA-256 of Message.Raw, the exact message handed to
+	// the Sender (the raw content SES gets, the MIME SMTP and the outbox
+	// get); nil when the notice never was (Attempts == 0).
+	Digest []byte
 }
 
 // Dispatcher renders and sends notices through a Sender with a bounded
@@ -671,6 +676,10 @@ func (d *Dispatcher) finish(j *job, now time.Time, err error) {
 	}
 	if j.msg != nil {
 		r.MessageID = j.msg.MessageID
+		if j.attempts > 0 {
+			sum := sha256.Sum256(j.msg.Raw)
+			r.Digest = sum[:]
+		}
 	} else {
 		r.MessageID = d.renderer.MessageID(j.n.Key)
 	}

@@ -49,6 +49,7 @@ type HTTPRequest struct {
 	HTML           string `json:"html"`
 	SubscriptionID string `json:"subscription_id"`
 	Kind           string `json:"kind"`
+	Attempt        int    `json:"attempt"` // the claim's attempt number (Notice.Attempt, at least 1)
 }
 
 // HTTP is a Sender that POSTs each message as JSON (HTTPRequest) to one
@@ -124,7 +125,7 @@ func (h *HTTP) Send(ctx context.Context, m *Message) (Receipt, error) {
 		Text:           m.Text,
 		HTML:           m.HTML,
 		SubscriptionID: n.SubscriptionID,
-		Kind:           n.Kind,
+		Kind:           n.Kind, Attempt: max(n.Attempt, 1),
 	})
 	if err != nil {
 		return Receipt{}, &Error{Class: Permanent, Err: fmt.Errorf("http: %w", err)}

@@ -87,6 +87,7 @@ func TestHTTPClassification(t *testing.T) {
 			want := send.HTTPRequest{
 				Key: m.Notice.Key, MessageID: m.MessageID, To: m.Notice.To, Subject: m.Subject,
 				Text: m.Text, HTML: m.HTML, SubscriptionID: m.Notice.SubscriptionID, Kind: m.Notice.Kind,
+				Attempt: 1, // Notice.Attempt 0 (unknown) is the first
 			}
 			if got != want {
 				t.Errorf("body = %+v\nwant %+v", got, want)

@@ -13,6 +13,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -314,34 +315,46 @@ func (r *Renderer) MessageID(key string) string { return MessageID(key, r.domain
 // Mailgun user variable, a Postmark metadata field.
 const NoticeKeyTag = "notice_key"
 
+// AttemptTag is the name under which each provider echoes the attempt
+// number beside NoticeKeyTag, so that an event settles only its attempt.
+// Not "attempt": SendGrid's deferred and bounce events carry their own
+// "attempt" (delivery tries) at the top level, where unique arguments go.
+const AttemptTag = "notice_attempt"
+
 // CorrelationHeaders returns the headers (name, value) that make provider
-// echo key in its event data:
+// echo key and attempt (Notice.Attempt; 0 is written as 1) in its event
+// data:
 //
-//   - ses: X-SES-MESSAGE-TAGS: notice_key=KEY (events: mail.tags.notice_key),
-//     and X-SES-CONFIGURATION-SET when configSet is not empty; SES removes
-//     both before delivery.
-//   - sendgrid: X-SMTPAPI: {"unique_args":{"notice_key":"KEY"}} (events:
-//     notice_key at the top level).
-//   - mailgun: X-Mailgun-Variables: {"notice_key":"KEY"} (events:
-//     event-data.user-variables.notice_key).
-//   - postmark: X-PM-Metadata-notice_key: KEY (events: Metadata.notice_key).
+//   - ses: X-SES-MESSAGE-TAGS: notice_key=KEY, notice_attempt=N (events:
+//     mail.tags.notice_key, mail.tags.notice_attempt), and
+//     X-SES-CONFIGURATION-SET when configSet is not empty; SES removes both
+//     before delivery.
+//   - sendgrid: X-SMTPAPI:
+//     {"unique_args":{"notice_key":"KEY","notice_attempt":"N"}} (events:
+//     both at the top level).
+//   - mailgun: X-Mailgun-Variables: {"notice_key":"KEY","notice_attempt":"N"}
+//     (events: event-data.user-variables).
+//   - postmark: X-PM-Metadata-notice_key: KEY and
+//     X-PM-Metadata-notice_attempt: N (events: Metadata.notice_key,
+//     Metadata.notice_attempt).
 //
 // Any other provider ("" or "none") gets none. key is hex and configSet
 // letters, digits, '-' and '_', so no value can hold a line break.
-func CorrelationHeaders(provider, key, configSet string) [][2]string {
+func CorrelationHeaders(provider, key string, attempt int, configSet string) [][2]string {
+	n := strconv.Itoa(max(attempt, 1))
 	switch provider {
 	case "ses":
-		hs := [][2]string{{"X-SES-MESSAGE-TAGS", NoticeKeyTag + "=" + key}}
+		hs := [][2]string{{"X-SES-MESSAGE-TAGS", NoticeKeyTag + "=" + key + ", " + AttemptTag + "=" + n}}
 		if configSet != "" {
 			hs = append(hs, [2]string{"X-SES-CONFIGURATION-SET", configSet})
 		}
 		return hs
 	case "sendgrid":
-		return [][2]string{{"X-SMTPAPI", `{"unique_args":{"` + NoticeKeyTag + `":"` + key + `"}}`}}
+		return [][2]string{{"X-SMTPAPI", `{"unique_args":{"` + NoticeKeyTag + `":"` + key + `","` + AttemptTag + `":"` + n + `"}}`}}
 	case "mailgun":
-		return [][2]string{{"X-Mailgun-Variables", `{"` + NoticeKeyTag + `":"` + key + `"}`}}
+		return [][2]string{{"X-Mailgun-Variables", `{"` + NoticeKeyTag + `":"` + key + `","` + AttemptTag + `":"` + n + `"}`}}
 	case "postmark":
-		return [][2]string{{"X-PM-Metadata-" + NoticeKeyTag, key}}
+		return [][2]string{{"X-PM-Metadata-" + NoticeKeyTag, key}, {"X-PM-Metadata-" + AttemptTag, n}}
 	}
 	return nil
 }
@@ -511,7 +524,7 @@ func (r *Renderer) Render(n Notice) (*Message, error) {
 		{"X-Notice-Key", n.Key},
 		{"Auto-Submitted", "auto-generated"},
 	}
-	for _, h := range append(r.listUnsubscribe(n.CancelToken), CorrelationHeaders(r.provider, n.Key, r.configSet)...) {
+	for _, h := range append(r.listUnsubscribe(n.CancelToken), CorrelationHeaders(r.provider, n.Key, n.Attempt, r.configSet)...) {
 		headers = append(headers, struct{ name, value string }{h[0], h[1]})
 	}
 	boundary := "=_notice_" + n.Key[:32]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptrace"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,7 +46,8 @@ type SESConfig struct {
 
 // SES sends each message through Amazon SES v2 SendEmail as raw content:
 // the bytes Render produced, byte for byte, with the notice key as the
-// email tag notice_key (which SES events carry as mail.tags.notice_key).
+// email tag notice_key and the attempt as the tag notice_attempt (which
+// SES events carry as mail.tags.notice_key and mail.tags.notice_attempt).
 // An SES is safe for concurrent use.
 //
 // The SDK never retries: a request whose answer was lost may have been
@@ -137,7 +139,8 @@ func (s *SES) Send(ctx context.Context, m *Message) (Receipt, error) {
 		FromEmailAddress: aws.String(m.From),
 		Destination:      &types.Destination{ToAddresses: []string{m.Notice.To}},
 		Content:          &types.EmailContent{Raw: &types.RawMessage{Data: m.Raw}},
-		EmailTags:        []types.MessageTag{{Name: aws.String(NoticeKeyTag), Value: aws.String(m.Notice.Key)}},
+		EmailTags: []types.MessageTag{{Name: aws.String(NoticeKeyTag), Value: aws.String(m.Notice.Key)},
+			{Name: aws.String(AttemptTag), Value: aws.String(strconv.Itoa(max(m.Notice.Attempt, 1)))}},
 	}
 	if s.configSet != "" {
 		in.ConfigurationSetName = aws.String(s.configSet)

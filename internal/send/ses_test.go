@@ -133,7 +133,8 @@ func TestSESAccepted(t *testing.T) {
 	if !bytes.Equal(r.Body.Content.Raw.Data, m.Raw) {
 		t.Errorf("raw message differs from ours:\n%s", r.Body.Content.Raw.Data)
 	}
-	if len(r.Body.EmailTags) != 1 || r.Body.EmailTags[0].Name != "notice_key" || r.Body.EmailTags[0].Value != m.Notice.Key {
+	if len(r.Body.EmailTags) != 2 || r.Body.EmailTags[0].Name != "notice_key" || r.Body.EmailTags[0].Value != m.Notice.Key ||
+		r.Body.EmailTags[1].Name != "notice_attempt" || r.Body.EmailTags[1].Value != "1" {
 		t.Errorf("tags %+v", r.Body.EmailTags)
 	}
 	if r.Body.ConfigurationSetName != "notices" || r.Body.FromEmailAddress != "notices@example.com" ||

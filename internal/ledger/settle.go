@@ -1,0 +1,412 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// EventKind is what a provider event says about one attempt of a notice,
+// in the vocabulary of `scan reconcile`'s counts and of the metric
+// scan_reconcile_events_total{event}.
+type EventKind string
+
+// The kinds of provider events.
+const (
+	KindAccepted   EventKind = "accepted"    // the provider took the message (SES Send, SendGrid processed, Mailgun accepted)
+	KindDelivered  EventKind = "delivered"   // the receiving server took it
+	KindDeferred   EventKind = "deferred"    // delivery delayed; the provider keeps trying
+	KindBounceSoft EventKind = "bounce_soft" // a temporary or undetermined bounce
+	KindBounceHard EventKind = "bounce_hard" // a permanent bounce: the address does not take mail
+	KindComplaint  EventKind = "complaint"   // the recipient marked it as spam
+	KindNotSent    EventKind = "not_sent"    // the provider did not send it (rejected, dropped, suppressed)
+	KindEngagement EventKind = "engagement"  // opened or clicked
+	KindOther      EventKind = "other"       // anything else
+)
+
+// EventKinds lists every kind, in the order reports print them.
+var EventKinds = []EventKind{KindAccepted, KindDelivered, KindDeferred, KindBounceSoft, KindBounceHard,
+	KindComplaint, KindNotSent, KindEngagement, KindOther}
+
+// LeftProvider reports whether an event of kind k proves that the provider
+// had the message on its way to the recipient (delivered, deferred,
+// bounced, complained, opened, clicked): such evidence never leads to a
+// resend.
+func (k EventKind) LeftProvider() bool {
+	switch k {
+	case KindDelivered, KindDeferred, KindBounceSoft, KindBounceHard, KindComplaint, KindEngagement:
+		return true
+	}
+	return false
+}
+
+// SettledByOperator is the settled_by of a row an operator decided (scan
+// resolve): no provider event changes it.
+const SettledByOperator = "operator"
+
+// ClockSkew is how much earlier than an attempt's claim an event that
+// names no attempt may be dated and still count for that attempt: the
+// provider's clock and ours may differ by this much. Events dated earlier
+// belong to an earlier attempt and are stale. One minute: NTP-synchronised
+// clocks differ by milliseconds, and a re-claim follows its previous
+// attempt's events by at least a pass's interval (hours).
+const ClockSkew = time.Minute
+
+// HardBounceFails says what a hard bounce does to a row already sent: it
+// becomes failed (the address does not take mail; never resent by a
+// pass, `scan resolve --retry` may send it again once the address is
+// fixed), unless an operator decided the row.
+const HardBounceFails = true
+
+// Result is what one provider event did, in the vocabulary of the metric
+// scan_reconcile_events_total{result}.
+type Result string
+
+// The results of a settlement.
+const (
+	ResultSettled   Result = "settled"   // it settled its attempt (claimed, or retry proven sent, or sent hard-bounced)
+	ResultOverruled Result = "overruled" // "not sent" moved a row settled sent from an acceptance to retry or failed
+	ResultRecorded  Result = "recorded"  // kept as evidence; the row's state stands
+	ResultDuplicate Result = "duplicate" // already kept: a replay
+	ResultStale     Result = "stale"     // about an earlier attempt: changes nothing
+	ResultUnknown   Result = "unknown"   // matches no notice (or names an attempt it never had)
+)
+
+// Settlement is one provider event to apply to a notice. It names the
+// notice by its notice key, the provider's id or its Message-ID, tried in
+// that order; at least one must be set.
+type Settlement struct {
+	Key        string    // the notice key the provider echoed; may be empty
+	ProviderID string    // the provider's message id; may be empty
+	MessageID  string    // without angle brackets; may be empty
+	To         State     // what the event proves of its attempt: Sent, Retry or Failed
+	Event      string    // the provider's event name, kept with the evidence
+	At         time.Time // when the provider saw it; zero when unknown
+	Attempt    int       // the attempt the provider echoed; 0 when none
+	Kind       EventKind // "" is KindOther
+	Detail     string    // kept with the evidence (a bounce code, a response); may be empty
+}
+
+// SettleResult says what a batch of settlements did.
+type SettleResult struct {
+	Changed   []Change // rows whose state changed (settled or overruled)
+	Each      []Result // what each settlement did, by index
+	Unknown   int      // settlements that match no notice
+	Unchanged int      // settlements kept as evidence only (recorded or duplicate)
+	Stale     int      // settlements about an earlier attempt
+}
+
+// Change is one row whose state an event changed.
+type Change struct {
+	Key       string `json:"notice_key"`
+	MessageID string `json:"message_id"`
+	Attempt   int    `json:"attempt"`
+	From      State  `json:"from"`
+	To        State  `json:"to"`
+	Event     string `json:"event"`
+}
+
+// settleRow is a row as Settle reads it, kept current as the batch goes.
+type settleRow struct {
+	Key         string    `db:"notice_key"`
+	MessageID   string    `db:"message_id"`
+	ProviderID  string    `db:"provider_id"`
+	State       State     `db:"state"`
+	PeriodStart time.Time `db:"period_start"`
+	Attempts    int       `db:"attempts"`
+	ClaimedAt   time.Time `db:"claimed_at"`
+	SettledBy   string    `db:"settled_by"`
+}
+
+// current is the number of the row's current attempt (a row claimed
+// before attempts counted claims has 0: its first).
+func (r *settleRow) current() int { return max(r.Attempts, 1) }
+
+// attemptOf returns the attempt an event is about, 0 when it cannot be
+// told (then it is stale). An event that names its attempt is about that
+// one. One that does not is about the current attempt if the row has had
+// only one, else if it is dated no earlier than the current claim less
+// ClockSkew; undated, it cannot be told.
+func (r *settleRow) attemptOf(named int, at time.Time) int {
+	cur := r.current()
+	switch {
+	case named > 0:
+		return named
+	case cur == 1:
+		return 1
+	case !at.IsZero() && !at.Before(r.ClaimedAt.Add(-ClockSkew)):
+		return cur
+	}
+	return 0
+}
+
+// decide says what an event of the row's current attempt does: the state
+// the row moves to ("" for none), whether that overrules an acceptance,
+// and the settled_by to record.
+//
+// A claim is settled by the event. A row settled sent from an acceptance
+// is overruled by "not sent" evidence (to retry or failed) and, once
+// evidence shows the message left the provider, can no longer be
+// (settled_by moves to that kind). A retry that evidence proves the
+// provider had becomes sent (or failed for a hard bounce): never a
+// resend. A sent row that hard-bounces becomes failed (HardBounceFails).
+// An operator's decision stands.
+func (r *settleRow) decide(kind EventKind, to State) (next State, overrule bool) {
+	if r.SettledBy == SettledByOperator {
+		return "", false
+	}
+	switch {
+	case r.State == Claimed:
+		return to, false
+	case r.State == Sent && r.SettledBy == string(KindAccepted) && kind == KindNotSent:
+		return to, true
+	case r.State == Sent && kind == KindBounceHard && HardBounceFails:
+		return Failed, false
+	case r.State == Sent && r.SettledBy == string(KindAccepted) && kind.LeftProvider():
+		return Sent, false // only settled_by changes
+	case r.State == Retry && kind.LeftProvider():
+		return to, false
+	}
+	return "", false
+}
+
+// Settle applies provider events to the notices they name (see decide),
+// each event to its own attempt only, and keeps every event of a known
+// attempt as evidence (notice_evidence), a replay once. A settlement finds
+// its row by notice key, else by provider id (claims in quarantine only,
+// unless several share that id), else by Message-ID. Events for the same
+// row are applied in order. Each change is recorded with by as its author.
+// tx must be a transaction the caller opened (WithTx), so that the batch
+// is applied whole or not at all; a *sqlx.DB is refused with ErrNoTx.
+func Settle(ctx context.Context, tx sqlx.ExtContext, by string, now time.Time, ss []Settlement) (SettleResult, error) {
+	res := SettleResult{Each: make([]Result, len(ss))}
+	if err := needTx(tx, "settle"); err != nil {
+		return SettleResult{}, err
+	}
+	if len(ss) == 0 {
+		return res, nil
+	}
+	find, err := settleRows(ctx, tx, ss)
+	if err != nil {
+		return SettleResult{}, err
+	}
+	var kept evidenceBatch
+	for i, s := range ss {
+		s.At = s.At.Truncate(time.Microsecond) // as PostgreSQL keeps it
+		if s.Kind == "" {
+			s.Kind = KindOther
+		}
+		r := find(s)
+		if r == nil {
+			res.Each[i] = ResultUnknown
+			continue
+		}
+		attempt := r.attemptOf(s.Attempt, s.At)
+		switch {
+		case attempt == 0:
+			res.Each[i] = ResultStale
+			continue
+		case attempt > r.current():
+			res.Each[i] = ResultUnknown
+			continue
+		case attempt < r.current():
+			res.Each[i] = ResultStale
+			kept.add(i, r, attempt, s)
+			continue
+		}
+		res.Each[i], err = settleOne(ctx, tx, by, now, r, s, &res)
+		if err != nil {
+			return SettleResult{}, err
+		}
+		kept.add(i, r, attempt, s)
+	}
+	fresh, err := kept.insert(ctx, tx, now)
+	if err != nil {
+		return SettleResult{}, err
+	}
+	for i, r := range res.Each {
+		switch {
+		case r == ResultRecorded && !fresh[i]:
+			res.Each[i] = ResultDuplicate
+			res.Unchanged++
+		case r == ResultRecorded:
+			res.Unchanged++
+		case r == ResultUnknown:
+			res.Unknown++
+		case r == ResultStale:
+			res.Stale++
+		}
+	}
+	return res, nil
+}
+
+// settleRows reads the rows a batch may name and returns how to find the
+// row of one settlement (nil: none).
+func settleRows(ctx context.Context, tx sqlx.ExtContext, ss []Settlement) (func(Settlement) *settleRow, error) {
+	var keys, provs, ids []string
+	for _, s := range ss {
+		if s.Key != "" {
+			keys = append(keys, s.Key)
+		}
+		if s.ProviderID != "" {
+			provs = append(provs, s.ProviderID)
+		}
+		if s.MessageID != "" {
+			ids = append(ids, s.MessageID)
+		}
+	}
+	var rows []settleRow
+	if err := sqlx.SelectContext(ctx, tx, &rows, noticeListForSettlement, pq.Array(keys), pq.Array(provs), pq.Array(ids)); err != nil {
+		return nil, fmt.Errorf("settle: %w", err)
+	}
+	byKey := make(map[string]*settleRow, len(rows))
+	byProv := map[string]*settleRow{}
+	byID := map[string]*settleRow{}
+	for i := range rows {
+		r := &rows[i]
+		byKey[r.Key] = r
+		if r.ProviderID != "" {
+			if _, dup := byProv[r.ProviderID]; dup {
+				byProv[r.ProviderID] = nil // shared: names no one row
+			} else {
+				byProv[r.ProviderID] = r
+			}
+		}
+		if r.MessageID != "" {
+			byID[r.MessageID] = r
+		}
+	}
+	return func(s Settlement) *settleRow {
+		var r *settleRow
+		if s.Key != "" {
+			r = byKey[s.Key]
+		}
+		if r == nil && s.ProviderID != "" {
+			r = byProv[s.ProviderID]
+		}
+		if r == nil && s.MessageID != "" {
+			r = byID[s.MessageID]
+		}
+		return r
+	}, nil
+}
+
+// settleOne applies one event of r's current attempt.
+func settleOne(ctx context.Context, tx sqlx.ExtContext, by string, now time.Time, r *settleRow, s Settlement, res *SettleResult) (Result, error) {
+	next, overrule := r.decide(s.Kind, s.To)
+	if next == "" {
+		return ResultRecorded, nil
+	}
+	d := Decision{Key: r.Key, To: next, By: by, Reason: "provider event " + s.Event, At: now, SentAt: s.At,
+		settledBy: string(s.Kind), attempt: r.current(), clearSentAt: overrule}
+	err := resolveLocked(ctx, tx, d, r.State, r.PeriodStart)
+	if errors.Is(err, ErrStateChanged) {
+		// A pass recorded an outcome or re-claimed the row since it was
+		// read (the UPDATE changed no row, so the transaction is intact).
+		r.State = ""
+		return ResultRecorded, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	from := r.State
+	r.State, r.SettledBy = next, string(s.Kind)
+	if from == next {
+		return ResultRecorded, nil
+	}
+	res.Changed = append(res.Changed, Change{Key: r.Key, MessageID: r.MessageID, Attempt: r.current(), From: from, To: next, Event: s.Event})
+	if overrule {
+		return ResultOverruled, nil
+	}
+	return ResultSettled, nil
+}
+
+// evidenceBatch gathers the evidence of one Settle call for one INSERT.
+type evidenceBatch struct {
+	index                                                 []int
+	keys, periods, attempts, kinds, events, times, detail []string
+}
+
+func (b *evidenceBatch) add(i int, r *settleRow, attempt int, s Settlement) {
+	at := ""
+	if !s.At.IsZero() {
+		at = s.At.UTC().Format(tsLayout)
+	}
+	b.index = append(b.index, i)
+	b.keys = append(b.keys, r.Key)
+	b.periods = append(b.periods, r.PeriodStart.Format("2006-01-02"))
+	b.attempts = append(b.attempts, strconv.Itoa(attempt))
+	b.kinds = append(b.kinds, string(s.Kind))
+	b.events = append(b.events, s.Event)
+	b.times = append(b.times, at)
+	b.detail = append(b.detail, s.Detail)
+}
+
+// insert keeps the batch and reports, by settlement index, which events
+// were kept for the first time: of the same event twice in one batch, the
+// first.
+func (b *evidenceBatch) insert(ctx context.Context, tx sqlx.ExtContext, now time.Time) (map[int]bool, error) {
+	fresh := make(map[int]bool, len(b.index))
+	if len(b.index) == 0 {
+		return fresh, nil
+	}
+	var got []struct {
+		Key     string     `db:"notice_key"`
+		Attempt int        `db:"attempt"`
+		Event   string     `db:"event"`
+		At      *time.Time `db:"occurred_at"`
+	}
+	if err := sqlx.SelectContext(ctx, tx, &got, noticeEvidenceInsert, pq.Array(b.keys), pq.Array(b.periods),
+		pq.Array(b.attempts), pq.Array(b.kinds), pq.Array(b.events), pq.Array(b.times), pq.Array(b.detail), now.UTC()); err != nil {
+		return nil, fmt.Errorf("keep evidence: %w", err)
+	}
+	inserted := make(map[string]bool, len(got))
+	for _, g := range got {
+		at := ""
+		if g.At != nil {
+			at = g.At.UTC().Format(tsLayout)
+		}
+		inserted[g.Key+"|"+strconv.Itoa(g.Attempt)+"|"+g.Event+"|"+at] = true
+	}
+	for j, i := range b.index {
+		id := b.keys[j] + "|" + b.attempts[j] + "|" + b.events[j] + "|" + b.times[j]
+		if inserted[id] {
+			fresh[i] = true
+			delete(inserted, id) // a second copy in the batch is a duplicate
+		}
+	}
+	return fresh, nil
+}
+
+// Evidence is one provider event kept for one attempt of a notice.
+type Evidence struct {
+	Key        string     `db:"notice_key" json:"-"`
+	Attempt    int        `db:"attempt" json:"attempt"`
+	Kind       EventKind  `db:"kind" json:"kind"`
+	Event      string     `db:"event" json:"event"`
+	At         *time.Time `db:"occurred_at" json:"at,omitempty"`
+	Detail     string     `db:"detail" json:"detail,omitempty"`
+	RecordedAt time.Time  `db:"recorded_at" json:"recorded_at"`
+}
+
+// EvidenceOf returns the evidence kept for the notices of keys, by notice
+// key, each in attempt and time order.
+func EvidenceOf(ctx context.Context, db sqlx.QueryerContext, keys []string) (map[string][]Evidence, error) {
+	out := map[string][]Evidence{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	var es []Evidence
+	if err := sqlx.SelectContext(ctx, db, &es, noticeEvidenceList, pq.Array(keys)); err != nil {
+		return nil, fmt.Errorf("evidence: %w", err)
+	}
+	for _, e := range es {
+		out[e.Key] = append(out[e.Key], e)
+	}
+	return out, nil
+}

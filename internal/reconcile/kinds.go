@@ -1,0 +1,84 @@
+package reconcile
+
+import (
+	"strings"
+
+	"scan/internal/ledger"
+)
+
+// kindOf names what a settlement's event says of its attempt
+// (ledger.EventKind), from the event name the reader gave it ("format:
+// type[/detail]" for the providers, the bare name for jsonl) and the state
+// it proves:
+//
+//   - accepted: SES Send, SendGrid processed, Mailgun accepted, jsonl
+//     accepted, sent or processed.
+//   - delivered: SES Delivery, SendGrid and Mailgun delivered, Postmark
+//     Delivery.
+//   - deferred: SES DeliveryDelay, SendGrid deferred, a Mailgun failure
+//     that is not permanent (Mailgun tries again).
+//   - bounce_hard / bounce_soft: a bounce that proves failed / one that
+//     does not (SES Transient or Undetermined, SendGrid blocked, Postmark
+//     soft bounces).
+//   - complaint, engagement (open, click).
+//   - not_sent: every event that proves retry (SES Reject, SendGrid
+//     dropped, Mailgun rejected, a Mailgun suppress-* failure, Postmark
+//     SMTPApiError), whatever its name.
+func kindOf(event string, to ledger.State) ledger.EventKind {
+	if to == ledger.Retry {
+		return ledger.KindNotSent
+	}
+	name := event
+	if _, rest, ok := strings.Cut(event, ":"); ok {
+		name = rest
+	}
+	base, detail, _ := strings.Cut(name, "/")
+	switch base {
+	case "send", "processed", "accepted", "sent":
+		return ledger.KindAccepted
+	case "delivery", "delivered":
+		return ledger.KindDelivered
+	case "deliverydelay", "deferred":
+		return ledger.KindDeferred
+	case "complaint", "complained", "spamreport", "spamcomplaint":
+		return ledger.KindComplaint
+	case "open", "opened", "click", "clicked":
+		return ledger.KindEngagement
+	case "reject", "rejected", "dropped":
+		return ledger.KindNotSent
+	case "failed": // Mailgun: failed/<severity>[/<reason>]
+		switch {
+		case strings.Contains(detail, "suppress-"):
+			return ledger.KindNotSent
+		case to == ledger.Failed:
+			return ledger.KindBounceHard
+		}
+		return ledger.KindDeferred
+	case "bounce", "bounced":
+		if to == ledger.Failed {
+			return ledger.KindBounceHard
+		}
+		return ledger.KindBounceSoft
+	}
+	if to == ledger.Failed {
+		return ledger.KindBounceHard
+	}
+	return ledger.KindOther
+}
+
+// suppressed reports whether a "not sent" event says the provider dropped
+// the message because the address is on its suppression list (Mailgun's
+// suppress-bounce, suppress-complaint, suppress-unsubscribe): a resend
+// would be dropped the same way, so the attempt is failed, not retry.
+func suppressed(event string) bool {
+	return strings.HasPrefix(event, "mailgun:failed/") && strings.Contains(event, "/suppress-")
+}
+
+// classify completes a settlement read from format: its kind, and failed
+// for a suppression (see suppressed).
+func classify(s *ledger.Settlement) {
+	s.Kind = kindOf(s.Event, s.To)
+	if s.Kind == ledger.KindNotSent && suppressed(s.Event) {
+		s.To = ledger.Failed
+	}
+}
