@@ -351,7 +351,7 @@ func decodeMailgun(payload []byte) (evidence, error) {
 			} `json:"message"`
 			// An object when the message carried X-Mailgun-Variables, []
 			// when it carried none, a string when Mailgun could not read
-			// them: read by userVariable, so none of these is malformed.
+			// them: read by userVariables, so none of these is malformed.
 			UserVariables  json.RawMessage `json:"user-variables"`
 			DeliveryStatus json.RawMessage `json:"delivery-status"`
 		} `json:"event-data"`
@@ -366,8 +366,9 @@ func decodeMailgun(payload []byte) (evidence, error) {
 	if e.Event == "" {
 		return evidence{}, fmt.Errorf("%w (event-data.event)", errNoEvent)
 	}
+	vars := userVariables(e.UserVariables)
 	ev := evidence{
-		key:       userVariable(e.UserVariables, NoticeKeyField),
+		key:       firstString(vars[NoticeKeyField]),
 		messageID: e.Message.Headers.MessageID,
 		event:     "mailgun:" + lower(e.Event),
 		kind:      KindOther,
@@ -428,15 +429,15 @@ func mailgunFailure(ev *evidence, severity, reason string, deliveryStatus json.R
 	}
 }
 
-// userVariable returns the string value of name among Mailgun's
-// user-variables, or "" when raw is not an object: Mailgun posts [] for a
-// message without variables, and a string when it could not read them.
-func userVariable(raw json.RawMessage, name string) string {
+// userVariables returns Mailgun's user-variables by name, or nil when raw
+// is not an object: Mailgun posts [] for a message without variables, and
+// a string when it could not read them.
+func userVariables(raw json.RawMessage) map[string]json.RawMessage {
 	var vars map[string]json.RawMessage
 	if json.Unmarshal(raw, &vars) != nil {
-		return ""
+		return nil
 	}
-	return firstString(vars[name])
+	return vars
 }
 
 func decodePostmark(payload []byte) (evidence, error) {
