@@ -74,6 +74,7 @@ func writeRuleFile(t *testing.T, dir string, spec monitoringv1.PrometheusRuleSpe
 var wantAlerts = []string{
 	"ScanNoRecentSuccess", "ScanPassFailed", "ScanQuarantineStale", "ScanMissedNotices",
 	"ScanFailedShareHigh", "ScanKeyMismatch", "ScanDeferredTwice", "ScanShardsMissing",
+	"ScanBounceRateHigh", "ScanComplaintRateHigh",
 }
 
 // Every alert has a severity, a summary and a runbook link to a section of
@@ -113,6 +114,33 @@ func TestAlertsAnnotated(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("alerts = %v, want %v", got, want)
+	}
+}
+
+// pushedElsewhere are the metrics an alert may name besides a pass's: the
+// Pushgateway's own time of a group's last push, and what each `scan
+// reconcile` run pushes (group job="scan_reconcile").
+var pushedElsewhere = []string{"push_time_seconds", "scan_reconcile_events_total"}
+
+// Every alert names only metrics that are pushed: an alert on a misspelt
+// or renamed metric never fires.
+func TestAlertsNamePushedMetrics(t *testing.T) {
+	pushed := pushedMetrics(t)
+	for _, n := range pushedElsewhere {
+		pushed[n] = true
+	}
+	for _, g := range prometheusRule(t).Spec.Groups {
+		for _, r := range g.Rules {
+			names, err := metricNames(r.Expr.String())
+			if err != nil || len(names) == 0 {
+				t.Errorf("%s: metric names %v, %v", r.Alert, names, err)
+			}
+			for _, n := range names {
+				if !pushed[n] {
+					t.Errorf("%s: %s is no metric the jobs push", r.Alert, n)
+				}
+			}
+		}
 	}
 }
 

@@ -7,9 +7,9 @@ import (
 )
 
 // kindOf names what a settlement's event says of its attempt
-// (ledger.EventKind), from the event name the reader gave it ("format:
-// type[/detail]" for the providers, the bare name for jsonl) and the state
-// it proves:
+// (ledger.EventKind) when its reader named no kind (jsonl, whose event
+// names are the operator's own), from the event name ("format:
+// type[/detail]", or the bare name) and the state it proves:
 //
 //   - accepted: SES Send, SendGrid processed, Mailgun accepted, jsonl
 //     accepted, sent or processed.
@@ -74,10 +74,13 @@ func suppressed(event string) bool {
 	return strings.HasPrefix(event, "mailgun:failed/") && strings.Contains(event, "/suppress-")
 }
 
-// classify completes a settlement read from format: its kind, and failed
-// for a suppression (see suppressed).
+// classify completes a settlement read from format: its kind where the
+// reader gave none (jsonl; each provider's decoder names its own), and
+// failed for a suppression (see suppressed).
 func classify(s *ledger.Settlement) {
-	s.Kind = kindOf(s.Event, s.To)
+	if s.Kind == "" {
+		s.Kind = kindOf(s.Event, s.To)
+	}
 	if s.Kind == ledger.KindNotSent && suppressed(s.Event) {
 		s.To = ledger.Failed
 	}

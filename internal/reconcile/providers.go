@@ -26,9 +26,10 @@ var errNoEvent = errors.New("no event type")
 // evidence is what one provider payload says about one message.
 type evidence struct {
 	key, providerID, messageID string
-	attempt                    int          // echoed beside the key (AttemptField); 0 when absent
-	event                      string       // "format:type[/detail]", lower-case
-	to                         ledger.State // "" when the event proves nothing
+	attempt                    int              // echoed beside the key (AttemptField); 0 when absent
+	event                      string           // "format:type[/detail]", lower-case
+	kind                       ledger.EventKind // what the event says happened (ledger.EventKinds); ledger.KindOther when it proves nothing
+	to                         ledger.State     // "" when the event proves nothing
 	at                         time.Time
 }
 
@@ -63,14 +64,24 @@ var decoders = map[string]decoder{
 //   - sendgrid (event objects, usually in a JSON array): processed,
 //     delivered, deferred, open, click, spamreport and a "blocked" bounce:
 //     sent. A bounce of type "bounce": failed. dropped (never sent): retry.
+//     sg_message_id is matched without its suffix (from ".recvd-..." or
+//     ".filter..."); an asynchronous bounce, which carries neither the key
+//     nor sg_message_id, by its smtp-id (our Message-ID).
 //   - mailgun (webhook bodies {"signature":..., "event-data":...}):
 //     accepted, delivered, opened, clicked, complained and a temporary
 //     failure: sent. A permanent failure: failed, unless its reason is a
 //     suppression (suppress-bounce, ...: Mailgun dropped it before sending):
-//     retry. rejected: retry.
+//     retry. A failure of severity internal (Mailgun never sent it and does
+//     not retry): retry. rejected: retry. user-variables that are not an
+//     object ([] for a message without variables) hold no key.
 //   - postmark (one webhook object per event, by RecordType): Delivery,
-//     Open, Click, SpamComplaint and any Bounce but a hard one: sent. A
-//     Bounce of Type HardBounce or BadEmailAddress: failed.
+//     Open, Click, SpamComplaint and any Bounce but those below: sent. A
+//     Bounce of Type HardBounce or BadEmailAddress: failed; of Type
+//     SMTPApiError (Postmark refused to send to a suppressed recipient):
+//     failed.
+//
+// Each payload is also classified by kind (one of Kinds): what happened to
+// the message, whatever the state it leads to.
 func ReadFormat(r io.Reader, format string, fn func(ledger.Settlement) error) (Stats, error) {
 	if format == "" || format == "jsonl" {
 		st, err := Read(r, fn)
@@ -114,7 +125,7 @@ func ReadFormat(r io.Reader, format string, fn func(ledger.Settlement) error) (S
 			st.problem(line, "no notice_key, provider message id or Message-ID")
 			return nil
 		}
-		return fn(ledger.Settlement{Key: ev.key, ProviderID: ev.providerID, MessageID: ev.messageID, To: ev.to, Event: ev.event, At: ev.at, Attempt: ev.attempt})
+		return fn(ledger.Settlement{Key: ev.key, ProviderID: ev.providerID, MessageID: ev.messageID, To: ev.to, Kind: ev.kind, Event: ev.event, At: ev.at, Attempt: ev.attempt})
 	})
 	st.Lines = lines
 	return st, err
@@ -184,7 +195,7 @@ func decodeSES(payload []byte) (evidence, error) {
 	}
 	if env.Type != "" && env.Message != nil {
 		if env.Type != "Notification" {
-			return evidence{event: "ses:sns/" + lower(env.Type)}, nil // subscription confirmations
+			return evidence{event: "ses:sns/" + lower(env.Type), kind: ledger.KindOther}, nil // subscription confirmations
 		}
 		payload = []byte(strings.TrimSpace(*env.Message))
 		if len(payload) == 0 || payload[0] != '{' {
@@ -210,25 +221,28 @@ func decodeSES(payload []byte) (evidence, error) {
 		event:      "ses:" + lower(typ),
 		at:         parseTime(e.Mail.Timestamp),
 	}
+	ev.kind = ledger.KindOther
 	switch lower(typ) {
-	case "send", "deliverydelay":
-		ev.to = ledger.Sent
+	case "send":
+		ev.to, ev.kind = ledger.Sent, ledger.KindAccepted
+	case "deliverydelay":
+		ev.to, ev.kind = ledger.Sent, ledger.KindDeferred
 	case "delivery":
-		ev.to, ev.at = ledger.Sent, orTime(e.Delivery.Timestamp, ev.at)
+		ev.to, ev.kind, ev.at = ledger.Sent, ledger.KindDelivered, orTime(e.Delivery.Timestamp, ev.at)
 	case "complaint":
-		ev.to, ev.at = ledger.Sent, orTime(e.Complaint.Timestamp, ev.at)
+		ev.to, ev.kind, ev.at = ledger.Sent, ledger.KindComplaint, orTime(e.Complaint.Timestamp, ev.at)
 	case "open":
-		ev.to, ev.at = ledger.Sent, orTime(e.Open.Timestamp, ev.at)
+		ev.to, ev.kind, ev.at = ledger.Sent, ledger.KindEngagement, orTime(e.Open.Timestamp, ev.at)
 	case "click":
-		ev.to, ev.at = ledger.Sent, orTime(e.Click.Timestamp, ev.at)
+		ev.to, ev.kind, ev.at = ledger.Sent, ledger.KindEngagement, orTime(e.Click.Timestamp, ev.at)
 	case "bounce":
 		ev.event += "/" + lower(e.Bounce.BounceType)
-		ev.to, ev.at = ledger.Sent, orTime(e.Bounce.Timestamp, ev.at)
+		ev.to, ev.kind, ev.at = ledger.Sent, ledger.KindBounceSoft, orTime(e.Bounce.Timestamp, ev.at)
 		if lower(e.Bounce.BounceType) == "permanent" {
-			ev.to = ledger.Failed
+			ev.to, ev.kind = ledger.Failed, ledger.KindBounceHard
 		}
 	case "reject":
-		ev.to = ledger.Retry
+		ev.to, ev.kind = ledger.Retry, ledger.KindNotSent
 	}
 	return ev, nil
 }
@@ -262,23 +276,50 @@ func decodeSendGrid(payload []byte) (evidence, error) {
 		key = firstString(e.UniqueArgs[NoticeKeyField]) // older webhook versions nest them
 		attempt = attemptNumber(e.UniqueArgs[AttemptField])
 	}
-	// sg_message_id is the X-Message-Id of the SMTP reply plus a suffix
-	// naming the filter server: ".filter0001.16648.5515E0B88.0".
-	prov, _, _ := strings.Cut(e.SGMessageID, ".filter")
-	ev := evidence{key: key, attempt: attempt, providerID: prov, messageID: e.SMTPID, event: "sendgrid:" + lower(e.Event), at: parseTime(e.Timestamp)}
+	// An asynchronous bounce (the receiving server took the message,
+	// then bounced it) carries neither unique_args nor sg_message_id, only
+	// smtp-id: our Message-ID, which matches it.
+	ev := evidence{key: key, attempt: attempt, providerID: sendGridMessageID(e.SGMessageID), messageID: e.SMTPID,
+		event: "sendgrid:" + lower(e.Event), kind: ledger.KindOther, at: parseTime(e.Timestamp)}
 	switch lower(e.Event) {
-	case "processed", "delivered", "deferred", "open", "click", "spamreport":
-		ev.to = ledger.Sent
+	case "processed":
+		ev.to, ev.kind = ledger.Sent, ledger.KindAccepted
+	case "delivered":
+		ev.to, ev.kind = ledger.Sent, ledger.KindDelivered
+	case "deferred":
+		ev.to, ev.kind = ledger.Sent, ledger.KindDeferred
+	case "open", "click":
+		ev.to, ev.kind = ledger.Sent, ledger.KindEngagement
+	case "spamreport":
+		ev.to, ev.kind = ledger.Sent, ledger.KindComplaint
 	case "bounce":
+		// type "bounce" is a hard bounce, "blocked" a block: the
+		// receiving server would not take it for now.
 		ev.event += "/" + lower(e.Type)
-		ev.to = ledger.Failed
+		ev.to, ev.kind = ledger.Failed, ledger.KindBounceHard
 		if lower(e.Type) == "blocked" {
-			ev.to = ledger.Sent
+			ev.to, ev.kind = ledger.Sent, ledger.KindBounceSoft
 		}
 	case "dropped":
-		ev.to = ledger.Retry
+		ev.to, ev.kind = ledger.Retry, ledger.KindNotSent
 	}
 	return ev, nil
+}
+
+// sendGridMessageID returns the X-Message-Id in an sg_message_id: the id
+// SendGrid's reply names ("250 Ok: queued as <id>", stored as provider_id),
+// which the sg_message_id contains, followed by a suffix naming the server
+// that handled the message: ".recvd-5f54b5d587-pczjm-1-67BADEEA-6.0" on
+// current ids, ".filter0001.16648.5515E0B88.0" on older ones. Current
+// X-Message-Ids (22 characters of base64url) hold no dot, so the suffix
+// starts at the first one; older ones did ("14c5d75ce93.dfd.64b469"), and
+// their suffix starts at ".filter".
+func sendGridMessageID(sg string) string {
+	if i := strings.Index(sg, ".filter"); i >= 0 {
+		return sg[:i]
+	}
+	id, _, _ := strings.Cut(sg, ".")
+	return id
 }
 
 func decodeMailgun(payload []byte) (evidence, error) {
@@ -294,7 +335,11 @@ func decodeMailgun(payload []byte) (evidence, error) {
 					MessageID string `json:"message-id"`
 				} `json:"headers"`
 			} `json:"message"`
-			UserVariables map[string]json.RawMessage `json:"user-variables"`
+			// An object when the message carried X-Mailgun-Variables, []
+			// when it carried none, a string when Mailgun could not read
+			// them: read by userVariables, so none of these is malformed.
+			UserVariables  json.RawMessage `json:"user-variables"`
+			DeliveryStatus json.RawMessage `json:"delivery-status"`
 		} `json:"event-data"`
 	}
 	if err := object(payload, &body); err != nil {
@@ -307,31 +352,79 @@ func decodeMailgun(payload []byte) (evidence, error) {
 	if e.Event == "" {
 		return evidence{}, fmt.Errorf("%w (event-data.event)", errNoEvent)
 	}
+	vars := userVariables(e.UserVariables)
 	ev := evidence{
-		key:       firstString(e.UserVariables[NoticeKeyField]),
-		attempt:   attemptNumber(e.UserVariables[AttemptField]),
+		key:       firstString(vars[NoticeKeyField]),
+		attempt:   attemptNumber(vars[AttemptField]),
 		messageID: e.Message.Headers.MessageID,
 		event:     "mailgun:" + lower(e.Event),
+		kind:      ledger.KindOther,
 		at:        parseTime(e.Timestamp),
 	}
 	switch lower(e.Event) {
-	case "accepted", "delivered", "opened", "clicked", "complained":
-		ev.to = ledger.Sent
+	case "accepted":
+		ev.to, ev.kind = ledger.Sent, ledger.KindAccepted
+	case "delivered":
+		ev.to, ev.kind = ledger.Sent, ledger.KindDelivered
+	case "opened", "clicked":
+		ev.to, ev.kind = ledger.Sent, ledger.KindEngagement
+	case "complained":
+		ev.to, ev.kind = ledger.Sent, ledger.KindComplaint
 	case "failed":
 		ev.event += "/" + lower(e.Severity)
-		switch {
-		case lower(e.Severity) != "permanent":
-			ev.to = ledger.Sent // Mailgun accepted it and tries again
-		case strings.HasPrefix(lower(e.Reason), "suppress-"):
-			ev.event += "/" + lower(e.Reason)
-			ev.to = ledger.Retry // dropped before sending
-		default:
-			ev.to = ledger.Failed
-		}
+		mailgunFailure(&ev, lower(e.Severity), lower(e.Reason), e.DeliveryStatus)
 	case "rejected":
-		ev.to = ledger.Retry
+		ev.to, ev.kind = ledger.Retry, ledger.KindNotSent
 	}
 	return ev, nil
+}
+
+// mailgunFailure classifies a Mailgun "failed" event by its severity:
+//
+//   - temporary: a delivery attempt failed and Mailgun tries again; the
+//     message was accepted (sent, deferred).
+//   - permanent: Mailgun gave up: a bounce (failed), or a suppression
+//     ("suppress-bounce", ...: dropped before sending, retry).
+//   - internal: a failure inside Mailgun; the message never left and
+//     Mailgun does not retry it. Nothing suppresses the address, so a
+//     resend can cure it: retry.
+//
+// Any other severity keeps the message accepted (sent), as temporary.
+func mailgunFailure(ev *evidence, severity, reason string, deliveryStatus json.RawMessage) {
+	switch severity {
+	case "temporary":
+		ev.to, ev.kind = ledger.Sent, ledger.KindDeferred
+	case "internal":
+		ev.to, ev.kind = ledger.Retry, ledger.KindNotSent
+	case "permanent":
+		var ds struct {
+			BounceType string `json:"bounce-type"`
+		}
+		_ = json.Unmarshal(deliveryStatus, &ds) // absent or not an object: no bounce type
+		switch {
+		case strings.HasPrefix(reason, "suppress-"):
+			ev.event += "/" + reason
+			ev.to, ev.kind = ledger.Retry, ledger.KindNotSent // dropped before sending
+		case reason == "old" || reason == "espblock" || lower(ds.BounceType) == "soft":
+			// retries ran out, or the receiving provider blocked it
+			ev.to, ev.kind = ledger.Failed, ledger.KindBounceSoft
+		default:
+			ev.to, ev.kind = ledger.Failed, ledger.KindBounceHard
+		}
+	default:
+		ev.to = ledger.Sent // Mailgun accepted it
+	}
+}
+
+// userVariables returns Mailgun's user-variables by name, or nil when raw
+// is not an object: Mailgun posts [] for a message without variables, and
+// a string when it could not read them.
+func userVariables(raw json.RawMessage) map[string]json.RawMessage {
+	var vars map[string]json.RawMessage
+	if json.Unmarshal(raw, &vars) != nil {
+		return nil
+	}
+	return vars
 }
 
 func decodePostmark(payload []byte) (evidence, error) {
@@ -351,20 +444,40 @@ func decodePostmark(payload []byte) (evidence, error) {
 		return evidence{}, fmt.Errorf("%w (RecordType)", errNoEvent)
 	}
 	ev := evidence{key: firstString(e.Metadata[NoticeKeyField]), attempt: attemptNumber(e.Metadata[AttemptField]),
-		providerID: e.MessageID, event: "postmark:" + lower(e.RecordType)}
+		providerID: e.MessageID, event: "postmark:" + lower(e.RecordType), kind: ledger.KindOther}
 	switch lower(e.RecordType) {
 	case "delivery":
-		ev.to, ev.at = ledger.Sent, parseTime(e.DeliveredAt)
+		ev.to, ev.kind, ev.at = ledger.Sent, ledger.KindDelivered, parseTime(e.DeliveredAt)
 	case "open", "click":
-		ev.to, ev.at = ledger.Sent, parseTime(e.ReceivedAt)
+		ev.to, ev.kind, ev.at = ledger.Sent, ledger.KindEngagement, parseTime(e.ReceivedAt)
 	case "spamcomplaint":
-		ev.to, ev.at = ledger.Sent, parseTime(e.BouncedAt)
+		ev.to, ev.kind, ev.at = ledger.Sent, ledger.KindComplaint, parseTime(e.BouncedAt)
 	case "bounce":
 		ev.event += "/" + lower(e.Type)
-		ev.to, ev.at = ledger.Sent, parseTime(e.BouncedAt)
-		if t := lower(e.Type); t == "hardbounce" || t == "bademailaddress" {
-			ev.to = ledger.Failed
-		}
+		ev.to, ev.kind = postmarkBounce(lower(e.Type))
+		ev.at = parseTime(e.BouncedAt)
 	}
 	return ev, nil
+}
+
+// postmarkBounce classifies a Postmark Bounce by its Type (Postmark's bounce
+// types, lower-cased). SMTPApiError is Postmark's internal rejection of a
+// message sent by SMTP to a recipient it suppresses (after a bounce, a spam
+// complaint, an unsubscribe or by hand): nothing was sent, and a resend is
+// rejected again while the suppression stands, so it is failed, not sent.
+// Every other bounce but a hard one leaves the message sent.
+func postmarkBounce(typ string) (ledger.State, ledger.EventKind) {
+	switch typ {
+	case "hardbounce", "bademailaddress":
+		return ledger.Failed, ledger.KindBounceHard
+	case "smtpapierror":
+		return ledger.Failed, ledger.KindNotSent
+	case "transient":
+		return ledger.Sent, ledger.KindDeferred
+	case "softbounce", "dnserror", "blocked", "dmarcpolicy":
+		return ledger.Sent, ledger.KindBounceSoft
+	case "spamcomplaint":
+		return ledger.Sent, ledger.KindComplaint
+	}
+	return ledger.Sent, ledger.KindOther // auto-replies, address changes, unknown types
 }

@@ -201,8 +201,7 @@ func (s *SMTP) String() string { return s.redacted }
 // new one. It waits for a free connection while Pool sends are in flight.
 // Send returns within the configured Timeout or when ctx ends, whichever
 // is first. The Receipt's ProviderID is the provider's message id when the
-// final reply carries one (see ReplyProviderID), else the reply's text, or
-// "smtp:"+Message-ID when the reply has none.
+// final reply carries one (see ReplyProviderID), else empty.
 func (s *SMTP) Send(ctx context.Context, m *Message) (Receipt, error) {
 	l := smtpLane{s: s}
 	defer l.Close()

@@ -105,14 +105,9 @@ func (c *smtpConn) transact(m, next *Message) (Receipt, connState, error) {
 		c.pending = nil
 		return Receipt{}, connDrop, replyError("end of data", err, to, true)
 	}
-	id := ReplyProviderID(msg)
-	if id == "" {
-		id = scrub(strings.TrimSpace(stripEnhanced(msg)), to)
-	}
-	if id == "" {
-		id = "smtp:" + m.MessageID
-	}
-	return Receipt{ProviderID: id}, connReuse, nil
+	// A reply that names no id ("250 Great success", Mailgun's) gives no
+	// provider id: its text would be stored as one, and no event names it.
+	return Receipt{ProviderID: ReplyProviderID(msg)}, connReuse, nil
 }
 
 // envelopeCmds are the commands of an envelope, with the reply each
