@@ -66,14 +66,7 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	p := s.cfg.Policy
-	shards := float64(s.cfg.Shards)
-	div := func(b policy.Bucket) send.Bucket {
-		return send.Bucket{PerSecond: b.PerSecond / shards, Burst: max(1, int(float64(b.Burst)/shards))}
-	}
-	limits := send.Limits{Default: div(p.Rate.Default), Global: div(p.Rate.Global), Domains: map[string]send.Bucket{}}
-	for d, b := range p.Rate.Domains {
-		limits.Domains[strings.ToLower(d)] = div(b)
-	}
+	limits := shardLimits(p.Rate, s.cfg.Shards)
 	d, err := send.NewDispatcher(pctx, send.DispatcherConfig{
 		Sender: s.sender, Renderer: s.renderer, Limits: limits,
 		// The producer claims no further ahead than the buckets allow
