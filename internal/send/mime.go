@@ -192,7 +192,7 @@ func appendQuotedPrintable(dst []byte, s string) []byte {
 				break
 			}
 			cr = b == '\r'
-			dst, start = qpEncodeTrailingSpace(dst, start)
+			dst, _ = qpEncodeTrailingSpace(dst, start) // the line ends here: where it began no longer matters
 			dst = append(dst, '\r', '\n')
 			start = len(dst)
 		default:
