@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -102,5 +103,26 @@ func TestOutboxFailures(t *testing.T) {
 	}
 	if _, err := send.NewOutbox(""); err == nil {
 		t.Error("NewOutbox(\"\") succeeded")
+	}
+}
+
+// BenchmarkOutboxSend writes one rendered message a op, Sync on, into a
+// directory under $TMPDIR (TMPDIR=/dev/shm for tmpfs).
+func BenchmarkOutboxSend(b *testing.B) {
+	o, err := send.NewOutbox(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer o.Close()
+	m := render(b, newRenderer(b), notice(1, "example.org"))
+	b.SetBytes(int64(len(m.Raw)))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		m.Notice.Key = key(strconv.Itoa(i)) // a new file each time, as in a pass
+		if _, err := o.Send(b.Context(), m); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

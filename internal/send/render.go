@@ -1,16 +1,12 @@
 package send
 
 import (
-	"bytes"
 	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
 	"mime"
-	"mime/multipart"
-	"mime/quotedprintable"
 	"net/mail"
-	"net/textproto"
 	"net/url"
 	"slices"
 	"strconv"
@@ -50,13 +46,6 @@ var ErrHeaderInjection = errors.New("send: header value contains a line break or
 const (
 	MaxNameLen = 100
 	MaxPlanLen = 100
-)
-
-// Header lines: RFC 5322 allows at most 998 octets between CRLFs and
-// recommends folding at 78.
-const (
-	maxHeaderLine = 998
-	foldHeaderAt  = 78
 )
 
 // ErrHeaderTooLong is the cause of a Render error for a header that cannot
@@ -527,51 +516,11 @@ func (r *Renderer) Render(n Notice) (*Message, error) {
 	for _, h := range append(r.listUnsubscribe(n.CancelToken), CorrelationHeaders(r.provider, n.Key, n.Attempt, r.configSet)...) {
 		headers = append(headers, struct{ name, value string }{h[0], h[1]})
 	}
-	boundary := "=_notice_" + n.Key[:32]
-	var raw bytes.Buffer
-	raw.Grow(len(m.Text) + len(m.HTML) + 1024)
-	for _, h := range headers {
-		// Defence in depth: every value was checked above, check again
-		// after encoding.
-		if address.HasCRLF(h.value) {
-			return nil, fmt.Errorf("render: %s: %w", h.name, ErrHeaderInjection)
-		}
-		folded, err := foldHeader(h.name, h.value)
-		if err != nil {
-			return nil, fmt.Errorf("render: %s: %w", h.name, err)
-		}
-		raw.WriteString(folded)
+	raw, err := buildMIME(headers, "=_notice_"+n.Key[:32], m.Text, m.HTML)
+	if err != nil {
+		return nil, err
 	}
-	ctype, _ := foldHeader("Content-Type", `multipart/alternative; boundary="`+boundary+`"`)
-	raw.WriteString(ctype + "\r\n")
-	mw := multipart.NewWriter(&raw)
-	if err := mw.SetBoundary(boundary); err != nil {
-		return nil, fmt.Errorf("render: %w", err)
-	}
-	for _, part := range []struct{ ctype, body string }{
-		{"text/plain; charset=utf-8", m.Text},
-		{"text/html; charset=utf-8", m.HTML},
-	} {
-		w, err := mw.CreatePart(textproto.MIMEHeader{
-			"Content-Type":              {part.ctype},
-			"Content-Transfer-Encoding": {"quoted-printable"},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("render: %w", err)
-		}
-		qp := quotedprintable.NewWriter(w)
-		if _, err := qp.Write([]byte(part.body)); err != nil {
-			return nil, fmt.Errorf("render: %w", err)
-		}
-		if err := qp.Close(); err != nil {
-			return nil, fmt.Errorf("render: %w", err)
-		}
-	}
-	if err := mw.Close(); err != nil {
-		return nil, fmt.Errorf("render: %w", err)
-	}
-	raw.WriteString("\r\n")
-	m.Raw = raw.Bytes()
+	m.Raw = raw
 	return m, nil
 }
 
@@ -589,53 +538,4 @@ func cut(s string, max int) string {
 		k++
 	}
 	return s
-}
-
-// foldHeader returns the header line "name: value" and its CRLF, folded
-// (RFC 5322 2.2.3): a CRLF goes before a space wherever the line would
-// pass 78 octets, so a display name or subject encoded as a run of encoded
-// words (each at most 75 characters, RFC 2047) spreads over as many lines
-// as it needs. A value that starts with a quoted string (the display name
-// net/mail quotes) is not folded inside it. Unfolding restores the value.
-// A single word that leaves a line over 998 octets is ErrHeaderTooLong.
-func foldHeader(name, value string) (string, error) {
-	var words []string
-	start := 0
-	if strings.HasPrefix(value, `"`) {
-		for i, escaped := 1, false; i < len(value); i++ {
-			if c := value[i]; escaped {
-				escaped = false
-			} else if c == '\\' {
-				escaped = true
-			} else if c == '"' {
-				end := strings.IndexByte(value[i:], ' ')
-				if end < 0 {
-					end = len(value) - i
-				}
-				words = append(words, value[:i+end])
-				start = min(i+end+1, len(value)+1)
-				break
-			}
-		}
-	}
-	if start <= len(value) {
-		words = append(words, strings.Split(value[start:], " ")...)
-	}
-	var b strings.Builder
-	b.Grow(len(name) + len(value) + 3*len(words))
-	b.WriteString(name + ":")
-	line := len(name) + 1
-	for i, w := range words {
-		if i > 0 && line+1+len(w) > foldHeaderAt {
-			b.WriteString("\r\n")
-			line = 0
-		}
-		b.WriteString(" " + w)
-		line += 1 + len(w)
-		if line > maxHeaderLine {
-			return "", ErrHeaderTooLong
-		}
-	}
-	b.WriteString("\r\n")
-	return b.String(), nil
 }

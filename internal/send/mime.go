@@ -1,0 +1,235 @@
+package send
+
+import (
+	"fmt"
+	"strings"
+
+	"scan/internal/address"
+)
+
+// This file assembles a rendered notice into RFC 5322 bytes: header fields
+// folded (RFC 5322 2.2.3), a multipart/alternative body (RFC 2046) of a
+// text and an HTML part, each quoted-printable (RFC 2045 6.7). It produces
+// the bytes mime/multipart and mime/quotedprintable would, appended to one
+// buffer sized up front: no writer objects, no random boundary that is
+// thrown away, no copy of a body to a []byte, no per-header string.
+// mime_test.go checks the equality against those packages.
+
+// header is one header field: its name and its unfolded value.
+type header = struct{ name, value string }
+
+// mimeParts are the two bodies of a message, in the order they go.
+var mimeParts = [2]string{
+	"Content-Transfer-Encoding: quoted-printable\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n",
+	"Content-Transfer-Encoding: quoted-printable\r\nContent-Type: text/html; charset=utf-8\r\n\r\n",
+}
+
+// buildMIME returns the complete message: headers, each folded, then a
+// multipart/alternative body with the given boundary whose parts are text
+// and html, quoted-printable. A header value holding CR or LF is
+// ErrHeaderInjection; one with a word that cannot fit a 998-octet line is
+// ErrHeaderTooLong (each error names the header).
+func buildMIME(headers []header, boundary, text, html string) ([]byte, error) {
+	size := 256 + 3*len(boundary)
+	for _, h := range headers {
+		size += len(h.name) + len(h.value) + len(h.value)/32 + 4 // folds
+	}
+	// Quoted-printable grows text by a soft break every 75 octets and by
+	// two octets for every '=' (HTML attributes) or non-ASCII octet; an
+	// eighth covers the embedded templates with room to spare.
+	size += len(text) + len(html) + (len(text)+len(html))/8
+	raw := make([]byte, 0, size)
+
+	var err error
+	for _, h := range headers {
+		// Defence in depth: every value was checked before, check again
+		// after encoding.
+		if address.HasCRLF(h.value) {
+			return nil, fmt.Errorf("render: %s: %w", h.name, ErrHeaderInjection)
+		}
+		if raw, err = appendHeader(raw, h.name, h.value); err != nil {
+			return nil, fmt.Errorf("render: %s: %w", h.name, err)
+		}
+	}
+	raw, _ = appendHeader(raw, "Content-Type", `multipart/alternative; boundary="`+boundary+`"`)
+	raw = append(raw, "\r\n--"...)
+	raw = append(raw, boundary...)
+	raw = append(raw, "\r\n"...)
+	raw = append(raw, mimeParts[0]...)
+	raw = appendQuotedPrintable(raw, text)
+	raw = append(raw, "\r\n--"...)
+	raw = append(raw, boundary...)
+	raw = append(raw, "\r\n"...)
+	raw = append(raw, mimeParts[1]...)
+	raw = appendQuotedPrintable(raw, html)
+	raw = append(raw, "\r\n--"...)
+	raw = append(raw, boundary...)
+	raw = append(raw, "--\r\n\r\n"...)
+	return raw, nil
+}
+
+// Header lines: RFC 5322 allows at most 998 octets between CRLFs and
+// recommends folding at 78.
+const (
+	maxHeaderLine = 998
+	foldHeaderAt  = 78
+)
+
+// appendHeader appends the header line "name: value" and its CRLF, folded
+// (RFC 5322 2.2.3): a CRLF goes before a space wherever the line would
+// pass 78 octets, so a display name or subject encoded as a run of encoded
+// words (each at most 75 characters, RFC 2047) spreads over as many lines
+// as it needs. A value that starts with a quoted string (the display name
+// net/mail quotes) is not folded inside it. Unfolding restores the value.
+// A single word that leaves a line over 998 octets is ErrHeaderTooLong.
+func appendHeader(dst []byte, name, value string) ([]byte, error) {
+	dst = append(dst, name...)
+	dst = append(dst, ':')
+	line := len(name) + 1
+	first := true
+	word := func(w string) error {
+		if !first && line+1+len(w) > foldHeaderAt {
+			dst = append(dst, '\r', '\n')
+			line = 0
+		}
+		first = false
+		dst = append(dst, ' ')
+		dst = append(dst, w...)
+		line += 1 + len(w)
+		if line > maxHeaderLine {
+			return ErrHeaderTooLong
+		}
+		return nil
+	}
+	rest, more := value, true
+	if quoted, after, ok := cutQuotedWord(value); ok {
+		if err := word(quoted); err != nil {
+			return nil, err
+		}
+		rest, more = after, len(quoted) < len(value)
+	}
+	// The words of rest, split at every single space (two spaces make an
+	// empty word, as strings.Split does).
+	for more {
+		w := rest
+		if i := strings.IndexByte(rest, ' '); i >= 0 {
+			w, rest = rest[:i], rest[i+1:]
+		} else {
+			more = false
+		}
+		if err := word(w); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '\r', '\n'), nil
+}
+
+// cutQuotedWord splits off the first word of a value that starts with a
+// quoted string: the quoted string and whatever follows it up to the next
+// space, and what follows that space ("" if there is none). ok is false
+// when value does not start with a complete quoted string.
+func cutQuotedWord(value string) (word, rest string, ok bool) {
+	if !strings.HasPrefix(value, `"`) {
+		return "", "", false
+	}
+	for i, escaped := 1, false; i < len(value); i++ {
+		switch c := value[i]; {
+		case escaped:
+			escaped = false
+		case c == '\\':
+			escaped = true
+		case c == '"':
+			end := strings.IndexByte(value[i:], ' ')
+			if end < 0 {
+				return value, "", true
+			}
+			return value[:i+end], value[i+end+1:], true
+		}
+	}
+	return "", "", false
+}
+
+// qpLineMax is the longest a quoted-printable line may be, its soft line
+// break included (RFC 2045 6.7 (5)).
+const qpLineMax = 76
+
+// appendQuotedPrintable appends s encoded as mime/quotedprintable's Writer
+// (Binary false) encodes it, then closed: CR, LF and CRLF become CRLF; '='
+// and every octet outside '!'..'~' other than space and tab become =XX; a
+// space or tab before a line break or at the end becomes =20 or =09; a
+// soft line break ("=" CRLF) keeps each line within 76 octets. It keeps
+// that Writer's one quirk: an encoded octet between CR and LF does not end
+// the CR's line break, so the LF is dropped.
+func appendQuotedPrintable(dst []byte, s string) []byte {
+	start := len(dst) // where the current line begins in dst
+	cr := false
+	for i := 0; i < len(s); {
+		// A run of octets that stand for themselves, copied a line's
+		// room at a time.
+		j := i
+		for j < len(s) && qpLiteral[s[j]] {
+			j++
+		}
+		if j > i {
+			cr = false
+		}
+		for i < j {
+			if len(dst)-start == qpLineMax-1 {
+				dst = append(dst, '=', '\r', '\n')
+				start = len(dst)
+			}
+			n := min(j-i, qpLineMax-1-(len(dst)-start))
+			dst = append(dst, s[i:i+n]...)
+			i += n
+		}
+		if i == len(s) {
+			break
+		}
+		switch b := s[i]; b {
+		case '\r', '\n':
+			if cr && b == '\n' {
+				cr = false
+				break
+			}
+			cr = b == '\r'
+			dst, _ = qpEncodeTrailingSpace(dst, start) // the line ends here: where it began no longer matters
+			dst = append(dst, '\r', '\n')
+			start = len(dst)
+		default:
+			dst, start = qpEncode(dst, start, b)
+		}
+		i++
+	}
+	dst, _ = qpEncodeTrailingSpace(dst, start)
+	return dst
+}
+
+// qpLiteral tells the octets that quoted-printable writes as they are:
+// '!' to '~' except '=', and space and tab (encoded only at a line's end).
+var qpLiteral = func() (t [256]bool) {
+	for b := '!'; b <= '~'; b++ {
+		t[b] = b != '='
+	}
+	t[' '], t['\t'] = true, true
+	return t
+}()
+
+// qpEncode appends b as =XX, after a soft line break if the line has no
+// room for it. It returns dst and where its current line begins.
+func qpEncode(dst []byte, start int, b byte) ([]byte, int) {
+	const upperhex = "0123456789ABCDEF"
+	if qpLineMax-1-(len(dst)-start) < 3 {
+		dst = append(dst, '=', '\r', '\n')
+		start = len(dst)
+	}
+	return append(dst, '=', upperhex[b>>4], upperhex[b&0x0f]), start
+}
+
+// qpEncodeTrailingSpace re-encodes the current line's last octet if it is
+// a space or a tab, which a line may not end with.
+func qpEncodeTrailingSpace(dst []byte, start int) ([]byte, int) {
+	if n := len(dst); n > start && (dst[n-1] == ' ' || dst[n-1] == '\t') {
+		return qpEncode(dst[:n-1], start, dst[n-1])
+	}
+	return dst, start
+}
