@@ -187,7 +187,7 @@ func (f *fixture) key(id string, rev int, secret string) string {
 
 // msgID is the Message-ID (without brackets) of a subscription's notice.
 func (f *fixture) msgID(id string) string {
-	return strings.Trim(send.MessageID(f.key(id, 0, testSecret), testMsgIDDom), "<>")
+	return notice.BareMessageID(send.MessageID(f.key(id, 0, testSecret), testMsgIDDom))
 }
 
 // env is the child's environment; later entries override earlier ones.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -240,13 +239,6 @@ func Backfill(ctx context.Context, tx sqlx.ExtContext, runID string, bs []Backfi
 		inserted += len(got)
 	}
 	return inserted, nil
-}
-
-// TrimMessageID strips surrounding angle brackets and spaces.
-func TrimMessageID(s string) string {
-	s = strings.TrimSpace(s)
-	s = strings.TrimPrefix(s, "<")
-	return strings.TrimSuffix(s, ">")
 }
 
 // TryLockScheduler takes the scheduler's advisory lock on conn and reports
