@@ -241,26 +241,6 @@ func Backfill(ctx context.Context, tx sqlx.ExtContext, runID string, bs []Backfi
 	return inserted, nil
 }
 
-// TryLockScheduler takes the scheduler's advisory lock on conn and reports
-// whether it got it. The lock lives as long as the connection or until
-// UnlockScheduler.
-func TryLockScheduler(ctx context.Context, conn *sqlx.Conn) (bool, error) {
-	var ok bool
-	if err := conn.GetContext(ctx, &ok, schedulerTryLock); err != nil {
-		return false, fmt.Errorf("scheduler lock: %w", err)
-	}
-	return ok, nil
-}
-
-// UnlockScheduler releases the scheduler's advisory lock held by conn.
-func UnlockScheduler(ctx context.Context, conn *sqlx.Conn) error {
-	var ok bool
-	if err := conn.GetContext(ctx, &ok, schedulerUnlock); err != nil {
-		return fmt.Errorf("scheduler unlock: %w", err)
-	}
-	return nil
-}
-
 // ClaimedByRun returns the keys of run runID still in state claimed.
 func ClaimedByRun(ctx context.Context, db sqlx.QueryerContext, runID string) ([]string, error) {
 	var keys []string

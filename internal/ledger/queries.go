@@ -256,13 +256,6 @@ const noticeCountExpiringRetries = `
 SELECT count(*) FROM notice_ledger
 WHERE state = 'retry' AND window_closes_at <= $1`
 
-// schedulerTryLock takes the session-level advisory lock that keeps two
-// `scan schedule` processes (on two hosts) from running passes at once.
-const schedulerTryLock = `SELECT pg_try_advisory_lock(736361, 1)`
-
-// schedulerUnlock releases it.
-const schedulerUnlock = `SELECT pg_advisory_unlock(736361, 1)`
-
 // noticeLedgerProbe fails when the ledger has not been migrated.
 const noticeLedgerProbe = `SELECT 1 FROM notice_ledger LIMIT 0`
 
