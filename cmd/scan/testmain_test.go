@@ -18,6 +18,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"scan/internal/ledger"
+	"scan/internal/ledger/ledgertest"
 	"scan/internal/notice"
 	"scan/internal/pgtest"
 	"scan/internal/scan"
@@ -340,7 +341,7 @@ func (f *fixture) rows() map[string]ledgerRow {
 
 func (f *fixture) counts() map[ledger.State]int {
 	f.t.Helper()
-	c, err := ledger.CountByState(context.Background(), f.db)
+	c, err := ledgertest.CountByState(context.Background(), f.db)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -101,22 +101,6 @@ func Recent(ctx context.Context, db sqlx.QueryerContext, n int) ([]TupleKey, err
 	return out, nil
 }
 
-// CountByState counts rows per state.
-func CountByState(ctx context.Context, db sqlx.QueryerContext) (map[State]int, error) {
-	var rows []struct {
-		State State `db:"state"`
-		Count int   `db:"count"`
-	}
-	if err := sqlx.SelectContext(ctx, db, &rows, noticeCountByState); err != nil {
-		return nil, fmt.Errorf("count by state: %w", err)
-	}
-	m := map[State]int{}
-	for _, r := range rows {
-		m[r.State] = r.Count
-	}
-	return m, nil
-}
-
 // Decision is an operator's or a reconciliation's ruling on one row.
 type Decision struct {
 	Key    string

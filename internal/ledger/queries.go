@@ -246,10 +246,6 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text
 ON CONFLICT DO NOTHING
 RETURNING notice_key`
 
-// noticeCountByState counts rows per state (for metrics and tests).
-const noticeCountByState = `
-SELECT state, count(*) AS count FROM notice_ledger GROUP BY state`
-
 // noticeCountExpiringRetries counts the retry rows whose window closed by
 // $1 (what noticeExpireRetries would mark missed).
 const noticeCountExpiringRetries = `

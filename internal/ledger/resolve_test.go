@@ -12,6 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"scan/internal/ledger"
+	"scan/internal/ledger/ledgertest"
 )
 
 // settle applies ss in a transaction of its own, as reconcile.Apply does
@@ -153,7 +154,7 @@ func TestCallerOwnsTheTransaction(t *testing.T) {
 	if !errors.Is(err, rolledBack) {
 		t.Fatal(err)
 	}
-	if c, _ := ledger.CountByState(ctx, db); c[ledger.Claimed] != 2 || len(c) != 1 {
+	if c, _ := ledgertest.CountByState(ctx, db); c[ledger.Claimed] != 2 || len(c) != 1 {
 		t.Fatalf("after the rollback the ledger is %v, want the 2 claims only", c)
 	}
 	if n := countRows(t, db, `SELECT count(*) FROM notice_ledger_resolution`); n != 0 {
@@ -169,7 +170,7 @@ func TestCallerOwnsTheTransaction(t *testing.T) {
 	if _, err := ledger.Backfill(ctx, db, "backfill-x", []ledger.Backfilled{bf}); !errors.Is(err, ledger.ErrNoTx) {
 		t.Errorf("backfill on the pool: %v, want ErrNoTx", err)
 	}
-	if c, _ := ledger.CountByState(ctx, db); c[ledger.Claimed] != 2 || len(c) != 1 {
+	if c, _ := ledgertest.CountByState(ctx, db); c[ledger.Claimed] != 2 || len(c) != 1 {
 		t.Fatalf("a refused call wrote: %v", c)
 	}
 }
@@ -247,7 +248,7 @@ func TestResolveRun(t *testing.T) {
 	if n, err := ledger.ResolveRun(ctx, db, "third", d, func(string, ledger.State) error { return stop }); !errors.Is(err, stop) || n != 1 {
 		t.Fatalf("resolve run with a failing callback: %d, %v", n, err)
 	}
-	if c, _ := ledger.CountByState(ctx, db); c[ledger.Claimed] != 2 {
+	if c, _ := ledgertest.CountByState(ctx, db); c[ledger.Claimed] != 2 {
 		t.Fatalf("after the stopped run the ledger is %v, want key(50) and one of run third still claimed", c)
 	}
 }
