@@ -122,13 +122,10 @@ type Decision struct {
 
 // Resolve applies d with its audit row and returns the state the row had.
 // ErrNotFound for an unknown key; ErrStateChanged when the row is not in
-// one of d.From. It locks the row first (SELECT ... FOR UPDATE), so tx
-// must be a transaction the caller opened (WithTx; ResolveKey does both);
-// a *sqlx.DB is refused with ErrNoTx.
-func Resolve(ctx context.Context, tx sqlx.ExtContext, d Decision) (from State, err error) {
-	if err := needTx(tx, "resolve"); err != nil {
-		return "", err
-	}
+// one of d.From. It locks the row first (SELECT ... FOR UPDATE) and keeps
+// the lock until the caller's transaction tx ends (WithTx; ResolveKey
+// does both).
+func Resolve(ctx context.Context, tx *sqlx.Tx, d Decision) (from State, err error) {
 	var r Row
 	if err := sqlx.GetContext(ctx, tx, &r, noticeLockForResolve, d.Key); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -147,7 +144,7 @@ func Resolve(ctx context.Context, tx sqlx.ExtContext, d Decision) (from State, e
 	return from, resolveLocked(ctx, tx, d, r.State, r.PeriodStart)
 }
 
-func resolveLocked(ctx context.Context, tx sqlx.ExtContext, d Decision, from State, period time.Time) error {
+func resolveLocked(ctx context.Context, tx *sqlx.Tx, d Decision, from State, period time.Time) error {
 	sentAt := ""
 	if d.To == Sent {
 		at := d.SentAt
@@ -193,13 +190,10 @@ type Backfilled struct {
 }
 
 // Backfill inserts notices as sent and returns how many were inserted; the
-// rest were already in the ledger. It writes in chunks of 1000, so tx
-// must be a transaction the caller opened (WithTx) for a failed import to
-// write nothing; a *sqlx.DB is refused with ErrNoTx.
-func Backfill(ctx context.Context, tx sqlx.ExtContext, runID string, bs []Backfilled) (inserted int, err error) {
-	if err := needTx(tx, "backfill"); err != nil {
-		return 0, err
-	}
+// rest were already in the ledger. It writes in chunks of 1000, all in
+// the caller's transaction tx (WithTx), so that a failed import writes
+// nothing.
+func Backfill(ctx context.Context, tx *sqlx.Tx, runID string, bs []Backfilled) (inserted int, err error) {
 	for start := 0; start < len(bs); start += 1000 {
 		end := min(start+1000, len(bs))
 		chunk := bs[start:end]

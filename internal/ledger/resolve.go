@@ -12,25 +12,12 @@ import (
 
 // More sentinel errors, of operator decisions.
 var (
-	// ErrNoTx: a function that must lock and write in one transaction was
-	// given the pool itself; open one with WithTx.
-	ErrNoTx = errors.New("needs a transaction (ledger.WithTx), not the pool")
 	// ErrInvalidDecision: a ruling that is not one of the three, or a
 	// decision without its author or reason.
 	ErrInvalidDecision = errors.New("invalid decision")
 	// ErrNoClaims: the run has no claim left without an outcome.
 	ErrNoClaims = errors.New("no claims without an outcome")
 )
-
-// needTx refuses the pool where op must run inside the caller's
-// transaction: on the pool, each statement would commit on its own and a
-// row lock would end with the statement that took it.
-func needTx(db sqlx.ExtContext, op string) error {
-	if _, ok := db.(*sqlx.DB); ok {
-		return fmt.Errorf("%s: %w", op, ErrNoTx)
-	}
-	return nil
-}
 
 // Ruling is an operator's decision on a claim, as `scan resolve` takes it
 // (--sent, --not-sent, --retry).

@@ -181,13 +181,10 @@ func (r *settleRow) decide(kind EventKind, to State) (next State, overrule bool)
 // its row by notice key, else by provider id (claims in quarantine only,
 // unless several share that id), else by Message-ID. Events for the same
 // row are applied in order. Each change is recorded with by as its author.
-// tx must be a transaction the caller opened (WithTx), so that the batch
-// is applied whole or not at all; a *sqlx.DB is refused with ErrNoTx.
-func Settle(ctx context.Context, tx sqlx.ExtContext, by string, now time.Time, ss []Settlement) (SettleResult, error) {
+// All of it is written in the caller's transaction tx (WithTx), so that
+// the batch is applied whole or not at all.
+func Settle(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, ss []Settlement) (SettleResult, error) {
 	res := SettleResult{Each: make([]Result, len(ss))}
-	if err := needTx(tx, "settle"); err != nil {
-		return SettleResult{}, err
-	}
 	if len(ss) == 0 {
 		return res, nil
 	}
@@ -247,7 +244,7 @@ func Settle(ctx context.Context, tx sqlx.ExtContext, by string, now time.Time, s
 
 // settleRows reads the rows a batch may name and returns how to find the
 // row of one settlement (nil: none).
-func settleRows(ctx context.Context, tx sqlx.ExtContext, ss []Settlement) (func(Settlement) *settleRow, error) {
+func settleRows(ctx context.Context, tx *sqlx.Tx, ss []Settlement) (func(Settlement) *settleRow, error) {
 	var keys, provs, ids []string
 	for _, s := range ss {
 		if s.Key != "" {
@@ -297,7 +294,7 @@ func settleRows(ctx context.Context, tx sqlx.ExtContext, ss []Settlement) (func(
 }
 
 // settleOne applies one event of r's current attempt.
-func settleOne(ctx context.Context, tx sqlx.ExtContext, by string, now time.Time, r *settleRow, s Settlement, res *SettleResult) (Result, error) {
+func settleOne(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, r *settleRow, s Settlement, res *SettleResult) (Result, error) {
 	next, overrule := r.decide(s.Kind, s.To)
 	if next == "" {
 		return ResultRecorded, nil
@@ -350,7 +347,7 @@ func (b *evidenceBatch) add(i int, r *settleRow, attempt int, s Settlement) {
 // insert keeps the batch and reports, by settlement index, which events
 // were kept for the first time: of the same event twice in one batch, the
 // first.
-func (b *evidenceBatch) insert(ctx context.Context, tx sqlx.ExtContext, now time.Time) (map[int]bool, error) {
+func (b *evidenceBatch) insert(ctx context.Context, tx *sqlx.Tx, now time.Time) (map[int]bool, error) {
 	fresh := make(map[int]bool, len(b.index))
 	if len(b.index) == 0 {
 		return fresh, nil
