@@ -10,26 +10,6 @@ import (
 	"github.com/lib/pq"
 )
 
-// Partition is one month of the ledger.
-type Partition struct {
-	Name string `db:"name" json:"partition"`
-	From string `db:"lo" json:"from"` // first period_start it holds, YYYY-MM-DD
-	To   string `db:"hi" json:"to"`   // first period_start it does not hold
-	// RowsEstimate is the planner's estimate (pg_class.reltuples), -1 when
-	// the month has never been analyzed: prune does not count rows, which
-	// would read the whole month.
-	RowsEstimate int64 `db:"rows_estimate" json:"rows_estimate"`
-}
-
-// Partitions returns the monthly partitions, oldest first.
-func Partitions(ctx context.Context, db sqlx.QueryerContext) ([]Partition, error) {
-	var ps []Partition
-	if err := sqlx.SelectContext(ctx, db, &ps, noticePartitionList); err != nil {
-		return nil, fmt.Errorf("list partitions: %w", err)
-	}
-	return ps, nil
-}
-
 // ClaimedMonth is a month that still holds claims without an outcome.
 type ClaimedMonth struct {
 	Month string   `db:"month" json:"month"`
@@ -88,7 +68,7 @@ func Prune(ctx context.Context, db *sqlx.DB, opt PruneOptions) (PruneResult, err
 	if opt.LockTimeout <= 0 {
 		opt.LockTimeout = 5 * time.Second
 	}
-	before := opt.Before.UTC().Format("2006-01-02")
+	before := opt.Before.UTC().Format(dateLayout)
 	var res PruneResult
 	err := WithTx(ctx, db, func(tx *sqlx.Tx) error {
 		res = PruneResult{}
