@@ -21,7 +21,7 @@ type Claim struct {
 	RenewsAt       time.Time
 	WindowClosesAt time.Time
 	Domain         string
-	MessageID      string // without angle brackets
+	MessageID      string // without angle brackets (notice.BareMessageID)
 	CancelToken    string
 }
 
