@@ -13,7 +13,8 @@ import (
 )
 
 // Look-ups: what operators' commands and a pass's checks read from the
-// ledger. Each is one statement (Recent one per month) and writes nothing.
+// ledger. Each is one statement (Recent lists the partitions, then reads
+// one month at a time) and writes nothing.
 
 // BySubscription returns every ledger row of one subscription.
 func BySubscription(ctx context.Context, db sqlx.QueryerContext, subscriptionID string) ([]Row, error) {

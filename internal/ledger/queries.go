@@ -2,7 +2,8 @@ package ledger
 
 // Every SQL statement on the ledger, by name, noun first. Statements take
 // their instants as parameters; none calls now(). Arrays travel as
-// text[] through lib/pq and are cast on the server.
+// text[] through lib/pq and are cast on the server (tsLayout, dateLayout).
+// The one statement only tests ask is in package ledgertest.
 
 // noticeClaim inserts one batch of claims and returns the rows this
 // statement inserted: a key already in the ledger (or a business tuple
