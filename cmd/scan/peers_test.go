@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"scan/internal/ledger"
+	"scan/internal/notice"
 )
 
 // peer returns the path of a program from a Debian package, or skips the
@@ -154,7 +155,7 @@ func sinkMessages(t *testing.T, dir string) map[string]int {
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		for sc.Scan() {
 			if v, ok := strings.CutPrefix(sc.Text(), "Message-ID: "); ok {
-				id = strings.Trim(v, "<> \r")
+				id = notice.BareMessageID(v)
 				break
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"scan/internal/ledger"
+	"scan/internal/ledger/ledgertest"
 	"scan/internal/notice"
 	"scan/internal/pgtest"
 	"scan/internal/scan"
@@ -187,7 +188,7 @@ func (f *fixture) key(id string, rev int, secret string) string {
 
 // msgID is the Message-ID (without brackets) of a subscription's notice.
 func (f *fixture) msgID(id string) string {
-	return strings.Trim(send.MessageID(f.key(id, 0, testSecret), testMsgIDDom), "<>")
+	return notice.BareMessageID(send.MessageID(f.key(id, 0, testSecret), testMsgIDDom))
 }
 
 // env is the child's environment; later entries override earlier ones.
@@ -340,7 +341,7 @@ func (f *fixture) rows() map[string]ledgerRow {
 
 func (f *fixture) counts() map[ledger.State]int {
 	f.t.Helper()
-	c, err := ledger.CountByState(context.Background(), f.db)
+	c, err := ledgertest.CountByState(context.Background(), f.db)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"scan/internal/ledger"
+	"scan/internal/ledger/ledgertest"
 	"scan/internal/pgtest"
 	"scan/sql/reference"
 )
@@ -84,7 +85,7 @@ func assertNothingWritten(t *testing.T, dsn string, migrated bool, outbox string
 		t.Errorf("the command created the ledger (%v) or ran migrations (%v)", ledgerTable, migrations)
 	}
 	if migrated {
-		counts, err := ledger.CountByState(context.Background(), db)
+		counts, err := ledgertest.CountByState(context.Background(), db)
 		if err != nil {
 			t.Fatalf("ledger damaged: %v", err)
 		}

@@ -2,7 +2,6 @@ package backfill
 
 import (
 	"context"
-	"strings"
 
 	"github.com/jmoiron/sqlx"
 
@@ -22,7 +21,7 @@ func Notices(recs []Record, k *notice.Keyer, messageIDDomain string) []ledger.Ba
 	for i, r := range recs {
 		key := k.Key(notice.Tuple{SubscriptionID: r.SubscriptionID, PeriodStart: r.PeriodStart, Kind: r.Kind, Revision: r.Revision})
 		bs[i] = ledger.Backfilled{Key: key, SubscriptionID: r.SubscriptionID, Kind: r.Kind, PeriodStart: r.PeriodStart,
-			Revision: r.Revision, SentAt: r.SentAt, MessageID: strings.Trim(send.MessageID(key, messageIDDomain), "<>")}
+			Revision: r.Revision, SentAt: r.SentAt, MessageID: notice.BareMessageID(send.MessageID(key, messageIDDomain))}
 	}
 	return bs
 }

@@ -14,6 +14,7 @@ import (
 
 	"scan/internal/backfill"
 	"scan/internal/ledger"
+	"scan/internal/ledger/ledgertest"
 	"scan/internal/notice"
 	"scan/internal/pgtest"
 )
@@ -136,7 +137,7 @@ func TestImportIsAllOrNothing(t *testing.T) {
 	if n, err := backfill.Import(ctx, db, "backfill-1", bs); err == nil || !strings.Contains(err.Error(), "0x00") {
 		t.Fatalf("import of a refused row: %d inserted, %v; want PostgreSQL's refusal of the NUL", n, err)
 	}
-	if c, err := ledger.CountByState(ctx, db); err != nil || len(c) != 0 {
+	if c, err := ledgertest.CountByState(ctx, db); err != nil || len(c) != 0 {
 		t.Fatalf("a failed import left %v, %v", c, err)
 	}
 	bs[1200].SubscriptionID = "sub_1200"

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"time"
@@ -10,8 +9,6 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
-
-const tsLayout = time.RFC3339Nano
 
 // Claim is one notice to claim. Key is derived by the caller (package
 // notice); the ledger never sees the secret.
@@ -24,7 +21,7 @@ type Claim struct {
 	RenewsAt       time.Time
 	WindowClosesAt time.Time
 	Domain         string
-	MessageID      string // without angle brackets
+	MessageID      string // without angle brackets (notice.BareMessageID)
 	CancelToken    string
 }
 
@@ -67,7 +64,7 @@ func Insert(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claims []
 	)
 	for i, c := range claims {
 		keys[i], subs[i], kinds[i] = c.Key, c.SubscriptionID, c.Kind
-		periods[i] = c.PeriodStart.Format("2006-01-02")
+		periods[i] = c.PeriodStart.Format(dateLayout)
 		revs[i] = strconv.Itoa(c.Revision)
 		renews[i] = c.RenewsAt.UTC().Format(tsLayout)
 		closes[i] = c.WindowClosesAt.UTC().Format(tsLayout)
@@ -98,107 +95,6 @@ func Reclaim(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, keys []s
 		return nil, fmt.Errorf("reclaim retries: %w", err)
 	}
 	return out, nil
-}
-
-// Outcome is what became of one claimed notice.
-type Outcome struct {
-	Key string
-	// PeriodStart is the claim's billing period. Given, the outcome is
-	// found in that month's partition alone; zero, every month is probed.
-	PeriodStart time.Time
-	State       State // Sent, Retry, Failed; Claimed for an unknown outcome
-	SentAt      time.Time
-	ProviderID  string
-	// Attempts is how many times the pass handed the message over within
-	// this claim (the dispatcher's retries); logged, not stored: the
-	// ledger's attempts counts claims (Won.Attempt).
-	Attempts int
-	// Digest is the SHA-256 of the exact message handed to the provider,
-	// stored with the outcome (an ambiguous one too); nil when nothing was
-	// handed over.
-	Digest []byte
-	Error  string
-}
-
-// RecordOutcomes records a batch of outcomes of run runID in one statement,
-// in a transaction of its own, and returns how many rows changed. Rows no
-// longer claimed by that run (resolved by an operator meanwhile) are left
-// alone.
-func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Time, outs []Outcome) (int64, error) {
-	if len(outs) == 0 {
-		return 0, nil
-	}
-	n := len(outs)
-	keys, states, sentAt, prov, digests, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	var lo, hi time.Time
-	everyMonth := false
-	for i, o := range outs {
-		keys[i], states[i], prov[i], errs[i] = o.Key, string(o.State), o.ProviderID, o.Error
-		if !o.SentAt.IsZero() {
-			sentAt[i] = o.SentAt.UTC().Format(tsLayout)
-		}
-		if len(o.Digest) > 0 {
-			digests[i] = hex.EncodeToString(o.Digest)
-		}
-		switch p := o.PeriodStart; {
-		case p.IsZero():
-			everyMonth = true
-		case lo.IsZero():
-			lo, hi = p, p
-		case p.Before(lo):
-			lo = p
-		case p.After(hi):
-			hi = p
-		}
-	}
-	var from, to any // NULL: every month
-	if !everyMonth {
-		first := time.Date(lo.Year(), lo.Month(), 1, 0, 0, 0, 0, time.UTC)
-		last := time.Date(hi.Year(), hi.Month()+1, 1, 0, 0, 0, 0, time.UTC)
-		from, to = first.Format("2006-01-02"), last.Format("2006-01-02")
-	}
-	var changed int64
-	err := WithTx(ctx, db, func(tx *sqlx.Tx) error {
-		if _, err := tx.ExecContext(ctx, noticeOutcomePlan); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, noticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
-			pq.Array(prov), pq.Array(digests), pq.Array(errs), from, to, runID, now.UTC())
-		if err != nil {
-			return err
-		}
-		changed, err = res.RowsAffected()
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("record outcomes: %w", err)
-	}
-	return changed, nil
-}
-
-// ensurePartitions makes sure that every month of periods (YYYY-MM-DD)
-// has its partition before rows of it are inserted, so that none lands in
-// the DEFAULT partition. One statement with each distinct month once.
-func ensurePartitions(ctx context.Context, db sqlx.ExtContext, periods []string) error {
-	seen := make(map[string]bool, 2)
-	var months []string
-	for _, p := range periods {
-		if len(p) < 7 {
-			continue
-		}
-		m := p[:7] + "-01"
-		if !seen[m] {
-			seen[m] = true
-			months = append(months, m)
-		}
-	}
-	if len(months) == 0 {
-		return nil
-	}
-	if _, err := db.ExecContext(ctx, noticePartitionsEnsure, pq.Array(months)); err != nil {
-		return fmt.Errorf("create partitions: %w", err)
-	}
-	return nil
 }
 
 // Retries returns one page of kind's rows in state retry whose window is

@@ -1,12 +1,33 @@
 // Package ledger owns the notice ledger: its migrations and every SQL
-// statement that reads or writes it. The ledger is the only component
-// allowed to answer "did this notice already go out?": a notice is claimed
-// by inserting its row under a unique index before anything leaves the
-// process, and its outcome is recorded after the send.
+// statement that reads or writes it (queries.go, each a named constant).
+// The ledger is the only component allowed to answer "did this notice
+// already go out?": a notice is claimed by inserting its row under a
+// unique index before anything leaves the process, and its outcome is
+// recorded after the send.
 //
-// Functions take an sqlx.ExtContext so that callers own the transaction;
-// WithTx runs a function in one. Times are always passed in (the caller
-// reads its clock once per pass); no statement calls now().
+// What it holds, by file:
+//
+//   - ledger.go: the states, a row (Row), migrations (Migrate, Probe) and
+//     transactions (WithTx);
+//   - claim.go: a pass's claims (Insert, Reclaim) and its retry rows
+//     (Retries, ExpireRetries); outcome.go: its outcomes (RecordOutcomes);
+//   - settle.go: provider events applied to their attempt (Settle), and
+//     evidence.go: the events kept (EvidenceOf);
+//   - resolve.go: an operator's decisions (NewDecision, Resolve,
+//     ResolveKey, ResolveRun);
+//   - backfill.go: notices an earlier system sent (Backfill);
+//   - lookup.go: what operators and a pass's checks read (Get,
+//     BySubscription, Quarantine, Recent ...);
+//   - partition.go and prune.go: the monthly partitions and their removal
+//     (Partitions, Prune);
+//   - errors.go: every sentinel error.
+//
+// Functions take an sqlx.ExtContext (or QueryerContext, to read) so that
+// callers own the transaction; the ones that must run inside one
+// (Resolve, Settle, Backfill) take a *sqlx.Tx, and WithTx runs a function
+// in one; those that open transactions of their own (RecordOutcomes,
+// Prune, ResolveKey, ResolveRun) take the *sqlx.DB. Times are always passed in (the caller reads its clock once per
+// pass); no statement calls now(). The ledger never imports package send.
 package ledger
 
 import (
@@ -28,7 +49,7 @@ import (
 // State is the state of a ledger row.
 type State string
 
-// The states of a notice; see the operator contract.
+// The states of a notice, as the README's Commands section lists them.
 const (
 	Claimed State = "claimed" // claimed, outcome not recorded: in flight or quarantined
 	Sent    State = "sent"    // the provider accepted it; final
@@ -46,13 +67,11 @@ func (s State) Valid() bool {
 	return false
 }
 
-// Sentinel errors.
-var (
-	// ErrNotFound: no ledger row has that key.
-	ErrNotFound = errors.New("no ledger row with that key")
-	// ErrStateChanged: the row was not in a state that allows the change
-	// (a compare-and-set lost, or a final state).
-	ErrStateChanged = errors.New("ledger row is not in a state that allows this change")
+// How instants and dates travel to PostgreSQL inside text[] parameters
+// (arrays go through lib/pq as text and are cast on the server).
+const (
+	tsLayout   = time.RFC3339Nano // an instant, always in UTC
+	dateLayout = "2006-01-02"     // a billing period's date
 )
 
 // MigrationTable is the table in which goose records applied migrations.
@@ -146,10 +165,7 @@ type Row struct {
 func (r Row) Digest() string { return hex.EncodeToString(r.MessageSHA256) }
 
 // Period returns the billing period as YYYY-MM-DD.
-func (r Row) Period() string { return r.PeriodStart.Format("2006-01-02") }
-
-// ErrNotMigrated: the database has no notice_ledger; run `scan migrate`.
-var ErrNotMigrated = errors.New("the database has no notice_ledger table: run `scan migrate` first")
+func (r Row) Period() string { return r.PeriodStart.Format(dateLayout) }
 
 // Probe checks that the ledger exists, without touching a row.
 func Probe(ctx context.Context, db sqlx.QueryerContext) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"scan/internal/ledger"
+	"scan/internal/ledger/ledgertest"
 	"scan/internal/pgtest"
 )
 
@@ -169,7 +170,7 @@ func TestOutcomesAndRetryCAS(t *testing.T) {
 	if n, _ := ledger.RecordOutcomes(ctx, db, "b", t0, []ledger.Outcome{{Key: key(40), State: ledger.Sent}}); n != 0 {
 		t.Fatalf("run b overwrote run a's claim")
 	}
-	counts, _ := ledger.CountByState(ctx, db)
+	counts, _ := ledgertest.CountByState(ctx, db)
 	if counts[ledger.Sent] != 1 || counts[ledger.Retry] != 1 || counts[ledger.Failed] != 1 || counts[ledger.Claimed] != 1 {
 		t.Fatalf("counts = %v", counts)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/lib/pq"
 
 	"scan/internal/ledger"
+	"scan/internal/ledger/ledgertest"
 	"scan/internal/pgtest"
 )
 
@@ -125,7 +126,7 @@ VALUES ($1, 'claimed', 'sent', 'carol', 'seen in the provider console', $2)`, ke
 	if before != after {
 		t.Fatalf("rows changed by the migration:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
-	byState, err := ledger.CountByState(ctx, db)
+	byState, err := ledgertest.CountByState(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}

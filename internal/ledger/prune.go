@@ -10,26 +10,6 @@ import (
 	"github.com/lib/pq"
 )
 
-// Partition is one month of the ledger.
-type Partition struct {
-	Name string `db:"name" json:"partition"`
-	From string `db:"lo" json:"from"` // first period_start it holds, YYYY-MM-DD
-	To   string `db:"hi" json:"to"`   // first period_start it does not hold
-	// RowsEstimate is the planner's estimate (pg_class.reltuples), -1 when
-	// the month has never been analyzed: prune does not count rows, which
-	// would read the whole month.
-	RowsEstimate int64 `db:"rows_estimate" json:"rows_estimate"`
-}
-
-// Partitions returns the monthly partitions, oldest first.
-func Partitions(ctx context.Context, db sqlx.QueryerContext) ([]Partition, error) {
-	var ps []Partition
-	if err := sqlx.SelectContext(ctx, db, &ps, noticePartitionList); err != nil {
-		return nil, fmt.Errorf("list partitions: %w", err)
-	}
-	return ps, nil
-}
-
 // ClaimedMonth is a month that still holds claims without an outcome.
 type ClaimedMonth struct {
 	Month string   `db:"month" json:"month"`
@@ -88,29 +68,18 @@ func Prune(ctx context.Context, db *sqlx.DB, opt PruneOptions) (PruneResult, err
 	if opt.LockTimeout <= 0 {
 		opt.LockTimeout = 5 * time.Second
 	}
-	before := opt.Before.UTC().Format("2006-01-02")
+	before := opt.Before.UTC().Format(dateLayout)
 	var res PruneResult
 	err := WithTx(ctx, db, func(tx *sqlx.Tx) error {
 		res = PruneResult{}
 		if !opt.DryRun {
-			if _, err := tx.ExecContext(ctx, noticePruneLockTimeout, fmt.Sprintf("%dms", opt.LockTimeout.Milliseconds())); err != nil {
-				return fmt.Errorf("prune: %w", err)
-			}
-			if _, err := tx.ExecContext(ctx, noticePruneLock); err != nil {
-				return fmt.Errorf("prune: lock the ledger: %w", err)
+			if err := lockForPrune(ctx, tx, opt.LockTimeout); err != nil {
+				return err
 			}
 		}
-		all, err := Partitions(ctx, tx)
-		if err != nil {
+		var err error
+		if res.Removed, err = monthsBefore(ctx, tx, before); err != nil || len(res.Removed) == 0 {
 			return err
-		}
-		for _, p := range all {
-			if p.To <= before {
-				res.Removed = append(res.Removed, p)
-			}
-		}
-		if len(res.Removed) == 0 {
-			return nil
 		}
 		// Only the months to remove: a claim of the current month is a
 		// pass in flight, none of prune's business.
@@ -121,18 +90,10 @@ func Prune(ctx context.Context, db *sqlx.DB, opt PruneOptions) (PruneResult, err
 			return nil
 		}
 		for _, p := range res.Removed {
-			name := pq.QuoteIdentifier(p.Name)
-			if _, err := tx.ExecContext(ctx, fmt.Sprintf(noticePartitionDetach, name)); err != nil {
-				return fmt.Errorf("prune: detach %s: %w", p.Name, err)
-			}
-			if _, err := tx.ExecContext(ctx, fmt.Sprintf(noticePartitionDrop, name)); err != nil {
-				return fmt.Errorf("prune: drop %s: %w", p.Name, err)
-			}
-			r, err := tx.ExecContext(ctx, noticeResolutionPrune, p.From, p.To)
+			n, err := dropMonth(ctx, tx, p)
 			if err != nil {
-				return fmt.Errorf("prune: decisions of %s: %w", p.Name, err)
+				return err
 			}
-			n, _ := r.RowsAffected()
 			res.Resolutions += n
 		}
 		return nil
@@ -152,6 +113,52 @@ func Prune(ctx context.Context, db *sqlx.DB, opt PruneOptions) (PruneResult, err
 	}
 	res.Evidence, _ = r.RowsAffected()
 	return res, nil
+}
+
+// lockForPrune takes the ledger's ACCESS EXCLUSIVE lock in tx, waiting at
+// most timeout (noticePruneLock).
+func lockForPrune(ctx context.Context, tx *sqlx.Tx, timeout time.Duration) error {
+	if _, err := tx.ExecContext(ctx, noticePruneLockTimeout, fmt.Sprintf("%dms", timeout.Milliseconds())); err != nil {
+		return fmt.Errorf("prune: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, noticePruneLock); err != nil {
+		return fmt.Errorf("prune: lock the ledger: %w", err)
+	}
+	return nil
+}
+
+// monthsBefore returns the partitions whose periods all start before
+// before (YYYY-MM-DD), oldest first.
+func monthsBefore(ctx context.Context, db sqlx.QueryerContext, before string) ([]Partition, error) {
+	all, err := Partitions(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	var old []Partition
+	for _, p := range all {
+		if p.To <= before {
+			old = append(old, p)
+		}
+	}
+	return old, nil
+}
+
+// dropMonth detaches and drops the partition of p and deletes the
+// decisions recorded on its rows; it returns how many decisions.
+func dropMonth(ctx context.Context, tx *sqlx.Tx, p Partition) (int64, error) {
+	name := pq.QuoteIdentifier(p.Name)
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(noticePartitionDetach, name)); err != nil {
+		return 0, fmt.Errorf("prune: detach %s: %w", p.Name, err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(noticePartitionDrop, name)); err != nil {
+		return 0, fmt.Errorf("prune: drop %s: %w", p.Name, err)
+	}
+	r, err := tx.ExecContext(ctx, noticeResolutionPrune, p.From, p.To)
+	if err != nil {
+		return 0, fmt.Errorf("prune: decisions of %s: %w", p.Name, err)
+	}
+	n, _ := r.RowsAffected()
+	return n, nil
 }
 
 // checkNoClaims returns a *ClaimedError naming the months before before

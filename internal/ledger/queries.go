@@ -2,7 +2,8 @@ package ledger
 
 // Every SQL statement on the ledger, by name, noun first. Statements take
 // their instants as parameters; none calls now(). Arrays travel as
-// text[] through lib/pq and are cast on the server.
+// text[] through lib/pq and are cast on the server (tsLayout, dateLayout).
+// The one statement only tests ask is in package ledgertest.
 
 // noticeClaim inserts one batch of claims and returns the rows this
 // statement inserted: a key already in the ledger (or a business tuple
@@ -246,22 +247,11 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text
 ON CONFLICT DO NOTHING
 RETURNING notice_key`
 
-// noticeCountByState counts rows per state (for metrics and tests).
-const noticeCountByState = `
-SELECT state, count(*) AS count FROM notice_ledger GROUP BY state`
-
 // noticeCountExpiringRetries counts the retry rows whose window closed by
 // $1 (what noticeExpireRetries would mark missed).
 const noticeCountExpiringRetries = `
 SELECT count(*) FROM notice_ledger
 WHERE state = 'retry' AND window_closes_at <= $1`
-
-// schedulerTryLock takes the session-level advisory lock that keeps two
-// `scan schedule` processes (on two hosts) from running passes at once.
-const schedulerTryLock = `SELECT pg_try_advisory_lock(736361, 1)`
-
-// schedulerUnlock releases it.
-const schedulerUnlock = `SELECT pg_advisory_unlock(736361, 1)`
 
 // noticeLedgerProbe fails when the ledger has not been migrated.
 const noticeLedgerProbe = `SELECT 1 FROM notice_ledger LIMIT 0`

@@ -2,32 +2,90 @@ package ledger
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"scan/internal/notice"
 )
 
-// More sentinel errors, of operator decisions.
-var (
-	// ErrNoTx: a function that must lock and write in one transaction was
-	// given the pool itself; open one with WithTx.
-	ErrNoTx = errors.New("needs a transaction (ledger.WithTx), not the pool")
-	// ErrInvalidDecision: a ruling that is not one of the three, or a
-	// decision without its author or reason.
-	ErrInvalidDecision = errors.New("invalid decision")
-	// ErrNoClaims: the run has no claim left without an outcome.
-	ErrNoClaims = errors.New("no claims without an outcome")
-)
+// Decision is an operator's or a reconciliation's ruling on one row.
+type Decision struct {
+	Key    string
+	To     State     // Sent or Retry
+	From   []State   // states the row may be in; the change is refused otherwise
+	By     string    // who decided
+	Reason string    // why
+	At     time.Time // when
+	SentAt time.Time // for To == Sent: when it went out, if known
 
-// needTx refuses the pool where op must run inside the caller's
-// transaction: on the pool, each statement would commit on its own and a
-// row lock would end with the statement that took it.
-func needTx(db sqlx.ExtContext, op string) error {
-	if _, ok := db.(*sqlx.DB); ok {
-		return fmt.Errorf("%s: %w", op, ErrNoTx)
+	// Set by Settle only: the event kind recorded as settled_by (an
+	// operator's decision records SettledByOperator), the attempt the row
+	// must still be at, and whether sent_at is cleared (an acceptance
+	// overruled by "not sent").
+	settledBy   string
+	attempt     int
+	clearSentAt bool
+}
+
+// Resolve applies d with its audit row and returns the state the row had.
+// ErrNotFound for an unknown key; ErrStateChanged when the row is not in
+// one of d.From. It locks the row first (SELECT ... FOR UPDATE) and keeps
+// the lock until the caller's transaction tx ends (WithTx; ResolveKey
+// does both).
+func Resolve(ctx context.Context, tx *sqlx.Tx, d Decision) (from State, err error) {
+	var r Row
+	if err := sqlx.GetContext(ctx, tx, &r, noticeLockForResolve, d.Key); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", ErrNotFound
+		}
+		return "", fmt.Errorf("resolve %s: %w", notice.Short(d.Key), err)
+	}
+	from = r.State
+	allowed := false
+	for _, s := range d.From {
+		allowed = allowed || s == r.State
+	}
+	if !allowed {
+		return from, fmt.Errorf("%w: %s is %s", ErrStateChanged, notice.Short(d.Key), r.State)
+	}
+	return from, resolveLocked(ctx, tx, d, r.State, r.PeriodStart)
+}
+
+func resolveLocked(ctx context.Context, tx *sqlx.Tx, d Decision, from State, period time.Time) error {
+	sentAt := ""
+	if d.To == Sent {
+		at := d.SentAt
+		if at.IsZero() {
+			at = d.At
+		}
+		sentAt = at.UTC().Format(tsLayout)
+	}
+	note := "resolved " + string(from) + " -> " + string(d.To) + " by " + d.By + ": " + d.Reason
+	settledBy, attempt := d.settledBy, any(nil)
+	if settledBy == "" {
+		settledBy = SettledByOperator
+	}
+	if d.attempt > 0 {
+		attempt = d.attempt
+	}
+	res, err := tx.ExecContext(ctx, noticeResolve, d.Key, string(d.To), sentAt, note, d.At.UTC(), string(from),
+		settledBy, attempt, d.clearSentAt)
+	if err != nil {
+		return fmt.Errorf("resolve %s: %w", notice.Short(d.Key), err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("%w: %s", ErrStateChanged, notice.Short(d.Key))
+	}
+	if from == d.To {
+		return nil // only settled_by changed: no decision to record
+	}
+	if _, err := tx.ExecContext(ctx, noticeResolutionInsert, d.Key, string(from), string(d.To), d.By, d.Reason, d.At.UTC(), period.Format(dateLayout)); err != nil {
+		return fmt.Errorf("record resolution of %s: %w", notice.Short(d.Key), err)
 	}
 	return nil
 }

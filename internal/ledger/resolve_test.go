@@ -12,6 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"scan/internal/ledger"
+	"scan/internal/ledger/ledgertest"
 )
 
 // settle applies ss in a transaction of its own, as reconcile.Apply does
@@ -120,8 +121,8 @@ func TestResolveMatrixOnTheLedger(t *testing.T) {
 }
 
 // Resolve, Settle and Backfill write in the caller's transaction: a
-// rollback leaves neither the change nor its audit row; the pool itself
-// is refused, since its statements would each commit on their own.
+// rollback leaves neither the change nor its audit row. (They take a
+// *sqlx.Tx, so a call on the pool does not compile.)
 func TestCallerOwnsTheTransaction(t *testing.T) {
 	t.Parallel()
 	db := setup(t)
@@ -153,24 +154,11 @@ func TestCallerOwnsTheTransaction(t *testing.T) {
 	if !errors.Is(err, rolledBack) {
 		t.Fatal(err)
 	}
-	if c, _ := ledger.CountByState(ctx, db); c[ledger.Claimed] != 2 || len(c) != 1 {
+	if c, _ := ledgertest.CountByState(ctx, db); c[ledger.Claimed] != 2 || len(c) != 1 {
 		t.Fatalf("after the rollback the ledger is %v, want the 2 claims only", c)
 	}
 	if n := countRows(t, db, `SELECT count(*) FROM notice_ledger_resolution`); n != 0 {
 		t.Fatalf("audit rows after the rollback = %d", n)
-	}
-
-	if _, err := ledger.Resolve(ctx, db, d); !errors.Is(err, ledger.ErrNoTx) {
-		t.Errorf("resolve on the pool: %v, want ErrNoTx", err)
-	}
-	if _, err := ledger.Settle(ctx, db, "reconcile", t0, []ledger.Settlement{{Key: key(20), To: ledger.Sent, Event: "delivered"}}); !errors.Is(err, ledger.ErrNoTx) {
-		t.Errorf("settle on the pool: %v, want ErrNoTx", err)
-	}
-	if _, err := ledger.Backfill(ctx, db, "backfill-x", []ledger.Backfilled{bf}); !errors.Is(err, ledger.ErrNoTx) {
-		t.Errorf("backfill on the pool: %v, want ErrNoTx", err)
-	}
-	if c, _ := ledger.CountByState(ctx, db); c[ledger.Claimed] != 2 || len(c) != 1 {
-		t.Fatalf("a refused call wrote: %v", c)
 	}
 }
 
@@ -247,7 +235,7 @@ func TestResolveRun(t *testing.T) {
 	if n, err := ledger.ResolveRun(ctx, db, "third", d, func(string, ledger.State) error { return stop }); !errors.Is(err, stop) || n != 1 {
 		t.Fatalf("resolve run with a failing callback: %d, %v", n, err)
 	}
-	if c, _ := ledger.CountByState(ctx, db); c[ledger.Claimed] != 2 {
+	if c, _ := ledgertest.CountByState(ctx, db); c[ledger.Claimed] != 2 {
 		t.Fatalf("after the stopped run the ledger is %v, want key(50) and one of run third still claimed", c)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -181,13 +180,10 @@ func (r *settleRow) decide(kind EventKind, to State) (next State, overrule bool)
 // its row by notice key, else by provider id (claims in quarantine only,
 // unless several share that id), else by Message-ID. Events for the same
 // row are applied in order. Each change is recorded with by as its author.
-// tx must be a transaction the caller opened (WithTx), so that the batch
-// is applied whole or not at all; a *sqlx.DB is refused with ErrNoTx.
-func Settle(ctx context.Context, tx sqlx.ExtContext, by string, now time.Time, ss []Settlement) (SettleResult, error) {
+// All of it is written in the caller's transaction tx (WithTx), so that
+// the batch is applied whole or not at all.
+func Settle(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, ss []Settlement) (SettleResult, error) {
 	res := SettleResult{Each: make([]Result, len(ss))}
-	if err := needTx(tx, "settle"); err != nil {
-		return SettleResult{}, err
-	}
 	if len(ss) == 0 {
 		return res, nil
 	}
@@ -197,38 +193,63 @@ func Settle(ctx context.Context, tx sqlx.ExtContext, by string, now time.Time, s
 	}
 	var kept evidenceBatch
 	for i, s := range ss {
-		s.At = s.At.Truncate(time.Microsecond) // as PostgreSQL keeps it
-		if s.Kind == "" {
-			s.Kind = KindOther
-		}
+		s = s.normalized()
 		r := find(s)
 		if r == nil {
 			res.Each[i] = ResultUnknown
 			continue
 		}
-		attempt := r.attemptOf(s.Attempt, s.At)
-		switch {
-		case attempt == 0:
-			res.Each[i] = ResultStale
-			continue
-		case attempt > r.current():
-			res.Each[i] = ResultUnknown
-			continue
-		case attempt < r.current():
-			res.Each[i] = ResultStale
+		attempt, result := r.triage(s)
+		if result == "" {
+			if result, err = settleOne(ctx, tx, by, now, r, s, &res); err != nil {
+				return SettleResult{}, err
+			}
+		}
+		res.Each[i] = result
+		if attempt > 0 { // one of r's own attempts: kept as evidence
 			kept.add(i, r, attempt, s)
-			continue
 		}
-		res.Each[i], err = settleOne(ctx, tx, by, now, r, s, &res)
-		if err != nil {
-			return SettleResult{}, err
-		}
-		kept.add(i, r, attempt, s)
 	}
 	fresh, err := kept.insert(ctx, tx, now)
 	if err != nil {
 		return SettleResult{}, err
 	}
+	res.count(fresh)
+	return res, nil
+}
+
+// normalized returns s as the ledger keeps it: At to the microsecond, as
+// PostgreSQL stores it, and no Kind as KindOther.
+func (s Settlement) normalized() Settlement {
+	s.At = s.At.Truncate(time.Microsecond)
+	if s.Kind == "" {
+		s.Kind = KindOther
+	}
+	return s
+}
+
+// triage says which attempt of r the event s is about (attemptOf; 0 for
+// none of r's own) and what the event does when that is not the current
+// one: ResultStale for an earlier attempt or one that cannot be told,
+// ResultUnknown for an attempt r never had. For the current attempt it
+// returns "": the event may settle it (settleOne).
+func (r *settleRow) triage(s Settlement) (attempt int, result Result) {
+	attempt = r.attemptOf(s.Attempt, s.At)
+	switch {
+	case attempt == 0:
+		return 0, ResultStale
+	case attempt > r.current():
+		return 0, ResultUnknown
+	case attempt < r.current():
+		return attempt, ResultStale
+	}
+	return attempt, ""
+}
+
+// count tallies res.Each once the batch's evidence is kept: an event only
+// recorded that fresh does not list (kept before, or earlier in the same
+// batch) becomes a duplicate.
+func (res *SettleResult) count(fresh map[int]bool) {
 	for i, r := range res.Each {
 		switch {
 		case r == ResultRecorded && !fresh[i]:
@@ -242,12 +263,11 @@ func Settle(ctx context.Context, tx sqlx.ExtContext, by string, now time.Time, s
 			res.Stale++
 		}
 	}
-	return res, nil
 }
 
 // settleRows reads the rows a batch may name and returns how to find the
 // row of one settlement (nil: none).
-func settleRows(ctx context.Context, tx sqlx.ExtContext, ss []Settlement) (func(Settlement) *settleRow, error) {
+func settleRows(ctx context.Context, tx *sqlx.Tx, ss []Settlement) (func(Settlement) *settleRow, error) {
 	var keys, provs, ids []string
 	for _, s := range ss {
 		if s.Key != "" {
@@ -297,7 +317,7 @@ func settleRows(ctx context.Context, tx sqlx.ExtContext, ss []Settlement) (func(
 }
 
 // settleOne applies one event of r's current attempt.
-func settleOne(ctx context.Context, tx sqlx.ExtContext, by string, now time.Time, r *settleRow, s Settlement, res *SettleResult) (Result, error) {
+func settleOne(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, r *settleRow, s Settlement, res *SettleResult) (Result, error) {
 	next, overrule := r.decide(s.Kind, s.To)
 	if next == "" {
 		return ResultRecorded, nil
@@ -324,89 +344,4 @@ func settleOne(ctx context.Context, tx sqlx.ExtContext, by string, now time.Time
 		return ResultOverruled, nil
 	}
 	return ResultSettled, nil
-}
-
-// evidenceBatch gathers the evidence of one Settle call for one INSERT.
-type evidenceBatch struct {
-	index                                                 []int
-	keys, periods, attempts, kinds, events, times, detail []string
-}
-
-func (b *evidenceBatch) add(i int, r *settleRow, attempt int, s Settlement) {
-	at := ""
-	if !s.At.IsZero() {
-		at = s.At.UTC().Format(tsLayout)
-	}
-	b.index = append(b.index, i)
-	b.keys = append(b.keys, r.Key)
-	b.periods = append(b.periods, r.PeriodStart.Format("2006-01-02"))
-	b.attempts = append(b.attempts, strconv.Itoa(attempt))
-	b.kinds = append(b.kinds, string(s.Kind))
-	b.events = append(b.events, s.Event)
-	b.times = append(b.times, at)
-	b.detail = append(b.detail, s.Detail)
-}
-
-// insert keeps the batch and reports, by settlement index, which events
-// were kept for the first time: of the same event twice in one batch, the
-// first.
-func (b *evidenceBatch) insert(ctx context.Context, tx sqlx.ExtContext, now time.Time) (map[int]bool, error) {
-	fresh := make(map[int]bool, len(b.index))
-	if len(b.index) == 0 {
-		return fresh, nil
-	}
-	var got []struct {
-		Key     string     `db:"notice_key"`
-		Attempt int        `db:"attempt"`
-		Event   string     `db:"event"`
-		At      *time.Time `db:"occurred_at"`
-	}
-	if err := sqlx.SelectContext(ctx, tx, &got, noticeEvidenceInsert, pq.Array(b.keys), pq.Array(b.periods),
-		pq.Array(b.attempts), pq.Array(b.kinds), pq.Array(b.events), pq.Array(b.times), pq.Array(b.detail), now.UTC()); err != nil {
-		return nil, fmt.Errorf("keep evidence: %w", err)
-	}
-	inserted := make(map[string]bool, len(got))
-	for _, g := range got {
-		at := ""
-		if g.At != nil {
-			at = g.At.UTC().Format(tsLayout)
-		}
-		inserted[g.Key+"|"+strconv.Itoa(g.Attempt)+"|"+g.Event+"|"+at] = true
-	}
-	for j, i := range b.index {
-		id := b.keys[j] + "|" + b.attempts[j] + "|" + b.events[j] + "|" + b.times[j]
-		if inserted[id] {
-			fresh[i] = true
-			delete(inserted, id) // a second copy in the batch is a duplicate
-		}
-	}
-	return fresh, nil
-}
-
-// Evidence is one provider event kept for one attempt of a notice.
-type Evidence struct {
-	Key        string     `db:"notice_key" json:"-"`
-	Attempt    int        `db:"attempt" json:"attempt"`
-	Kind       EventKind  `db:"kind" json:"kind"`
-	Event      string     `db:"event" json:"event"`
-	At         *time.Time `db:"occurred_at" json:"at,omitempty"`
-	Detail     string     `db:"detail" json:"detail,omitempty"`
-	RecordedAt time.Time  `db:"recorded_at" json:"recorded_at"`
-}
-
-// EvidenceOf returns the evidence kept for the notices of keys, by notice
-// key, each in attempt and time order.
-func EvidenceOf(ctx context.Context, db sqlx.QueryerContext, keys []string) (map[string][]Evidence, error) {
-	out := map[string][]Evidence{}
-	if len(keys) == 0 {
-		return out, nil
-	}
-	var es []Evidence
-	if err := sqlx.SelectContext(ctx, db, &es, noticeEvidenceList, pq.Array(keys)); err != nil {
-		return nil, fmt.Errorf("evidence: %w", err)
-	}
-	for _, e := range es {
-		out[e.Key] = append(out[e.Key], e)
-	}
-	return out, nil
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"scan/internal/ledger"
+	"scan/internal/notice"
 )
 
 // MaxLine is the longest event line accepted, in bytes; a longer line is
@@ -43,13 +44,10 @@ type Event struct {
 	Attempt   int       `json:"attempt"`
 }
 
-// AttemptField is where every provider echoes the attempt number, beside
-// NoticeKeyField (the headers send.CorrelationHeaders writes). A jsonl
-// event, our own format, carries it as "attempt".
-const AttemptField = "notice_attempt"
-
-// attemptNumber reads an echoed attempt number: a positive integer as a
-// JSON number or string, or the first of an array of strings (SES tags).
+// attemptNumber reads an attempt number a provider echoed under
+// notice.AttemptField (a jsonl event, our own format, carries it as
+// "attempt"): a positive integer as a JSON number or string, or the first
+// of an array of strings (SES tags).
 // Anything else is 0, unknown.
 func attemptNumber(raw json.RawMessage) int {
 	var n int
@@ -179,7 +177,7 @@ func Read(r io.Reader, fn func(ledger.Settlement) error) (Stats, error) {
 				st.problem(n, "not a JSON object")
 				break
 			}
-			id := ledger.TrimMessageID(ev.MessageID)
+			id := notice.BareMessageID(ev.MessageID)
 			if id == "" || ev.Event == "" {
 				st.Malformed++
 				st.problem(n, "message_id and event are required")

@@ -15,18 +15,13 @@ import (
 // Formats are the event formats ReadFormat reads.
 var Formats = []string{"jsonl", "ses", "sendgrid", "mailgun", "postmark"}
 
-// NoticeKeyField is where every provider echoes the notice key: an SES
-// message tag, a SendGrid unique argument, a Mailgun user variable, a
-// Postmark metadata field (the headers send.CorrelationHeaders writes).
-const NoticeKeyField = "notice_key"
-
 // errNoEvent is a payload with no event type.
 var errNoEvent = errors.New("no event type")
 
 // evidence is what one provider payload says about one message.
 type evidence struct {
 	key, providerID, messageID string
-	attempt                    int              // echoed beside the key (AttemptField); 0 when absent
+	attempt                    int              // echoed beside the key (notice.AttemptField); 0 when absent
 	event                      string           // "format:type[/detail]", lower-case
 	kind                       ledger.EventKind // what the event says happened (ledger.EventKinds); ledger.KindOther when it proves nothing
 	to                         ledger.State     // "" when the event proves nothing
@@ -118,7 +113,7 @@ func ReadFormat(r io.Reader, format string, fn func(ledger.Settlement) error) (S
 		if ev.key != "" && !notice.ValidKey(ev.key) {
 			ev.key = "" // not one of ours: match by the ids instead
 		}
-		ev.messageID = strings.Trim(ev.messageID, "<> \t\r\n")
+		ev.messageID = notice.BareMessageID(ev.messageID)
 		ev.providerID = strings.TrimSpace(ev.providerID)
 		if ev.key == "" && ev.providerID == "" && ev.messageID == "" {
 			st.Malformed++
@@ -214,8 +209,8 @@ func decodeSES(payload []byte) (evidence, error) {
 		return evidence{}, fmt.Errorf("%w (eventType)", errNoEvent)
 	}
 	ev := evidence{
-		key:        firstString(e.Mail.Tags[NoticeKeyField]),
-		attempt:    attemptNumber(e.Mail.Tags[AttemptField]),
+		key:        firstString(e.Mail.Tags[notice.KeyField]),
+		attempt:    attemptNumber(e.Mail.Tags[notice.AttemptField]),
 		providerID: e.Mail.MessageID,
 		messageID:  e.Mail.CommonHeaders.MessageID,
 		event:      "ses:" + lower(typ),
@@ -273,8 +268,8 @@ func decodeSendGrid(payload []byte) (evidence, error) {
 	}
 	key, attempt := firstString(e.NoticeKey), attemptNumber(e.Attempt)
 	if key == "" {
-		key = firstString(e.UniqueArgs[NoticeKeyField]) // older webhook versions nest them
-		attempt = attemptNumber(e.UniqueArgs[AttemptField])
+		key = firstString(e.UniqueArgs[notice.KeyField]) // older webhook versions nest them
+		attempt = attemptNumber(e.UniqueArgs[notice.AttemptField])
 	}
 	// An asynchronous bounce (the receiving server took the message,
 	// then bounced it) carries neither unique_args nor sg_message_id, only
@@ -354,8 +349,8 @@ func decodeMailgun(payload []byte) (evidence, error) {
 	}
 	vars := userVariables(e.UserVariables)
 	ev := evidence{
-		key:       firstString(vars[NoticeKeyField]),
-		attempt:   attemptNumber(vars[AttemptField]),
+		key:       firstString(vars[notice.KeyField]),
+		attempt:   attemptNumber(vars[notice.AttemptField]),
 		messageID: e.Message.Headers.MessageID,
 		event:     "mailgun:" + lower(e.Event),
 		kind:      ledger.KindOther,
@@ -443,7 +438,7 @@ func decodePostmark(payload []byte) (evidence, error) {
 	if e.RecordType == "" {
 		return evidence{}, fmt.Errorf("%w (RecordType)", errNoEvent)
 	}
-	ev := evidence{key: firstString(e.Metadata[NoticeKeyField]), attempt: attemptNumber(e.Metadata[AttemptField]),
+	ev := evidence{key: firstString(e.Metadata[notice.KeyField]), attempt: attemptNumber(e.Metadata[notice.AttemptField]),
 		providerID: e.MessageID, event: "postmark:" + lower(e.RecordType), kind: ledger.KindOther}
 	switch lower(e.RecordType) {
 	case "delivery":

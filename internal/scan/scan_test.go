@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"scan/internal/ledger"
+	"scan/internal/ledger/ledgertest"
 	"scan/internal/notice"
 	"scan/internal/pgtest"
 	"scan/internal/policy"
@@ -258,7 +259,7 @@ func TestCancelledBeforePassSendsNothing(t *testing.T) {
 	if e.smtp.Total() != 0 {
 		t.Fatalf("SMTP received %d", e.smtp.Total())
 	}
-	counts, _ := ledger.CountByState(context.Background(), e.db)
+	counts, _ := ledgertest.CountByState(context.Background(), e.db)
 	if len(counts) != 0 {
 		t.Fatalf("ledger = %v, want empty", counts)
 	}
@@ -426,7 +427,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	if d.WouldMint != 120 || d.Invalid != 1 || d.WouldMiss != 1 || d.AlreadyClaimed != 0 || d.Eligible != 120 {
 		t.Fatalf("dry run = %+v", d)
 	}
-	counts, _ := ledger.CountByState(context.Background(), e.db)
+	counts, _ := ledgertest.CountByState(context.Background(), e.db)
 	if len(counts) != 0 {
 		t.Fatalf("dry run wrote %v", counts)
 	}
@@ -536,7 +537,7 @@ func TestSourceMustHaveTheColumns(t *testing.T) {
 	if err == nil {
 		t.Fatal("an injected source was accepted")
 	}
-	if _, err := ledger.CountByState(context.Background(), e.db); err != nil {
+	if _, err := ledgertest.CountByState(context.Background(), e.db); err != nil {
 		t.Fatalf("ledger damaged: %v", err)
 	}
 }
@@ -569,7 +570,7 @@ func TestShutdownReleasesUnsentClaims(t *testing.T) {
 	if err == nil {
 		t.Fatal("a cancelled pass reported success")
 	}
-	counts, _ := ledger.CountByState(context.Background(), e.db)
+	counts, _ := ledgertest.CountByState(context.Background(), e.db)
 	if counts[ledger.Claimed] != 0 {
 		t.Fatalf("claims left in quarantine after shutdown: %v (summary %+v)", counts, s)
 	}
@@ -604,7 +605,7 @@ func TestRecorderPanicEndsThePass(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	s := e.mustPass()
-	counts, _ := ledger.CountByState(context.Background(), e.db)
+	counts, _ := ledgertest.CountByState(context.Background(), e.db)
 	if s.Quarantine < 1 || counts[ledger.Sent]+counts[ledger.Claimed] != 30 || e.smtp.Total() > 30 {
 		t.Fatalf("second pass = %+v, ledger %v, received %d", s, counts, e.smtp.Total())
 	}

@@ -2,7 +2,8 @@
 // time, for hosts without Kubernetes: a Loop waits for each firing of its
 // schedule, takes a lock that every scheduler of one ledger shares, runs
 // one pass and releases the lock. AdvisoryLock is that lock on
-// PostgreSQL (its SQL is in internal/ledger).
+// PostgreSQL, a session-level advisory lock (its two statements are in
+// lock.go: they take no row of the ledger).
 //
 // Time is the Loop's Clock, so that tests drive it; the expression is
 // evaluated in UTC unless it starts with CRON_TZ=Zone (see Next).

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/text/language"
 
 	"scan/internal/address"
+	"scan/internal/notice"
 )
 
 // DefaultCancelURL is the RenderConfig.CancelURL used when none is given.
@@ -299,20 +300,9 @@ func MessageID(key, domain string) string {
 // MessageID returns the Message-ID r gives the notice with key key.
 func (r *Renderer) MessageID(key string) string { return MessageID(key, r.domain) }
 
-// NoticeKeyTag is the name under which each provider echoes the notice
-// key in its events: an SES message tag, a SendGrid unique argument, a
-// Mailgun user variable, a Postmark metadata field.
-const NoticeKeyTag = "notice_key"
-
-// AttemptTag is the name under which each provider echoes the attempt
-// number beside NoticeKeyTag, so that an event settles only its attempt.
-// Not "attempt": SendGrid's deferred and bounce events carry their own
-// "attempt" (delivery tries) at the top level, where unique arguments go.
-const AttemptTag = "notice_attempt"
-
 // CorrelationHeaders returns the headers (name, value) that make provider
 // echo key and attempt (Notice.Attempt; 0 is written as 1) in its event
-// data:
+// data, under notice.KeyField and notice.AttemptField:
 //
 //   - ses: X-SES-MESSAGE-TAGS: notice_key=KEY, notice_attempt=N (events:
 //     mail.tags.notice_key, mail.tags.notice_attempt), and
@@ -333,17 +323,17 @@ func CorrelationHeaders(provider, key string, attempt int, configSet string) [][
 	n := strconv.Itoa(max(attempt, 1))
 	switch provider {
 	case "ses":
-		hs := [][2]string{{"X-SES-MESSAGE-TAGS", NoticeKeyTag + "=" + key + ", " + AttemptTag + "=" + n}}
+		hs := [][2]string{{"X-SES-MESSAGE-TAGS", notice.KeyField + "=" + key + ", " + notice.AttemptField + "=" + n}}
 		if configSet != "" {
 			hs = append(hs, [2]string{"X-SES-CONFIGURATION-SET", configSet})
 		}
 		return hs
 	case "sendgrid":
-		return [][2]string{{"X-SMTPAPI", `{"unique_args":{"` + NoticeKeyTag + `":"` + key + `","` + AttemptTag + `":"` + n + `"}}`}}
+		return [][2]string{{"X-SMTPAPI", `{"unique_args":{"` + notice.KeyField + `":"` + key + `","` + notice.AttemptField + `":"` + n + `"}}`}}
 	case "mailgun":
-		return [][2]string{{"X-Mailgun-Variables", `{"` + NoticeKeyTag + `":"` + key + `","` + AttemptTag + `":"` + n + `"}`}}
+		return [][2]string{{"X-Mailgun-Variables", `{"` + notice.KeyField + `":"` + key + `","` + notice.AttemptField + `":"` + n + `"}`}}
 	case "postmark":
-		return [][2]string{{"X-PM-Metadata-" + NoticeKeyTag, key}, {"X-PM-Metadata-" + AttemptTag, n}}
+		return [][2]string{{"X-PM-Metadata-" + notice.KeyField, key}, {"X-PM-Metadata-" + notice.AttemptField, n}}
 	}
 	return nil
 }

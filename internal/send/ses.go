@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"scan/internal/notice"
 )
 
 // SESConfig configures the Amazon SES v2 sender.
@@ -139,8 +141,8 @@ func (s *SES) Send(ctx context.Context, m *Message) (Receipt, error) {
 		FromEmailAddress: aws.String(m.From),
 		Destination:      &types.Destination{ToAddresses: []string{m.Notice.To}},
 		Content:          &types.EmailContent{Raw: &types.RawMessage{Data: m.Raw}},
-		EmailTags: []types.MessageTag{{Name: aws.String(NoticeKeyTag), Value: aws.String(m.Notice.Key)},
-			{Name: aws.String(AttemptTag), Value: aws.String(strconv.Itoa(max(m.Notice.Attempt, 1)))}},
+		EmailTags: []types.MessageTag{{Name: aws.String(notice.KeyField), Value: aws.String(m.Notice.Key)},
+			{Name: aws.String(notice.AttemptField), Value: aws.String(strconv.Itoa(max(m.Notice.Attempt, 1)))}},
 	}
 	if s.configSet != "" {
 		in.ConfigurationSetName = aws.String(s.configSet)

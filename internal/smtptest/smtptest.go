@@ -28,7 +28,6 @@ import (
 	"math/big"
 	"net"
 	"net/mail"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,6 +35,8 @@ import (
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
+
+	"scan/internal/notice"
 )
 
 // Mode says how the server answers a message.
@@ -257,7 +258,7 @@ func (s *Server) Total() int {
 // Count returns how many received messages carry Message-ID msgID, given
 // with or without angle brackets.
 func (s *Server) Count(msgID string) int {
-	id := trimID(msgID)
+	id := notice.BareMessageID(msgID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -483,11 +484,7 @@ func messageID(raw []byte) string {
 	if err != nil {
 		return ""
 	}
-	return trimID(m.Header.Get("Message-Id"))
-}
-
-func trimID(id string) string {
-	return strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(id), "<"), ">")
+	return notice.BareMessageID(m.Header.Get("Message-Id"))
 }
 
 var (
