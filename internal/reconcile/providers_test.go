@@ -54,9 +54,9 @@ func TestReadFormatFixtures(t *testing.T) {
 	}{
 		{"ses", "1:sent 2:sent 3:failed 4:sent 5:retry 6:sent 7:sent 7:sent 8:sent m9:sent 1:sent 99:sent",
 			18, 3, 3, 30, "[27 29 30]"},
-		{"sendgrid", "1:sent 1:sent 2:sent 2:sent 3:sent 4:sent 5:failed 6:sent 7:retry 8:sent m9:sent 7:sent 99:sent",
+		{"sendgrid", "1:sent 1:sent 2:sent 2:sent 3:sent 4:sent 5:failed 6:sent 7:failed 8:sent m9:sent 7:sent 99:sent",
 			18, 3, 2, 38, "[35 35 36]"},
-		{"mailgun", "1:sent 2:sent 3:sent 3:sent 4:failed 5:sent 6:retry 7:sent 8:retry m9:sent 1:sent 99:sent",
+		{"mailgun", "1:sent 2:sent 3:sent 3:sent 4:failed 5:sent 6:failed 7:sent 8:retry m9:sent 1:sent 99:sent",
 			15, 2, 1, 27, "[25 27]"},
 		{"postmark", "1:sent 2:failed 3:sent 4:sent 5:sent 6:sent 7:sent 1:sent 1:failed 99:sent p00000000-0000-0000-0000-0000000000aa:sent 8:sent",
 			15, 2, 1, 26, "[24 25]"},
