@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -15,14 +14,6 @@ const MaxDetail = 300
 // redactedLocal replaces the local part of every e-mail address in a
 // detail: the domain stays (as in logs), the person does not.
 const redactedLocal = "[redacted]"
-
-// address matches an e-mail address as receiving servers quote it in a
-// bounce or a response: an optional display name (in quotes, or up to
-// three capitalised words), an optional "<" (group 1, kept), a local part
-// (quoted, or any run of characters that cannot end a path), "@" (or
-// "%40", URL-encoded) and a domain (group 2: letters of any script,
-// digits, hyphens and dots, or a literal in brackets; may be empty).
-var address = regexp.MustCompile(`(?:"[^"]*"\s*|(?:\p{Lu}[\p{Ll}'-]+\s+){1,3})?(<?)(?:"[^"]*"|[^\s<>()\[\]{}",;:@]+)(?:@|%40)((?:[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)*)|\[[^\]]*\])?`)
 
 // detail joins the labelled parts of what a provider said about an event
 // into the one line kept as evidence ("label: value; label: value", empty
@@ -56,11 +47,7 @@ func detail(pairs ...string) string {
 // delivery responses often quote the recipient ("550 5.1.1
 // <jane@example.com>: user unknown"); nothing of the person is kept.
 func cleanDetail(s string) string {
-	s = strings.ToValidUTF8(s, "")
-	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }), " ")
-	if strings.Contains(s, "@") || strings.Contains(s, "%40") {
-		s = address.ReplaceAllString(s, "${1}"+redactedLocal+"@${2}")
-	}
+	s = redactAddresses(oneLine(s))
 	if len(s) <= MaxDetail {
 		return s
 	}
@@ -70,4 +57,163 @@ func cleanDetail(s string) string {
 		cut--
 	}
 	return strings.TrimRight(s[:cut], " ") + ellipsis
+}
+
+// oneLine returns s without invalid UTF-8, with every run of spaces,
+// control and format characters as one space, trimmed.
+func oneLine(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	space := false
+	for _, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			continue // invalid UTF-8 (or U+FFFD itself): dropped
+		case unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// redactAddresses replaces the local part of every e-mail address in s
+// (and a display name before it) with redactedLocal. An address is found
+// by its "@" (or "%40", URL-encoded): its local part is the run before it
+// of characters that cannot end a path (or a quoted string), its domain
+// the run after it of letters of any script, digits, hyphens and dots (or
+// a literal in brackets). A display name is a quoted string, or up to
+// three capitalised words, before the address or its "<".
+func redactAddresses(s string) string {
+	var b strings.Builder
+	last := 0 // s[:last] is written
+	for i := 0; i < len(s); {
+		at, n := nextAt(s, i)
+		if at < 0 {
+			break
+		}
+		start := localStart(s, at, last)
+		angle := start > last && s[start-1] == '<'
+		keep := start // s[last:keep] is kept
+		if name := nameStart(s, start-boolInt(angle), last); name >= 0 {
+			keep = name
+		}
+		end := domainEnd(s, at+n)
+		b.WriteString(s[last:keep])
+		if angle && keep < start {
+			b.WriteByte('<')
+		}
+		b.WriteString(redactedLocal + "@")
+		b.WriteString(s[at+n : end])
+		last, i = end, end
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// nextAt returns the index of the first "@" or "%40" in s from i, and its
+// length; -1 when none.
+func nextAt(s string, i int) (at, n int) {
+	a := strings.IndexByte(s[i:], '@')
+	p := strings.Index(s[i:], "%40")
+	switch {
+	case a < 0 && p < 0:
+		return -1, 0
+	case p < 0 || a >= 0 && a < p:
+		return i + a, 1
+	}
+	return i + p, 3
+}
+
+// localStart returns where the local part ending at s[at] starts, not
+// before min: a quoted string, or the run of characters that cannot end a
+// path.
+func localStart(s string, at, min int) int {
+	if at > min && s[at-1] == '"' {
+		if q := strings.LastIndexByte(s[min:at-1], '"'); q >= 0 {
+			return min + q
+		}
+	}
+	i := at
+	for i > min {
+		r, size := utf8.DecodeLastRuneInString(s[min:i])
+		if unicode.IsSpace(r) || strings.ContainsRune(`<>()[]{}",;:@`, r) {
+			break
+		}
+		i -= size
+	}
+	return i
+}
+
+// nameStart returns where a display name ending at s[end] (before spaces)
+// starts, not before min: a quoted string, or up to three capitalised
+// words ("Jane Doe"); -1 when there is none.
+func nameStart(s string, end, min int) int {
+	i := end
+	for i > min && s[i-1] == ' ' {
+		i--
+	}
+	if i > min && s[i-1] == '"' {
+		if q := strings.LastIndexByte(s[min:i-1], '"'); q >= 0 {
+			return min + q
+		}
+		return -1
+	}
+	found := -1
+	for words := 0; words < 3 && i > min && (i == end || s[i] == ' '); words++ {
+		w := i
+		for w > min {
+			r, size := utf8.DecodeLastRuneInString(s[min:w])
+			if !unicode.IsLower(r) && r != '\'' && r != '-' {
+				break
+			}
+			w -= size
+		}
+		r, size := utf8.DecodeLastRuneInString(s[min:w])
+		if w == i || !unicode.IsUpper(r) || w-size > min && s[w-size-1] != ' ' {
+			break
+		}
+		found = w - size
+		for i = found; i > min && s[i-1] == ' '; i-- {
+		}
+	}
+	return found
+}
+
+// domainEnd returns where the domain starting at s[i] ends: a literal in
+// brackets, or a run of letters, digits, hyphens and dots (without a
+// trailing dot).
+func domainEnd(s string, i int) int {
+	if i < len(s) && s[i] == '[' {
+		if j := strings.IndexByte(s[i:], ']'); j >= 0 {
+			return i + j + 1
+		}
+	}
+	j := i
+	for j < len(s) {
+		r, size := utf8.DecodeRuneInString(s[j:])
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' && r != '.' {
+			break
+		}
+		j += size
+	}
+	for j > i && s[j-1] == '.' {
+		j--
+	}
+	return j
 }

@@ -184,3 +184,21 @@ func BenchmarkReadFormatSES(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadFormatSESBounce reads SES permanent bounces whose
+// diagnostic quotes the recipient, the worst case of the evidence detail
+// (every address is redacted).
+func BenchmarkReadFormatSESBounce(b *testing.B) {
+	ev := `{"eventType":"Bounce","bounce":{"bounceType":"Permanent","bounceSubType":"General","bouncedRecipients":[{"emailAddress":"recipient@example.com","action":"failed","status":"5.1.1","diagnosticCode":"smtp; 550 5.1.1 <recipient@example.com>: Recipient address rejected: User unknown in virtual mailbox table"}],"timestamp":"2017-08-05T00:41:02.669Z","feedbackId":"01000157c44f053b-61b59c11-9236-11e6-8f96-7be8aexample-000000","reportingMTA":"dsn; mta.example.com"},"mail":{"timestamp":"2017-08-05T00:40:02.012Z","messageId":"EXAMPLE7c191be45-e9aedb9a-02f9-4d12-a87d-dd0099a07f8a-000003","tags":{"notice_key":["` +
+		testKey(1) + `"]}}}`
+	line, _ := json.Marshal(map[string]string{"Type": "Notification", "MessageId": "22b80b92-fdea-4c2c-8f9d-bdfb0c7bf324", "Message": ev})
+	in := bytes.Repeat(append(line, '\n'), 10000)
+	b.SetBytes(int64(len(in)))
+	b.ResetTimer()
+	for b.Loop() {
+		st, err := reconcile.ReadFormat(bytes.NewReader(in), "ses", func(ledger.Settlement) error { return nil })
+		if err != nil || st.Payloads != 10000 {
+			b.Fatal(st, err)
+		}
+	}
+}
