@@ -87,7 +87,7 @@ func oneLine(s string) string {
 // by its "@" (or "%40", URL-encoded): its local part is the run before it
 // of characters that cannot end a path (or a quoted string), its domain
 // the run after it of letters of any script, digits, hyphens and dots (or
-// a literal in brackets). A display name is a quoted string, or up to
+// an address literal in brackets). A display name is a quoted string, or up to
 // three capitalised words, before the address or its "<".
 func redactAddresses(s string) string {
 	var b strings.Builder
@@ -199,9 +199,13 @@ func nameStart(s string, end, min int) int {
 // brackets, or a run of letters, digits, hyphens and dots (without a
 // trailing dot).
 func domainEnd(s string, i int) int {
-	if i < len(s) && s[i] == '[' {
-		if j := strings.IndexByte(s[i:], ']'); j >= 0 {
-			return i + j + 1
+	if i < len(s) && s[i] == '[' { // an address literal: [192.0.2.1], [IPv6:2001:db8::1]
+		j := i + 1
+		for j < len(s) && (s[j] == '.' || s[j] == ':' || s[j] == '-' || s[j] < utf8.RuneSelf && (unicode.IsLetter(rune(s[j])) || unicode.IsDigit(rune(s[j])))) {
+			j++
+		}
+		if j < len(s) && s[j] == ']' {
+			return j + 1
 		}
 	}
 	j := i

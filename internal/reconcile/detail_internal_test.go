@@ -27,6 +27,8 @@ func TestCleanDetail(t *testing.T) {
 		{"from bounces+jane=example.com@sender.example", "from [redacted]@sender.example"},
 		{"550 <jane@[192.0.2.1]> unknown", "550 <[redacted]@[192.0.2.1]> unknown"},
 		{"user jane@ unknown", "user [redacted]@ unknown"},
+		{"550 <jane@[IPv6:2001:db8::1]> unknown", "550 <[redacted]@[IPv6:2001:db8::1]> unknown"},
+		{"x@[not a literal jane@example.com]", "[redacted]@[not a literal [redacted]@example.com]"},
 		{"a@b.example, c@d.example", "[redacted]@b.example, [redacted]@d.example"},
 		{"550 5.1.1 user unknown\r\nX-Injected: jane@example.com\r\n", "550 5.1.1 user unknown X-Injected: [redacted]@example.com"},
 		{"tab\there\x00nul\x1bescape\u202ertl", "tab here nul escape rtl"},
@@ -63,4 +65,35 @@ func TestDetail(t *testing.T) {
 	if len(huge) > MaxDetail {
 		t.Errorf("detail of %d bytes", len(huge))
 	}
+}
+
+// Whatever a provider sends, a detail is one line of valid UTF-8 of at
+// most MaxDetail bytes, and every "@" in it follows the redaction: no
+// local part survives.
+func FuzzCleanDetail(f *testing.F) {
+	for _, s := range []string{
+		"smtp; 550 5.1.1 <jane.doe@example.com>: user unknown", `"Jane" <j@x>`, "a%40b", "@@@", "x@[a@b]",
+		"jane@[IPv6:::1]", "\"q\"@x", "é@é", strings.Repeat("a@", 200), "Jane Doe\r\n<jane@x>",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		out := cleanDetail(in)
+		if len(out) > MaxDetail || !utf8.ValidString(out) || strings.ContainsAny(out, "\r\n\t\x00") {
+			t.Fatalf("cleanDetail(%q) = %q", in, out)
+		}
+		for i := strings.IndexByte(out, '@'); i >= 0; {
+			if !strings.HasSuffix(out[:i], redactedLocal) {
+				t.Fatalf("cleanDetail(%q) = %q: a local part before @ at %d", in, out, i)
+			}
+			j := strings.IndexByte(out[i+1:], '@')
+			if j < 0 {
+				break
+			}
+			i += 1 + j
+		}
+		if strings.Contains(out, "%40") {
+			t.Fatalf("cleanDetail(%q) = %q: %%40 kept", in, out)
+		}
+	})
 }
