@@ -42,10 +42,12 @@ func detail(pairs ...string) string {
 
 // cleanDetail makes a provider's text fit to keep and to print: invalid
 // UTF-8 dropped, control and format characters (CR, LF, tabs, bidi
-// overrides, ...) turned into spaces and runs of spaces into one, every e-mail address reduced to its
-// domain ("[redacted]@example.com"; a display name before it goes too), and the result cut to MaxDetail bytes. Bounce diagnostics and
-// delivery responses often quote the recipient ("550 5.1.1
-// <jane@example.com>: user unknown"); nothing of the person is kept.
+// overrides, ...) turned into spaces and runs of spaces into one, every
+// e-mail address reduced to its domain ("[redacted]@example.com"; a
+// display name before it goes too, see redactAddresses), and the result
+// cut to MaxDetail bytes. Bounce diagnostics and delivery responses often
+// quote the recipient ("550 5.1.1 <jane@example.com>: user unknown");
+// nothing of the person is kept.
 func cleanDetail(s string) string {
 	s = redactAddresses(oneLine(s))
 	if len(s) <= MaxDetail {
