@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -147,9 +149,10 @@ func TestNotSentAfterAcceptanceIsNotSent(t *testing.T) {
 	}{
 		{"ses", "ses-accepted", "ses-rejected", ledger.Retry},
 		{"sendgrid", "sendgrid-accepted", "sendgrid-dropped", ledger.Retry},
+		{"sendgrid", "sendgrid-accepted", "sendgrid-suppressed", ledger.Failed},
 		{"mailgun", "mailgun-accepted", "mailgun-suppressed", ledger.Failed},
 	} {
-		t.Run(tc.provider, func(t *testing.T) {
+		t.Run(tc.notSent, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, 2, "", smtptest.WithMode(smtptest.CloseAfterData))
 			f.withProvider(tc.provider)
@@ -237,6 +240,83 @@ func TestEvidenceOfASentNotice(t *testing.T) {
 			t.Errorf("scan_reconcile_events_total{provider=ses,event=%s,result=duplicate} = %v (present %v), want 1", ev, v, ok)
 		}
 	}
+}
+
+// The evidence keeps what the provider said (the receiving server's
+// response, the bounce's status and diagnostic), but an address or a name
+// the receiving server quoted never reaches the ledger, nor either form
+// of lookup: only the address's domain does. The payloads are SES's
+// documented Delivery and Bounce, with the recipient quoted as receiving
+// servers do.
+func TestEvidenceDetailKeepsNoAddress(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1, "")
+	f.withProvider("ses")
+	if s, _ := f.passIn(nil); s.Sent != 1 {
+		t.Fatalf("pass = %+v", s)
+	}
+	var email, name string
+	if err := f.db.QueryRow(`SELECT email, name FROM subscriptions WHERE id = $1`, subID(1)).Scan(&email, &name); err != nil {
+		t.Fatal(err)
+	}
+	local, domain, _ := strings.Cut(email, "@")
+	path := f.attemptEvents("ses-after-sent")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quoted := strings.NewReplacer(
+		"550 5.1.1 user unknown", `550 5.1.1 \"`+name+`\" <`+email+`>: Recipient address rejected:\r\nUser unknown`,
+		"250 2.6.0 Message received", "250 2.6.0 Message received for <"+email+">",
+	).Replace(string(b))
+	if quoted == string(b) || !strings.Contains(quoted, email+">: Recipient") {
+		t.Fatal("the fixture no longer holds the documented response and diagnostic")
+	}
+	if err := os.WriteFile(path, []byte(quoted), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if sum := f.reconcileFile("ses", path); sum["settled"] != 1.0 {
+		t.Fatalf("summary %v", sum)
+	}
+	leaks := func(where, s string) {
+		t.Helper()
+		if strings.Contains(s, local) || strings.Contains(s, name) {
+			t.Errorf("%s holds the recipient (%s or %q):\n%s", where, local, name, s)
+		}
+		if !strings.Contains(s, "[redacted]@"+domain) || !strings.Contains(s, "Recipient address rejected: User unknown") ||
+			!strings.Contains(s, "250 2.6.0 Message received for") {
+			t.Errorf("%s lacks the redacted detail:\n%s", where, s)
+		}
+	}
+	var kept []string
+	if err := f.db.Select(&kept, `SELECT detail FROM notice_evidence ORDER BY occurred_at`); err != nil {
+		t.Fatal(err)
+	}
+	leaks("notice_evidence.detail", strings.Join(kept, "\n"))
+
+	code, out, _ := f.runIn(nil, "lookup", subID(1), "--json")
+	rows := jsonLines[lookupRow](t, out)
+	if code != 0 || len(rows) != 1 || len(rows[0].Evidence) != 2 ||
+		rows[0].Evidence[1].Detail != "bounce: Permanent/General; status: 5.1.1; diagnostic: smtp; 550 5.1.1 <[redacted]@"+domain+
+			">: Recipient address rejected: User unknown; mta: dsn; mta.example.com" {
+		t.Fatalf("lookup: exit %d\n%s", code, out)
+	}
+	leaks("lookup --json", out)
+
+	// The terminal form prints the same evidence.
+	ledgerRows, err := ledger.BySubscription(context.Background(), f.db, subID(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := ledger.EvidenceOf(context.Background(), f.db, []string{ledgerRows[0].NoticeKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	if err := printEvidence(&table, ledgerRows, ev); err != nil {
+		t.Fatal(err)
+	}
+	leaks("lookup on a terminal", table.String())
 }
 
 func sha256Hex(b []byte) string {

@@ -60,10 +60,11 @@ func TestReconcileProviderEventsAfterAHang(t *testing.T) {
 	}{
 		{"ses", "X-SES-MESSAGE-TAGS: notice_key=", "Ok 0100019%s-000000", []ledger.State{S, S, F, S, R, S, S, S, S, C},
 			map[string]float64{"payloads": 18, "settled": 9, "already_settled": 2, "unknown_message_id": 1, "malformed": 3, "irrelevant": 3}, "0100019"},
-		// sub 7: dropped, then delivered: evidence that it left the
-		// provider never leads to a resend (issue 19), so retry -> sent.
-		{"sendgrid", `X-SMTPAPI: {"unique_args":{"notice_key":"`, "Ok: queued as SG%s", []ledger.State{S, S, S, S, F, S, S, S, S, C},
-			map[string]float64{"payloads": 18, "settled": 10, "already_settled": 2, "unknown_message_id": 1, "malformed": 3, "irrelevant": 2}, "SG"},
+		// sub 7: dropped as a "Bounced Address" (on SendGrid's bounce
+		// list: a resend would be dropped again), so failed; the
+		// delivered after it is kept as evidence only.
+		{"sendgrid", `X-SMTPAPI: {"unique_args":{"notice_key":"`, "Ok: queued as SG%s", []ledger.State{S, S, S, S, F, S, F, S, S, C},
+			map[string]float64{"payloads": 18, "settled": 9, "already_settled": 3, "unknown_message_id": 1, "malformed": 3, "irrelevant": 2}, "SG"},
 		// sub 6: suppress-bounce: a resend would be suppressed again, so failed.
 		{"mailgun", `X-Mailgun-Variables: {"notice_key":"`, "Great success", []ledger.State{S, S, S, F, S, F, S, R, S, C},
 			map[string]float64{"payloads": 15, "settled": 9, "already_settled": 2, "unknown_message_id": 1, "malformed": 2, "irrelevant": 1}, ""},

@@ -4,7 +4,10 @@
 // carried beside its key, when the provider echoes it): an event that
 // proves the provider accepted a message settles its claim as sent
 // (failed for a permanent bounce); an explicit rejection before sending
-// settles it as retry, and overrules an acceptance of the same attempt.
+// settles it as retry (failed when the provider names its suppression
+// list: notSent), and overrules an acceptance of the same attempt. What
+// the provider said of each event (a response, a bounce code) is kept as
+// its detail, without any e-mail address (cleanDetail).
 // It reads any size of file in bounded memory and never stops for one bad
 // line. Apply names each event's kind and applies the events to the
 // ledger (ledger.Settle, which also keeps them as evidence), a batch per
@@ -36,12 +39,16 @@ const MaxLine = 1 << 20
 // it; any other form is ignored rather than rejecting the line. Attempt,
 // when present (a positive integer, or a string of one), is the attempt
 // the message carried (send.Notice.Attempt); anything else is ignored and
-// the event is then matched to an attempt by its time.
+// the event is then matched to an attempt by its time. Detail, when
+// present, is what the provider said of it (a response, a bounce code),
+// kept with the evidence as cleanDetail leaves it: no e-mail address, at
+// most MaxDetail bytes on one line.
 type Event struct {
 	MessageID string    `json:"message_id"`
 	Event     string    `json:"event"`
 	Timestamp time.Time `json:"timestamp"`
 	Attempt   int       `json:"attempt"`
+	Detail    string    `json:"detail"`
 }
 
 // attemptNumber reads an attempt number a provider echoed under
@@ -67,11 +74,15 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		Event     string          `json:"event"`
 		Timestamp json.RawMessage `json:"timestamp"`
 		Attempt   json.RawMessage `json:"attempt"`
+		Detail    json.RawMessage `json:"detail"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
-	*e = Event{MessageID: raw.MessageID, Event: raw.Event, Timestamp: parseTime(raw.Timestamp), Attempt: attemptNumber(raw.Attempt)}
+	var text string
+	_ = json.Unmarshal(raw.Detail, &text) // not a string: no detail
+	*e = Event{MessageID: raw.MessageID, Event: raw.Event, Timestamp: parseTime(raw.Timestamp), Attempt: attemptNumber(raw.Attempt),
+		Detail: text}
 	return nil
 }
 
@@ -188,7 +199,8 @@ func Read(r io.Reader, fn func(ledger.Settlement) error) (Stats, error) {
 				st.Irrelevant++
 				break
 			}
-			if ferr := fn(ledger.Settlement{MessageID: id, To: to, Event: strings.ToLower(strings.TrimSpace(ev.Event)), At: ev.Timestamp, Attempt: ev.Attempt}); ferr != nil {
+			if ferr := fn(ledger.Settlement{MessageID: id, To: to, Event: strings.ToLower(strings.TrimSpace(ev.Event)), At: ev.Timestamp, Attempt: ev.Attempt,
+				Detail: cleanDetail(ev.Detail)}); ferr != nil {
 				return st, ferr
 			}
 		}

@@ -66,22 +66,46 @@ func kindOf(event string, to ledger.State) ledger.EventKind {
 	return ledger.KindOther
 }
 
-// suppressed reports whether a "not sent" event says the provider dropped
-// the message because the address is on its suppression list (Mailgun's
-// suppress-bounce, suppress-complaint, suppress-unsubscribe): a resend
-// would be dropped the same way, so the attempt is failed, not retry.
-func suppressed(event string) bool {
-	return strings.HasPrefix(event, "mailgun:failed/") && strings.Contains(event, "/suppress-")
+// notSent is the state a "not sent" event of format leads to, given the
+// provider's reason: failed when the provider refused the message because
+// the address is on its suppression list (a resend would be refused the
+// same way until the address is taken off it, so never resend it), retry
+// otherwise (a resend can cure it). The suppressions, from each provider's
+// documentation:
+//
+//   - mailgun: a permanent failure whose reason starts "suppress-"
+//     (suppress-bounce, suppress-complaint, suppress-unsubscribe).
+//   - sendgrid: dropped with reason "Bounced Address", "Unsubscribed
+//     Address", "Spam Reporting Address" (the address is on the bounce,
+//     unsubscribe or spam report list) or "Invalid" (on the invalid
+//     emails list). Every other reason ("Invalid SMTPAPI header", "Spam
+//     Content", ...) is about the message, which a fix on our side can
+//     cure: retry.
+//   - postmark: a Bounce of Type SMTPApiError, Postmark's rejection of a
+//     recipient it suppresses (after a bounce, a complaint, an unsubscribe
+//     or by hand).
+//
+// SES Reject (a virus) and Mailgun rejected or internal failures are not
+// suppressions: retry.
+func notSent(format, reason string) ledger.State {
+	if suppressions[format][lower(reason)] || format == "mailgun" && strings.HasPrefix(lower(reason), "suppress-") {
+		return ledger.Failed
+	}
+	return ledger.Retry
 }
 
-// classify completes a settlement read from format: its kind where the
-// reader gave none (jsonl; each provider's decoder names its own), and
-// failed for a suppression (see suppressed).
+// suppressions are the reasons, lower-cased, by format, that name a
+// suppression list (see notSent).
+var suppressions = map[string]map[string]bool{
+	"sendgrid": {"bounced address": true, "unsubscribed address": true, "spam reporting address": true, "invalid": true},
+	"postmark": {"smtpapierror": true},
+}
+
+// classify completes a settlement read from format with its kind where the
+// reader gave none (jsonl; each provider's decoder names its own, and
+// decides a suppression with notSent).
 func classify(s *ledger.Settlement) {
 	if s.Kind == "" {
 		s.Kind = kindOf(s.Event, s.To)
-	}
-	if s.Kind == ledger.KindNotSent && suppressed(s.Event) {
-		s.To = ledger.Failed
 	}
 }

@@ -7,7 +7,8 @@ import (
 )
 
 // Every event the readers produce has the kind the metric and the
-// precedence rules expect; a Mailgun suppression is failed, not retry.
+// precedence rules expect; the state a decoder chose (a suppression is
+// failed, see notSent) stands.
 func TestClassify(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -25,13 +26,14 @@ func TestClassify(t *testing.T) {
 		{"ses:reject", ledger.Retry, ledger.Retry, ledger.KindNotSent},
 		{"sendgrid:processed", ledger.Sent, ledger.Sent, ledger.KindAccepted},
 		{"sendgrid:dropped", ledger.Retry, ledger.Retry, ledger.KindNotSent},
+		{"sendgrid:dropped", ledger.Failed, ledger.Failed, ledger.KindNotSent},
 		{"sendgrid:bounce/blocked", ledger.Sent, ledger.Sent, ledger.KindBounceSoft},
 		{"sendgrid:spamreport", ledger.Sent, ledger.Sent, ledger.KindComplaint},
 		{"sendgrid:click", ledger.Sent, ledger.Sent, ledger.KindEngagement},
 		{"mailgun:accepted", ledger.Sent, ledger.Sent, ledger.KindAccepted},
 		{"mailgun:failed/temporary", ledger.Sent, ledger.Sent, ledger.KindDeferred},
 		{"mailgun:failed/permanent", ledger.Failed, ledger.Failed, ledger.KindBounceHard},
-		{"mailgun:failed/permanent/suppress-bounce", ledger.Retry, ledger.Failed, ledger.KindNotSent},
+		{"mailgun:failed/permanent/suppress-bounce", ledger.Failed, ledger.Failed, ledger.KindNotSent},
 		{"mailgun:rejected", ledger.Retry, ledger.Retry, ledger.KindNotSent},
 		{"postmark:delivery", ledger.Sent, ledger.Sent, ledger.KindDelivered},
 		{"postmark:bounce/hardbounce", ledger.Failed, ledger.Failed, ledger.KindBounceHard},
@@ -48,6 +50,38 @@ func TestClassify(t *testing.T) {
 		classify(&s)
 		if s.Kind != tc.kind || s.To != tc.want {
 			t.Errorf("%s (%s): %s %s, want %s %s", tc.event, tc.to, s.Kind, s.To, tc.kind, tc.want)
+		}
+	}
+}
+
+// A "not sent" event is failed only when its reason names the provider's
+// suppression list, as each provider documents it; anything else a
+// resend can cure.
+func TestNotSent(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		format, reason string
+		want           ledger.State
+	}{
+		{"sendgrid", "Bounced Address", ledger.Failed},
+		{"sendgrid", "Unsubscribed Address", ledger.Failed},
+		{"sendgrid", "Spam Reporting Address", ledger.Failed},
+		{"sendgrid", "Invalid", ledger.Failed},
+		{"sendgrid", " bounced address ", ledger.Failed},
+		{"sendgrid", "Invalid SMTPAPI header", ledger.Retry},
+		{"sendgrid", "Spam Content", ledger.Retry},
+		{"sendgrid", "", ledger.Retry},
+		{"mailgun", "suppress-bounce", ledger.Failed},
+		{"mailgun", "suppress-unsubscribe", ledger.Failed},
+		{"mailgun", "suppress-complaint", ledger.Failed},
+		{"mailgun", "generic", ledger.Retry},
+		{"mailgun", "Bounced Address", ledger.Retry},
+		{"postmark", "smtpapierror", ledger.Failed},
+		{"ses", "Bad content", ledger.Retry},
+		{"jsonl", "suppress-bounce", ledger.Retry},
+	} {
+		if got := notSent(tc.format, tc.reason); got != tc.want {
+			t.Errorf("notSent(%q, %q) = %s, want %s", tc.format, tc.reason, got, tc.want)
 		}
 	}
 }

@@ -26,6 +26,7 @@ type evidence struct {
 	kind                       ledger.EventKind // what the event says happened (ledger.EventKinds); ledger.KindOther when it proves nothing
 	to                         ledger.State     // "" when the event proves nothing
 	at                         time.Time
+	detail                     string // what the provider said of it (detail): kept with the evidence
 }
 
 // decoder reads one payload of a provider's format.
@@ -58,15 +59,17 @@ var decoders = map[string]decoder{
 //     Reject (SES refused it, nothing left): retry.
 //   - sendgrid (event objects, usually in a JSON array): processed,
 //     delivered, deferred, open, click, spamreport and a "blocked" bounce:
-//     sent. A bounce of type "bounce": failed. dropped (never sent): retry.
+//     sent. A bounce of type "bounce": failed. dropped (never sent):
+//     failed when its reason names a suppression list, else retry
+//     (notSent).
 //     sg_message_id is matched without its suffix (from ".recvd-..." or
 //     ".filter..."); an asynchronous bounce, which carries neither the key
 //     nor sg_message_id, by its smtp-id (our Message-ID).
 //   - mailgun (webhook bodies {"signature":..., "event-data":...}):
 //     accepted, delivered, opened, clicked, complained and a temporary
-//     failure: sent. A permanent failure: failed, unless its reason is a
-//     suppression (suppress-bounce, ...: Mailgun dropped it before sending):
-//     retry. A failure of severity internal (Mailgun never sent it and does
+//     failure: sent. A permanent failure: failed (also when its reason is
+//     a suppression, suppress-bounce, ...: Mailgun dropped it before
+//     sending, and would again; notSent). A failure of severity internal (Mailgun never sent it and does
 //     not retry): retry. rejected: retry. user-variables that are not an
 //     object ([] for a message without variables) hold no key.
 //   - postmark (one webhook object per event, by RecordType): Delivery,
@@ -76,7 +79,9 @@ var decoders = map[string]decoder{
 //     failed.
 //
 // Each payload is also classified by kind (one of Kinds): what happened to
-// the message, whatever the state it leads to.
+// the message, whatever the state it leads to; and its Detail holds what
+// the provider said of it (responses, bounce types and codes, reasons;
+// see the decoders), without any e-mail address (cleanDetail).
 func ReadFormat(r io.Reader, format string, fn func(ledger.Settlement) error) (Stats, error) {
 	if format == "" || format == "jsonl" {
 		st, err := Read(r, fn)
@@ -120,7 +125,7 @@ func ReadFormat(r io.Reader, format string, fn func(ledger.Settlement) error) (S
 			st.problem(line, "no notice_key, provider message id or Message-ID")
 			return nil
 		}
-		return fn(ledger.Settlement{Key: ev.key, ProviderID: ev.providerID, MessageID: ev.messageID, To: ev.to, Kind: ev.kind, Event: ev.event, At: ev.at, Attempt: ev.attempt})
+		return fn(ledger.Settlement{Key: ev.key, ProviderID: ev.providerID, MessageID: ev.messageID, To: ev.to, Kind: ev.kind, Event: ev.event, At: ev.at, Attempt: ev.attempt, Detail: ev.detail})
 	})
 	st.Lines = lines
 	return st, err
@@ -167,13 +172,69 @@ type sesEvent struct {
 		} `json:"commonHeaders"`
 	} `json:"mail"`
 	Bounce struct {
-		BounceType string          `json:"bounceType"`
-		Timestamp  json.RawMessage `json:"timestamp"`
+		BounceType        string          `json:"bounceType"`
+		BounceSubType     string          `json:"bounceSubType"`
+		BouncedRecipients []sesRecipient  `json:"bouncedRecipients"`
+		ReportingMTA      string          `json:"reportingMTA"`
+		Timestamp         json.RawMessage `json:"timestamp"`
 	} `json:"bounce"`
-	Delivery  struct{ Timestamp json.RawMessage } `json:"delivery"`
-	Complaint struct{ Timestamp json.RawMessage } `json:"complaint"`
-	Open      struct{ Timestamp json.RawMessage } `json:"open"`
-	Click     struct{ Timestamp json.RawMessage } `json:"click"`
+	Delivery struct {
+		Timestamp    json.RawMessage `json:"timestamp"`
+		SMTPResponse string          `json:"smtpResponse"`
+		ReportingMTA string          `json:"reportingMTA"`
+	} `json:"delivery"`
+	DeliveryDelay struct {
+		DelayType         string         `json:"delayType"`
+		DelayedRecipients []sesRecipient `json:"delayedRecipients"`
+	} `json:"deliveryDelay"`
+	Complaint struct {
+		Timestamp             json.RawMessage `json:"timestamp"`
+		ComplaintFeedbackType string          `json:"complaintFeedbackType"`
+	} `json:"complaint"`
+	Reject struct {
+		Reason string `json:"reason"`
+	} `json:"reject"`
+	Open  struct{ Timestamp json.RawMessage } `json:"open"`
+	Click struct{ Timestamp json.RawMessage } `json:"click"`
+}
+
+// sesRecipient is one recipient of an SES bounce or delivery delay: the
+// DSN status code and the receiving server's diagnostic (its
+// emailAddress is never read).
+type sesRecipient struct {
+	Status         string `json:"status"`
+	DiagnosticCode string `json:"diagnosticCode"`
+}
+
+// sesDetail is what an SES event says of its message, by the fields SES
+// documents for it: the receiving server's response and the MTA for a
+// Delivery, the bounce type, subtype, each recipient's status and
+// diagnostic and the reporting MTA for a Bounce, the delay type and
+// diagnostic for a DeliveryDelay, the feedback type for a Complaint, the
+// reason for a Reject.
+func sesDetail(typ string, e *sesEvent) string {
+	switch typ {
+	case "delivery":
+		return detail("response", e.Delivery.SMTPResponse, "mta", e.Delivery.ReportingMTA)
+	case "bounce":
+		b := e.Bounce
+		pairs := []string{"bounce", strings.Trim(b.BounceType+"/"+b.BounceSubType, "/")}
+		for _, r := range b.BouncedRecipients {
+			pairs = append(pairs, "status", r.Status, "diagnostic", r.DiagnosticCode)
+		}
+		return detail(append(pairs, "mta", b.ReportingMTA)...)
+	case "deliverydelay":
+		pairs := []string{"delay", e.DeliveryDelay.DelayType}
+		for _, r := range e.DeliveryDelay.DelayedRecipients {
+			pairs = append(pairs, "status", r.Status, "diagnostic", r.DiagnosticCode)
+		}
+		return detail(pairs...)
+	case "complaint":
+		return detail("feedback", e.Complaint.ComplaintFeedbackType)
+	case "reject":
+		return detail("reason", e.Reject.Reason)
+	}
+	return ""
 }
 
 // snsEnvelope is an Amazon SNS notification: the SES event is the JSON
@@ -237,8 +298,9 @@ func decodeSES(payload []byte) (evidence, error) {
 			ev.to, ev.kind = ledger.Failed, ledger.KindBounceHard
 		}
 	case "reject":
-		ev.to, ev.kind = ledger.Retry, ledger.KindNotSent
+		ev.to, ev.kind = notSent("ses", e.Reject.Reason), ledger.KindNotSent
 	}
+	ev.detail = sesDetail(lower(typ), &e)
 	return ev, nil
 }
 
@@ -259,6 +321,13 @@ func decodeSendGrid(payload []byte) (evidence, error) {
 		SMTPID      string                     `json:"smtp-id"`
 		Timestamp   json.RawMessage            `json:"timestamp"`
 		UniqueArgs  map[string]json.RawMessage `json:"unique_args"`
+		// What SendGrid says of the event: the receiving server's
+		// response (delivered, deferred); the reason, the enhanced status
+		// code, the bounce type and classification (bounce, dropped).
+		Response       string `json:"response"`
+		Reason         string `json:"reason"`
+		Status         string `json:"status"`
+		Classification string `json:"bounce_classification"`
 	}
 	if err := object(payload, &e); err != nil {
 		return evidence{}, err
@@ -275,7 +344,8 @@ func decodeSendGrid(payload []byte) (evidence, error) {
 	// then bounced it) carries neither unique_args nor sg_message_id, only
 	// smtp-id: our Message-ID, which matches it.
 	ev := evidence{key: key, attempt: attempt, providerID: sendGridMessageID(e.SGMessageID), messageID: e.SMTPID,
-		event: "sendgrid:" + lower(e.Event), kind: ledger.KindOther, at: parseTime(e.Timestamp)}
+		event: "sendgrid:" + lower(e.Event), kind: ledger.KindOther, at: parseTime(e.Timestamp),
+		detail: detail("type", e.Type, "classification", e.Classification, "status", e.Status, "reason", e.Reason, "response", e.Response)}
 	switch lower(e.Event) {
 	case "processed":
 		ev.to, ev.kind = ledger.Sent, ledger.KindAccepted
@@ -296,7 +366,9 @@ func decodeSendGrid(payload []byte) (evidence, error) {
 			ev.to, ev.kind = ledger.Sent, ledger.KindBounceSoft
 		}
 	case "dropped":
-		ev.to, ev.kind = ledger.Retry, ledger.KindNotSent
+		// Dropped before sending; a suppression (the reason names the
+		// list) is failed, any other reason retry (notSent).
+		ev.to, ev.kind = notSent("sendgrid", e.Reason), ledger.KindNotSent
 	}
 	return ev, nil
 }
@@ -348,6 +420,7 @@ func decodeMailgun(payload []byte) (evidence, error) {
 		return evidence{}, fmt.Errorf("%w (event-data.event)", errNoEvent)
 	}
 	vars := userVariables(e.UserVariables)
+	ds := mailgunStatus(e.DeliveryStatus)
 	ev := evidence{
 		key:       firstString(vars[notice.KeyField]),
 		attempt:   attemptNumber(vars[notice.AttemptField]),
@@ -355,6 +428,8 @@ func decodeMailgun(payload []byte) (evidence, error) {
 		event:     "mailgun:" + lower(e.Event),
 		kind:      ledger.KindOther,
 		at:        parseTime(e.Timestamp),
+		detail: detail("severity", e.Severity, "reason", e.Reason, "code", ds.code(), "message", ds.Message,
+			"description", ds.Description),
 	}
 	switch lower(e.Event) {
 	case "accepted":
@@ -367,11 +442,41 @@ func decodeMailgun(payload []byte) (evidence, error) {
 		ev.to, ev.kind = ledger.Sent, ledger.KindComplaint
 	case "failed":
 		ev.event += "/" + lower(e.Severity)
-		mailgunFailure(&ev, lower(e.Severity), lower(e.Reason), e.DeliveryStatus)
+		mailgunFailure(&ev, lower(e.Severity), lower(e.Reason), ds)
 	case "rejected":
 		ev.to, ev.kind = ledger.Retry, ledger.KindNotSent
 	}
 	return ev, nil
+}
+
+// mailgunDeliveryStatus is a Mailgun event's delivery-status: the
+// receiving server's SMTP code (Mailgun's own above 600, as 605 "Not
+// delivering to previously bounced address"), its message, Mailgun's
+// description, and for a permanent failure the bounce type.
+type mailgunDeliveryStatus struct {
+	Code        json.RawMessage `json:"code"`
+	Message     string          `json:"message"`
+	Description string          `json:"description"`
+	BounceType  string          `json:"bounce-type"`
+}
+
+// mailgunStatus reads a delivery-status; absent, null or not an object
+// (Mailgun posts [] on some events), it is empty, and a field of another
+// type than documented is left empty.
+func mailgunStatus(raw json.RawMessage) mailgunDeliveryStatus {
+	var ds mailgunDeliveryStatus
+	_ = json.Unmarshal(raw, &ds) // what it could not read stays empty
+	return ds
+}
+
+// code is the SMTP code as text; "" when none (0, as on a failure before
+// any delivery attempt).
+func (ds mailgunDeliveryStatus) code() string {
+	c := strings.Trim(string(ds.Code), `" `)
+	if c == "0" || c == "null" {
+		return ""
+	}
+	return c
 }
 
 // mailgunFailure classifies a Mailgun "failed" event by its severity:
@@ -379,27 +484,24 @@ func decodeMailgun(payload []byte) (evidence, error) {
 //   - temporary: a delivery attempt failed and Mailgun tries again; the
 //     message was accepted (sent, deferred).
 //   - permanent: Mailgun gave up: a bounce (failed), or a suppression
-//     ("suppress-bounce", ...: dropped before sending, retry).
+//     ("suppress-bounce", ...: dropped before sending, and a resend would
+//     be too: failed, notSent).
 //   - internal: a failure inside Mailgun; the message never left and
 //     Mailgun does not retry it. Nothing suppresses the address, so a
 //     resend can cure it: retry.
 //
 // Any other severity keeps the message accepted (sent), as temporary.
-func mailgunFailure(ev *evidence, severity, reason string, deliveryStatus json.RawMessage) {
+func mailgunFailure(ev *evidence, severity, reason string, ds mailgunDeliveryStatus) {
 	switch severity {
 	case "temporary":
 		ev.to, ev.kind = ledger.Sent, ledger.KindDeferred
 	case "internal":
 		ev.to, ev.kind = ledger.Retry, ledger.KindNotSent
 	case "permanent":
-		var ds struct {
-			BounceType string `json:"bounce-type"`
-		}
-		_ = json.Unmarshal(deliveryStatus, &ds) // absent or not an object: no bounce type
 		switch {
 		case strings.HasPrefix(reason, "suppress-"):
 			ev.event += "/" + reason
-			ev.to, ev.kind = ledger.Retry, ledger.KindNotSent // dropped before sending
+			ev.to, ev.kind = notSent("mailgun", reason), ledger.KindNotSent // dropped before sending
 		case reason == "old" || reason == "espblock" || lower(ds.BounceType) == "soft":
 			// retries ran out, or the receiving provider blocked it
 			ev.to, ev.kind = ledger.Failed, ledger.KindBounceSoft
@@ -431,6 +533,11 @@ func decodePostmark(payload []byte) (evidence, error) {
 		DeliveredAt json.RawMessage            `json:"DeliveredAt"`
 		BouncedAt   json.RawMessage            `json:"BouncedAt"`
 		ReceivedAt  json.RawMessage            `json:"ReceivedAt"`
+		// What Postmark says of the event: the bounce type's code and the
+		// receiving server's details (Bounce, SpamComplaint), the details
+		// of a Delivery (the server's response).
+		TypeCode json.RawMessage `json:"TypeCode"`
+		Details  string          `json:"Details"`
 	}
 	if err := object(payload, &e); err != nil {
 		return evidence{}, err
@@ -452,6 +559,13 @@ func decodePostmark(payload []byte) (evidence, error) {
 		ev.to, ev.kind = postmarkBounce(lower(e.Type))
 		ev.at = parseTime(e.BouncedAt)
 	}
+	if ev.to != "" {
+		typ := e.Type
+		if code := strings.Trim(string(e.TypeCode), `" `); typ != "" && code != "" && code != "null" {
+			typ += " (" + code + ")"
+		}
+		ev.detail = detail("type", typ, "details", e.Details)
+	}
 	return ev, nil
 }
 
@@ -466,7 +580,7 @@ func postmarkBounce(typ string) (ledger.State, ledger.EventKind) {
 	case "hardbounce", "bademailaddress":
 		return ledger.Failed, ledger.KindBounceHard
 	case "smtpapierror":
-		return ledger.Failed, ledger.KindNotSent
+		return notSent("postmark", typ), ledger.KindNotSent
 	case "transient":
 		return ledger.Sent, ledger.KindDeferred
 	case "softbounce", "dnserror", "blocked", "dmarcpolicy":
