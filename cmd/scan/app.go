@@ -19,13 +19,15 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
+	"scan/internal/clock"
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/redact"
 	"scan/internal/scan"
 )
 
-// Exit codes of the operator contract.
+// Exit codes, as the README states them under Commands (the README is
+// the operator contract: commands, summary line, exit codes).
 const (
 	exitOK       = 0
 	exitAborted  = 1
@@ -75,11 +77,42 @@ type env struct {
 	// registerSecrets); redact replaces them. Per run, so that concurrent
 	// runs in one process (tests) never share or reset each other's.
 	secrets redact.Redactor
+	// clock is the commands' source of the time; nil is clock.System.
+	clock clock.Clock
+}
+
+// now returns the clock's time in UTC, or the instant of a --now flag
+// (staging data) when it is set.
+func (e *env) now(flagNow string) (time.Time, error) {
+	if flagNow != "" {
+		t, err := time.Parse(time.RFC3339, flagNow)
+		if err != nil {
+			return time.Time{}, usagef("--now", "%q is not an RFC3339 instant (e.g. 2026-11-30T02:00:00Z)", flagNow)
+		}
+		return t, nil
+	}
+	return e.clockNow().UTC(), nil
+}
+
+// clockNow returns the clock's time (with the system clock, its monotonic
+// reading too, for durations).
+func (e *env) clockNow() time.Time {
+	if e.clock == nil {
+		return clock.System{}.Now()
+	}
+	return e.clock.Now()
+}
+
+// loadPolicy reads the policy file named by the command's --config flag
+// (val), else by SCAN_CONFIG; neither means the built-in default. Its
+// schedule's gaps are measured over the year from the clock's now.
+func loadPolicy(e *env, fs *flag.FlagSet, val string) (*policy.Policy, error) {
+	return policy.LoadAt(flagOrEnv(fs, "config", val, e, "SCAN_CONFIG"), e.clockNow())
 }
 
 // run is the whole program minus the process: tests call it directly.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
-	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr, clock: clock.System{}}
 	// Before anything can print: every command, and every error path, is
 	// covered.
 	registerSecrets(e)
@@ -209,15 +242,29 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // flagOrEnv returns the flag's value when it was set, else the variable's.
 func flagOrEnv(fs *flag.FlagSet, name, val string, e *env, variable string) string {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	if set {
+	if isSet(fs, name) {
 		return val
 	}
 	if v := e.getenv(variable); v != "" {
 		return v
 	}
 	return val
+}
+
+// isSet reports whether the flag name was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// fieldOf names what a usage error about a flag-or-variable setting
+// points at: --name when the flag was given, else the variable.
+func fieldOf(fs *flag.FlagSet, name, variable string) string {
+	if isSet(fs, name) {
+		return "--" + name
+	}
+	return variable
 }
 
 // openDB validates DATABASE_URL and connects. The URL never appears in an
@@ -251,8 +298,8 @@ func openDB(ctx context.Context, e *env) (*sqlx.DB, error) {
 }
 
 // registerSecrets records every secret in the environment so that no
-// error or log line can print it. run calls it first; calling it again is
-// harmless.
+// error or log line can print it. run calls it first, before any command
+// can print; calling it again is harmless.
 func registerSecrets(e *env) {
 	e.secrets.Reset()
 	e.secrets.Add(e.getenv("NOTICE_KEY_SECRET"))

@@ -59,7 +59,7 @@ func newObserver(e *env, ps *preparedPass, runID string, log zerolog.Logger) *ob
 		log:     log.With().Str("run_id", runID).Logger(),
 		m:       metrics.New(metrics.Config{Shard: ps.shard, Shards: ps.shards, Domains: domains}),
 		pushURL: e.getenv("PUSHGATEWAY_URL"),
-		clock:   time.Now,
+		clock:   e.clockNow,
 	}
 }
 

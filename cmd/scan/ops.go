@@ -18,7 +18,6 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/metrics"
 	"scan/internal/notice"
-	"scan/internal/policy"
 	"scan/internal/reconcile"
 )
 
@@ -79,13 +78,12 @@ func cmdQuarantine(ctx context.Context, e *env, args []string) error {
 	if *limit < 1 || *limit > 1_000_000 {
 		return usagef("--limit", "must be between 1 and 1000000")
 	}
-	registerSecrets(e)
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	before := time.Now().Add(-*older)
+	before := e.clockNow().Add(-*older)
 	// One row more than the limit tells whether the list is cut; only then
 	// is the whole counted.
 	rows, err := ledger.Quarantine(ctx, db, before, *limit+1)
@@ -156,11 +154,10 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 	if who == "" {
 		return usagef("--by", "required when $USER is not set")
 	}
-	d, err := ledger.NewDecision(ruling, pos[0], who, *reason, time.Now().UTC())
+	d, err := ledger.NewDecision(ruling, pos[0], who, *reason, e.clockNow().UTC())
 	if err != nil {
 		return err
 	}
-	registerSecrets(e)
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
@@ -221,14 +218,13 @@ func cmdReconcile(ctx context.Context, e *env, args []string) error {
 		defer f.Close()
 		in = f
 	}
-	registerSecrets(e)
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	out := json.NewEncoder(e.stdout)
-	res, err := reconcile.Apply(ctx, db, in, reconcile.Options{Format: *format, By: *by, Now: time.Now},
+	res, err := reconcile.Apply(ctx, db, in, reconcile.Options{Format: *format, By: *by, Now: e.clockNow},
 		func(c ledger.Change) error { return out.Encode(c) })
 	if err != nil {
 		return err
@@ -295,7 +291,7 @@ func cmdBackfill(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	pol, err := policy.Load(e.getenv("SCAN_CONFIG"))
+	pol, err := loadPolicy(e, fs, "")
 	if err != nil {
 		return err
 	}
@@ -313,13 +309,12 @@ func cmdBackfill(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	bs := backfill.Notices(recs, k, pol.MessageIDDomain)
-	registerSecrets(e)
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	n, err := backfill.Import(ctx, db, "backfill-"+newRunID(time.Now()), bs)
+	n, err := backfill.Import(ctx, db, "backfill-"+newRunID(e.clockNow()), bs)
 	if err != nil {
 		return err
 	}

@@ -62,16 +62,13 @@ func cmdPreview(ctx context.Context, e *env, args []string) error {
 	if len(pos) > 0 {
 		return usagef("arguments", "preview takes no arguments, got %q", pos[0])
 	}
-	registerSecrets(e)
-	pol, err := policy.Load(flagOrEnv(fs, "config", f.config, e, "SCAN_CONFIG"))
+	pol, err := loadPolicy(e, fs, f.config)
 	if err != nil {
 		return err
 	}
-	now := time.Now().UTC()
-	if f.now != "" {
-		if now, err = time.Parse(time.RFC3339, f.now); err != nil {
-			return usagef("--now", "%q is not an RFC3339 instant (e.g. 2026-11-30T02:00:00Z)", f.now)
-		}
+	now, err := e.now(f.now)
+	if err != nil {
+		return err
 	}
 	for _, k := range f.kinds {
 		if _, ok := pol.Kind(k); !ok {

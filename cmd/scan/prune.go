@@ -32,7 +32,7 @@ func cmdPrune(ctx context.Context, e *env, args []string) error {
 	if *lockTimeout <= 0 {
 		return usagef("--lock-timeout", "must be positive")
 	}
-	pol, err := policy.Load(flagOrEnv(fs, "config", *config, e, "SCAN_CONFIG"))
+	pol, err := loadPolicy(e, fs, *config)
 	if err != nil {
 		return err
 	}
@@ -50,14 +50,11 @@ func cmdPrune(ctx context.Context, e *env, args []string) error {
 		return usagef(field, "%s is shorter than the longest notice window's lead (%s) plus a safety margin of %s: periods that young may still be claimed, and a pass would send their notices again; use at least %s",
 			policy.FormatDuration(horizon), policy.FormatDuration(pol.LongestLead()), policy.FormatDuration(policy.PruneMargin), policy.FormatDuration(min))
 	}
-	now := time.Now().UTC()
-	if *nowFlag != "" {
-		if now, err = time.Parse(time.RFC3339, *nowFlag); err != nil {
-			return usagef("--now", "%q is not an RFC3339 instant", *nowFlag)
-		}
+	now, err := e.now(*nowFlag)
+	if err != nil {
+		return err
 	}
 	before := now.Add(-horizon)
-	registerSecrets(e)
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err

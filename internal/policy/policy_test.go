@@ -14,8 +14,8 @@ func TestDefaultIsValid(t *testing.T) {
 	if !ok || time.Duration(k.OpenBefore) != 72*time.Hour || time.Duration(k.CloseBefore) != 24*time.Hour {
 		t.Fatalf("default kind = %+v", k)
 	}
-	if p.MaxScheduleGap != 24*time.Hour {
-		t.Fatalf("gap = %s", p.MaxScheduleGap)
+	if gap, err := MaxGap(p.Schedule, time.Now()); err != nil || gap != 24*time.Hour {
+		t.Fatalf("gap = %s, %v", gap, err)
 	}
 }
 
