@@ -240,6 +240,20 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseNoArgs parses the flags of a command that takes no positional
+// argument; one is a usage error, with hint (e.g. "; use --from FILE.csv")
+// after it.
+func parseNoArgs(fs *flag.FlagSet, args []string, hint string) error {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("arguments", "%s takes no arguments, got %q%s", strings.TrimPrefix(fs.Name(), "scan "), pos[0], hint)
+	}
+	return nil
+}
+
 // flagOrEnv returns the flag's value when it was set, else the variable's.
 func flagOrEnv(fs *flag.FlagSet, name, val string, e *env, variable string) string {
 	if isSet(fs, name) {
@@ -265,6 +279,18 @@ func fieldOf(fs *flag.FlagSet, name, variable string) string {
 		return "--" + name
 	}
 	return variable
+}
+
+// connect is the prologue of a command that logs and uses the database:
+// the logger (LOG_LEVEL), then the connection (DATABASE_URL), so that a bad
+// level is a usage error before any connection. The caller closes db.
+func connect(ctx context.Context, e *env) (zerolog.Logger, *sqlx.DB, error) {
+	log, err := newLogger(e)
+	if err != nil {
+		return log, nil, err
+	}
+	db, err := openDB(ctx, e)
+	return log, db, err
 }
 
 // openDB validates DATABASE_URL and connects. The URL never appears in an

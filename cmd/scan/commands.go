@@ -32,11 +32,7 @@ func cmdMigrate(ctx context.Context, e *env, args []string) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	log, err := newLogger(e)
-	if err != nil {
-		return err
-	}
-	db, err := openDB(ctx, e)
+	log, db, err := connect(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -107,12 +103,8 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "run", "[--dry-run] [--max-mint N] [--shard I/N] [--now RFC3339] [--max-duration D]")
 	var f runFlags
 	f.register(fs, true)
-	pos, err := parse(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args, ""); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usagef("arguments", "run takes no arguments, got %q", pos[0])
 	}
 	ps, err := preparePass(e, fs, &f)
 	if err != nil {

@@ -67,10 +67,8 @@ func cmdQuarantine(ctx context.Context, e *env, args []string) error {
 	older := fs.Duration("older-than", 15*time.Minute, "only claims older than this")
 	limit := fs.Int("limit", 500, "at most this many rows (a cut list says so, with the total, on stderr)")
 	asJSON := fs.Bool("json", false, "JSON lines even on a terminal")
-	if pos, err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, ""); err != nil {
 		return err
-	} else if len(pos) > 0 {
-		return usagef("arguments", "quarantine takes no arguments")
 	}
 	if *older < 0 {
 		return usagef("--older-than", "must not be negative")
@@ -195,10 +193,8 @@ func cmdReconcile(ctx context.Context, e *env, args []string) error {
 	events := fs.String("events", "", "provider events (see --format); - for stdin")
 	format := fs.String("format", "jsonl", "jsonl (message_id, event per line), or the payloads ses, sendgrid, mailgun or postmark post")
 	by := fs.String("by", "reconcile", "recorded as the author of each change")
-	if pos, err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "; use --events FILE"); err != nil {
 		return err
-	} else if len(pos) > 0 {
-		return usagef("arguments", "reconcile takes no arguments; use --events FILE")
 	}
 	if *events == "" {
 		return usagef("--events", "required: a file of events, or - for stdin")
@@ -279,10 +275,8 @@ func pushReconcile(ctx context.Context, e *env, format string, res reconcile.Res
 func cmdBackfill(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "backfill", "--from FILE.csv")
 	from := fs.String("from", "", "CSV: subscription_id,period_start,kind,revision,sent_at")
-	if pos, err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "; use --from FILE.csv"); err != nil {
 		return err
-	} else if len(pos) > 0 {
-		return usagef("arguments", "backfill takes no arguments; use --from FILE.csv")
 	}
 	if *from == "" {
 		return usagef("--from", "required: a CSV file (subscription_id,period_start,kind,revision,sent_at)")

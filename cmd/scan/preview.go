@@ -55,12 +55,8 @@ func cmdPreview(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&f.jurisdiction, "jurisdiction", "", "jurisdiction of the sample notices (its window)")
 	fs.StringVar(&f.out, "out", "", "directory the sample notices are written to (<kind>.<locale>[.<J>].eml, .txt, .html)")
 	fs.StringVar(&f.now, "now", "", "render at this RFC3339 instant instead of the clock")
-	pos, err := parse(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args, ""); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usagef("arguments", "preview takes no arguments, got %q", pos[0])
 	}
 	pol, err := loadPolicy(e, fs, f.config)
 	if err != nil {
@@ -112,11 +108,7 @@ func previewSubscription(ctx context.Context, e *env, pol *policy.Policy, render
 	if _, err := scan.QuoteSource(f.source); err != nil {
 		return usagef("--source", "%v", err)
 	}
-	log, err := newLogger(e)
-	if err != nil {
-		return err
-	}
-	db, err := openDB(ctx, e)
+	log, db, err := connect(ctx, e)
 	if err != nil {
 		return err
 	}

@@ -22,12 +22,8 @@ func cmdPrune(ctx context.Context, e *env, args []string) error {
 	config := fs.String("config", "", "policy file (env SCAN_CONFIG); built-in defaults when empty")
 	lockTimeout := fs.Duration("lock-timeout", 5*time.Second, "the longest a pass's statements may wait behind prune's lock; prune gives up (exit 1) when it cannot get it in time")
 	nowFlag := fs.String("now", "", "take this RFC3339 instant as now (staging data)")
-	pos, err := parse(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args, ""); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usagef("arguments", "prune takes no arguments, got %q", pos[0])
 	}
 	if *lockTimeout <= 0 {
 		return usagef("--lock-timeout", "must be positive")

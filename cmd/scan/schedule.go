@@ -27,10 +27,8 @@ func cmdSchedule(ctx context.Context, e *env, args []string) error {
 	f.register(fs, false)
 	f.maxMint = -1
 	expr := fs.String("cron", "", "cron expression (default: the policy's schedule); CRON_TZ=Zone prefix allowed")
-	if pos, err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, ""); err != nil {
 		return err
-	} else if len(pos) > 0 {
-		return usagef("arguments", "schedule takes no arguments")
 	}
 	ps, err := preparePass(e, fs, &f)
 	if err != nil {

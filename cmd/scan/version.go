@@ -71,10 +71,8 @@ func buildOf(ver, rev, at string, bi *debug.BuildInfo) build {
 
 func cmdVersion(e *env, args []string) error {
 	fs := newFlags(e, "version", "")
-	if pos, err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, ""); err != nil {
 		return err
-	} else if len(pos) > 0 {
-		return usagef("arguments", "version takes no arguments")
 	}
 	_, err := fmt.Fprintln(e.stdout, thisBuild())
 	return err
