@@ -130,40 +130,34 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return exitUsage
 	}
 	cmd, rest := args[0], args[1:]
-	var err error
 	switch cmd {
-	case "migrate":
-		err = cmdMigrate(ctx, e, rest)
-	case "run":
-		err = cmdRun(ctx, e, rest)
-	case "lookup":
-		err = cmdLookup(ctx, e, rest)
-	case "quarantine":
-		err = cmdQuarantine(ctx, e, rest)
-	case "reconcile":
-		err = cmdReconcile(ctx, e, rest)
-	case "resolve":
-		err = cmdResolve(ctx, e, rest)
-	case "backfill":
-		err = cmdBackfill(ctx, e, rest)
-	case "schedule":
-		err = cmdSchedule(ctx, e, rest)
-	case "key":
-		err = cmdKey(e, rest)
-	case "version", "--version", "-version":
-		err = cmdVersion(e, rest)
-	case "prune":
-		err = cmdPrune(ctx, e, rest)
-	case "preview":
-		err = cmdPreview(ctx, e, rest)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usageSummary)
 		return exitOK
-	default:
-		fmt.Fprintf(stderr, "scan: unknown command %q: use one of migrate, run, lookup, quarantine, reconcile, resolve, backfill, schedule, key, prune, preview, version ('scan help' lists them)\n", e.redact(cmd))
-		return exitUsage
+	case "--version", "-version":
+		cmd = "version"
 	}
-	return exitCode(e, err)
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		if c.name == cmd {
+			return exitCode(e, c.run(ctx, e, rest))
+		}
+		names[i] = c.name
+	}
+	fmt.Fprintf(stderr, "scan: unknown command %q: use one of %s ('scan help' lists them)\n", e.redact(cmd), strings.Join(names, ", "))
+	return exitUsage
+}
+
+// commands are scan's commands by name (usageSummary describes them), in
+// the order an unknown command's message lists them.
+var commands = []struct {
+	name string
+	run  func(ctx context.Context, e *env, args []string) error
+}{
+	{"migrate", cmdMigrate}, {"run", cmdRun}, {"lookup", cmdLookup}, {"quarantine", cmdQuarantine},
+	{"reconcile", cmdReconcile}, {"resolve", cmdResolve}, {"backfill", cmdBackfill},
+	{"schedule", cmdSchedule}, {"key", cmdKey}, {"prune", cmdPrune}, {"preview", cmdPreview},
+	{"version", cmdVersion},
 }
 
 func exitCode(e *env, err error) int {

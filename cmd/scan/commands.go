@@ -383,7 +383,7 @@ func (p *preparedPass) newSender() (send.Sender, error) {
 	}
 }
 
-func cmdKey(e *env, args []string) error {
+func cmdKey(_ context.Context, e *env, args []string) error {
 	fs := newFlags(e, "key", "--subscription ID --period-start YYYY-MM-DD --kind KIND [--revision N]")
 	sub := fs.String("subscription", "", "subscription id")
 	period := fs.String("period-start", "", "billing period start, YYYY-MM-DD")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"runtime/debug"
 	"strings"
@@ -69,7 +70,7 @@ func buildOf(ver, rev, at string, bi *debug.BuildInfo) build {
 	return b
 }
 
-func cmdVersion(e *env, args []string) error {
+func cmdVersion(_ context.Context, e *env, args []string) error {
 	fs := newFlags(e, "version", "")
 	if err := parseNoArgs(fs, args, ""); err != nil {
 		return err
