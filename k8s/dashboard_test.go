@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"scan/internal/metrics"
+	"scan/internal/scan"
 )
 
 // dashboard is the part of a Grafana dashboard this test reads.
@@ -163,7 +164,7 @@ func TestDashboardQueries(t *testing.T) {
 // series of its histograms.
 func pushedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	p := metrics.New(metrics.Config{})
+	p := metrics.New(metrics.Config{Results: scan.ResultNames()})
 	p.ObserveOutcome("sent", "example.org", time.Second, time.Second, time.Second) // histograms appear once observed
 	p.Finish(metrics.Counts{}, time.Second, true, time.Unix(0, 0))
 	mfs, err := p.Gatherer().Gather()

@@ -19,13 +19,15 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
+	"scan/internal/clock"
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/redact"
 	"scan/internal/scan"
 )
 
-// Exit codes of the operator contract.
+// Exit codes, as the README states them under Commands (the README is
+// the operator contract: commands, summary line, exit codes).
 const (
 	exitOK       = 0
 	exitAborted  = 1
@@ -75,11 +77,42 @@ type env struct {
 	// registerSecrets); redact replaces them. Per run, so that concurrent
 	// runs in one process (tests) never share or reset each other's.
 	secrets redact.Redactor
+	// clock is the commands' source of the time; nil is clock.System.
+	clock clock.Clock
+}
+
+// now returns the clock's time in UTC, or the instant of a --now flag
+// (staging data) when it is set.
+func (e *env) now(flagNow string) (time.Time, error) {
+	if flagNow != "" {
+		t, err := time.Parse(time.RFC3339, flagNow)
+		if err != nil {
+			return time.Time{}, usagef("--now", "%q is not an RFC3339 instant (e.g. 2026-11-30T02:00:00Z)", flagNow)
+		}
+		return t, nil
+	}
+	return e.clockNow().UTC(), nil
+}
+
+// clockNow returns the clock's time (with the system clock, its monotonic
+// reading too, for durations).
+func (e *env) clockNow() time.Time {
+	if e.clock == nil {
+		return clock.System{}.Now()
+	}
+	return e.clock.Now()
+}
+
+// loadPolicy reads the policy file named by the command's --config flag
+// (val), else by SCAN_CONFIG; neither means the built-in default. Its
+// schedule's gaps are measured over the year from the clock's now.
+func loadPolicy(e *env, fs *flag.FlagSet, val string) (*policy.Policy, error) {
+	return policy.LoadAt(flagOrEnv(fs, "config", val, e, "SCAN_CONFIG"), e.clockNow())
 }
 
 // run is the whole program minus the process: tests call it directly.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
-	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr, clock: clock.System{}}
 	// Before anything can print: every command, and every error path, is
 	// covered.
 	registerSecrets(e)
@@ -97,40 +130,34 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return exitUsage
 	}
 	cmd, rest := args[0], args[1:]
-	var err error
 	switch cmd {
-	case "migrate":
-		err = cmdMigrate(ctx, e, rest)
-	case "run":
-		err = cmdRun(ctx, e, rest)
-	case "lookup":
-		err = cmdLookup(ctx, e, rest)
-	case "quarantine":
-		err = cmdQuarantine(ctx, e, rest)
-	case "reconcile":
-		err = cmdReconcile(ctx, e, rest)
-	case "resolve":
-		err = cmdResolve(ctx, e, rest)
-	case "backfill":
-		err = cmdBackfill(ctx, e, rest)
-	case "schedule":
-		err = cmdSchedule(ctx, e, rest)
-	case "key":
-		err = cmdKey(e, rest)
-	case "version", "--version", "-version":
-		err = cmdVersion(e, rest)
-	case "prune":
-		err = cmdPrune(ctx, e, rest)
-	case "preview":
-		err = cmdPreview(ctx, e, rest)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usageSummary)
 		return exitOK
-	default:
-		fmt.Fprintf(stderr, "scan: unknown command %q: use one of migrate, run, lookup, quarantine, reconcile, resolve, backfill, schedule, key, prune, preview, version ('scan help' lists them)\n", e.redact(cmd))
-		return exitUsage
+	case "--version", "-version":
+		cmd = "version"
 	}
-	return exitCode(e, err)
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		if c.name == cmd {
+			return exitCode(e, c.run(ctx, e, rest))
+		}
+		names[i] = c.name
+	}
+	fmt.Fprintf(stderr, "scan: unknown command %q: use one of %s ('scan help' lists them)\n", e.redact(cmd), strings.Join(names, ", "))
+	return exitUsage
+}
+
+// commands are scan's commands by name (usageSummary describes them), in
+// the order an unknown command's message lists them.
+var commands = []struct {
+	name string
+	run  func(ctx context.Context, e *env, args []string) error
+}{
+	{"migrate", cmdMigrate}, {"run", cmdRun}, {"lookup", cmdLookup}, {"quarantine", cmdQuarantine},
+	{"reconcile", cmdReconcile}, {"resolve", cmdResolve}, {"backfill", cmdBackfill},
+	{"schedule", cmdSchedule}, {"key", cmdKey}, {"prune", cmdPrune}, {"preview", cmdPreview},
+	{"version", cmdVersion},
 }
 
 func exitCode(e *env, err error) int {
@@ -207,17 +234,57 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseNoArgs parses the flags of a command that takes no positional
+// argument; one is a usage error, with hint (e.g. "; use --from FILE.csv")
+// after it.
+func parseNoArgs(fs *flag.FlagSet, args []string, hint string) error {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("arguments", "%s takes no arguments, got %q%s", strings.TrimPrefix(fs.Name(), "scan "), pos[0], hint)
+	}
+	return nil
+}
+
 // flagOrEnv returns the flag's value when it was set, else the variable's.
 func flagOrEnv(fs *flag.FlagSet, name, val string, e *env, variable string) string {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	if set {
+	if isSet(fs, name) {
 		return val
 	}
 	if v := e.getenv(variable); v != "" {
 		return v
 	}
 	return val
+}
+
+// isSet reports whether the flag name was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// fieldOf names what a usage error about a flag-or-variable setting
+// points at: --name when the flag was given, else the variable.
+func fieldOf(fs *flag.FlagSet, name, variable string) string {
+	if isSet(fs, name) {
+		return "--" + name
+	}
+	return variable
+}
+
+// connect is the prologue of a command that logs and uses the database:
+// the logger (LOG_LEVEL), then the connection (DATABASE_URL), so that a bad
+// level is a usage error before any connection. The caller closes db.
+func connect(ctx context.Context, e *env) (zerolog.Logger, *sqlx.DB, error) {
+	log, err := newLogger(e)
+	if err != nil {
+		return log, nil, err
+	}
+	db, err := openDB(ctx, e)
+	return log, db, err
 }
 
 // openDB validates DATABASE_URL and connects. The URL never appears in an
@@ -251,8 +318,8 @@ func openDB(ctx context.Context, e *env) (*sqlx.DB, error) {
 }
 
 // registerSecrets records every secret in the environment so that no
-// error or log line can print it. run calls it first; calling it again is
-// harmless.
+// error or log line can print it. run calls it first, before any command
+// can print; calling it again is harmless.
 func registerSecrets(e *env) {
 	e.secrets.Reset()
 	e.secrets.Add(e.getenv("NOTICE_KEY_SECRET"))

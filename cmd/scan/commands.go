@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,12 +32,7 @@ func cmdMigrate(ctx context.Context, e *env, args []string) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	registerSecrets(e)
-	log, err := newLogger(e)
-	if err != nil {
-		return err
-	}
-	db, err := openDB(ctx, e)
+	log, db, err := connect(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -107,19 +103,10 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "run", "[--dry-run] [--max-mint N] [--shard I/N] [--now RFC3339] [--max-duration D]")
 	var f runFlags
 	f.register(fs, true)
-	pos, err := parse(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args, ""); err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usagef("arguments", "run takes no arguments, got %q", pos[0])
-	}
-	registerSecrets(e)
-	log, err := newLogger(e)
-	if err != nil {
-		return err
-	}
-	ps, err := preparePass(e, fs, &f, log)
+	ps, err := preparePass(e, fs, &f)
 	if err != nil {
 		return err
 	}
@@ -128,19 +115,16 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer stopProfile()
-	now := time.Now().UTC()
-	if f.now != "" {
-		now, err = time.Parse(time.RFC3339, f.now)
-		if err != nil {
-			return usagef("--now", "%q is not an RFC3339 instant (e.g. 2026-11-30T02:00:00Z)", f.now)
-		}
+	now, err := e.now(f.now)
+	if err != nil {
+		return err
 	}
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	sc, obs, closeSender, err := ps.newPass(ctx, e, db, &f, now, log)
+	sc, obs, closeSender, err := ps.newPass(ctx, e, db, &f, now)
 	if err != nil {
 		return err
 	}
@@ -164,13 +148,13 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 // environment into a scan.Config. The pass's hooks are the observer's,
 // after the fail points of a crash-test build. closeSender must be called
 // once the pass is over.
-func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *runFlags, now time.Time, log zerolog.Logger) (sc *scan.Pass, obs *observer, closeSender func() error, err error) {
+func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *runFlags, now time.Time) (sc *scan.Pass, obs *observer, closeSender func() error, err error) {
 	sender, err := ps.newSender()
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	runID := newRunID(now)
-	passLog := log.With().Int("shard", ps.shard).Logger()
+	passLog := ps.log.With().Int("shard", ps.shard).Logger()
 	obs = newObserver(e, ps, runID, passLog)
 	// --max-mint keeps its meaning: 0 refuses any mint, below 0 (the
 	// default -1) is no limit, which is a nil Config.MaxMint.
@@ -203,111 +187,31 @@ type preparedPass struct {
 	concurrency          int
 	maxDuration          time.Duration
 	schedule             string // the cron passes run on, when not the policy's (scan schedule --cron)
+	production           bool   // SCAN_ENVIRONMENT=production
 	log                  zerolog.Logger
 }
 
-// preparePass validates every flag and variable a pass uses, so that a
-// mistake is a usage error before anything is written.
-func preparePass(e *env, fs *flag.FlagSet, f *runFlags, log zerolog.Logger) (*preparedPass, error) {
-	cfgPath := flagOrEnv(fs, "config", f.config, e, "SCAN_CONFIG")
-	pol, err := policy.Load(cfgPath)
+// preparePass is the prologue of `scan run` and `scan schedule`: it
+// builds the logger and validates every flag and variable a pass uses, so
+// that a mistake is a usage error before anything is written: the policy,
+// the pass's own settings, then the sender and what production demands.
+func preparePass(e *env, fs *flag.FlagSet, f *runFlags) (*preparedPass, error) {
+	log, err := newLogger(e)
 	if err != nil {
 		return nil, err
 	}
-	sec, err := secret(e)
+	pol, err := loadPolicy(e, fs, f.config)
 	if err != nil {
 		return nil, err
 	}
-	shard, shards, err := f.shardOf(e)
-	if err != nil {
+	p := &preparedPass{pol: pol, log: log, concurrency: pol.Concurrency}
+	if err := p.passSettings(e, fs, f); err != nil {
 		return nil, err
 	}
-	if f.batch < 1 || f.batch > 10000 {
-		return nil, usagef("--batch-size", "must be between 1 and 10000, got %d", f.batch)
-	}
-	var budget time.Duration
-	if raw := flagOrEnv(fs, "max-duration", f.maxDuration, e, "SCAN_MAX_DURATION"); raw != "" {
-		field := "SCAN_MAX_DURATION"
-		fs.Visit(func(fl *flag.Flag) {
-			if fl.Name == "max-duration" {
-				field = "--max-duration"
-			}
-		})
-		d, err := policy.ParseDuration(raw)
-		if err != nil || d <= 0 {
-			return nil, usagef(field, "%q is not a positive duration such as 50m or 1h30m", raw)
-		}
-		budget = d
-	}
-	if _, err := scan.QuoteSource(f.source); err != nil {
-		return nil, usagef("--source", "%v", err)
-	}
-	if err := checkPushURL(e.getenv("PUSHGATEWAY_URL")); err != nil {
+	if err := p.prepareSender(e, fs, f); err != nil {
 		return nil, err
 	}
-	p := &preparedPass{pol: pol, secret: sec, shard: shard, shards: shards, log: log, concurrency: pol.Concurrency, maxDuration: budget}
-	p.redirect = flagOrEnv(fs, "redirect-to", f.redirect, e, "SCAN_REDIRECT_TO")
-	p.senderName = flagOrEnv(fs, "sender", f.sender, e, "SCAN_SENDER")
-	p.outboxDir = e.getenv("SCAN_OUTBOX_DIR")
-	if p.outboxDir == "" {
-		p.outboxDir = "./outbox"
-	}
-	production := e.getenv("SCAN_ENVIRONMENT") == "production"
-	checkRemote := func(field, raw string) error {
-		u, err := url.Parse(raw)
-		if err != nil || u.Host == "" || u.Hostname() == "" {
-			return usagef(field, "needs a host, e.g. smtp://user:pass@mail.example.com:587")
-		}
-		if !send.IsLoopback(u.Hostname()) && !production && p.redirect == "" {
-			return usagef(field, "refusing to deliver to %s outside production: set SCAN_ENVIRONMENT=production, or SCAN_REDIRECT_TO=address for staging", u.Hostname())
-		}
-		return nil
-	}
-	switch p.senderName {
-	case "outbox":
-	case "smtp":
-		p.smtpURL = e.getenv("SMTP_URL")
-		if p.smtpURL == "" {
-			return nil, usagef("SMTP_URL", "required with --sender smtp: smtp://[user:pass@]host:port or smtps://...")
-		}
-		u, _ := url.Parse(p.smtpURL)
-		if u == nil || (u.Scheme != "smtp" && u.Scheme != "smtps") {
-			return nil, usagef("SMTP_URL", "scheme must be smtp:// or smtps://")
-		}
-		if err := checkRemote("SMTP_URL", p.smtpURL); err != nil {
-			return nil, err
-		}
-	case "http":
-		p.httpURL = e.getenv("SCAN_HTTP_URL")
-		if p.httpURL == "" {
-			return nil, usagef("SCAN_HTTP_URL", "required with --sender http: the endpoint that receives one JSON POST per notice")
-		}
-		u, _ := url.Parse(p.httpURL)
-		if u == nil || (u.Scheme != "http" && u.Scheme != "https") {
-			return nil, usagef("SCAN_HTTP_URL", "scheme must be http:// or https://")
-		}
-		if err := checkRemote("SCAN_HTTP_URL", p.httpURL); err != nil {
-			return nil, err
-		}
-		// As SMTP requires STARTTLS off loopback: addresses, messages and
-		// any password in the URL never cross the network in the clear.
-		if u.Scheme == "http" && !send.IsLoopback(u.Hostname()) {
-			return nil, usagef("SCAN_HTTP_URL", "plain http:// to %s would send recipients and credentials in the clear: use https://", u.Hostname())
-		}
-	case "ses":
-		if err := p.prepareSES(e, production); err != nil {
-			return nil, err
-		}
-	default:
-		field := "SCAN_SENDER"
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "sender" {
-				field = "--sender"
-			}
-		})
-		return nil, usagef(field, "%q is not one of outbox, smtp, http, ses", p.senderName)
-	}
-	if production {
+	if p.production {
 		if err := pol.CheckProduction(); err != nil {
 			return nil, err
 		}
@@ -316,6 +220,95 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags, log zerolog.Logger) (*pr
 		return nil, err
 	}
 	return p, nil
+}
+
+// passSettings reads what one pass needs besides its sender: the secret,
+// the shard, the batch size, the time budget, the source and the
+// Pushgateway.
+func (p *preparedPass) passSettings(e *env, fs *flag.FlagSet, f *runFlags) error {
+	var err error
+	if p.secret, err = secret(e); err != nil {
+		return err
+	}
+	if p.shard, p.shards, err = f.shardOf(e); err != nil {
+		return err
+	}
+	if f.batch < 1 || f.batch > 10000 {
+		return usagef("--batch-size", "must be between 1 and 10000, got %d", f.batch)
+	}
+	if raw := flagOrEnv(fs, "max-duration", f.maxDuration, e, "SCAN_MAX_DURATION"); raw != "" {
+		d, err := policy.ParseDuration(raw)
+		if err != nil || d <= 0 {
+			return usagef(fieldOf(fs, "max-duration", "SCAN_MAX_DURATION"), "%q is not a positive duration such as 50m or 1h30m", raw)
+		}
+		p.maxDuration = d
+	}
+	if _, err := scan.QuoteSource(f.source); err != nil {
+		return usagef("--source", "%v", err)
+	}
+	return checkPushURL(e.getenv("PUSHGATEWAY_URL"))
+}
+
+// prepareSender reads the sender (--sender or SCAN_SENDER) and what it
+// needs: the outbox directory, or an endpoint the pass may reach.
+func (p *preparedPass) prepareSender(e *env, fs *flag.FlagSet, f *runFlags) error {
+	p.redirect = flagOrEnv(fs, "redirect-to", f.redirect, e, "SCAN_REDIRECT_TO")
+	p.senderName = flagOrEnv(fs, "sender", f.sender, e, "SCAN_SENDER")
+	p.outboxDir = e.getenv("SCAN_OUTBOX_DIR")
+	if p.outboxDir == "" {
+		p.outboxDir = "./outbox"
+	}
+	p.production = e.getenv("SCAN_ENVIRONMENT") == "production"
+	switch p.senderName {
+	case "outbox":
+		return nil
+	case "smtp":
+		var err error
+		p.smtpURL, err = p.endpoint(e, "SMTP_URL", "smtp://[user:pass@]host:port or smtps://...", "smtp", "smtps")
+		return err
+	case "http":
+		var err error
+		p.httpURL, err = p.endpoint(e, "SCAN_HTTP_URL", "the endpoint that receives one JSON POST per notice", "http", "https")
+		return err
+	case "ses":
+		return p.prepareSES(e)
+	default:
+		return usagef(fieldOf(fs, "sender", "SCAN_SENDER"), "%q is not one of outbox, smtp, http, ses", p.senderName)
+	}
+}
+
+// endpoint reads the URL of the sender's endpoint from variable: required
+// (what says what it takes), with one of schemes and a host, and one the
+// pass may reach (checkRemote).
+func (p *preparedPass) endpoint(e *env, variable, what string, schemes ...string) (string, error) {
+	raw := e.getenv(variable)
+	if raw == "" {
+		return "", usagef(variable, "required with --sender %s: %s", p.senderName, what)
+	}
+	u, _ := url.Parse(raw)
+	if u == nil || !slices.Contains(schemes, u.Scheme) {
+		return "", usagef(variable, "scheme must be %s:// or %s://", schemes[0], schemes[1])
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return "", usagef(variable, "needs a host, e.g. smtp://user:pass@mail.example.com:587")
+	}
+	return raw, p.checkRemote(variable, u)
+}
+
+// checkRemote refuses an endpoint a pass must not reach: a host other
+// than loopback outside production without a redirect (staging), and,
+// as SMTP requires STARTTLS off loopback, plain http:// off loopback:
+// addresses, messages and any password in the URL never cross the
+// network in the clear.
+func (p *preparedPass) checkRemote(field string, u *url.URL) error {
+	host := u.Hostname()
+	if !send.IsLoopback(host) && !p.production && p.redirect == "" {
+		return usagef(field, "refusing to deliver to %s outside production: set SCAN_ENVIRONMENT=production, or SCAN_REDIRECT_TO=address for staging", host)
+	}
+	if u.Scheme == "http" && !send.IsLoopback(host) {
+		return usagef(field, "plain http:// to %s would send recipients and credentials in the clear: use https://", host)
+	}
+	return nil
 }
 
 // newRenderer builds the message renderer from the policy: one place, so
@@ -339,9 +332,10 @@ func newRenderer(pol *policy.Policy) (*send.Renderer, error) {
 // prepareSES resolves the AWS configuration through the SDK's standard
 // chain (environment, shared config files, IRSA web identity, instance
 // role) and checks what can be checked before a pass: a region, and an
-// endpoint that may be reached. AWS_REGION and the endpoint variables are
-// read through e so that they are checked like every other variable.
-func (p *preparedPass) prepareSES(e *env, production bool) error {
+// endpoint that may be reached (checkRemote, as for SMTP and HTTP).
+// AWS_REGION and the endpoint variables are read through e so that they
+// are checked like every other variable.
+func (p *preparedPass) prepareSES(e *env) error {
 	var opts []func(*config.LoadOptions) error
 	if r := e.getenv("AWS_REGION"); r != "" {
 		opts = append(opts, config.WithRegion(r))
@@ -355,14 +349,11 @@ func (p *preparedPass) prepareSES(e *env, production bool) error {
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" {
 			return usagef(field, "%q is not an http(s) URL", endpoint)
 		}
-		if !send.IsLoopback(u.Hostname()) && !production && p.redirect == "" {
-			return usagef(field, "refusing to deliver to %s outside production: set SCAN_ENVIRONMENT=production, or SCAN_REDIRECT_TO=address for staging", u.Hostname())
-		}
-		if u.Scheme == "http" && !send.IsLoopback(u.Hostname()) {
-			return usagef(field, "plain http:// to %s would send recipients and credentials in the clear: use https://", u.Hostname())
+		if err := p.checkRemote(field, u); err != nil {
+			return err
 		}
 		opts = append(opts, config.WithBaseEndpoint(endpoint))
-	} else if !production && p.redirect == "" {
+	} else if !p.production && p.redirect == "" {
 		return usagef("SCAN_SENDER", "refusing to deliver through Amazon SES outside production: set SCAN_ENVIRONMENT=production, or SCAN_REDIRECT_TO=address for staging")
 	}
 	cfg, err := config.LoadDefaultConfig(context.Background(), opts...)
@@ -392,7 +383,7 @@ func (p *preparedPass) newSender() (send.Sender, error) {
 	}
 }
 
-func cmdKey(e *env, args []string) error {
+func cmdKey(_ context.Context, e *env, args []string) error {
 	fs := newFlags(e, "key", "--subscription ID --period-start YYYY-MM-DD --kind KIND [--revision N]")
 	sub := fs.String("subscription", "", "subscription id")
 	period := fs.String("period-start", "", "billing period start, YYYY-MM-DD")

@@ -32,7 +32,6 @@ func cmdLookup(ctx context.Context, e *env, args []string) error {
 	if len(pos) != 1 {
 		return usagef("SUBSCRIPTION_ID", "exactly one subscription id is required")
 	}
-	registerSecrets(e)
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err

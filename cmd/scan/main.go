@@ -1,5 +1,6 @@
 // Command scan sends subscription-renewal notices exactly when policy
-// allows and never twice. See README.md and the operator contract.
+// allows and never twice. README.md is its operator contract: commands,
+// configuration, summary line and exit codes.
 package main
 
 import (

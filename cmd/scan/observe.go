@@ -57,9 +57,9 @@ func newObserver(e *env, ps *preparedPass, runID string, log zerolog.Logger) *ob
 	slices.Sort(domains)
 	return &observer{
 		log:     log.With().Str("run_id", runID).Logger(),
-		m:       metrics.New(metrics.Config{Shard: ps.shard, Shards: ps.shards, Domains: domains}),
+		m:       metrics.New(metrics.Config{Results: scan.ResultNames(), Shard: ps.shard, Shards: ps.shards, Domains: domains}),
 		pushURL: e.getenv("PUSHGATEWAY_URL"),
-		clock:   time.Now,
+		clock:   e.clockNow,
 	}
 }
 
@@ -128,13 +128,8 @@ func (o *observer) finish(ctx context.Context, sum scan.Summary, err error) {
 	if o.prog != nil {
 		o.prog.stop(completed)
 	}
-	c := metrics.Counts{
-		Eligible: sum.Eligible, Invalid: sum.Invalid, Minted: sum.Minted, Retried: sum.Retried,
-		Suppressed: sum.Suppressed, Sent: sum.Sent, Retry: sum.Retry, Failed: sum.Failed,
-		Ambiguous: sum.Ambiguous, Missed: sum.Missed, Deferred: sum.Deferred, Quarantine: sum.Quarantine,
-		Backlog: sum.DeferredByDomain, KeyMismatch: sum.KeyMismatch,
-		DeferredQuietHours: sum.DeferredQuietHours, Fallback: sum.Fallback,
-	}
+	c := metrics.Counts{Notices: sum.Counts(), Backlog: sum.DeferredByDomain,
+		Quarantine: sum.Quarantine, KeyMismatch: sum.KeyMismatch}
 	if sum.QuarantineSince != nil {
 		c.QuarantineOldest = *sum.QuarantineSince
 	}

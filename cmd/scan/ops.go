@@ -18,7 +18,6 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/metrics"
 	"scan/internal/notice"
-	"scan/internal/policy"
 	"scan/internal/reconcile"
 )
 
@@ -68,10 +67,8 @@ func cmdQuarantine(ctx context.Context, e *env, args []string) error {
 	older := fs.Duration("older-than", 15*time.Minute, "only claims older than this")
 	limit := fs.Int("limit", 500, "at most this many rows (a cut list says so, with the total, on stderr)")
 	asJSON := fs.Bool("json", false, "JSON lines even on a terminal")
-	if pos, err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, ""); err != nil {
 		return err
-	} else if len(pos) > 0 {
-		return usagef("arguments", "quarantine takes no arguments")
 	}
 	if *older < 0 {
 		return usagef("--older-than", "must not be negative")
@@ -79,13 +76,12 @@ func cmdQuarantine(ctx context.Context, e *env, args []string) error {
 	if *limit < 1 || *limit > 1_000_000 {
 		return usagef("--limit", "must be between 1 and 1000000")
 	}
-	registerSecrets(e)
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	before := time.Now().Add(-*older)
+	before := e.clockNow().Add(-*older)
 	// One row more than the limit tells whether the list is cut; only then
 	// is the whole counted.
 	rows, err := ledger.Quarantine(ctx, db, before, *limit+1)
@@ -156,11 +152,10 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 	if who == "" {
 		return usagef("--by", "required when $USER is not set")
 	}
-	d, err := ledger.NewDecision(ruling, pos[0], who, *reason, time.Now().UTC())
+	d, err := ledger.NewDecision(ruling, pos[0], who, *reason, e.clockNow().UTC())
 	if err != nil {
 		return err
 	}
-	registerSecrets(e)
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
@@ -198,10 +193,8 @@ func cmdReconcile(ctx context.Context, e *env, args []string) error {
 	events := fs.String("events", "", "provider events (see --format); - for stdin")
 	format := fs.String("format", "jsonl", "jsonl (message_id, event per line), or the payloads ses, sendgrid, mailgun or postmark post")
 	by := fs.String("by", "reconcile", "recorded as the author of each change")
-	if pos, err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "; use --events FILE"); err != nil {
 		return err
-	} else if len(pos) > 0 {
-		return usagef("arguments", "reconcile takes no arguments; use --events FILE")
 	}
 	if *events == "" {
 		return usagef("--events", "required: a file of events, or - for stdin")
@@ -221,14 +214,13 @@ func cmdReconcile(ctx context.Context, e *env, args []string) error {
 		defer f.Close()
 		in = f
 	}
-	registerSecrets(e)
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	out := json.NewEncoder(e.stdout)
-	res, err := reconcile.Apply(ctx, db, in, reconcile.Options{Format: *format, By: *by, Now: time.Now},
+	res, err := reconcile.Apply(ctx, db, in, reconcile.Options{Format: *format, By: *by, Now: e.clockNow},
 		func(c ledger.Change) error { return out.Encode(c) })
 	if err != nil {
 		return err
@@ -283,10 +275,8 @@ func pushReconcile(ctx context.Context, e *env, format string, res reconcile.Res
 func cmdBackfill(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "backfill", "--from FILE.csv")
 	from := fs.String("from", "", "CSV: subscription_id,period_start,kind,revision,sent_at")
-	if pos, err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "; use --from FILE.csv"); err != nil {
 		return err
-	} else if len(pos) > 0 {
-		return usagef("arguments", "backfill takes no arguments; use --from FILE.csv")
 	}
 	if *from == "" {
 		return usagef("--from", "required: a CSV file (subscription_id,period_start,kind,revision,sent_at)")
@@ -295,7 +285,7 @@ func cmdBackfill(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	pol, err := policy.Load(e.getenv("SCAN_CONFIG"))
+	pol, err := loadPolicy(e, fs, "")
 	if err != nil {
 		return err
 	}
@@ -313,13 +303,12 @@ func cmdBackfill(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	bs := backfill.Notices(recs, k, pol.MessageIDDomain)
-	registerSecrets(e)
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	n, err := backfill.Import(ctx, db, "backfill-"+newRunID(time.Now()), bs)
+	n, err := backfill.Import(ctx, db, "backfill-"+newRunID(e.clockNow()), bs)
 	if err != nil {
 		return err
 	}

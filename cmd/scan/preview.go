@@ -55,23 +55,16 @@ func cmdPreview(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&f.jurisdiction, "jurisdiction", "", "jurisdiction of the sample notices (its window)")
 	fs.StringVar(&f.out, "out", "", "directory the sample notices are written to (<kind>.<locale>[.<J>].eml, .txt, .html)")
 	fs.StringVar(&f.now, "now", "", "render at this RFC3339 instant instead of the clock")
-	pos, err := parse(fs, args)
+	if err := parseNoArgs(fs, args, ""); err != nil {
+		return err
+	}
+	pol, err := loadPolicy(e, fs, f.config)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usagef("arguments", "preview takes no arguments, got %q", pos[0])
-	}
-	registerSecrets(e)
-	pol, err := policy.Load(flagOrEnv(fs, "config", f.config, e, "SCAN_CONFIG"))
+	now, err := e.now(f.now)
 	if err != nil {
 		return err
-	}
-	now := time.Now().UTC()
-	if f.now != "" {
-		if now, err = time.Parse(time.RFC3339, f.now); err != nil {
-			return usagef("--now", "%q is not an RFC3339 instant (e.g. 2026-11-30T02:00:00Z)", f.now)
-		}
 	}
 	for _, k := range f.kinds {
 		if _, ok := pol.Kind(k); !ok {
@@ -115,11 +108,7 @@ func previewSubscription(ctx context.Context, e *env, pol *policy.Policy, render
 	if _, err := scan.QuoteSource(f.source); err != nil {
 		return usagef("--source", "%v", err)
 	}
-	log, err := newLogger(e)
-	if err != nil {
-		return err
-	}
-	db, err := openDB(ctx, e)
+	log, db, err := connect(ctx, e)
 	if err != nil {
 		return err
 	}

@@ -7,9 +7,10 @@ import (
 )
 
 // startCPUProfile writes a CPU profile of the command to the file named by
-// SCAN_CPUPROFILE, for benchmarks (docs/BENCHMARKS.md); it is not part of
-// the operator contract. The returned stop flushes and closes the profile;
-// it does nothing when the variable is unset.
+// SCAN_CPUPROFILE, for benchmarks (docs/BENCHMARKS.md); it is not among
+// the settings the README's Configuration table promises operators. The
+// returned stop flushes and closes the profile; it does nothing when the
+// variable is unset.
 func startCPUProfile(e *env) (stop func(), err error) {
 	path := e.getenv("SCAN_CPUPROFILE")
 	if path == "" {

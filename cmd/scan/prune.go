@@ -22,17 +22,13 @@ func cmdPrune(ctx context.Context, e *env, args []string) error {
 	config := fs.String("config", "", "policy file (env SCAN_CONFIG); built-in defaults when empty")
 	lockTimeout := fs.Duration("lock-timeout", 5*time.Second, "the longest a pass's statements may wait behind prune's lock; prune gives up (exit 1) when it cannot get it in time")
 	nowFlag := fs.String("now", "", "take this RFC3339 instant as now (staging data)")
-	pos, err := parse(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args, ""); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usagef("arguments", "prune takes no arguments, got %q", pos[0])
 	}
 	if *lockTimeout <= 0 {
 		return usagef("--lock-timeout", "must be positive")
 	}
-	pol, err := policy.Load(flagOrEnv(fs, "config", *config, e, "SCAN_CONFIG"))
+	pol, err := loadPolicy(e, fs, *config)
 	if err != nil {
 		return err
 	}
@@ -50,14 +46,11 @@ func cmdPrune(ctx context.Context, e *env, args []string) error {
 		return usagef(field, "%s is shorter than the longest notice window's lead (%s) plus a safety margin of %s: periods that young may still be claimed, and a pass would send their notices again; use at least %s",
 			policy.FormatDuration(horizon), policy.FormatDuration(pol.LongestLead()), policy.FormatDuration(policy.PruneMargin), policy.FormatDuration(min))
 	}
-	now := time.Now().UTC()
-	if *nowFlag != "" {
-		if now, err = time.Parse(time.RFC3339, *nowFlag); err != nil {
-			return usagef("--now", "%q is not an RFC3339 instant", *nowFlag)
-		}
+	now, err := e.now(*nowFlag)
+	if err != nil {
+		return err
 	}
 	before := now.Add(-horizon)
-	registerSecrets(e)
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err

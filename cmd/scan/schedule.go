@@ -27,17 +27,10 @@ func cmdSchedule(ctx context.Context, e *env, args []string) error {
 	f.register(fs, false)
 	f.maxMint = -1
 	expr := fs.String("cron", "", "cron expression (default: the policy's schedule); CRON_TZ=Zone prefix allowed")
-	if pos, err := parse(fs, args); err != nil {
-		return err
-	} else if len(pos) > 0 {
-		return usagef("arguments", "schedule takes no arguments")
-	}
-	registerSecrets(e)
-	log, err := newLogger(e)
-	if err != nil {
+	if err := parseNoArgs(fs, args, ""); err != nil {
 		return err
 	}
-	ps, err := preparePass(e, fs, &f, log)
+	ps, err := preparePass(e, fs, &f)
 	if err != nil {
 		return err
 	}
@@ -55,14 +48,16 @@ func cmdSchedule(ctx context.Context, e *env, args []string) error {
 	}
 	defer db.Close()
 	enc := json.NewEncoder(e.stdout)
+	log := ps.log
 	loop, err := schedule.New(schedule.Config{
 		Schedule: sched,
 		Spec:     *expr,
 		Lock:     schedule.NewAdvisoryLock(db, log),
 		Log:      log,
+		Clock:    e.clock,
 		RunPass: func(ctx context.Context, now time.Time) error {
 			var sum scan.Summary
-			sc, obs, closeSender, err := ps.newPass(ctx, e, db, &f, now, log)
+			sc, obs, closeSender, err := ps.newPass(ctx, e, db, &f, now)
 			if err == nil {
 				sum, err = obs.run(ctx, e, sc)
 				closeSender()

@@ -12,8 +12,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"scan/internal/metrics/metricstest"
 )
 
@@ -228,7 +226,7 @@ func TestStagingRemoteCheck(t *testing.T) {
 			if _, err := parse(fs, nil); err != nil {
 				t.Fatal(err)
 			}
-			_, err := preparePass(e, fs, &rf, zerolog.Nop())
+			_, err := preparePass(e, fs, &rf)
 			if tc.ok && err != nil {
 				t.Errorf("refused: %v", err)
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"runtime/debug"
 	"strings"
@@ -69,12 +70,10 @@ func buildOf(ver, rev, at string, bi *debug.BuildInfo) build {
 	return b
 }
 
-func cmdVersion(e *env, args []string) error {
+func cmdVersion(_ context.Context, e *env, args []string) error {
 	fs := newFlags(e, "version", "")
-	if pos, err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, ""); err != nil {
 		return err
-	} else if len(pos) > 0 {
-		return usagef("arguments", "version takes no arguments")
 	}
 	_, err := fmt.Fprintln(e.stdout, thisBuild())
 	return err

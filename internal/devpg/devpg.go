@@ -178,14 +178,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	return s, err
 }
 
+// start is Start's steps: the binaries, the directory, initdb, then the
+// postmaster, ready.
 func start(ctx context.Context, cfg Config) (_ *Server, err error) {
-	binDir := cfg.BinDir
-	if binDir == "" {
-		if binDir, err = FindBinDir(); err != nil {
-			return nil, err
-		}
-	} else if !hasServerBinaries(binDir) {
-		return nil, fmt.Errorf("%s: %w", binDir, ErrNotFound)
+	binDir, err := resolveBinDir(cfg.BinDir)
+	if err != nil {
+		return nil, err
 	}
 	timeout := cfg.StartTimeout
 	if timeout <= 0 {
@@ -198,28 +196,63 @@ func start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	base := baseDir(cfg.BaseDir, cred != nil)
-	removeAbandoned(base)
-
-	dir, err := os.MkdirTemp(base, "devpg-")
+	dir, err := makeDir(cfg.BaseDir, cred)
 	if err != nil {
-		return nil, fmt.Errorf("create directory: %w", err)
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
 			_ = os.RemoveAll(dir)
 		}
 	}()
+	dataDir := filepath.Join(dir, "data")
+	if err := initDB(ctx, binDir, dir, dataDir, cred); err != nil {
+		return nil, err
+	}
+	if err := appendConf(filepath.Join(dataDir, "postgresql.conf"), dir, cfg.Durable); err != nil {
+		return nil, err
+	}
+	return launch(ctx, binDir, dir, dataDir, cred)
+}
+
+// resolveBinDir returns configured when it holds the server binaries, or
+// FindBinDir's when configured is empty.
+func resolveBinDir(configured string) (string, error) {
+	if configured == "" {
+		return FindBinDir()
+	}
+	if !hasServerBinaries(configured) {
+		return "", fmt.Errorf("%s: %w", configured, ErrNotFound)
+	}
+	return configured, nil
+}
+
+// makeDir creates the server's private directory under the base directory
+// (after removing abandoned ones there), records its owner and, when the
+// server runs as another user, gives it to that user.
+func makeDir(configuredBase string, cred *syscall.Credential) (string, error) {
+	base := baseDir(configuredBase, cred != nil)
+	removeAbandoned(base)
+	dir, err := os.MkdirTemp(base, "devpg-")
+	if err != nil {
+		return "", fmt.Errorf("create directory: %w", err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-		return nil, fmt.Errorf("write owner file: %w", err)
+		_ = os.RemoveAll(dir)
+		return "", fmt.Errorf("write owner file: %w", err)
 	}
 	if cred != nil {
 		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			return nil, fmt.Errorf("chown %s to the server user: %w", dir, err)
+			_ = os.RemoveAll(dir)
+			return "", fmt.Errorf("chown %s to the server user: %w", dir, err)
 		}
 	}
+	return dir, nil
+}
 
-	dataDir := filepath.Join(dir, "data")
+// initDB runs initdb into dataDir: trust authentication for Superuser,
+// UTF8, the C locale.
+func initDB(ctx context.Context, binDir, dir, dataDir string, cred *syscall.Credential) error {
 	initdb := exec.CommandContext(ctx, filepath.Join(binDir, "initdb"),
 		"--pgdata", dataDir, "--username", Superuser, "--auth", "trust",
 		"--encoding", "UTF8", "--locale", "C", "--no-sync", "--no-instructions")
@@ -227,13 +260,14 @@ func start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	initdb.Env = serverEnv()
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if out, err := initdb.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("initdb: %w\n%s", err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("initdb: %w\n%s", err, strings.TrimSpace(string(out)))
 	}
+	return nil
+}
 
-	if err := appendConf(filepath.Join(dataDir, "postgresql.conf"), dir, cfg.Durable); err != nil {
-		return nil, err
-	}
-
+// launch starts the postmaster on dataDir, logging to dir/postgres.log,
+// and waits until it accepts connections.
+func launch(ctx context.Context, binDir, dir, dataDir string, cred *syscall.Credential) (*Server, error) {
 	logPath := filepath.Join(dir, "postgres.log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

@@ -41,22 +41,13 @@ const Job = "scan"
 // policy does not name in rate.domains: the label's values stay bounded.
 const OtherDomain = "other"
 
-// Results are the values of the result label of scan_pass_notices, in the
-// order of the pass's summary.
-var Results = []string{"eligible", "invalid", "minted", "retried", "suppressed", "sent", "retry", "failed", "ambiguous", "missed", "deferred", "deferred_quiet_hours", "fallback"}
-
 // Counts are a pass's tallies, as its summary reports them.
 type Counts struct {
-	Eligible, Invalid, Minted, Retried, Suppressed int
-	Sent, Retry, Failed, Ambiguous, Missed         int
-	// Deferred: due notices left to the next pass (its time budget
-	// ended); Backlog splits them by recipient domain.
-	Deferred int
-	Backlog  map[string]int
-	// DeferredQuietHours: the part of Deferred the recipients' quiet
-	// hours held. Fallback: notices claimed with the default locale or
-	// time zone in place of the row's malformed or unknown one.
-	DeferredQuietHours, Fallback int
+	// Notices are the per-notice tallies by result (the values of
+	// Config.Results); a result it lacks is pushed as 0.
+	Notices map[string]int
+	// Backlog splits the deferred notices by recipient domain.
+	Backlog map[string]int
 	// Quarantine is the number of claims with no recorded outcome, from
 	// this pass and earlier ones; QuarantineOldest the oldest claim's
 	// time, zero when there is none.
@@ -67,17 +58,12 @@ type Counts struct {
 	KeyMismatch bool
 }
 
-func (c Counts) byResult() map[string]int {
-	return map[string]int{
-		"eligible": c.Eligible, "invalid": c.Invalid, "minted": c.Minted, "retried": c.Retried,
-		"suppressed": c.Suppressed, "sent": c.Sent, "retry": c.Retry, "failed": c.Failed,
-		"ambiguous": c.Ambiguous, "missed": c.Missed, "deferred": c.Deferred,
-		"deferred_quiet_hours": c.DeferredQuietHours, "fallback": c.Fallback,
-	}
-}
-
 // Config configures a Pass.
 type Config struct {
+	// Results are the values of the result label of scan_pass_notices, in
+	// the order of the pass's summary (scan.ResultNames): each is pushed,
+	// zeros included, and its help text lists them.
+	Results []string
 	// Shard and Shards name the pass's shard; Shards defaults to 1. The
 	// push is grouped by job and shard ("0" for an unsharded pass).
 	Shard, Shards int
@@ -121,7 +107,7 @@ func New(cfg Config) *Pass {
 	}
 	p.notices = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "scan_pass_notices",
-		Help: "Notices of the last pass by result, as in its JSON summary (eligible, invalid, minted, retried, suppressed, sent, retry, failed, ambiguous, missed).",
+		Help: "Notices of the last pass by result, as in its JSON summary (" + strings.Join(cfg.Results, ", ") + ").",
 	}, []string{"result"})
 	p.quar = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "scan_quarantine_claims",
@@ -172,7 +158,7 @@ func New(cfg Config) *Pass {
 	})
 	p.shards.Set(float64(cfg.Shards))
 	p.reg.MustRegister(p.notices, p.quar, p.quarOld, p.latency, p.toSend, p.waited, p.backlog, p.duration, p.success, p.lastOK, p.shards, p.keyMis)
-	for _, r := range Results {
+	for _, r := range cfg.Results {
 		p.notices.WithLabelValues(r)
 	}
 	for d := range p.domains {
@@ -209,8 +195,8 @@ func (p *Pass) ObserveOutcome(state, domain string, claimToCommit, claimToSend, 
 // Finish sets the pass's totals, its duration and, when completed, the
 // last success time (at end).
 func (p *Pass) Finish(c Counts, duration time.Duration, completed bool, end time.Time) {
-	for r, n := range c.byResult() {
-		p.notices.WithLabelValues(r).Set(float64(n))
+	for _, r := range p.cfg.Results {
+		p.notices.WithLabelValues(r).Set(float64(c.Notices[r]))
 	}
 	backlog := map[string]int{}
 	for d, n := range c.Backlog {

@@ -11,16 +11,20 @@ import (
 	"scan/internal/metrics/metricstest"
 )
 
+// results stand for the pass's (scan.Results) in these tests.
+var results = []string{"eligible", "invalid", "minted", "retried", "suppressed", "sent", "retry", "failed", "ambiguous", "missed", "deferred", "deferred_quiet_hours", "fallback"}
+
 func TestPushCompletedPass(t *testing.T) {
 	t.Parallel()
 	gw := metricstest.New(t)
-	p := metrics.New(metrics.Config{Shard: 2, Shards: 4, Domains: []string{"gmail.com"}})
+	p := metrics.New(metrics.Config{Results: results, Shard: 2, Shards: 4, Domains: []string{"gmail.com"}})
 	p.ObserveOutcome("sent", "GMail.com", 1500*time.Millisecond, 300*time.Millisecond, 200*time.Millisecond)
 	p.ObserveOutcome("sent", "example.org", 2*time.Second, time.Second, time.Second)
 	p.ObserveOutcome("claimed", "yahoo.com", 30*time.Second, -1, 0)
 	oldest := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
 	end := time.Date(2026, 11, 30, 2, 5, 0, 0, time.UTC)
-	p.Finish(metrics.Counts{Eligible: 13, Invalid: 1, Minted: 3, Suppressed: 7, Sent: 2, Ambiguous: 1, Missed: 4, Deferred: 3,
+	notices := map[string]int{"eligible": 13, "invalid": 1, "minted": 3, "suppressed": 7, "sent": 2, "ambiguous": 1, "missed": 4, "deferred": 3, "fallback": 2}
+	p.Finish(metrics.Counts{Notices: notices,
 		Backlog: map[string]int{"gmail.com": 1, "example.org": 1, "yahoo.com": 1}, Quarantine: 5, QuarantineOldest: oldest, KeyMismatch: true},
 		90*time.Second, true, end)
 	if err := p.Push(context.Background(), gw.URL, true); err != nil {
@@ -34,7 +38,8 @@ func TestPushCompletedPass(t *testing.T) {
 	if g == nil {
 		t.Fatalf("no group job=scan,shard=2; pushes: %+v", pushes[0].Grouping)
 	}
-	for result, want := range map[string]float64{"eligible": 13, "invalid": 1, "minted": 3, "retried": 0, "suppressed": 7, "sent": 2, "retry": 0, "failed": 0, "ambiguous": 1, "missed": 4, "deferred": 3} {
+	for _, result := range results {
+		want := float64(notices[result]) // zero when the pass counted none
 		if v, ok := metricstest.Value(g["scan_pass_notices"], map[string]string{"result": result}); !ok || v != want {
 			t.Errorf("scan_pass_notices{result=%q} = %v (present %v), want %v", result, v, ok, want)
 		}
@@ -88,14 +93,14 @@ func TestPushCompletedPass(t *testing.T) {
 func TestPushAbortedPassKeepsLastSuccess(t *testing.T) {
 	t.Parallel()
 	gw := metricstest.New(t)
-	ok := metrics.New(metrics.Config{})
+	ok := metrics.New(metrics.Config{Results: results})
 	first := time.Date(2026, 11, 29, 2, 1, 0, 0, time.UTC)
-	ok.Finish(metrics.Counts{Sent: 3}, time.Minute, true, first)
+	ok.Finish(metrics.Counts{Notices: map[string]int{"sent": 3}}, time.Minute, true, first)
 	if err := ok.Push(context.Background(), gw.URL, true); err != nil {
 		t.Fatal(err)
 	}
-	bad := metrics.New(metrics.Config{})
-	bad.Finish(metrics.Counts{Sent: 1, Ambiguous: 2}, time.Second, false, first.Add(24*time.Hour))
+	bad := metrics.New(metrics.Config{Results: results})
+	bad.Finish(metrics.Counts{Notices: map[string]int{"sent": 1, "ambiguous": 2}}, time.Second, false, first.Add(24*time.Hour))
 	if err := bad.Push(context.Background(), gw.URL, false); err != nil {
 		t.Fatal(err)
 	}
@@ -182,4 +187,26 @@ func TestPushReconcile(t *testing.T) {
 	if err := metrics.PushReconcile(context.Background(), "ftp://x", nil, "ses", nil); err == nil {
 		t.Error("a non-http URL was accepted")
 	}
+}
+
+// The help text of scan_pass_notices names every result it is pushed with.
+func TestPassNoticesHelpListsEveryResult(t *testing.T) {
+	t.Parallel()
+	mfs, err := metrics.New(metrics.Config{Results: results}).Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "scan_pass_notices" {
+			continue
+		}
+		if want := "(" + strings.Join(results, ", ") + ")"; !strings.Contains(mf.GetHelp(), want) {
+			t.Fatalf("help %q does not list %s", mf.GetHelp(), want)
+		}
+		if len(mf.GetMetric()) != len(results) {
+			t.Fatalf("%d series, want one per result (%d)", len(mf.GetMetric()), len(results))
+		}
+		return
+	}
+	t.Fatal("no scan_pass_notices")
 }

@@ -40,7 +40,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if err := p.Validate(); err != nil {
+		if err := p.Validate(time.Now()); err != nil {
 			t.Fatalf("a parsed policy does not validate again: %v", err)
 		}
 		if len(p.Notices) == 0 {
@@ -49,13 +49,17 @@ func FuzzParse(f *testing.F) {
 		if _, err := policy.ParseSchedule(p.Schedule); err != nil {
 			t.Fatalf("schedule %q: %v", p.Schedule, err)
 		}
+		gap, err := policy.MaxGap(p.Schedule, time.Now())
+		if err != nil {
+			t.Fatalf("schedule %q: %v", p.Schedule, err)
+		}
 		check := func(where string, k policy.Kind, j string, w policy.Window) {
 			open, closeAt := time.Duration(w.OpenBefore), time.Duration(w.CloseBefore)
 			if closeAt < 0 || open <= closeAt {
 				t.Fatalf("%s: window [%v, %v] is empty or negative", where, closeAt, open)
 			}
-			if open-closeAt < p.MaxScheduleGap {
-				t.Fatalf("%s: window %v narrower than the schedule's gap %v", where, open-closeAt, p.MaxScheduleGap)
+			if open-closeAt < gap {
+				t.Fatalf("%s: window %v narrower than the schedule's gap %v", where, open-closeAt, gap)
 			}
 			if l, ok := p.LegalFor(k, j); ok {
 				if closeAt < time.Duration(l.MinLead) || open > time.Duration(l.MaxLead) {

@@ -26,6 +26,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"scan/internal/address"
+	"scan/internal/clock"
 	"scan/internal/notice"
 )
 
@@ -218,10 +219,6 @@ type Policy struct {
 	// QuietHours, optional, defers a notice due inside them in the
 	// recipient's time zone, unless its window closes first (issue 21).
 	QuietHours *QuietHours `yaml:"quiet_hours"`
-
-	// MaxScheduleGap is the longest gap between two firings of Schedule over
-	// a year, computed by Validate.
-	MaxScheduleGap time.Duration `yaml:"-"`
 }
 
 // Provider names.
@@ -279,35 +276,44 @@ retention: 400d
 `
 
 // Default returns the built-in policy (used when no file is given).
-func Default() *Policy {
-	p, err := Parse(strings.NewReader(defaultYAML))
+func Default() *Policy { return defaultAt(clock.System{}.Now()) }
+
+func defaultAt(now time.Time) *Policy {
+	p, err := ParseAt(strings.NewReader(defaultYAML), now)
 	if err != nil {
 		panic("built-in policy is invalid: " + err.Error())
 	}
 	return p
 }
 
-// Load reads and validates the policy file at path; "" means Default.
-func Load(path string) (*Policy, error) {
+// Load is LoadAt at the system clock's now.
+func Load(path string) (*Policy, error) { return LoadAt(path, clock.System{}.Now()) }
+
+// LoadAt reads and validates the policy file at path at the instant now
+// (see Validate); "" means the built-in policy (Default).
+func LoadAt(path string, now time.Time) (*Policy, error) {
 	if path == "" {
-		return Default(), nil
+		return defaultAt(now), nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, &Error{Field: "config", Msg: err.Error()}
 	}
 	defer f.Close()
-	return Parse(f)
+	return ParseAt(f, now)
 }
 
 // MaxSize is the largest policy file Parse reads.
 const MaxSize = 1 << 20
 
-// Parse decodes a policy strictly (unknown keys are errors), fills the
-// built-in defaults for missing settings and validates it. A setting given
-// explicitly is kept as written: "per_second: 0" is refused, not replaced
-// by the default.
-func Parse(r io.Reader) (*Policy, error) {
+// Parse is ParseAt at the system clock's now.
+func Parse(r io.Reader) (*Policy, error) { return ParseAt(r, clock.System{}.Now()) }
+
+// ParseAt decodes a policy strictly (unknown keys are errors), fills the
+// built-in defaults for missing settings and validates it at the instant
+// now (see Validate). A setting given explicitly is kept as written:
+// "per_second: 0" is refused, not replaced by the default.
+func ParseAt(r io.Reader, now time.Time) (*Policy, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxSize+1))
 	if err != nil {
 		return nil, &Error{Field: "config", Msg: err.Error()}
@@ -342,7 +348,7 @@ func Parse(r io.Reader) (*Policy, error) {
 		}
 	}
 	p.fillDefaults()
-	if err := p.Validate(); err != nil {
+	if err := p.Validate(now); err != nil {
 		return nil, err
 	}
 	return &p, nil
@@ -447,12 +453,14 @@ func isExampleDomain(d string) bool {
 // close, inside every jurisdiction's legal lead, and at least as wide as the
 // longest gap between two firings of the schedule (else a subscription
 // could fall between two passes and never be scanned inside its window).
-func (p *Policy) Validate() error {
-	gap, err := MaxGap(p.Schedule, time.Now().UTC())
+// The gaps are those of the year that starts at now (MaxGap): a year, so
+// that both DST changes of the schedule's zone show. Validate changes
+// nothing in p.
+func (p *Policy) Validate(now time.Time) error {
+	gap, err := MaxGap(p.Schedule, now.UTC())
 	if err != nil {
 		return &Error{Field: "schedule", Msg: err.Error()}
 	}
-	p.MaxScheduleGap = gap
 	if strings.ContainsAny(p.MessageIDDomain, "<>@ \r\n\t") {
 		return &Error{Field: "message_id_domain", Msg: "must be a bare domain such as notices.example.com"}
 	}
@@ -487,7 +495,7 @@ func (p *Policy) Validate() error {
 			return err
 		}
 	}
-	if err := p.validateKinds(); err != nil {
+	if err := p.validateKinds(gap); err != nil {
 		return err
 	}
 	if err := checkBucket("rate.default", p.Rate.Default); err != nil {
@@ -521,8 +529,9 @@ func (p *Policy) Validate() error {
 }
 
 // validateKinds checks every kind: its name, anchor and own legal rules,
-// and each of its windows against the legal rule that applies to it.
-func (p *Policy) validateKinds() error {
+// and each of its windows against the legal rule that applies to it and
+// the schedule's longest gap.
+func (p *Policy) validateKinds(gap time.Duration) error {
 	seen := map[string]bool{}
 	for i, k := range p.Notices {
 		f := fmt.Sprintf("notices[%d]", i)
@@ -537,14 +546,14 @@ func (p *Policy) validateKinds() error {
 		if err := validateKindContent(f, k); err != nil {
 			return err
 		}
-		if err := p.checkWindow(f, k, "", k.Default()); err != nil {
+		if err := p.checkWindow(f, k, "", k.Default(), gap); err != nil {
 			return err
 		}
 		for _, j := range k.Overrides() {
 			if j == "" {
 				return &Error{Field: f + ".by_jurisdiction", Msg: "empty jurisdiction name"}
 			}
-			if err := p.checkWindow(f+".by_jurisdiction["+j+"]", k, j, k.ByJurisdiction[j]); err != nil {
+			if err := p.checkWindow(f+".by_jurisdiction["+j+"]", k, j, k.ByJurisdiction[j], gap); err != nil {
 				return err
 			}
 		}
@@ -553,7 +562,7 @@ func (p *Policy) validateKinds() error {
 		// their rule too.
 		for _, j := range p.legalJurisdictions(k) {
 			if _, ok := k.ByJurisdiction[j]; !ok {
-				if err := p.checkWindow(f+" (default window used in "+j+")", k, j, k.Default()); err != nil {
+				if err := p.checkWindow(f+" (default window used in "+j+")", k, j, k.Default(), gap); err != nil {
 					return err
 				}
 			}
@@ -562,7 +571,9 @@ func (p *Policy) validateKinds() error {
 	return nil
 }
 
-func (p *Policy) checkWindow(field string, k Kind, j string, w Window) error {
+// checkWindow checks one window of k in jurisdiction j ("" for the
+// default): open after close, inside the legal lead, and at least gap wide.
+func (p *Policy) checkWindow(field string, k Kind, j string, w Window, gap time.Duration) error {
 	kind := k.Kind
 	where := "kind " + kind
 	if j != "" {
@@ -579,8 +590,8 @@ func (p *Policy) checkWindow(field string, k Kind, j string, w Window) error {
 			return &Error{Field: field, Msg: fmt.Sprintf("%s: window [%s, %s] before %s lies outside the legal lead [%s, %s]", where, w.CloseBefore, w.OpenBefore, anchorWord(k), l.MinLead, l.MaxLead)}
 		}
 	}
-	if width := time.Duration(w.OpenBefore - w.CloseBefore); width < p.MaxScheduleGap {
-		return &Error{Field: field, Msg: fmt.Sprintf("%s: window is %s wide but schedule %q can leave %s between two passes; widen the window or run more often", where, FormatDuration(width), p.Schedule, FormatDuration(p.MaxScheduleGap))}
+	if width := time.Duration(w.OpenBefore - w.CloseBefore); width < gap {
+		return &Error{Field: field, Msg: fmt.Sprintf("%s: window is %s wide but schedule %q can leave %s between two passes; widen the window or run more often", where, FormatDuration(width), p.Schedule, FormatDuration(gap))}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,35 +15,30 @@ func TestDefaultIsValid(t *testing.T) {
 	if !ok || time.Duration(k.OpenBefore) != 72*time.Hour || time.Duration(k.CloseBefore) != 24*time.Hour {
 		t.Fatalf("default kind = %+v", k)
 	}
-	if p.MaxScheduleGap != 24*time.Hour {
-		t.Fatalf("gap = %s", p.MaxScheduleGap)
+	if gap, err := MaxGap(p.Schedule, time.Now()); err != nil || gap != 24*time.Hour {
+		t.Fatalf("gap = %s, %v", gap, err)
 	}
 }
 
-const contractPolicy = `
-schedule: "0 2 * * *"
-message_id_domain: notices.example.com
-from: "Example Box <notices@example.com>"
-notices:
-  - kind: renewal_notice_t72
-    open_before: 72h
-    close_before: 24h
-    by_jurisdiction:
-      US-CA: {open_before: 30d, close_before: 16d}
-legal:
-  US-CA: {min_lead: 15d, max_lead: 45d}
-rate:
-  default: {per_second: 5, burst: 5}
-  domains:
-    gmail.com: {per_second: 20, burst: 20}
-  global: {per_second: 100, burst: 100}
-concurrency: 16
-retention: 400d
-`
+// examplePolicy returns testdata/example.yaml, the README's example policy
+// (TestReadmePolicyExample keeps the two equal), with its templates_dir
+// pointed at an empty directory that exists.
+func examplePolicy(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tmpl = "templates_dir: /etc/scan/templates"
+	if !strings.Contains(string(b), tmpl) {
+		t.Fatalf("the example has no %q line", tmpl)
+	}
+	return strings.Replace(string(b), tmpl, "templates_dir: "+t.TempDir(), 1)
+}
 
-func TestParseContractExample(t *testing.T) {
+func TestParseExample(t *testing.T) {
 	t.Parallel()
-	p, err := Parse(strings.NewReader(contractPolicy + "provider: ses\nses: {configuration_set: notices}\n"))
+	p, err := Parse(strings.NewReader(strings.Replace(examplePolicy(t), "provider: none", "provider: ses", 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +62,15 @@ func TestParseContractExample(t *testing.T) {
 	// more.
 	if p.LongestLead() != 30*24*time.Hour || p.MinRetention() != 61*24*time.Hour {
 		t.Fatalf("longest lead %s, shortest retention %s", p.LongestLead(), p.MinRetention())
+	}
+}
+
+// The demo's policy (scripts/demo-policy.yaml), its own because the demo
+// needs rates that take seconds, is a valid policy.
+func TestDemoPolicyParses(t *testing.T) {
+	t.Parallel()
+	if _, err := LoadAt("../../scripts/demo-policy.yaml", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
 	}
 }
 

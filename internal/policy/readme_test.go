@@ -30,3 +30,29 @@ func TestReadmeNoticeExamplesParse(t *testing.T) {
 		}
 	}
 }
+
+// The README's policy example (Configuration) is testdata/example.yaml,
+// the one the tests parse, to the byte: neither can drift from the other.
+func TestReadmePolicyExample(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(readme), "\nPolicy file (YAML;")
+	if !ok {
+		t.Fatal(`README has no "Policy file (YAML;" paragraph`)
+	}
+	_, block, ok := strings.Cut(sec, "```yaml\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("no YAML block after the README's \"Policy file\" paragraph")
+	}
+	example, err := os.ReadFile("testdata/example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if block != string(example) {
+		t.Fatalf("the README's policy example differs from internal/policy/testdata/example.yaml; make them equal\nREADME:\n%s\nexample.yaml:\n%s", block, example)
+	}
+}

@@ -64,7 +64,8 @@ type Config struct {
 	Schedule cron.Schedule
 	// Spec is the expression as the operator wrote it, for the logs.
 	Spec string
-	// Clock defaults to SystemClock.
+	// Clock is the source of the firings' time and of the timer the loop
+	// waits on; nil is clock.System.
 	Clock clock.Clock
 	// Lock is taken before each pass and released after it.
 	Lock Locker

@@ -95,8 +95,8 @@ func replyCode(err error) int {
 // replyError classifies an error at a command before the message was
 // handed over, or (handedOver) the reply to the end of the message: once
 // the final dot has left, an I/O failure or a reply out of protocol is
-// Unknown (the invariant stated in transact). The server's text is kept,
-// with the recipient address removed.
+// Unknown (the invariant stated in smtpConn.content). The server's text
+// is kept, with the recipient address removed.
 func replyError(stage string, err error, to string, handedOver bool) error {
 	var te *textproto.Error
 	if !errors.As(err, &te) {

@@ -20,16 +20,35 @@ import (
 // out behind the previous message), the content, and, when next is given
 // and the server pipelines, next's envelope in the same write.
 func (c *smtpConn) transact(m, next *Message) (Receipt, connState, error) {
-	to := m.Notice.To
 	c.lim.left = maxReplies
+	if state, err := c.envelope(m); err != nil {
+		return Receipt{}, state, err
+	}
+	// Invariant: content only follows 354. envelope has returned an error
+	// on any refusal of MAIL or RCPT and on any reply to DATA but 354, so
+	// the first byte of m's content is written only after the server's
+	// 354. With PIPELINING the envelope goes out ahead of its replies, and
+	// next's envelope behind this message's dot, but content never does:
+	// next's waits for its own 354 in its own transact (and drain drops a
+	// connection whose server said 354 to a DATA after a refused command).
+	if state, err := c.content(m, next); err != nil {
+		return Receipt{}, state, err
+	}
+	return c.endOfData(m.Notice.To)
+}
+
+// envelope sends m's MAIL, RCPT and DATA (unless they went out behind the
+// previous message) and reads their replies, up to DATA's 354. On an
+// error it says what becomes of the connection.
+func (c *smtpConn) envelope(m *Message) (connState, error) {
 	if c.pending == nil {
 		if err := c.envelopeFits(m); err != nil {
-			return Receipt{}, connReuse, err
+			return connReuse, err
 		}
 		if c.pipelining {
 			c.writeEnvelope(m)
 			if err := c.w.Flush(); err != nil {
-				return Receipt{}, connStale, &Error{Class: Transient, Err: fmt.Errorf("smtp: mail: %w", err)}
+				return connStale, &Error{Class: Transient, Err: fmt.Errorf("smtp: mail: %w", err)}
 			}
 		}
 	}
@@ -42,7 +61,7 @@ func (c *smtpConn) transact(m, next *Message) (Receipt, connState, error) {
 				if i == 0 {
 					state = connStale
 				}
-				return Receipt{}, state, &Error{Class: Transient, Err: fmt.Errorf("smtp: %s: %w", cmd.stage, err)}
+				return state, &Error{Class: Transient, Err: fmt.Errorf("smtp: %s: %w", cmd.stage, err)}
 			}
 		}
 		if _, _, err := c.r.ReadResponse(cmd.code); err != nil {
@@ -56,20 +75,20 @@ func (c *smtpConn) transact(m, next *Message) (Receipt, connState, error) {
 			if state == connReuse && c.pipelining && !c.drain(len(envelopeCmds)-1-i) {
 				state = connDrop
 			}
-			return Receipt{}, state, replyError(cmd.stage, err, to, false)
+			return state, replyError(cmd.stage, err, m.Notice.To, false)
 		}
 	}
-	// Invariant: content only follows 354. The loop above has returned on
-	// any refusal of MAIL or RCPT and on any reply to DATA but 354, so the
-	// first byte of m's content is written only after the server's 354.
-	// With PIPELINING the envelope goes out ahead of its replies, and
-	// next's envelope behind this message's dot, but content never does:
-	// next's waits for its own 354 in its own transact (and drain drops a
-	// connection whose server said 354 to a DATA after a refused command).
+	return connReuse, nil
+}
+
+// content writes m's dot-stuffed content, with next's envelope behind it
+// when it fits, and flushes it: the one step after which the server may
+// hold the message. On an error it says what becomes of the connection.
+func (c *smtpConn) content(m, next *Message) (connState, error) {
 	if err := writeDotted(c.w, m.Raw); err != nil {
 		// The final dot did not leave: the server cannot have accepted
 		// the message.
-		return Receipt{}, connDrop, &Error{Class: Transient, Err: fmt.Errorf("smtp: writing message: %w", err)}
+		return connDrop, &Error{Class: Transient, Err: fmt.Errorf("smtp: writing message: %w", err)}
 	}
 	// next's envelope goes in the same write, if it fits in the buffer:
 	// then the one write that can fail after the dot is this Flush, and
@@ -87,15 +106,22 @@ func (c *smtpConn) transact(m, next *Message) (Receipt, connState, error) {
 	// server may hold the message and deliver it: a Flush that failed with
 	// the dot still in the buffer is Transient, but one that let the dot
 	// out, and a missing or out-of-protocol reply to it (replyError with
-	// handedOver), is Unknown: never retried, left in quarantine.
+	// handedOver, in endOfData), is Unknown: never retried, left in
+	// quarantine.
 	if err := c.w.Flush(); err != nil {
 		c.pending = nil
 		if c.w.Buffered() > envLen {
 			// The final dot did not leave.
-			return Receipt{}, connDrop, &Error{Class: Transient, Err: fmt.Errorf("smtp: writing message: %w", err)}
+			return connDrop, &Error{Class: Transient, Err: fmt.Errorf("smtp: writing message: %w", err)}
 		}
-		return Receipt{}, connDrop, &Error{Class: Unknown, Err: fmt.Errorf("smtp: no reply after the message was handed over: %w", err)}
+		return connDrop, &Error{Class: Unknown, Err: fmt.Errorf("smtp: no reply after the message was handed over: %w", err)}
 	}
+	return connReuse, nil
+}
+
+// endOfData reads the reply to the final dot of the message to to: the
+// provider's receipt, or the error of a message handed over.
+func (c *smtpConn) endOfData(to string) (Receipt, connState, error) {
 	_, msg, err := c.r.ReadResponse(250)
 	if err != nil {
 		if code := replyCode(err); code >= 400 && code < 600 && code != 421 {

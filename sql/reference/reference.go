@@ -1,6 +1,7 @@
 // Package reference holds the reference subscriptions table (the relation
-// `scan run` reads, as the operator contract defines it) for the demo and the
-// tests. It is not a migration: production maps its own schema with a view.
+// `scan run` reads, as the README's Configuration section defines it under
+// Input) for the demo and the tests. It is not a migration: production maps
+// its own schema with a view.
 package reference
 
 import _ "embed"
