@@ -1,9 +1,10 @@
 // Package policy loads and validates the notice policy: which kinds of
 // notice exist, the window in which each may be sent (per jurisdiction),
 // the legal lead-time bounds every window must respect, the job's cron
-// schedule, and the send rates. A Policy that Load or Default returns has
-// been validated; a policy that cannot be met is refused with an error
-// that names the kind and jurisdiction.
+// schedule, and the send rates (send.Limits, decoded here and required to
+// limit). A Policy that Load or Default returns has been validated; a
+// policy that cannot be met is refused with an error that names the kind
+// and jurisdiction.
 package policy
 
 import (
