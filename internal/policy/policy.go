@@ -1,9 +1,10 @@
 // Package policy loads and validates the notice policy: which kinds of
 // notice exist, the window in which each may be sent (per jurisdiction),
 // the legal lead-time bounds every window must respect, the job's cron
-// schedule, and the send rates. A Policy that Load or Default returns has
-// been validated; a policy that cannot be met is refused with an error
-// that names the kind and jurisdiction.
+// schedule, and the send rates (send.Limits, decoded here and required to
+// limit). A Policy that Load or Default returns has been validated; a
+// policy that cannot be met is refused with an error that names the kind
+// and jurisdiction.
 package policy
 
 import (
@@ -11,7 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
+
 	"net/mail"
 	"net/url"
 	"os"
@@ -28,6 +29,7 @@ import (
 	"scan/internal/address"
 	"scan/internal/clock"
 	"scan/internal/notice"
+	"scan/internal/send"
 )
 
 // Unknown-jurisdiction modes.
@@ -165,20 +167,6 @@ type QuietHours struct {
 	from, to int // minutes of the day, set by Validate
 }
 
-// Bucket is a token bucket: PerSecond tokens a second, up to Burst.
-type Bucket struct {
-	PerSecond float64 `yaml:"per_second"`
-	Burst     int     `yaml:"burst"`
-}
-
-// Rate is the send rate policy: a bucket per recipient domain (Default for
-// every domain not listed) and a global ceiling.
-type Rate struct {
-	Default Bucket            `yaml:"default"`
-	Domains map[string]Bucket `yaml:"domains"`
-	Global  Bucket            `yaml:"global"`
-}
-
 // Policy is the whole policy file.
 type Policy struct {
 	Schedule        string `yaml:"schedule"`
@@ -193,8 +181,11 @@ type Policy struct {
 	UnknownJurisdiction string           `yaml:"unknown_jurisdiction"`
 	Notices             []Kind           `yaml:"notices"`
 	Legal               map[string]Legal `yaml:"legal"`
-	Rate                Rate             `yaml:"rate"`
-	Concurrency         int              `yaml:"concurrency"`
+	// Rate is the send rate policy: a bucket per recipient domain
+	// (Default for every domain not listed) and a global ceiling. Validate
+	// requires every bucket to limit (no zero rate or burst).
+	Rate        send.Limits `yaml:"rate"`
+	Concurrency int         `yaml:"concurrency"`
 	// Provider names the email provider behind the sender, so that every
 	// message carries the header that provider turns into event data
 	// with the notice key (see Providers). Default ProviderNone.
@@ -324,7 +315,7 @@ func ParseAt(r io.Reader, now time.Time) (*Policy, error) {
 	// Defaults of the settings whose zero value is itself invalid: the
 	// decoder overwrites only what the file sets.
 	p := Policy{
-		Rate:        Rate{Default: Bucket{PerSecond: 5, Burst: 5}, Global: Bucket{PerSecond: 100, Burst: 100}},
+		Rate:        send.Limits{Default: send.Bucket{PerSecond: 5, Burst: 5}, Global: send.Bucket{PerSecond: 100, Burst: 100}},
 		Concurrency: 16,
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -498,10 +489,10 @@ func (p *Policy) Validate(now time.Time) error {
 	if err := p.validateKinds(gap); err != nil {
 		return err
 	}
-	if err := checkBucket("rate.default", p.Rate.Default); err != nil {
+	if err := bucketError("rate.default", p.Rate.Default); err != nil {
 		return err
 	}
-	if err := checkBucket("rate.global", p.Rate.Global); err != nil {
+	if err := bucketError("rate.global", p.Rate.Global); err != nil {
 		return err
 	}
 	for d, b := range p.Rate.Domains {
@@ -515,7 +506,7 @@ func (p *Policy) Validate(now time.Time) error {
 		} else if a.Domain != d {
 			return &Error{Field: "rate.domains[" + d + "]", Msg: fmt.Sprintf("write the domain in its ASCII form %q", a.Domain)}
 		}
-		if err := checkBucket("rate.domains["+d+"]", b); err != nil {
+		if err := bucketError("rate.domains["+d+"]", b); err != nil {
 			return err
 		}
 	}
@@ -604,12 +595,12 @@ func anchorWord(k Kind) string {
 	return "renewal"
 }
 
-func checkBucket(field string, b Bucket) error {
-	if !(b.PerSecond > 0) || math.IsInf(b.PerSecond, 0) {
-		return &Error{Field: field + ".per_second", Msg: fmt.Sprintf("must be a number greater than 0, got %v", b.PerSecond)}
-	}
-	if b.Burst < 1 {
-		return &Error{Field: field + ".burst", Msg: fmt.Sprintf("must be at least 1, got %d", b.Burst)}
+// bucketError is b.Check's verdict on a bucket the file states, which must
+// limit, as the Error naming its key under field.
+func bucketError(field string, b send.Bucket) error {
+	var be *send.BucketError
+	if errors.As(b.Check(true), &be) {
+		return &Error{Field: field + "." + be.Field, Msg: be.Msg}
 	}
 	return nil
 }
@@ -708,12 +699,4 @@ func (p *Policy) KnownJurisdiction(j string) bool {
 		}
 	}
 	return false
-}
-
-// BucketFor returns the rate bucket of a (lower-case ASCII) domain.
-func (r Rate) BucketFor(domain string) Bucket {
-	if b, ok := r.Domains[domain]; ok {
-		return b
-	}
-	return r.Default
 }

@@ -55,7 +55,7 @@ func TestParseExample(t *testing.T) {
 	if w := k.WindowFor("DE"); time.Duration(w.OpenBefore) != 72*time.Hour {
 		t.Fatalf("DE window = %+v", w)
 	}
-	if p.Rate.BucketFor("gmail.com").PerSecond != 20 || p.Rate.BucketFor("yahoo.com").PerSecond != 5 {
+	if p.Rate.For("gmail.com").PerSecond != 20 || p.Rate.For("yahoo.com").PerSecond != 5 {
 		t.Fatal("rate buckets")
 	}
 	// The longest lead is California's 30d; prune keeps at least a month

@@ -102,8 +102,11 @@ type candidate struct {
 	sel string
 }
 
-// domainQueue holds one domain's unclaimed candidates.
-type domainQueue struct {
+// candidateQueue holds one domain's candidates read from the source and
+// not yet claimed, sized by the domain's pace (send.Limits.Pace). It is
+// the planner's; the dispatcher's queue of claimed notices waiting on the
+// domain's token bucket is send's bucketQueue.
+type candidateQueue struct {
 	name  string
 	items []candidate
 	// limit is the most claims of this domain in flight at once (its pace
@@ -119,14 +122,14 @@ type domainQueue struct {
 // the producer goroutine.
 type planner struct {
 	flow        *flow
-	limits      send.Limits
+	limits      send.Limits // the pass's share, as the dispatcher has them
 	batch       int
 	workers     int
 	maxHeld     int // candidates held in memory at most
-	queues      map[string]*domainQueue
-	ring        []*domainQueue // domains with candidates, in turn order
-	next        int            // ring position the next claim starts at
-	held        int            // candidates in all queues
+	queues      map[string]*candidateQueue
+	ring        []*candidateQueue // domains with candidates, in turn order
+	next        int               // ring position the next claim starts at
+	held        int               // candidates in all queues
 	keys        map[string]bool
 	globalLimit int // claims in flight at most by the global bucket; MaxInt if none
 	est         rateEst
@@ -136,14 +139,15 @@ type planner struct {
 func newPlanner(f *flow, limits send.Limits, batch, workers int) *planner {
 	p := &planner{
 		flow: f, limits: limits, batch: batch, workers: max(workers, 1),
-		maxHeld: 2 * batch, queues: map[string]*domainQueue{}, keys: map[string]bool{},
+		maxHeld: 2 * batch, queues: map[string]*candidateQueue{}, keys: map[string]bool{},
 		globalLimit: horizonLimit(limits.Global.PerSecond), out: map[string]int{},
 	}
 	return p
 }
 
 // horizonLimit is how many notices a bucket of rate perSecond sends over
-// the claim horizon; math.MaxInt for no limit.
+// the claim horizon; math.MaxInt for no limit (a zero rate, as
+// send.Bucket means it).
 func horizonLimit(perSecond float64) int {
 	if perSecond <= 0 {
 		return math.MaxInt
@@ -151,7 +155,7 @@ func horizonLimit(perSecond float64) int {
 	return max(1, int(math.Ceil(perSecond*claimHorizon.Seconds())))
 }
 
-func (p *planner) queue(domain string) *domainQueue {
+func (p *planner) queue(domain string) *candidateQueue {
 	q := p.queues[domain]
 	if q == nil {
 		limit := horizonLimit(p.limits.Pace(domain))
@@ -159,7 +163,7 @@ func (p *planner) queue(domain string) *domainQueue {
 		if limit != math.MaxInt {
 			size = max(4*limit, 64)
 		}
-		q = &domainQueue{name: domain, limit: limit, size: size}
+		q = &candidateQueue{name: domain, limit: limit, size: size}
 		p.queues[domain] = q
 	}
 	return q
@@ -231,7 +235,7 @@ func (p *planner) pick(now time.Time) []candidate {
 		return nil
 	}
 	type want struct {
-		q *domainQueue
+		q *candidateQueue
 		n int
 	}
 	var active []want

@@ -66,7 +66,7 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	p := s.cfg.Policy
-	limits := shardLimits(p.Rate, s.cfg.Shards)
+	limits := p.Rate.Share(s.cfg.Shards)
 	d, err := send.NewDispatcher(pctx, send.DispatcherConfig{
 		Sender: s.sender, Renderer: s.renderer, Limits: limits,
 		// The producer claims no further ahead than the buckets allow

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"time"
@@ -26,48 +25,6 @@ const (
 // ErrClosed is returned by Submit after Close.
 var ErrClosed = errors.New("send: dispatcher closed")
 
-// Bucket is a token bucket: PerSecond tokens a second, up to Burst at once.
-// A zero PerSecond means no limit. A Burst below 1 is taken as 1.
-type Bucket struct {
-	PerSecond float64
-	Burst     int
-}
-
-// Limits are the token buckets a Dispatcher enforces. Each distinct
-// recipient domain gets its own bucket, configured by Domains[domain] when
-// present (keys are matched case-insensitively) or else by Default; every
-// send also takes a token from Global, the provider account's ceiling. A
-// zero Limits means no limit at all. With several shards running at once,
-// the caller divides the rates by the shard count.
-type Limits struct {
-	Default Bucket
-	Domains map[string]Bucket
-	Global  Bucket
-}
-
-// For returns the bucket of a recipient domain: Domains[domain] when
-// present (domain lower-cased; Domains' keys are expected lower-case, as
-// the policy stores them), else Default.
-func (l Limits) For(domain string) Bucket {
-	if b, ok := l.Domains[strings.ToLower(domain)]; ok {
-		return b
-	}
-	return l.Default
-}
-
-// Pace returns the most notices a second that can go to domain: the lower
-// of its bucket's rate and the global rate. Zero means no limit.
-func (l Limits) Pace(domain string) float64 {
-	p, g := l.For(domain).PerSecond, l.Global.PerSecond
-	switch {
-	case p == 0:
-		return g
-	case g == 0:
-		return p
-	}
-	return min(p, g)
-}
-
 // RetryPolicy says how a Dispatcher retries Transient failures within its
 // run. Permanent and Unknown failures, render failures and ErrMisconfigured
 // are never retried.
@@ -82,18 +39,26 @@ type RetryPolicy struct {
 	MaxBackoff time.Duration
 }
 
-// DispatcherConfig configures a Dispatcher. Sender and Renderer are
-// required.
+// DispatcherConfig configures a Dispatcher. Every field but Sender and
+// Renderer has a usable zero value, said below; a negative number is
+// refused, never taken as its default.
 type DispatcherConfig struct {
-	Sender   Sender
+	// Sender hands messages to the provider. Required.
+	Sender Sender
+	// Renderer turns each notice into its message. Required.
 	Renderer *Renderer
-	Limits   Limits
+	// Limits are the token buckets that pace sends. The zero Limits (and
+	// any zero Bucket in it) does not limit; NewDispatcher refuses a
+	// bucket that Bucket.Check(false) refuses.
+	Limits Limits
 	// Concurrency is the most sends in flight. Default DefaultConcurrency.
 	Concurrency int
 	// MaxQueued is the most accepted notices without a delivered Result;
 	// Submit blocks beyond it. Default DefaultMaxQueued.
 	MaxQueued int
-	Retry     RetryPolicy
+	// Retry says how Transient failures are retried; each zero field
+	// takes its default (see RetryPolicy).
+	Retry RetryPolicy
 	// Clock gives the scheduler the time and its wake-up timer; a nil
 	// Clock is SystemClock. Result.Started, Done and Waited are read
 	// from it.
@@ -168,8 +133,8 @@ type Dispatcher struct {
 	closed bool
 
 	// Owned by the scheduler goroutine.
-	domains   map[string]*domainQueue
-	ready     domainHeap // domains with queued notices, by when they may send
+	domains   map[string]*bucketQueue
+	ready     bucketHeap // domains with queued notices, by when they may send
 	delayed   retryHeap  // notices waiting out a retry backoff
 	out       []Result   // results not yet delivered
 	inFlight  int
@@ -206,55 +171,80 @@ type job struct {
 // Submit keeps accepting after cancellation and answers each notice with
 // ErrNotAttempted.
 func NewDispatcher(ctx context.Context, cfg DispatcherConfig) (*Dispatcher, error) {
-	if cfg.Sender == nil {
-		return nil, errors.New("send: DispatcherConfig.Sender is nil")
-	}
-	if cfg.Renderer == nil {
-		return nil, errors.New("send: DispatcherConfig.Renderer is nil")
-	}
-	if cfg.Concurrency < 0 {
-		return nil, fmt.Errorf("send: DispatcherConfig.Concurrency %d is negative", cfg.Concurrency)
-	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = DefaultConcurrency
-	}
-	if cfg.MaxQueued < 0 {
-		return nil, fmt.Errorf("send: DispatcherConfig.MaxQueued %d is negative", cfg.MaxQueued)
-	}
-	if cfg.MaxQueued == 0 {
-		cfg.MaxQueued = DefaultMaxQueued
-	}
-	r := &cfg.Retry
-	if r.Attempts < 0 || r.Backoff < 0 || r.MaxBackoff < 0 {
-		return nil, errors.New("send: DispatcherConfig.Retry has a negative field")
-	}
-	if r.Attempts == 0 {
-		r.Attempts = DefaultAttempts
-	}
-	if r.Backoff == 0 {
-		r.Backoff = DefaultBackoff
-	}
-	if r.MaxBackoff == 0 {
-		r.MaxBackoff = DefaultMaxBackoff
-	}
-	if err := checkBucket("Default", cfg.Limits.Default); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if err := checkBucket("Global", cfg.Limits.Global); err != nil {
-		return nil, err
+	d := newDispatcher(ctx, cfg.withDefaults())
+	d.start()
+	return d, nil
+}
+
+// validate refuses what no default can mend: a missing Sender or
+// Renderer, a negative field, a bucket that is not one.
+func (c DispatcherConfig) validate() error {
+	switch {
+	case c.Sender == nil:
+		return errors.New("send: DispatcherConfig.Sender is nil")
+	case c.Renderer == nil:
+		return errors.New("send: DispatcherConfig.Renderer is nil")
+	case c.Concurrency < 0:
+		return fmt.Errorf("send: DispatcherConfig.Concurrency %d is negative", c.Concurrency)
+	case c.MaxQueued < 0:
+		return fmt.Errorf("send: DispatcherConfig.MaxQueued %d is negative", c.MaxQueued)
+	case c.Retry.Attempts < 0 || c.Retry.Backoff < 0 || c.Retry.MaxBackoff < 0:
+		return errors.New("send: DispatcherConfig.Retry has a negative field")
 	}
-	domains := make(map[string]Bucket, len(cfg.Limits.Domains))
-	for name, b := range cfg.Limits.Domains {
-		if err := checkBucket("Domains["+name+"]", b); err != nil {
-			return nil, err
+	check := func(field string, b Bucket) error {
+		if err := b.Check(false); err != nil {
+			return fmt.Errorf("send: DispatcherConfig.Limits.%s.%w", field, err)
 		}
+		return nil
+	}
+	if err := check("Default", c.Limits.Default); err != nil {
+		return err
+	}
+	if err := check("Global", c.Limits.Global); err != nil {
+		return err
+	}
+	for name, b := range c.Limits.Domains {
+		if err := check("Domains["+name+"]", b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// withDefaults returns c, which validate accepted, with every zero field
+// that has a default set to it and Limits.Domains keyed in lower case (a
+// copy: the caller's map is left alone).
+func (c DispatcherConfig) withDefaults() DispatcherConfig {
+	orDefault(&c.Concurrency, DefaultConcurrency)
+	orDefault(&c.MaxQueued, DefaultMaxQueued)
+	orDefault(&c.Retry.Attempts, DefaultAttempts)
+	orDefault(&c.Retry.Backoff, DefaultBackoff)
+	orDefault(&c.Retry.MaxBackoff, DefaultMaxBackoff)
+	domains := make(map[string]Bucket, len(c.Limits.Domains))
+	for name, b := range c.Limits.Domains {
 		domains[strings.ToLower(name)] = b
 	}
-	cfg.Limits.Domains = domains
-	if cfg.Clock == nil {
-		cfg.Clock = SystemClock{}
+	c.Limits.Domains = domains
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
 	}
+	return c
+}
 
+// orDefault sets *v to def when *v is its zero value.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// newDispatcher builds the Dispatcher of cfg, which withDefaults filled,
+// without starting it.
+func newDispatcher(ctx context.Context, cfg DispatcherConfig) *Dispatcher {
 	// A worker on a Pipeliner holds the notice it sends and the one it
 	// announced; one more each waits in the work queue, so that a worker
 	// finds its next successor there at once rather than after the
@@ -263,7 +253,7 @@ func NewDispatcher(ctx context.Context, cfg DispatcherConfig) (*Dispatcher, erro
 	if _, ok := cfg.Sender.(Pipeliner); ok {
 		handout = 3 * cfg.Concurrency
 	}
-	d := &Dispatcher{
+	return &Dispatcher{
 		sender:   cfg.Sender,
 		renderer: cfg.Renderer,
 		retry:    cfg.Retry,
@@ -280,33 +270,17 @@ func NewDispatcher(ctx context.Context, cfg DispatcherConfig) (*Dispatcher, erro
 		done:     make(chan *job),
 		wake:     make(chan struct{}, 1),
 		closing:  make(chan struct{}),
-		domains:  map[string]*domainQueue{},
+		domains:  map[string]*bucketQueue{},
 	}
-	d.wg.Add(cfg.Concurrency)
-	for range cfg.Concurrency {
+}
+
+// start runs the workers and the scheduler.
+func (d *Dispatcher) start() {
+	d.wg.Add(d.workers)
+	for range d.workers {
 		go d.worker()
 	}
 	go d.schedule()
-	return d, nil
-}
-
-func checkBucket(field string, b Bucket) error {
-	if b.PerSecond < 0 || math.IsNaN(b.PerSecond) || math.IsInf(b.PerSecond, 0) {
-		return fmt.Errorf("send: DispatcherConfig.Limits.%s.PerSecond %v is not a finite rate >= 0", field, b.PerSecond)
-	}
-	if b.Burst < 0 {
-		return fmt.Errorf("send: DispatcherConfig.Limits.%s.Burst %d is negative", field, b.Burst)
-	}
-	return nil
-}
-
-// newLimiter returns the token bucket of b, which checkBucket accepted:
-// its limit is rate.Inf (no limit) or a finite rate > 0, never 0.
-func newLimiter(b Bucket) *rate.Limiter {
-	if b.PerSecond == 0 {
-		return rate.NewLimiter(rate.Inf, 1)
-	}
-	return rate.NewLimiter(rate.Limit(b.PerSecond), max(b.Burst, 1))
 }
 
 // Submit queues n for sending. It blocks while MaxQueued notices are
@@ -538,11 +512,7 @@ func (d *Dispatcher) take(now time.Time) {
 func (d *Dispatcher) enqueue(j *job, now time.Time) {
 	dq := d.domains[j.domain]
 	if dq == nil {
-		b, ok := d.limits.Domains[j.domain]
-		if !ok {
-			b = d.limits.Default
-		}
-		dq = &domainQueue{lim: newLimiter(b), index: -1}
+		dq = &bucketQueue{lim: newLimiter(d.limits.For(j.domain)), index: -1}
 		d.domains[j.domain] = dq
 	}
 	j.enqueuedAt = now
@@ -650,7 +620,7 @@ func (d *Dispatcher) complete(j *job, now time.Time) {
 func (d *Dispatcher) cancel(now time.Time) {
 	d.cancelled = true
 	for d.ready.Len() > 0 {
-		dq := heap.Pop(&d.ready).(*domainQueue)
+		dq := heap.Pop(&d.ready).(*bucketQueue)
 		for _, j := range dq.jobs {
 			d.queued--
 			d.finish(j, now, &Error{Class: Transient, Err: ErrNotAttempted})
@@ -689,56 +659,36 @@ func (d *Dispatcher) finish(j *job, now time.Time, err error) {
 	d.out = append(d.out, r)
 }
 
-// delay returns how long until l has a token at now; 0 if it has one.
-// l comes from newLimiter, so its limit is rate.Inf or a finite rate > 0;
-// a rate so slow that the wait would overflow a Duration waits
-// rate.InfDuration, as the rate package itself does.
-func delay(l *rate.Limiter, now time.Time) time.Duration {
-	lim := l.Limit()
-	if lim == rate.Inf {
-		return 0
-	}
-	tokens := l.TokensAt(now)
-	if tokens >= 1 {
-		return 0
-	}
-	ns := math.Ceil((1 - tokens) / float64(lim) * float64(time.Second))
-	if ns >= float64(rate.InfDuration) {
-		return rate.InfDuration
-	}
-	return max(time.Duration(ns), time.Microsecond)
-}
-
-// domainQueue is one recipient domain's bucket and waiting notices.
-type domainQueue struct {
+// bucketQueue is one recipient domain's bucket and waiting notices.
+type bucketQueue struct {
 	lim     *rate.Limiter
 	jobs    []*job
 	readyAt time.Time // its bucket has a token for the head from then
 	seq     uint64    // order among domains ready at the same time
-	index   int       // in domainHeap; -1 when not queued
+	index   int       // in bucketHeap; -1 when not queued
 }
 
-// domainHeap orders domains with waiting notices by readyAt, then by seq,
+// bucketHeap orders domains with waiting notices by readyAt, then by seq,
 // so that domains ready together take turns.
-type domainHeap []*domainQueue
+type bucketHeap []*bucketQueue
 
-func (h domainHeap) Len() int { return len(h) }
-func (h domainHeap) Less(i, j int) bool {
+func (h bucketHeap) Len() int { return len(h) }
+func (h bucketHeap) Less(i, j int) bool {
 	if !h[i].readyAt.Equal(h[j].readyAt) {
 		return h[i].readyAt.Before(h[j].readyAt)
 	}
 	return h[i].seq < h[j].seq
 }
-func (h domainHeap) Swap(i, j int) {
+func (h bucketHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].index, h[j].index = i, j
 }
-func (h *domainHeap) Push(x any) {
-	dq := x.(*domainQueue)
+func (h *bucketHeap) Push(x any) {
+	dq := x.(*bucketQueue)
 	dq.index = len(*h)
 	*h = append(*h, dq)
 }
-func (h *domainHeap) Pop() any {
+func (h *bucketHeap) Pop() any {
 	old := *h
 	dq := old[len(old)-1]
 	old[len(old)-1] = nil

@@ -1,7 +1,8 @@
 // Package send owns everything that leaves the process: rendering a notice
 // into a message, the senders that deliver it (outbox files, SMTP, HTTP,
-// Amazon SES), and the per-domain token buckets that pace them (the
-// Dispatcher). It knows nothing of the database: the caller claims a notice
+// Amazon SES), and the per-domain token buckets that pace them (Bucket and
+// Limits, the one model of a domain's pace, which the policy file decodes
+// into; the Dispatcher applies them). It knows nothing of the database: the caller claims a notice
 // before handing it here and records the Result that comes back.
 package send
 
