@@ -1,5 +1,7 @@
 // Package clock is the source of time of the parts that wait: the send
-// Dispatcher (its buckets and queues) and the schedule Loop (its firings).
+// Dispatcher (its buckets and queues), the scan pass's recorder (its
+// batches, back-off and shutdown grace) and the schedule Loop (its
+// firings).
 // Production uses System; tests drive a fake (internal/send/sendtest, the
 // schedule package's tests) so that they wait on signals, not on the wall
 // clock.

@@ -28,10 +28,14 @@ const keyCheckSample = 20
 // complete, an error: ErrMaxMint (nothing claimed), a *ConfigError, the
 // context's error on shutdown, or a database or sender failure. A pass that
 // ends in error is safe to run again.
+//
+// Its steps: check the secret against the ledger's keys, refuse a pass
+// that would mint more than --max-mint, expire the retries whose window
+// closed, send (claim, dispatch and record) the due notices, then count
+// what the pass left: the missed, the deferred and the suppressed.
 func (s *Pass) Run(ctx context.Context) (Summary, error) {
 	start := s.cfg.Clock.Now()
 	s.start = start
-	now := s.cfg.Now
 	c := &counters{Summary: Summary{RunID: s.cfg.RunID}}
 	finish := func(err error) (Summary, error) {
 		s.fillQuarantine(ctx, c)
@@ -43,31 +47,85 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 		return finish(err)
 	}
 	c.KeyMismatch = s.checkKeys(ctx)
-
-	if s.maxMint >= 0 {
-		dry, err := s.DryRun(ctx)
-		if err != nil {
-			return finish(err)
-		}
-		if dry.WouldMint > s.maxMint {
-			c.Invalid = dry.Invalid
-			s.log.Error().Int("would_mint", dry.WouldMint).Int("max_mint", s.maxMint).
-				Msg("refusing to send: this pass would mint more new notice keys than --max-mint allows (a changed secret or a bad data load?); nothing was claimed")
-			return finish(fmt.Errorf("%w: would mint %d new keys, limit %d", ErrMaxMint, dry.WouldMint, s.maxMint))
-		}
+	if err := s.guardMaxMint(ctx, c); err != nil {
+		return finish(err)
 	}
-
-	expired, err := ledger.ExpireRetries(ctx, s.db, now)
+	if err := s.expireRetries(ctx, c); err != nil {
+		return finish(err)
+	}
+	ps, err := s.sendDue(ctx, c)
 	if err != nil {
 		return finish(err)
 	}
-	c.add(func(x *Summary) { x.Missed += int(expired) })
+	if err := s.recordMissed(ctx, c); err != nil {
+		return finish(err)
+	}
+	if ps.stopped || s.sawQuiet {
+		if err := s.tallyDeferred(ctx, ps, c); err != nil {
+			return finish(err)
+		}
+	}
+	return finish(s.countSuppressed(ctx, ps, c))
+}
 
+// guardMaxMint refuses (ErrMaxMint, nothing claimed) a pass whose dry run
+// would mint more new notice keys than --max-mint allows.
+func (s *Pass) guardMaxMint(ctx context.Context, c *counters) error {
+	if s.maxMint < 0 {
+		return nil
+	}
+	dry, err := s.DryRun(ctx)
+	if err != nil {
+		return err
+	}
+	if dry.WouldMint <= s.maxMint {
+		return nil
+	}
+	c.Invalid = dry.Invalid
+	s.log.Error().Int("would_mint", dry.WouldMint).Int("max_mint", s.maxMint).
+		Msg("refusing to send: this pass would mint more new notice keys than --max-mint allows (a changed secret or a bad data load?); nothing was claimed")
+	return fmt.Errorf("%w: would mint %d new keys, limit %d", ErrMaxMint, dry.WouldMint, s.maxMint)
+}
+
+// expireRetries marks missed the retry rows whose window has closed.
+func (s *Pass) expireRetries(ctx context.Context, c *counters) error {
+	expired, err := ledger.ExpireRetries(ctx, s.db, s.cfg.Now)
+	if err != nil {
+		return err
+	}
+	c.add(func(x *Summary) { x.Missed += int(expired) })
+	return nil
+}
+
+// sendDue claims the due notices, sends them through a dispatcher and records
+// their outcomes, and returns what the producer leaves to the end of the
+// pass. Its error is the pass's (errorCause).
+func (s *Pass) sendDue(ctx context.Context, c *counters) (*passState, error) {
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	limits := s.cfg.Policy.Rate.Share(s.cfg.Shards)
+	d, err := s.startDispatcher(pctx, limits)
+	if err != nil {
+		return nil, err
+	}
+	fl := newFlow()
+	recDone := s.startRecorder(ctx, d, c, fl, cancel)
+	ps := &passState{handled: map[string]int{}, reclaimed: map[string]int{}}
+	prodErr := s.produce(pctx, d, c, fl, limits, ps)
+	d.Close()
+	recErr := <-recDone
+	if err := errorCause(pctx, prodErr, recErr); err != nil {
+		s.log.Error().Err(err).Msg("pass aborted; it is safe to run again")
+		return nil, err
+	}
+	return ps, nil
+}
+
+// startDispatcher starts the pass's dispatcher over the shard's buckets;
+// a sender it refuses is a *ConfigError.
+func (s *Pass) startDispatcher(ctx context.Context, limits send.Limits) (*send.Dispatcher, error) {
 	p := s.cfg.Policy
-	limits := p.Rate.Share(s.cfg.Shards)
-	d, err := send.NewDispatcher(pctx, send.DispatcherConfig{
+	d, err := send.NewDispatcher(ctx, send.DispatcherConfig{
 		Sender: s.sender, Renderer: s.renderer, Limits: limits,
 		// The producer claims no further ahead than the buckets allow
 		// (flow.go), so the dispatcher never holds more than a batch or
@@ -76,10 +134,16 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 		Clock: s.cfg.Clock,
 	})
 	if err != nil {
-		return finish(&ConfigError{"sender", err.Error()})
+		return nil, &ConfigError{"sender", err.Error()}
 	}
-	fl := newFlow()
-	rec := &recorder{db: s.db, runID: s.cfg.RunID, clock: s.cfg.Clock.Now, log: s.log, hooks: s.cfg.Hooks, c: c, cancel: cancel, grace: s.cfg.ShutdownGrace, flow: fl}
+	return d, nil
+}
+
+// startRecorder records d's results in its own goroutine until they end;
+// the returned channel receives its error. Outcomes are written even after
+// ctx is cancelled (recorder.run).
+func (s *Pass) startRecorder(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, cancel context.CancelCauseFunc) <-chan error {
+	rec := &recorder{db: s.db, runID: s.cfg.RunID, clock: s.cfg.Clock, log: s.log, hooks: s.cfg.Hooks, c: c, cancel: cancel, grace: s.cfg.ShutdownGrace, flow: fl}
 	recDone := make(chan error, 1)
 	go func() {
 		// A panic here would kill the process outside run()'s recover (and
@@ -96,27 +160,27 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 		}()
 		recDone <- rec.run(ctx, d.Results())
 	}()
+	return recDone
+}
 
-	ps := &passState{handled: map[string]int{}, reclaimed: map[string]int{}}
-	prodErr := s.produce(pctx, d, c, fl, limits, ps)
-	d.Close()
-	recErr := <-recDone
-	if err := errors.Join(prodErr, recErr); err != nil {
-		if cause := context.Cause(pctx); cause != nil && !errors.Is(cause, context.Canceled) && recErr == nil {
-			err = cause
-		}
-		s.log.Error().Err(err).Msg("pass aborted; it is safe to run again")
-		return finish(err)
+// errorCause chooses the error a pass that did not complete reports: the
+// cause that cancelled the producer (the recorder's sender or database
+// failure, a recorder panic) rather than the bare cancellation it saw,
+// unless the recorder failed itself; nil when both ended well.
+func errorCause(pctx context.Context, prodErr, recErr error) error {
+	err := errors.Join(prodErr, recErr)
+	if err == nil {
+		return nil
 	}
+	if cause := context.Cause(pctx); cause != nil && !errors.Is(cause, context.Canceled) && recErr == nil {
+		return cause
+	}
+	return err
+}
 
-	if err := s.recordMissed(ctx, c); err != nil {
-		return finish(err)
-	}
-	if ps.stopped || s.sawQuiet {
-		if err := s.tallyDeferred(ctx, ps, c); err != nil {
-			return finish(err)
-		}
-	}
+// countSuppressed counts the due notices of every window group that other
+// runs handled, and with them the pass's eligible notices.
+func (s *Pass) countSuppressed(ctx context.Context, ps *passState, c *counters) error {
 	suppressed := 0
 	for _, group := range s.sels {
 		for _, sel := range group {
@@ -127,8 +191,8 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 				n -= ps.reclaimed[sel.key()]
 			} else {
 				var err error
-				if n, err = s.src.countHandled(ctx, s.db, sel, now, s.cfg.RunID); err != nil {
-					return finish(err)
+				if n, err = s.src.countHandled(ctx, s.db, sel, s.cfg.Now, s.cfg.RunID); err != nil {
+					return err
 				}
 			}
 			suppressed += n
@@ -138,7 +202,7 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 		x.Suppressed = suppressed
 		x.Eligible = x.Minted + x.Retried + x.Suppressed + x.Deferred
 	})
-	return finish(nil)
+	return nil
 }
 
 func (s *Pass) fillQuarantine(ctx context.Context, c *counters) {
@@ -228,24 +292,24 @@ type stream struct {
 	waiting    bool
 }
 
-// readable reports whether st has rows to read now, rewinding a waiting
-// stream whose skipped domains have room again.
-func (st *stream) readable(pl *planner) bool {
-	if st.done {
-		return false
-	}
-	if !st.waiting {
-		return true
+// rewindIfRoom rewinds a waiting stream to rescanFrom, to read again,
+// once one of the domains whose rows it skipped has room in the planner.
+func (st *stream) rewindIfRoom(pl *planner) {
+	if st.done || !st.waiting {
+		return
 	}
 	for d := range st.skipped {
 		if pl.roomFor(d) {
 			st.cursor, st.rescan, st.rescanFrom, st.nSkipped, st.waiting = st.rescanFrom, false, nil, 0, false
 			clear(st.skipped)
-			return true
+			return
 		}
 	}
-	return false
 }
+
+// readable reports whether st has rows to read now: it is neither done nor
+// waiting for room (rewindIfRoom ends the wait).
+func (st *stream) readable() bool { return !st.done && !st.waiting }
 
 // passState is what the producer shares with the end of the pass.
 type passState struct {
@@ -318,7 +382,8 @@ func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 		}
 		if !pl.full() {
 			for _, st := range ps.streams {
-				if !st.readable(pl) {
+				st.rewindIfRoom(pl)
+				if !st.readable() {
 					continue
 				}
 				if err := s.readInto(ctx, st, pl, inv, c); err != nil {
@@ -647,19 +712,25 @@ func (s *Pass) tallyDeferred(ctx context.Context, ps *passState, c *counters) er
 func (s *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (byDomain map[string]int, quiet int, _ error) {
 	byDomain = map[string]int{}
 	inv := &invalidLog{seen: map[string]bool{}, log: zerolog.Nop()}
+	// Admitting no row, readPage returns every valid row that is not
+	// quiet in skipped, with its domain, without deriving its key: those
+	// are the rows to count.
+	admitNone := func(string) bool { return false }
 	for _, st := range ps.streams {
-		var after *string
-		for {
-			count := func(domain string) bool { byDomain[domain]++; return false }
-			pg, err := s.readPage(ctx, s.db, &stream{sel: st.sel, retry: st.retry, from: st.from}, after, count, inv, &counters{})
+		rd := &stream{sel: st.sel, retry: st.retry, from: st.from}
+		err := eachPage(func(after *string) (*string, bool, error) {
+			pg, err := s.readPage(ctx, s.db, rd, after, admitNone, inv, &counters{})
 			if err != nil {
-				return nil, 0, err
+				return nil, false, err
+			}
+			for _, sk := range pg.skipped {
+				byDomain[sk.domain]++
 			}
 			quiet += pg.quiet
-			if pg.end {
-				break
-			}
-			after = pg.last
+			return pg.last, pg.end, nil
+		})
+		if err != nil {
+			return nil, 0, err
 		}
 	}
 	return byDomain, quiet, nil
@@ -689,38 +760,34 @@ func (s *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn func([
 			if err != nil {
 				return err
 			}
-			var after *string
-			for {
-				rows, err := s.src.listClosed(ctx, db, sel, s.cfg.Now, from, after, s.cfg.BatchSize)
-				if err != nil {
-					return err
-				}
-				if len(rows) == 0 {
-					break
-				}
-				last := rows[len(rows)-1].ID
-				after = &last
-				claims := make([]ledger.Claim, 0, len(rows))
-				for _, r := range rows {
-					if r.ID == "" || len(r.ID) > notice.MaxSubscriptionIDLen || r.PeriodStart == nil || r.RenewsAt == nil || r.AnchorAt == nil {
-						continue
-					}
-					t := notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: sel.kind, Revision: r.Revision}
-					claims = append(claims, ledger.Claim{
-						Key: s.keyer.Key(t), SubscriptionID: r.ID, Kind: sel.kind, PeriodStart: *r.PeriodStart,
-						Revision: r.Revision, RenewsAt: *r.RenewsAt, WindowClosesAt: r.AnchorAt.Add(-sel.close),
-					})
-				}
-				if err := fn(claims); err != nil {
-					return err
-				}
-				if len(rows) < s.cfg.BatchSize {
-					break
-				}
+			list := func(after *string) ([]sourceRow, error) {
+				return s.src.listClosed(ctx, db, sel, s.cfg.Now, from, after, s.cfg.BatchSize)
+			}
+			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []sourceRow) error {
+				return fn(s.missedClaims(sel, rows))
+			}); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// missedClaims are the claims that record the closed-window rows as
+// missed; a row that cannot make a notice key is left out.
+func (s *Pass) missedClaims(sel selection, rows []sourceRow) []ledger.Claim {
+	claims := make([]ledger.Claim, 0, len(rows))
+	for _, r := range rows {
+		if r.ID == "" || len(r.ID) > notice.MaxSubscriptionIDLen || r.PeriodStart == nil || r.RenewsAt == nil || r.AnchorAt == nil {
+			continue
+		}
+		t := notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: sel.kind, Revision: r.Revision}
+		claims = append(claims, ledger.Claim{
+			Key: s.keyer.Key(t), SubscriptionID: r.ID, Kind: sel.kind, PeriodStart: *r.PeriodStart,
+			Revision: r.Revision, RenewsAt: *r.RenewsAt, WindowClosesAt: r.AnchorAt.Add(-sel.close),
+		})
+	}
+	return claims
 }
 
 // DryRun reports what a pass would do now, inside a read-only transaction:
@@ -735,40 +802,15 @@ func (s *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 	now := s.cfg.Now
 	inv := &invalidLog{seen: map[string]bool{}, log: s.log}
 	for _, group := range s.sels {
-		kind := group[0].kind
 		for _, sel := range group {
-			w := policy.Window{OpenBefore: policy.Duration(sel.open), CloseBefore: policy.Duration(sel.close)}
-			var after *string
-			for {
-				rows, err := s.src.listOpen(ctx, tx, sel, now, nil, after, s.cfg.BatchSize)
-				if err != nil {
-					return out, err
-				}
-				if len(rows) == 0 {
-					break
-				}
-				last := rows[len(rows)-1].ID
-				after = &last
-				for _, r := range rows {
-					if r.RenewsAt != nil && r.AnchorAt == nil {
-						continue // not due for this kind
-					}
-					dn, reason := s.validate(r, kind, w)
-					if reason != "" {
-						if inv.note(r.ID, kind, reason) {
-							out.Invalid++
-						}
-						continue
-					}
-					if s.content.defers(dn.n.TimeZone, dn.claim.WindowClosesAt) {
-						out.WouldDefer++
-						continue
-					}
-					out.WouldMint++
-				}
-				if len(rows) < s.cfg.BatchSize {
-					break
-				}
+			list := func(after *string) ([]sourceRow, error) {
+				return s.src.listOpen(ctx, tx, sel, now, nil, after, s.cfg.BatchSize)
+			}
+			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []sourceRow) error {
+				s.dryRunPage(sel, rows, inv, &out)
+				return nil
+			}); err != nil {
+				return out, err
 			}
 			n, err := s.src.countHandled(ctx, tx, sel, now, "")
 			if err != nil {
@@ -790,6 +832,29 @@ func (s *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 	out.WouldMiss += expiring
 	out.Eligible = out.WouldMint + out.AlreadyClaimed + out.WouldDefer
 	return out, nil
+}
+
+// dryRunPage counts one page of a group's open rows into out: invalid,
+// deferred by the quiet hours, or to mint.
+func (s *Pass) dryRunPage(sel selection, rows []sourceRow, inv *invalidLog, out *DryRunSummary) {
+	w := policy.Window{OpenBefore: policy.Duration(sel.open), CloseBefore: policy.Duration(sel.close)}
+	for _, r := range rows {
+		if r.RenewsAt != nil && r.AnchorAt == nil {
+			continue // not due for this kind
+		}
+		dn, reason := s.validate(r, sel.kind, w)
+		if reason != "" {
+			if inv.note(r.ID, sel.kind, reason) {
+				out.Invalid++
+			}
+			continue
+		}
+		if s.content.defers(dn.n.TimeZone, dn.claim.WindowClosesAt) {
+			out.WouldDefer++
+			continue
+		}
+		out.WouldMint++
+	}
 }
 
 func isUndefined(err error) bool {

@@ -39,12 +39,6 @@ type Preview struct {
 	Opens, Closes time.Time
 }
 
-// SubscriptionGet: one subscription by id, whatever its status, with the
-// anchor of one kind, as the pass's source queries read it.
-const subscriptionGet = `SELECT %s, s.status::text AS status
-FROM %s s
-WHERE s.id::text = $1`
-
 // previewRow is a sourceRow with its status.
 type previewRow struct {
 	sourceRow
@@ -93,7 +87,7 @@ func (p Preview) inWindow(now time.Time) bool {
 func (s *Pass) previewKind(ctx context.Context, db sqlx.QueryerContext, id string, k policy.Kind, ledgerRows []ledger.Row) (Preview, error) {
 	p := Preview{Kind: k.Kind}
 	var r previewRow
-	q := fmt.Sprintf(subscriptionGet, s.src.cols(pq.QuoteIdentifier(k.AnchorColumn())), s.src.rel)
+	q := s.src.byAnchor[pq.QuoteIdentifier(k.AnchorColumn())].get // subscriptionGet
 	if err := sqlx.GetContext(ctx, db, &r, q, id); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return p, fmt.Errorf("%w: %q", ErrNoSubscription, id)

@@ -34,18 +34,11 @@ func (s *Pass) CountDue(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// SubscriptionCountOpen: how many rows SubscriptionListOpen returns over
-// all its pages, without the NULL renews_at rows it adds for counting.
+// countOpen runs subscriptionCountOpen.
 func (s *source) countOpen(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time) (int, error) {
-	args := []any{sel.kind, now.Add(sel.close), now.Add(sel.open)}
-	base, juris, args := s.where(sel, args)
-	q := fmt.Sprintf(`SELECT count(*)
-FROM %s s
-WHERE %s
-  AND %s AND %s
-  AND %s`, s.rel, base, juris, sel.between("$2", "$3"), notHandled(""))
+	args := s.group(sel, now.Add(sel.close), now.Add(sel.open), false, sel.kind, nil, nil)
 	var n int
-	if err := sqlx.GetContext(ctx, db, &n, q, args...); err != nil {
+	if err := sqlx.GetContext(ctx, db, &n, s.byAnchor[sel.anchor].countOpen, args...); err != nil {
 		return 0, fmt.Errorf("count open notices: %w", err)
 	}
 	return n, nil
@@ -56,16 +49,14 @@ WHERE %s
 // it reads them as the pass does, rather than state the same filter twice.
 func (s *source) countRetry(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time) (int, error) {
 	const page = 1000
-	n, after := 0, ""
-	for {
+	n := 0
+	err := eachPage(func(after string) (string, bool, error) {
 		rp, err := s.listRetry(ctx, db, sel, now, after, page)
 		if err != nil {
-			return 0, fmt.Errorf("count retries: %w", err)
+			return "", false, fmt.Errorf("count retries: %w", err)
 		}
 		n += len(rp.rows)
-		if rp.n < page {
-			return n, nil
-		}
-		after = rp.last
-	}
+		return rp.last, rp.n < page, nil
+	})
+	return n, err
 }

@@ -43,7 +43,7 @@ var errShutdownGrace = errors.New("shutdown grace over: outcomes not recorded st
 type recorder struct {
 	db     *sqlx.DB
 	runID  string
-	clock  func() time.Time
+	clock  send.Clock // the pass's (Config.Clock): readings, the batch timer, the back-off and the grace
 	log    zerolog.Logger
 	hooks  Hooks
 	c      *counters
@@ -73,9 +73,9 @@ type pendingMeta struct {
 // database refuses them, the pass is cancelled and the claims concerned stay
 // in quarantine.
 func (r *recorder) run(ctx context.Context, results <-chan send.Result) error {
-	wctx, stop := graceContext(ctx, r.grace)
+	wctx, stop := graceContext(ctx, r.clock, r.grace)
 	defer stop()
-	tick := time.NewTicker(recordEvery)
+	tick := r.clock.NewTimer(recordEvery)
 	defer tick.Stop()
 	for {
 		select {
@@ -92,8 +92,9 @@ func (r *recorder) run(ctx context.Context, results <-chan send.Result) error {
 			if len(r.buf) >= recordBatch {
 				r.flush(wctx)
 			}
-		case <-tick.C:
+		case <-tick.C():
 			r.flush(wctx)
+			tick.Reset(recordEvery)
 		}
 	}
 }
@@ -153,7 +154,7 @@ func (r *recorder) flush(ctx context.Context) {
 	var err error
 	for attempt := 1; attempt <= recordAttempts; attempt++ {
 		wctx, cancel := context.WithTimeout(ctx, recordTimeout)
-		_, err = ledger.RecordOutcomes(wctx, r.db, r.runID, r.clock(), r.buf)
+		_, err = ledger.RecordOutcomes(wctx, r.db, r.runID, r.clock.Now(), r.buf)
 		cancel()
 		if err == nil {
 			break
@@ -164,10 +165,12 @@ func (r *recorder) flush(ctx context.Context) {
 		}
 		r.log.Warn().Err(err).Int("attempt", attempt).Msg("recording outcomes failed; retrying")
 		if attempt < recordAttempts {
+			backoff := r.clock.NewTimer(time.Duration(attempt) * 500 * time.Millisecond)
 			select {
-			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+			case <-backoff.C():
 			case <-ctx.Done():
 			}
+			backoff.Stop()
 		}
 	}
 	if err != nil {
@@ -176,7 +179,7 @@ func (r *recorder) flush(ctx context.Context) {
 		r.logUnrecorded()
 		return
 	}
-	now := r.clock()
+	now := r.clock.Now()
 	if h := r.hooks.Outcome; h != nil {
 		for _, m := range r.pending {
 			toSend := time.Duration(-1)
@@ -204,12 +207,19 @@ func (r *recorder) logUnrecorded() {
 // with ctx, so a shutdown still records what happened, but cancelled
 // (cause errShutdownGrace) grace after ctx is, so that a slow or locked
 // database cannot hold the process past its termination grace period.
-// stop releases it.
-func graceContext(ctx context.Context, grace time.Duration) (context.Context, func()) {
+// stop releases it. The grace is measured on clk.
+func graceContext(ctx context.Context, clk send.Clock, grace time.Duration) (context.Context, func()) {
 	wctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stopAfter := context.AfterFunc(ctx, func() {
-		// Fires at most once; cancelling an ended context is a no-op.
-		time.AfterFunc(grace, func() { cancel(errShutdownGrace) })
+		// Runs at most once, in its own goroutine: it waits out the grace
+		// unless stop ends the writes first.
+		t := clk.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-t.C():
+			cancel(errShutdownGrace)
+		case <-wctx.Done():
+		}
 	})
 	return wctx, func() {
 		stopAfter()

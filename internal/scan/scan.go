@@ -228,7 +228,7 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 		}
 		s.maxMint = *cfg.MaxMint
 	}
-	s.src = &source{rel: rel, shard: cfg.Shard, shards: cfg.Shards}
+	s.src = newSource(rel, cfg.Shard, cfg.Shards)
 	if err := ledger.Probe(ctx, db); err != nil {
 		if errors.Is(err, ledger.ErrNotMigrated) {
 			return nil, &ConfigError{"database", err.Error()}
@@ -271,7 +271,7 @@ func newPassContent(cfg Config) (*content, error) {
 }
 
 func (s *Pass) probeSource(ctx context.Context) error {
-	rows, err := s.db.QueryxContext(ctx, fmt.Sprintf(SourceColumnsProbe, s.src.rel))
+	rows, err := s.db.QueryxContext(ctx, s.src.columnsProbe())
 	if err != nil {
 		if isUndefined(err) {
 			return &ConfigError{"source", fmt.Sprintf("relation %s does not exist or is not readable: %v", s.src.rel, err)}
@@ -294,11 +294,19 @@ func (s *Pass) probeSource(ctx context.Context) error {
 			return &ConfigError{"source", fmt.Sprintf("relation %s has no column %q (required: %s)", s.src.rel, c, strings.Join(RequiredColumns, ", "))}
 		}
 	}
-	s.src.optional = map[string]bool{}
+	optional := map[string]bool{}
 	for _, c := range OptionalColumns {
-		s.src.optional[c] = have[c]
+		optional[c] = have[c]
 	}
-	return s.checkAnchors(have, types)
+	if err := s.checkAnchors(have, types); err != nil {
+		return err
+	}
+	anchors := make([]string, 0, len(s.cfg.Policy.Notices))
+	for _, k := range s.cfg.Policy.Notices {
+		anchors = append(anchors, pq.QuoteIdentifier(k.AnchorColumn()))
+	}
+	s.src.prepare(optional, anchors)
+	return nil
 }
 
 // checkAnchors refuses a kind whose anchor column the source lacks, or

@@ -43,10 +43,6 @@ func QuoteSource(name string) (string, error) {
 	return strings.Join(parts, "."), nil
 }
 
-// SourceColumnsProbe lists the columns of the source relation without
-// reading a row.
-const SourceColumnsProbe = `SELECT * FROM %s LIMIT 0`
-
 // sourceRow is one subscription as the source queries return it.
 type sourceRow struct {
 	ID           string     `db:"id"`
@@ -85,115 +81,84 @@ type selection struct {
 	withNullTimes bool
 }
 
-// between is the predicate "the anchor lies in (lo, hi]", lo and hi
-// being placeholders.
-func (sel selection) between(lo, hi string) string {
-	return "s." + sel.anchor + " > " + lo + " AND s." + sel.anchor + " <= " + hi
-}
-
 // key names the group among a pass's selections.
 func (sel selection) key() string { return sel.kind + "\x00" + sel.jurisdiction }
 
-// source builds and runs the source queries for one relation.
-type source struct {
-	rel      string // quoted
-	optional map[string]bool
-	shard    int
-	shards   int
-}
+// The source's statements, by name, noun first. Each is a template whose
+// slots ({rel}, {cols}, {anchor}) take identifiers only, known at
+// start-up: the quoted relation, the select list of the columns it has
+// (selectList), and a kind's quoted anchor column. newSource fills them
+// once; every value is a parameter numbered in the template.
+//
+// The statements on one window group share the group parameters $1-$7,
+// which inGroup reads:
+//
+//	$1 shards (int), $2 this shard (int): the shard's rows;
+//	$3 lo, $4 hi (timestamptz): the anchor lies in (lo, hi];
+//	$5 the group's jurisdiction, NULL for the default group;
+//	$6 the overrides (text[]) the default group leaves out, NULL for none;
+//	$7 (bool) also the rows with no renews_at (withNullTimes).
+//
+// A NULL (or false) parameter switches its predicate off. lib/pq sends
+// each statement unnamed, so PostgreSQL plans it with its parameters'
+// values: the switched-off predicates fold away and the plan is the one
+// of the predicates that apply (the ledger's partitions, too, are pruned
+// when the plan is made; source_internal_test.go).
 
-// cols is the select list of the source queries, with the selection's
-// anchor (a quoted column) as anchor_at.
-func (s *source) cols(anchor string) string {
-	var b strings.Builder
-	b.WriteString(`s.id::text AS id, s.email::text AS email, s.renews_at, s.period_start::date AS period_start,
-       s.jurisdiction::text AS jurisdiction, COALESCE(s.notice_revision, 0)::int AS revision, s.`)
-	b.WriteString(anchor)
-	b.WriteString(` AS anchor_at`)
-	for _, c := range OptionalColumns {
-		if s.optional[c] {
-			fmt.Fprintf(&b, ", s.%s::text AS %s", c, c)
-		} else {
-			fmt.Fprintf(&b, ", NULL::text AS %s", c)
-		}
-	}
-	return b.String()
-}
+// inShard: the active rows of this shard. A stable partition: the first
+// 32 bits of md5(id), modulo the shards; the same in every PostgreSQL
+// version, unlike hashtext. $1 shards, $2 this shard.
+const inShard = `s.status = 'active'
+  AND ($1::int <= 1 OR mod(('x' || substr(md5(s.id::text), 1, 8))::bit(32)::bigint, $1::int) = $2::int)`
 
-// where returns the predicates every source query shares: active rows of
-// this shard, and of this group's jurisdictions. Parameters are appended
-// to args.
-func (s *source) where(sel selection, args []any) (base, juris string, _ []any) {
-	var b strings.Builder
-	b.WriteString("s.status = 'active'")
-	if s.shards > 1 {
-		// A stable partition: the first 32 bits of md5(id), modulo N. The
-		// same in every PostgreSQL version, unlike hashtext.
-		args = append(args, s.shards, s.shard)
-		fmt.Fprintf(&b, " AND mod(('x' || substr(md5(s.id::text), 1, 8))::bit(32)::bigint, $%d) = $%d", len(args)-1, len(args))
-	}
-	juris = "true"
-	if sel.jurisdiction != "" {
-		args = append(args, sel.jurisdiction)
-		juris = fmt.Sprintf("s.jurisdiction = $%d", len(args))
-	} else if len(sel.overrides) > 0 {
-		args = append(args, pq.Array(sel.overrides))
-		juris = fmt.Sprintf("(s.jurisdiction IS NULL OR s.jurisdiction <> ALL($%d::text[]))", len(args))
-	}
-	return b.String(), juris, args
-}
+// inGroup: the active rows of this shard in one window group: of its
+// jurisdictions, with the anchor in (lo, hi]; or, when $7, with no
+// renews_at at all, whatever their jurisdiction, so that the first group
+// counts them invalid (a NULL anchor other than renews_at is not due: not
+// invalid). This is the window/NULL fragment, the only one.
+const inGroup = inShard + `
+  AND ((($5::text IS NULL OR s.jurisdiction = $5::text)
+        AND ($6::text[] IS NULL OR s.jurisdiction IS NULL OR s.jurisdiction <> ALL($6::text[]))
+        AND s.{anchor} > $3 AND s.{anchor} <= $4)
+       OR ($7::bool AND s.renews_at IS NULL))`
 
 // sameNotice matches a ledger row l with its subscription row s on the
-// business tuple, as the ledger's unique index has it; each query adds the
-// kind. Every source query that joins the ledger uses it.
+// business tuple, as the ledger's unique index has it; each statement
+// adds the kind. Every source statement that joins the ledger uses it.
 const sameNotice = `l.subscription_id = s.id::text AND l.period_start = s.period_start::date AND l.revision = COALESCE(s.notice_revision, 0)`
 
-// notHandled is the anti-join on the ledger's business tuple. ledgerAfter
-// (from keyset) bounds the ledger's side by the page's cursor: it is
-// implied by the join, but PostgreSQL does not infer it, and without it a
-// merge anti-join re-reads every ledger row before the cursor on every
-// page (quadratic in the pass's size).
-func notHandled(ledgerAfter string) string {
-	return `NOT EXISTS (
+// fromPeriod bounds the ledger's side of a join by the window's earliest
+// billing period ($10, NULL when unknown; periodFrom). It is implied by
+// the join (every row of the window has a period at or after it), and, a
+// value known when the statement is planned, it prunes the ledger's past
+// months: without it each page's anti-join walks every month's rows of the
+// page's subscriptions, so the first pass grows with the ledger's history.
+// A subscription whose period moves earlier while the pass runs may then
+// be read as open; its claim meets the business-tuple index and is
+// suppressed, as any concurrent claim is.
+const fromPeriod = `($10::date IS NULL OR l.period_start >= $10::date)`
+
+// notHandled is the anti-join on the ledger's business tuple, of kind $8,
+// after the page's cursor $9 (NULL from the start), from the period $10.
+// The cursor bounds the ledger's side too: it is implied by the join (both
+// compare text in the same collation, so the bound is exactly implied by
+// l.subscription_id = s.id::text), but PostgreSQL does not infer it, and
+// without it a merge anti-join re-reads every ledger row before the cursor
+// on every page (quadratic in the pass's size).
+const notHandled = `NOT EXISTS (
         SELECT 1 FROM notice_ledger l
-        WHERE ` + sameNotice + ` AND l.kind = $1` + ledgerAfter + `)`
-}
+        WHERE ` + sameNotice + ` AND l.kind = $8
+          AND ($9::text IS NULL OR l.subscription_id > $9::text)
+          AND ` + fromPeriod + `)
+  AND ($9::text IS NULL OR s.id::text > $9::text)`
 
-// fromPeriod appends the window's earliest billing period (periodFrom)
-// to args and returns the bound it sets on the ledger's side of
-// notHandled. It is implied by the join (every row of the window has a
-// period at or after it), and, a constant, it prunes the ledger's past
-// months when the page is planned: without it each page's anti-join walks
-// every month's rows of the page's subscriptions, so the first pass grows
-// with the ledger's history. A subscription whose period moves earlier
-// while the pass runs may then be read as open; its claim meets the
-// business-tuple index and is suppressed, as any concurrent claim is.
-func fromPeriod(args []any, from *time.Time) (string, []any) {
-	if from == nil {
-		return "", args
-	}
-	args = append(args, from.Format(time.DateOnly))
-	return fmt.Sprintf("\n          AND l.period_start >= $%d::date", len(args)), args
-}
-
-// keyset appends the page's cursor to args and returns the predicate that
-// continues after it, and the same bound for the ledger's side of
-// notHandled. Both compare text in the same collation, so the ledger bound
-// is exactly implied by l.subscription_id = s.id::text.
-func keyset(args []any, after *string) (cond, ledgerAfter string, _ []any) {
-	if after == nil {
-		return "", "", args
-	}
-	args = append(args, *after)
-	return fmt.Sprintf("\n  AND s.id::text > $%d", len(args)),
-		fmt.Sprintf("\n          AND l.subscription_id > $%d", len(args)), args
-}
-
-// SubscriptionListOpen: active subscriptions of one group whose window is
+// subscriptionListOpen: active subscriptions of one group whose window is
 // open at now and that have no ledger row for this notice, in id order
 // after a cursor. The window anchor-open <= now < anchor-close is passed
 // as bounds on the kind's anchor (renews_at unless the kind names
-// another): $2 = now+close (exclusive), $3 = now+open.
+// another): $3 = now+close (exclusive), $4 = now+open. The group
+// parameters, then $8 kind, $9 cursor (NULL from the start), $10 the
+// window's earliest period (openFrom; NULL when unknown), $11 page size.
 //
 // The id keyset lets PostgreSQL walk the primary key and merge it with the
 // ledger's business-tuple index, both bounded by the cursor: 0.75 ms a
@@ -201,83 +166,253 @@ func keyset(args []any, after *string) (cond, ledgerAfter string, _ []any) {
 // renews_at index was measured at 30-90 ms a page (a heap page per row,
 // then a probe), 40x slower for a full window; for a sparse window the
 // planner still picks the renews_at index and sorts. docs/BENCHMARKS.md.
-//
-// from, when known, is the window's earliest billing period (openFrom).
-func (s *source) listOpen(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, from *time.Time, after *string, limit int) ([]sourceRow, error) {
-	q, args := s.openQuery(sel, now, from, after)
-	return s.page(ctx, db, q, args, limit)
-}
+const subscriptionListOpen = `SELECT {cols}
+FROM {rel} s
+WHERE ` + inGroup + `
+  AND ` + notHandled + `
+ORDER BY s.id::text
+LIMIT $11`
 
-// openQuery is SubscriptionListOpen without its order and limit.
-func (s *source) openQuery(sel selection, now time.Time, from *time.Time, after *string) (string, []any) {
-	args := []any{sel.kind, now.Add(sel.close), now.Add(sel.open)}
-	base, juris, args := s.where(sel, args)
-	window := juris + " AND " + sel.between("$2", "$3")
-	if sel.withNullTimes {
-		// Rows with no renews_at are in no window; the first group returns
-		// them (whatever their jurisdiction) so they are counted invalid.
-		// A NULL anchor other than renews_at is not due: not invalid.
-		window = "((" + window + ") OR s.renews_at IS NULL)"
-	}
-	cursor, ledgerAfter, args := keyset(args, after)
-	bound, args := fromPeriod(args, from)
-	q := fmt.Sprintf(`SELECT %s
-FROM %s s
-WHERE %s
-  AND %s
-  AND %s%s`, s.cols(sel.anchor), s.rel, base, window, notHandled(ledgerAfter+bound), cursor)
-	return q, args
-}
-
-// SubscriptionListClosed: active subscriptions of one group whose window
+// subscriptionListClosed: active subscriptions of one group whose window
 // has closed while the charge (for a kind anchored elsewhere, its anchor:
 // the trial's end, the price change) is still ahead, with no ledger row:
-// the notices to record as missed.
-//
-// from is the closed window's earliest billing period (closedFrom), the
-// bound on the ledger's side (fromPeriod): the closed window holds the
-// notices the last passes sent, each with its years of history.
-func (s *source) listClosed(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, from *time.Time, after *string, limit int) ([]sourceRow, error) {
-	q, args := s.closedQuery(sel, now, from, after)
-	return s.page(ctx, db, q, args, limit)
-}
-
-// closedQuery is SubscriptionListClosed without its order and limit.
-func (s *source) closedQuery(sel selection, now time.Time, from *time.Time, after *string) (string, []any) {
-	args := []any{sel.kind, now, now.Add(sel.close)}
-	base, juris, args := s.where(sel, args)
-	cursor, ledgerAfter, args := keyset(args, after)
-	bound, args := fromPeriod(args, from)
-	q := fmt.Sprintf(`SELECT %s
-FROM %s s
-WHERE %s AND %s
-  AND %s
+// the notices to record as missed. The parameters of
+// subscriptionListOpen, with $3 = now, $4 = now+close, $7 false and $10
+// the closed window's earliest period (closedFrom): the closed window
+// holds the notices the last passes sent, each with its years of history.
+const subscriptionListClosed = `SELECT {cols}
+FROM {rel} s
+WHERE ` + inGroup + `
   AND s.period_start IS NOT NULL
-  AND %s%s`, s.cols(sel.anchor), s.rel, base, juris, sel.between("$2", "$3"), notHandled(ledgerAfter+bound), cursor)
-	return q, args
+  AND ` + notHandled + `
+ORDER BY s.id::text
+LIMIT $11`
+
+// subscriptionCountOpen: how many rows subscriptionListOpen returns over
+// all its pages, without the rows with no renews_at it adds for counting:
+// its parameters $1-$10, with $7 false and $9, $10 NULL.
+const subscriptionCountOpen = `SELECT count(*)
+FROM {rel} s
+WHERE ` + inGroup + `
+  AND ` + notHandled
+
+// subscriptionPeriodFrom: the earliest billing period of the rows of one
+// group (the group parameters), NULL when there are none. The pass reads
+// it once per window, open (for countDue and listOpen) and closed (for
+// listClosed), and passes it to their statements as a value ($10,
+// fromPeriod), so that PostgreSQL prunes the ledger's past months when it
+// plans them. As a sub-select inside subscriptionCountDue it pruned them
+// only at run time, which PostgreSQL does not cost: over 10M past rows it
+// chose a parallel hash join that took 3.9 s, against 0.2 s with the
+// value.
+const subscriptionPeriodFrom = `SELECT min(s.period_start::date)
+FROM {rel} s
+WHERE ` + inGroup
+
+// subscriptionCountDue: in one walk of one group's window (the rows
+// subscriptionListOpen considers), how many have no ledger row (open: what
+// it would return) and how many are due with a ledger row owned by
+// another run (handled: what subscriptionCountHandled counts). A nightly
+// re-run that finds open = 0 skips the group's stream: it then costs one
+// indexed anti-join, not a walk plus a count. The group parameters, then
+// $8 kind, $9 this run's id, $10 the window's earliest period (openFrom).
+const subscriptionCountDue = `SELECT count(*) FILTER (WHERE l.subscription_id IS NULL) AS open,
+       count(*) FILTER (WHERE l.subscription_id IS NOT NULL AND l.run_id <> $9
+                          AND s.{anchor} > $3 AND s.{anchor} <= $4) AS handled
+FROM {rel} s
+LEFT JOIN notice_ledger l
+       ON ` + sameNotice + ` AND l.kind = $8
+      AND ` + fromPeriod + `
+WHERE ` + inGroup
+
+// subscriptionCountHandled: due notices of one group that already have a
+// ledger row owned by another run (claimed, sent, failed or retried
+// elsewhere): the pass's "suppressed". The group parameters ($7 false),
+// then $8 kind, $9 this run's id.
+const subscriptionCountHandled = `SELECT count(*)
+FROM {rel} s
+WHERE ` + inGroup + `
+  AND EXISTS (
+        SELECT 1 FROM notice_ledger l
+        WHERE ` + sameNotice + ` AND l.kind = $8
+          AND l.run_id <> $9)`
+
+// subscriptionListRetry: the current rows of the retry rows'
+// subscriptions (ledger.Retries), looked up by id, when active and in
+// this shard. $1 shards, $2 this shard, $3 ids (text[]).
+const subscriptionListRetry = `SELECT {cols}
+FROM {rel} s
+WHERE s.id::text = ANY($3::text[]) AND ` + inShard
+
+// subscriptionGet: one subscription by id ($1), whatever its status, with
+// the anchor of one kind, as the other statements read it (scan preview).
+const subscriptionGet = `SELECT {cols}, s.status::text AS status
+FROM {rel} s
+WHERE s.id::text = $1`
+
+// subscriptionSampleKeys: up to $3 ledger rows (any kind) of active
+// subscriptions whose renews_at lies in ($1, $2]: notices of the current
+// windows, claimed by this pass's recent predecessors, whose keys the
+// secret should still derive. Found through the renews_at range and the
+// business-tuple index, so its cost does not grow with the ledger's
+// history (ordering the whole ledger by claimed_at did). At most $4
+// (sampleProbes a key) subscriptions are looked up, so its cost does not
+// grow with the number due either (joining all of them hashed every due
+// row for a sample of 20: 150 ms of a 0.9 s re-run at 200k). The earliest
+// sampled period bounds the ledger's side, so that its past months are
+// pruned.
+const subscriptionSampleKeys = `WITH s AS MATERIALIZED (
+      SELECT s.id, s.period_start, s.notice_revision
+      FROM {rel} s
+      WHERE s.status = 'active' AND s.renews_at > $1 AND s.renews_at <= $2
+      LIMIT $4)
+SELECT l.notice_key, l.subscription_id, l.kind, l.period_start, l.revision
+FROM s
+JOIN notice_ledger l
+  ON ` + sameNotice + `
+ AND l.period_start >= (SELECT min(s.period_start::date) FROM s)
+LIMIT $3`
+
+// subscriptionColumns lists the columns of the source relation without
+// reading a row: the start-up probe of which columns it has.
+const subscriptionColumns = `SELECT * FROM {rel} LIMIT 0`
+
+// selectList is the {cols} of the source statements: the required
+// columns, the anchor (a quoted column) as anchor_at, and each optional
+// column as text, or NULL where the relation lacks it.
+const selectList = `s.id::text AS id, s.email::text AS email, s.renews_at, s.period_start::date AS period_start,
+       s.jurisdiction::text AS jurisdiction, COALESCE(s.notice_revision, 0)::int AS revision,
+       s.{anchor} AS anchor_at`
+
+// source runs the source statements on one relation. Build it with
+// newSource; it is safe for concurrent use.
+type source struct {
+	rel      string // quoted
+	optional map[string]bool
+	shard    int
+	shards   int
+	// byAnchor: the statements that read a kind's anchor, by the anchor
+	// (quoted), filled by prepare.
+	byAnchor   map[string]*anchorStatements
+	sampleStmt string // subscriptionSampleKeys, filled
 }
 
-// SubscriptionPeriodFrom: the earliest billing period of the active rows
-// of one group whose anchor is in (lo, hi] (and of the rows with no
-// renews_at, when withNull), nil when there are none. The pass reads it
-// once per window, open (for countDue and listOpen) and closed (for
-// listClosed), and passes it to their statements as a constant
-// (fromPeriod), so that PostgreSQL prunes the ledger's past months when
-// it plans them. As a sub-select inside countDue it pruned them only at
-// run time, which PostgreSQL does not cost: over 10M past rows it chose a
-// parallel hash join that took 3.9 s, against 0.2 s with the constant.
-func (s *source) periodFrom(ctx context.Context, db sqlx.QueryerContext, sel selection, lo, hi time.Time, withNull bool) (*time.Time, error) {
-	args := []any{lo, hi}
-	base, juris, args := s.where(sel, args)
-	window := juris + " AND " + sel.between("$1", "$2")
-	if withNull {
-		window = "((" + window + ") OR s.renews_at IS NULL)"
+// anchorStatements are the source statements filled for one anchor.
+type anchorStatements struct {
+	listOpen, listClosed, countOpen, periodFrom, countDue, countHandled, listRetry, get string
+}
+
+// newSource returns the source of relation rel (quoted, QuoteSource) for
+// one shard of shards, whose statements prepare fills.
+func newSource(rel string, shard, shards int) *source {
+	return &source{rel: rel, shard: shard, shards: shards}
+}
+
+// columnsProbe is subscriptionColumns on the relation.
+func (s *source) columnsProbe() string { return fill(subscriptionColumns, s.rel, "", "") }
+
+// prepare fills every statement once, for the optional columns the
+// relation has and each of anchors (quoted columns).
+func (s *source) prepare(optional map[string]bool, anchors []string) {
+	s.optional = optional
+	s.sampleStmt = fill(subscriptionSampleKeys, s.rel, "", "")
+	s.byAnchor = map[string]*anchorStatements{}
+	for _, a := range anchors {
+		f := func(t string) string { return fill(t, s.rel, s.cols(), a) }
+		s.byAnchor[a] = &anchorStatements{
+			listOpen: f(subscriptionListOpen), listClosed: f(subscriptionListClosed),
+			countOpen: f(subscriptionCountOpen), periodFrom: f(subscriptionPeriodFrom),
+			countDue: f(subscriptionCountDue), countHandled: f(subscriptionCountHandled),
+			listRetry: f(subscriptionListRetry), get: f(subscriptionGet),
+		}
 	}
-	q := fmt.Sprintf(`SELECT min(s.period_start::date)
-FROM %s s
-WHERE %s AND %s`, s.rel, base, window)
+}
+
+// fill puts identifiers into a statement's slots: rel into {rel}, cols
+// into {cols}, anchor into {anchor}. Only identifiers, quoted by the
+// caller, ever go in; values are parameters.
+func fill(template, rel, cols, anchor string) string {
+	// {cols} first: it holds an {anchor} slot itself.
+	return strings.NewReplacer("{anchor}", anchor, "{rel}", rel).
+		Replace(strings.ReplaceAll(template, "{cols}", cols))
+}
+
+// cols is the select list with the optional columns the relation has;
+// its {anchor} slot is the statement's.
+func (s *source) cols() string {
+	var b strings.Builder
+	b.WriteString(selectList)
+	for _, c := range OptionalColumns {
+		q := pq.QuoteIdentifier(c)
+		if s.optional[c] {
+			b.WriteString(", s." + q + "::text AS " + q)
+		} else {
+			b.WriteString(", NULL::text AS " + q)
+		}
+	}
+	return b.String()
+}
+
+// group returns the group parameters $1-$7 for sel with the anchor in
+// (lo, hi], followed by more.
+func (s *source) group(sel selection, lo, hi time.Time, withNull bool, more ...any) []any {
+	var juris, overrides any // NULL: not this predicate
+	if sel.jurisdiction != "" {
+		juris = sel.jurisdiction
+	}
+	if len(sel.overrides) > 0 {
+		overrides = pq.Array(sel.overrides)
+	}
+	return append([]any{s.shards, s.shard, lo, hi, juris, overrides, withNull}, more...)
+}
+
+// textParam is a cursor as a parameter: NULL for nil (from the start).
+func textParam(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// dateParam is a period as a date parameter: NULL for nil (unknown).
+func dateParam(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.Format(time.DateOnly)
+}
+
+// listOpen runs subscriptionListOpen. from, when known, is the window's
+// earliest billing period (openFrom).
+func (s *source) listOpen(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, from *time.Time, after *string, limit int) ([]sourceRow, error) {
+	q, args := s.openQuery(sel, now, from, after, limit)
+	return s.page(ctx, db, q, args)
+}
+
+// openQuery is subscriptionListOpen with its parameters.
+func (s *source) openQuery(sel selection, now time.Time, from *time.Time, after *string, limit int) (string, []any) {
+	return s.byAnchor[sel.anchor].listOpen,
+		s.group(sel, now.Add(sel.close), now.Add(sel.open), sel.withNullTimes, sel.kind, textParam(after), dateParam(from), limit)
+}
+
+// listClosed runs subscriptionListClosed. from is the closed window's
+// earliest billing period (closedFrom).
+func (s *source) listClosed(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, from *time.Time, after *string, limit int) ([]sourceRow, error) {
+	q, args := s.closedQuery(sel, now, from, after, limit)
+	return s.page(ctx, db, q, args)
+}
+
+// closedQuery is subscriptionListClosed with its parameters.
+func (s *source) closedQuery(sel selection, now time.Time, from *time.Time, after *string, limit int) (string, []any) {
+	return s.byAnchor[sel.anchor].listClosed,
+		s.group(sel, now, now.Add(sel.close), false, sel.kind, textParam(after), dateParam(from), limit)
+}
+
+// periodFrom runs subscriptionPeriodFrom for the rows of sel whose anchor
+// is in (lo, hi] (and the rows with no renews_at, when withNull).
+func (s *source) periodFrom(ctx context.Context, db sqlx.QueryerContext, sel selection, lo, hi time.Time, withNull bool) (*time.Time, error) {
 	var from *time.Time
-	if err := sqlx.GetContext(ctx, db, &from, q, args...); err != nil {
+	if err := sqlx.GetContext(ctx, db, &from, s.byAnchor[sel.anchor].periodFrom, s.group(sel, lo, hi, withNull)...); err != nil {
 		return nil, fmt.Errorf("window's earliest period: %w", err)
 	}
 	return from, nil
@@ -293,10 +428,8 @@ func (s *source) closedFrom(ctx context.Context, db sqlx.QueryerContext, sel sel
 	return s.periodFrom(ctx, db, sel, now, now.Add(sel.close), false)
 }
 
-// page orders by id and limits a source query whose cursor keyset added.
-func (s *source) page(ctx context.Context, db sqlx.QueryerContext, q string, args []any, limit int) ([]sourceRow, error) {
-	args = append(args, limit)
-	q += fmt.Sprintf("\nORDER BY s.id::text\nLIMIT $%d", len(args))
+// page runs a statement that lists subscriptions.
+func (s *source) page(ctx context.Context, db sqlx.QueryerContext, q string, args []any) ([]sourceRow, error) {
 	var rows []sourceRow
 	if err := sqlx.SelectContext(ctx, db, &rows, q, args...); err != nil {
 		return nil, fmt.Errorf("select subscriptions: %w", err)
@@ -312,12 +445,12 @@ type retryPage struct {
 	n    int         // ledger rows read: fewer than the limit ends the listing
 }
 
-// SubscriptionListRetry: the retry rows of one kind whose window has not
-// closed (ledger.Retries), in key order after a cursor, each with its
-// subscription's current row, looked up by id. A row whose subscription is no
-// longer active, in this shard, or at the row's period and revision is
-// left out: it is no longer this pass's to retry, and ExpireRetries marks
-// it missed once its window closes.
+// listRetry reads the retry rows of one kind whose window has not closed
+// (ledger.Retries), in key order after a cursor, each with its
+// subscription's current row (subscriptionListRetry). A row whose
+// subscription is no longer active, in this shard, or at the row's period
+// and revision is left out: it is no longer this pass's to retry, and
+// ExpireRetries marks it missed once its window closes.
 func (s *source) listRetry(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, after string, limit int) (retryPage, error) {
 	tks, err := ledger.Retries(ctx, db, sel.kind, now, after, limit)
 	if err != nil || len(tks) == 0 {
@@ -327,13 +460,8 @@ func (s *source) listRetry(ctx context.Context, db sqlx.QueryerContext, sel sele
 	for _, tk := range tks {
 		ids = append(ids, tk.SubscriptionID)
 	}
-	args := []any{pq.Array(ids)}
-	where, _, args := s.where(selection{}, args)
-	q := fmt.Sprintf(`SELECT %s
-FROM %s s
-WHERE s.id::text = ANY($1::text[]) AND %s`, s.cols(sel.anchor), s.rel, where)
 	var subs []sourceRow
-	if err := sqlx.SelectContext(ctx, db, &subs, q, args...); err != nil {
+	if err := sqlx.SelectContext(ctx, db, &subs, s.byAnchor[sel.anchor].listRetry, s.shards, s.shard, pq.Array(ids)); err != nil {
 		return retryPage{}, fmt.Errorf("select retries' subscriptions: %w", err)
 	}
 	byID := make(map[string]sourceRow, len(subs))
@@ -358,30 +486,11 @@ func sameDay(a, b time.Time) bool {
 	return a.Format(time.DateOnly) == b.Format(time.DateOnly)
 }
 
-// SubscriptionCountDue: in one walk of one group's window (the rows
-// listOpen would consider), how many have no ledger row (open: what
-// listOpen would return) and how many are due with a ledger row owned by
-// another run (handled: what countHandled counts). A nightly re-run that
-// finds open == 0 skips the group's stream: it then costs one indexed
-// anti-join, not a walk plus a count. from is the window's earliest
-// period (openFrom), the bound on the ledger's side (fromPeriod).
+// countDue runs subscriptionCountDue. from is the window's earliest
+// period (openFrom).
 func (s *source) countDue(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, runID string, from *time.Time) (due dueCount, _ error) {
-	args := []any{sel.kind, now.Add(sel.close), now.Add(sel.open), runID}
-	base, juris, args := s.where(sel, args)
-	inWindow := sel.between("$2", "$3")
-	window := juris + " AND " + inWindow
-	if sel.withNullTimes {
-		window = "((" + window + ") OR s.renews_at IS NULL)"
-	}
-	bound, args := fromPeriod(args, from)
-	q := fmt.Sprintf(`SELECT count(*) FILTER (WHERE l.subscription_id IS NULL) AS open,
-       count(*) FILTER (WHERE l.subscription_id IS NOT NULL AND l.run_id <> $4 AND %s) AS handled
-FROM %s s
-LEFT JOIN notice_ledger l
-       ON `+sameNotice+` AND l.kind = $1%s
-WHERE %s
-  AND %s`, inWindow, s.rel, bound, base, window)
-	if err := sqlx.GetContext(ctx, db, &due, q, args...); err != nil {
+	args := s.group(sel, now.Add(sel.close), now.Add(sel.open), sel.withNullTimes, sel.kind, runID, dateParam(from))
+	if err := sqlx.GetContext(ctx, db, &due, s.byAnchor[sel.anchor].countDue, args...); err != nil {
 		return due, fmt.Errorf("count due: %w", err)
 	}
 	return due, nil
@@ -397,52 +506,53 @@ type dueCount struct {
 // it wants.
 const sampleProbes = 50
 
-// SubscriptionSampleKeys: up to limit ledger rows (any kind) of active
-// subscriptions whose renews_at lies in (lo, hi]: notices of the current
-// windows, claimed by this pass's recent predecessors, whose keys the
-// secret should still derive. Found through the renews_at range and the
-// business-tuple index, so its cost does not grow with the ledger's
-// history (ordering the whole ledger by claimed_at did). At most
-// sampleProbes subscriptions are looked up, so its cost does not grow with
-// the number due either (joining all of them hashed every due row for a
-// sample of 20: 150 ms of a 0.9 s re-run at 200k). The earliest sampled
-// period bounds the ledger's side, so that its past months are pruned.
+// sampleKeys runs subscriptionSampleKeys.
 func (s *source) sampleKeys(ctx context.Context, db sqlx.QueryerContext, lo, hi time.Time, limit int) ([]ledger.TupleKey, error) {
-	q := fmt.Sprintf(`WITH s AS MATERIALIZED (
-      SELECT s.id, s.period_start, s.notice_revision
-      FROM %s s
-      WHERE s.status = 'active' AND s.renews_at > $1 AND s.renews_at <= $2
-      LIMIT $4)
-SELECT l.notice_key, l.subscription_id, l.kind, l.period_start, l.revision
-FROM s
-JOIN notice_ledger l
-  ON `+sameNotice+`
- AND l.period_start >= (SELECT min(s.period_start::date) FROM s)
-LIMIT $3`, s.rel)
 	var out []ledger.TupleKey
-	if err := sqlx.SelectContext(ctx, db, &out, q, lo, hi, limit, sampleProbes*limit); err != nil {
+	if err := sqlx.SelectContext(ctx, db, &out, s.sampleStmt, lo, hi, limit, sampleProbes*limit); err != nil {
 		return nil, fmt.Errorf("sample keys: %w", err)
 	}
 	return out, nil
 }
 
-// SubscriptionCountHandled: due notices of one group that already have a
-// ledger row owned by another run (claimed, sent, failed or retried
-// elsewhere): the pass's "suppressed".
+// countHandled runs subscriptionCountHandled.
 func (s *source) countHandled(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, runID string) (int, error) {
-	args := []any{sel.kind, now.Add(sel.close), now.Add(sel.open), runID}
-	base, juris, args := s.where(sel, args)
-	q := fmt.Sprintf(`SELECT count(*)
-FROM %s s
-WHERE %s AND %s
-  AND %s
-  AND EXISTS (
-        SELECT 1 FROM notice_ledger l
-        WHERE `+sameNotice+` AND l.kind = $1
-          AND l.run_id <> $4)`, s.rel, base, juris, sel.between("$2", "$3"))
+	args := s.group(sel, now.Add(sel.close), now.Add(sel.open), false, sel.kind, runID)
 	var n int
-	if err := sqlx.GetContext(ctx, db, &n, q, args...); err != nil {
+	if err := sqlx.GetContext(ctx, db, &n, s.byAnchor[sel.anchor].countHandled, args...); err != nil {
 		return 0, fmt.Errorf("count handled: %w", err)
 	}
 	return n, nil
+}
+
+// eachPage is the one keyset loop of the pass's listings: it reads a
+// listing page by page in cursor order, from the zero cursor (the start).
+// page reads the page after a cursor and returns the cursor after it and
+// whether it was the last. It stops at the last page or the first error.
+func eachPage[C any](page func(after C) (next C, last bool, err error)) error {
+	var after C
+	for {
+		next, last, err := page(after)
+		if err != nil || last {
+			return err
+		}
+		after = next
+	}
+}
+
+// eachRowPage pages with eachPage through a listing of subscriptions in
+// id order (listOpen, listClosed) of batch rows a page, handing fn each
+// page that has rows.
+func eachRowPage(batch int, list func(after *string) ([]sourceRow, error), fn func([]sourceRow) error) error {
+	return eachPage(func(after *string) (*string, bool, error) {
+		rows, err := list(after)
+		if err != nil || len(rows) == 0 {
+			return nil, true, err
+		}
+		if err := fn(rows); err != nil {
+			return nil, false, err
+		}
+		last := rows[len(rows)-1].ID
+		return &last, len(rows) < batch, nil
+	})
 }

@@ -40,8 +40,9 @@ func TestSourcePagesPrunePastMonths(t *testing.T) {
 		VALUES ('c1', 'c@x.com', $1, '2026-12-01')`, now.Add(12*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	src := &source{rel: "subscriptions"}
-	sel := selection{kind: "renewal_notice_t72", anchor: "renews_at", open: 72 * time.Hour, close: 24 * time.Hour}
+	src := newSource(`"subscriptions"`, 0, 1)
+	src.prepare(map[string]bool{}, []string{`"renews_at"`})
+	sel := selection{kind: "renewal_notice_t72", anchor: `"renews_at"`, open: 72 * time.Hour, close: 24 * time.Hour}
 	from, err := src.openFrom(ctx, db, sel, now)
 	if err != nil || from == nil || from.Format(time.DateOnly) != "2026-12-02" {
 		t.Fatalf("openFrom = %v, %v", from, err)
@@ -58,8 +59,8 @@ func TestSourcePagesPrunePastMonths(t *testing.T) {
 		query func(from *time.Time, after *string) (string, []any)
 		from  *time.Time
 	}{
-		{"open", func(f *time.Time, a *string) (string, []any) { return src.openQuery(sel, now, f, a) }, from},
-		{"closed", func(f *time.Time, a *string) (string, []any) { return src.closedQuery(sel, now, f, a) }, closed},
+		{"open", func(f *time.Time, a *string) (string, []any) { return src.openQuery(sel, now, f, a, 1000) }, from},
+		{"closed", func(f *time.Time, a *string) (string, []any) { return src.closedQuery(sel, now, f, a, 1000) }, closed},
 	} {
 		plan := func(from *time.Time) string {
 			after := "a"
