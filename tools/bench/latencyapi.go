@@ -118,10 +118,7 @@ func (b *bench) latencyAPI(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
-	if _, err := db.ExecContext(ctx, SubscriptionSeedMix, total, b.now); err != nil {
-		return fmt.Errorf("seed: %w", err)
-	}
-	if _, err := db.ExecContext(ctx, SubscriptionAnalyze); err != nil {
+	if err := b.seedMix(ctx, db, total); err != nil {
 		return err
 	}
 	api, err := newAPIStandIn(b.cfg.apiLatency, b.cfg.work)

@@ -209,10 +209,7 @@ func (b *bench) ledgerScale(ctx context.Context) error {
 	}
 	defer db.Close()
 	fmt.Fprintf(b.log, "bench: ledger: seeding %d subscriptions (%d due)\n", total, due)
-	if _, err := db.ExecContext(ctx, SubscriptionSeedMix, total, b.now); err != nil {
-		return fmt.Errorf("seed: %w", err)
-	}
-	if _, err := db.ExecContext(ctx, SubscriptionAnalyze); err != nil {
+	if err := b.seedMix(ctx, db, total); err != nil {
 		return err
 	}
 	lo, hi := b.now.Add(closeBefore), b.now.Add(openBefore)

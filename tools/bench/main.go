@@ -337,6 +337,17 @@ func (b *bench) dsn(db string) string {
 
 // database creates a scenario's database with the ledger and the
 // reference subscriptions table, and returns a connection to it.
+// seedMix fills db's subscriptions with total rows of the usual mix
+// around now (SubscriptionSeedMix), then analyzes them as autovacuum
+// would, so that every scenario's planner sees the table's size.
+func (b *bench) seedMix(ctx context.Context, db *sql.DB, total int) error {
+	if _, err := db.ExecContext(ctx, SubscriptionSeedMix, total, b.now); err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	_, err := db.ExecContext(ctx, SubscriptionAnalyze)
+	return err
+}
+
 func (b *bench) database(ctx context.Context, name string) (*sql.DB, error) {
 	admin, err := sql.Open("postgres", b.dsn("postgres"))
 	if err != nil {
@@ -509,10 +520,7 @@ func (b *bench) throughput(ctx context.Context) error {
 	defer db.Close()
 	fmt.Fprintf(b.log, "bench: seeding %d subscriptions (%d due)\n", total, due)
 	t := time.Now()
-	if _, err := db.ExecContext(ctx, SubscriptionSeedMix, total, b.now); err != nil {
-		return fmt.Errorf("seed: %w", err)
-	}
-	if _, err := db.ExecContext(ctx, SubscriptionAnalyze); err != nil {
+	if err := b.seedMix(ctx, db, total); err != nil {
 		return err
 	}
 	if _, err := db.ExecContext(ctx, SubscriptionEmptyCreate); err != nil {
@@ -774,10 +782,7 @@ func (b *bench) latency(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
-	if _, err := db.ExecContext(ctx, SubscriptionSeedMix, total, b.now); err != nil {
-		return fmt.Errorf("seed: %w", err)
-	}
-	if _, err := db.ExecContext(ctx, SubscriptionAnalyze); err != nil {
+	if err := b.seedMix(ctx, db, total); err != nil {
 		return err
 	}
 	sk := &sink{latency: b.cfg.latency}
