@@ -386,6 +386,19 @@ func (r result) int(name string) int {
 	return int(v)
 }
 
+// goRuntimeEnv is the Go runtime's settings in bench's own environment
+// (GOGC, GOMEMLIMIT, GODEBUG, GOMAXPROCS), passed on to bin/scan so a
+// figure can be measured under them.
+func goRuntimeEnv() []string {
+	var env []string
+	for _, k := range []string{"GOGC", "GOMEMLIMIT", "GODEBUG", "GOMAXPROCS"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
 // scan runs bin/scan with args against database db; extra is added to the
 // environment. A non-zero exit is an error that carries the log's tail.
 func (b *bench) scan(ctx context.Context, db, cmd string, args []string, extra []string) (result, error) {
@@ -403,6 +416,7 @@ func (b *bench) scan(ctx context.Context, db, cmd string, args []string, extra [
 		"NOTICE_KEY_SECRET=" + secret,
 		"LOG_LEVEL=warn",
 	}, extra...)
+	c.Env = append(c.Env, goRuntimeEnv()...)
 	c.Stdout = &out
 	c.Stderr = logf
 	pg0 := b.pgCPU()
