@@ -131,10 +131,8 @@ func (s *SES) String() string { return "ses" }
 // them (read from aws-sdk-go-v2 v1.48 and service/sesv2 v1.79). Each
 // would otherwise run once per notice, at concurrency in the hundreds.
 // What SES needs stays: validation, serialization, endpoint resolution,
-// the User-Agent, the retry step (with NopRetryer one attempt; it still
-// carries the clock-skew correction learnt from SES's Date header), the
-// payload hash and SigV4 signing, and the error and request-id handling
-// that classifySES reads.
+// the User-Agent, the payload hash and SigV4 signing, and the error and
+// request-id handling that classifySES reads.
 var unusedSESMiddleware = []struct{ step, id string }{
 	// A random UUID (read from crypto/rand) in Amz-Sdk-Invocation-Id, so
 	// that AWS can tie the retries of one call together: the SDK never
@@ -147,6 +145,21 @@ var unusedSESMiddleware = []struct{ step, id string }{
 	// asks for it. The request carries the raw message (addresses, names):
 	// it must never reach a log, whatever a configuration says.
 	{"deserialize", "RequestResponseLogger"},
+	// The retry loop. With NopRetryer it makes one attempt, yet per call
+	// it clones the request and its headers, opens attempt spans and
+	// metrics, clones the response metadata and sets the informational
+	// Amz-Sdk-Request header: measured at concurrency 256, about 4 MiB of
+	// peak RSS. Its one other use is the clock-skew correction learnt from
+	// SES's Date header (with RecordResponseTiming below), applied to the
+	// next signatures. It cannot help here: a clock off by more than SigV4
+	// accepts fails the first request with one of the SDK's clock-skew
+	// codes (retry.clockSkewCodes; SES, a modern service, answers
+	// InvalidSignatureException), which classifySES makes ErrMisconfigured,
+	// and the pass stops on it before a corrected signature could be used.
+	{"finalize", "Retry"},
+	// Parses SES's Date header on every answer, for the skew correction
+	// above only.
+	{"deserialize", "RecordResponseTiming"},
 }
 
 // trimSendEmail removes unusedSESMiddleware from a SendEmail stack. A step
@@ -156,6 +169,8 @@ func trimSendEmail(st *middleware.Stack) error {
 		switch m.step {
 		case "build":
 			_, _ = st.Build.Remove(m.id)
+		case "finalize":
+			_, _ = st.Finalize.Remove(m.id)
 		case "deserialize":
 			_, _ = st.Deserialize.Remove(m.id)
 		}
