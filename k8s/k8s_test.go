@@ -306,6 +306,13 @@ func checkCronJob(t *testing.T, cj *batchv1.CronJob, wantArgs []string, indexed 
 		d <= 0 || d+5*time.Minute > time.Duration(*js.ActiveDeadlineSeconds)*time.Second {
 		t.Errorf("SCAN_MAX_DURATION = %q (%v), want at least 5m below activeDeadlineSeconds %v", e.Value, err, js.ActiveDeadlineSeconds)
 	}
+	// The Go runtime's soft limit follows the container's memory limit.
+	if e := env(c, "GOMEMLIMIT"); e == nil || e.Value != "" || e.ValueFrom == nil || e.ValueFrom.ResourceFieldRef == nil ||
+		e.ValueFrom.ResourceFieldRef.Resource != "limits.memory" || e.ValueFrom.ResourceFieldRef.ContainerName != c.Name {
+		t.Errorf("env GOMEMLIMIT = %+v, want the container's limits.memory", e)
+	} else if c.Resources.Limits.Memory().IsZero() {
+		t.Error("GOMEMLIMIT follows limits.memory, which is not set")
+	}
 	mounts := map[string]corev1.VolumeMount{}
 	for _, m := range c.VolumeMounts {
 		mounts[m.Name] = m

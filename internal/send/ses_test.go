@@ -2,8 +2,12 @@ package send_test
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +19,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"scan/internal/send"
@@ -39,6 +44,9 @@ type fakeSES struct {
 	mu   sync.Mutex
 	reqs []sesRequest
 	n    atomic.Int32
+	// keepBody, when set before the first request, receives the last
+	// request's body.
+	keepBody *[]byte
 }
 
 func newFakeSES(t *testing.T, handler func(w http.ResponseWriter, r *http.Request)) *fakeSES {
@@ -53,6 +61,9 @@ func newFakeSES(t *testing.T, handler func(w http.ResponseWriter, r *http.Reques
 		}
 		f.mu.Lock()
 		f.reqs = append(f.reqs, req)
+		if f.keepBody != nil {
+			*f.keepBody = b
+		}
 		f.mu.Unlock()
 		f.n.Add(1)
 		handler(w, r)
@@ -231,4 +242,86 @@ func TestNewSESNeedsARegion(t *testing.T) {
 	if _, err := send.NewSES(send.SESConfig{}); err == nil {
 		t.Fatal("no region accepted")
 	}
+}
+
+// The request carries what SES needs and nothing the sender trims from the
+// SDK's stack (unusedSESMiddleware): a SigV4 signature that verifies over
+// the headers and body SES received, the SDK's User-Agent, a JSON body; no
+// per-call invocation id or retry-attempt header, and no X-Amzn-Trace-Id
+// even where the Lambda variables that would copy one are set.
+//
+// Not parallel: it sets the Lambda variables in the environment.
+func TestSESRequestCarriesWhatSESNeeds(t *testing.T) {
+	t.Setenv("AWS_LAMBDA_FUNCTION_NAME", "scan")
+	t.Setenv("_X_AMZN_TRACE_ID", "Root=1-5759e988-bd862e3fe1be46a994272793")
+	var got *http.Request
+	var body []byte
+	var f *fakeSES
+	f = newFakeSES(t, func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		got = r.Clone(context.Background())
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"MessageId":"010001abc-def-000000"}`))
+	})
+	f.keepBody = &body
+	s := newSES(t, f.srv.URL, 10*time.Second)
+	if _, err := s.Send(t.Context(), render(t, newRenderer(t), notice(1, "example.org"))); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if got == nil {
+		t.Fatal("no request")
+	}
+	for _, h := range []string{"Amz-Sdk-Invocation-Id", "X-Amzn-Trace-Id", "Amz-Sdk-Request"} {
+		if v := got.Header.Get(h); v != "" {
+			t.Errorf("request carries %s: %q", h, v)
+		}
+	}
+	if ua := got.Header.Get("User-Agent"); !strings.Contains(ua, "aws-sdk-go-v2/") {
+		t.Errorf("User-Agent %q is not the SDK's", ua)
+	}
+	if ct := got.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	if err := verifySigV4(got, body); err != nil {
+		t.Error(err)
+	}
+}
+
+// verifySigV4 signs again, with the test's credentials, the headers r says
+// it signed, its body and its X-Amz-Date, and compares the signatures.
+func verifySigV4(r *http.Request, body []byte) error {
+	auth := r.Header.Get("Authorization")
+	_, signed, ok := strings.Cut(auth, "SignedHeaders=")
+	if !ok {
+		return fmt.Errorf("authorization %q has no SignedHeaders", auth)
+	}
+	signed, _, _ = strings.Cut(signed, ",")
+	at, err := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date"))
+	if err != nil {
+		return fmt.Errorf("X-Amz-Date: %w", err)
+	}
+	again, err := http.NewRequest(r.Method, "http://"+r.Host+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	for _, h := range strings.Split(signed, ";") {
+		if h != "host" && h != "content-length" {
+			again.Header[http.CanonicalHeaderKey(h)] = r.Header.Values(h)
+		}
+	}
+	sum := sha256.Sum256(body)
+	creds, err := staticCredentials().Retrieve(context.Background())
+	if err != nil {
+		return err
+	}
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, again, hex.EncodeToString(sum[:]), "ses", "eu-west-1", at); err != nil {
+		return err
+	}
+	if want := again.Header.Get("Authorization"); want != auth {
+		return fmt.Errorf("signature does not verify:\n got  %s\n want %s", auth, want)
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,19 +118,17 @@ func sendAll(t *testing.T, s send.Sender, n, workers int) {
 	}
 }
 
-// The http and ses senders keep their connections: sending N notices,
-// N much larger than the concurrency, opens at most `concurrency` TLS
-// connections, over HTTP/1.1 (one request per connection at a time) and
-// over HTTP/2 (many per connection). With Go's default transport (two idle
-// connections per host) this opened about one connection per notice.
-func TestSendersOpenAtMostConcurrencyConnections(t *testing.T) {
-	t.Parallel()
-	const concurrency, n = 8, 400
-	senders := []struct {
-		name   string
-		answer func(http.ResponseWriter)
-		make   func(t *testing.T, c *countingServer) send.Sender
-	}{
+// tlsSender is a sender under test against a countingServer: the
+// server's answer to every request, and how to make the sender trust it.
+type tlsSender struct {
+	name   string
+	answer func(http.ResponseWriter)
+	make   func(t *testing.T, c *countingServer) send.Sender
+}
+
+// tlsSenders are the http and ses senders, sized for concurrency.
+func tlsSenders(concurrency int) []tlsSender {
+	return []tlsSender{
 		{"http", func(w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"id":"prov-1"}`)
@@ -161,7 +160,17 @@ func TestSendersOpenAtMostConcurrencyConnections(t *testing.T) {
 			return s
 		}},
 	}
-	for _, sd := range senders {
+}
+
+// The http and ses senders keep their connections: sending N notices,
+// N much larger than the concurrency, opens at most `concurrency` TLS
+// connections, over HTTP/1.1 (one request per connection at a time) and
+// over HTTP/2 (many per connection). With Go's default transport (two idle
+// connections per host) this opened about one connection per notice.
+func TestSendersOpenAtMostConcurrencyConnections(t *testing.T) {
+	t.Parallel()
+	const concurrency, n = 8, 400
+	for _, sd := range tlsSenders(concurrency) {
 		for _, h2 := range []bool{false, true} {
 			name := sd.name + "/HTTP1.1"
 			if h2 {
@@ -186,6 +195,44 @@ func TestSendersOpenAtMostConcurrencyConnections(t *testing.T) {
 				t.Logf("%s: %d connections for %d notices, %s", name, c.opened.Load(), n, c.protocols())
 				if got := c.opened.Load(); got > concurrency {
 					t.Errorf("%d connections opened for %d notices at concurrency %d, want at most %d", got, n, concurrency, concurrency)
+				}
+			})
+		}
+	}
+}
+
+// Neither sender's goroutines grow with the number of notices: after
+// 2,000 sends at concurrency 8, and again after 4,000 more, the process
+// has at most a few goroutines per connection more than before (the
+// client's read and write loops, the test server's handler), however many
+// notices went through. A sender that leaked a connection, a response
+// body or a goroutine per notice would hold thousands.
+//
+// Not parallel: it counts every goroutine of the process, and the
+// package's parallel tests start only once the sequential ones are done.
+func TestSendersGoroutinesBoundedByConcurrency(t *testing.T) {
+	const concurrency = 8
+	for _, sd := range tlsSenders(concurrency) {
+		for _, h2 := range []bool{false, true} {
+			name := sd.name + "/HTTP1.1"
+			if h2 {
+				name = sd.name + "/HTTP2"
+			}
+			t.Run(name, func(t *testing.T) {
+				before := runtime.NumGoroutine()
+				c := newCountingServer(t, h2, sd.answer)
+				s := sd.make(t, c)
+				t.Cleanup(func() { _ = s.Close() })
+				// Per connection: the client's read and write loops and the
+				// server's conn goroutine; a few more for the server's
+				// listener and HTTP/2's frame reader.
+				bound := before + 4*concurrency + 8
+				for _, n := range []int{100 * concurrency, 200 * concurrency} {
+					sendAll(t, s, n, concurrency)
+					if g := runtime.NumGoroutine(); g > bound {
+						t.Fatalf("%d goroutines after %d more notices at concurrency %d (%d before the sender), want at most %d",
+							g, n, concurrency, before, bound)
+					}
 				}
 			})
 		}

@@ -170,8 +170,8 @@ func (b *bench) latencyAPIPass(ctx context.Context, db *sql.DB, api *apiStandIn,
 	served := float64(api.served.Load()-served0) / float64(due) / 1e6
 	gap := float64(api.gaps.Load()-gaps0) / float64(max(api.ngaps.Load()-ngaps0, 1)) / 1e6
 	b.add(figure{fmt.Sprintf("latency-api: %s sender, %s per request over TLS, concurrency %d (N=%d)", sender, api.latency, conc, due),
-		fmt.Sprintf("%.0f notices/s (%.2f s, pass %.2f s; %d TLS connections; peak RSS %.1f MiB; stand-in %.1f ms per request, client %.1f ms between an answer and the connection's next request; CPU per notice: scan %.0f us, PostgreSQL %.0f us, stand-in %.0f us)",
-			rate, r.wall.Seconds(), float64(r.int("duration_ms"))/1000, opened, float64(r.maxRSS)/1024, served, gap,
+		fmt.Sprintf("%.0f notices/s (%.2f s, pass %.2f s; %d TLS connections; peak RSS %.1f MiB (%s); stand-in %.1f ms per request, client %.1f ms between an answer and the connection's next request; CPU per notice: scan %.0f us, PostgreSQL %.0f us, stand-in %.0f us)",
+			rate, r.wall.Seconds(), float64(r.int("duration_ms"))/1000, opened, float64(r.maxRSS)/1024, r.mem, served, gap,
 			usPer(r.cpu, due), usPer(r.pgCPU, due), usPer(standInCPU, due)),
 		fmt.Sprintf("%.0f notices/s ideal (concurrency / latency)", ideal),
 		fmt.Sprintf("%.2fx the ideal", rate/ideal),

@@ -374,10 +374,13 @@ func (b *bench) database(ctx context.Context, name string) (*sql.DB, error) {
 
 // result is one finished child process.
 type result struct {
-	wall    time.Duration
-	cpu     time.Duration // the scan process's user + system time
-	pgCPU   time.Duration // PostgreSQL's, over the same interval
-	maxRSS  int64         // KiB
+	wall   time.Duration
+	cpu    time.Duration // the scan process's user + system time
+	pgCPU  time.Duration // PostgreSQL's, over the same interval
+	maxRSS int64         // KiB
+	// mem is what the peak was made of, sampled from /proc while the
+	// process ran.
+	mem     memPeak
 	summary map[string]any
 }
 
@@ -421,8 +424,13 @@ func (b *bench) scan(ctx context.Context, db, cmd string, args []string, extra [
 	c.Stderr = logf
 	pg0 := b.pgCPU()
 	start := time.Now()
-	err = c.Run()
-	r := result{wall: time.Since(start), pgCPU: b.pgCPU() - pg0}
+	var mem memPeak
+	if err = c.Start(); err == nil {
+		stop := sampleMemory(c.Process.Pid, start, &mem)
+		err = c.Wait()
+		stop()
+	}
+	r := result{wall: time.Since(start), pgCPU: b.pgCPU() - pg0, mem: mem}
 	if c.ProcessState != nil {
 		r.cpu = c.ProcessState.UserTime() + c.ProcessState.SystemTime()
 		if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
@@ -650,7 +658,7 @@ func (b *bench) throughput(ctx context.Context) error {
 	b.add(figure{fmt.Sprintf("re-run, nothing new (N=%d)", due), fmt.Sprintf("%.2f s (pass %.2f s)", re.wall.Seconds(), float64(re.int("duration_ms"))/1000),
 		fmt.Sprintf("%.2f s (anti-join %.2f s + start-up %.2f s)", ideal.Seconds(), anti.Seconds(), startup.wall.Seconds()),
 		fmt.Sprintf("%.2fx", re.wall.Seconds()/ideal.Seconds()), "within 3x"})
-	b.add(figure{fmt.Sprintf("peak RSS, first pass (N=%d)", due), fmt.Sprintf("%.1f MiB", float64(first.maxRSS)/1024),
+	b.add(figure{fmt.Sprintf("peak RSS, first pass (N=%d)", due), fmt.Sprintf("%.1f MiB (%s)", float64(first.maxRSS)/1024, first.mem),
 		fmt.Sprintf("%.1f MiB (start-up on an empty source)", float64(startup.maxRSS)/1024), "", "under 64 MiB at 1M, flat in N"})
 	b.add(figure{fmt.Sprintf("peak RSS, re-run (N=%d)", due), fmt.Sprintf("%.1f MiB", float64(re.maxRSS)/1024), "", "", "flat in N"})
 	return nil
