@@ -3,6 +3,7 @@ package send
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"scan/internal/address"
 )
@@ -34,10 +35,7 @@ func buildMIME(headers []header, boundary, text, html string) ([]byte, error) {
 	for _, h := range headers {
 		size += len(h.name) + len(h.value) + len(h.value)/32 + 4 // folds
 	}
-	// Quoted-printable grows text by a soft break every 75 octets and by
-	// two octets for every '=' (HTML attributes) or non-ASCII octet; an
-	// eighth covers the embedded templates with room to spare.
-	size += len(text) + len(html) + (len(text)+len(html))/8
+	size += qpMaxLen(text) + qpMaxLen(html)
 	raw := make([]byte, 0, size)
 
 	var err error
@@ -51,7 +49,9 @@ func buildMIME(headers []header, boundary, text, html string) ([]byte, error) {
 			return nil, fmt.Errorf("render: %s: %w", h.name, err)
 		}
 	}
-	raw, _ = appendHeader(raw, "Content-Type", `multipart/alternative; boundary="`+boundary+`"`)
+	var ct [96]byte // the value, on the stack for the usual boundary
+	v := append(append(append(ct[:0], `multipart/alternative; boundary="`...), boundary...), '"')
+	raw, _ = appendHeader(raw, "Content-Type", unsafe.String(unsafe.SliceData(v), len(v)))
 	raw = append(raw, "\r\n--"...)
 	raw = append(raw, boundary...)
 	raw = append(raw, "\r\n"...)
@@ -166,10 +166,7 @@ func appendQuotedPrintable(dst []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		// A run of octets that stand for themselves, copied a line's
 		// room at a time.
-		j := i
-		for j < len(s) && qpLiteral[s[j]] {
-			j++
-		}
+		j := i + qpLiteralRun(s[i:])
 		if j > i {
 			cr = false
 		}
@@ -203,6 +200,73 @@ func appendQuotedPrintable(dst []byte, s string) []byte {
 	dst, _ = qpEncodeTrailingSpace(dst, start)
 	return dst
 }
+
+// qpMaxLen bounds the length of s quoted-printable: every octet that is
+// not literal as =XX, CR and LF as four octets (a CRLF and the =20 or =09
+// of a space before it), a space at the end as =20, and a soft line break
+// (3 octets) at least every 72. A bound, so that buildMIME allocates
+// once; mime_test.go checks it.
+func qpMaxLen(s string) int {
+	n, i := len(s), 0
+	for ; i+8 <= len(s); i += 8 {
+		if !qpPlain8(load64(s[i:])) {
+			for _, c := range []byte(s[i : i+8]) {
+				n += int(qpGrowth[c])
+			}
+		}
+	}
+	for ; i < len(s); i++ {
+		n += int(qpGrowth[s[i]])
+	}
+	return n + 2 + 3*(n/72+1)
+}
+
+// qpLiteralRun returns how many octets at the start of s quoted-printable
+// writes as they are (qpLiteral), eight at a time while it can.
+func qpLiteralRun(s string) int {
+	j := 0
+	for j+8 <= len(s) && qpPlain8(load64(s[j:])) {
+		j += 8
+	}
+	for j < len(s) && qpLiteral[s[j]] {
+		j++
+	}
+	return j
+}
+
+// qpPlain8 reports whether the eight octets of x (load64) are all
+// printable ASCII other than '=' ('!' to '~' but '=', or a space): each
+// stands for itself. A tab, also literal, makes it false, as does every
+// octet that is not (the callers then look octet by octet). The tests
+// are the exact word-at-a-time "has an octet below n" and "has a zero
+// octet" (Anderson's bit hacks), on ASCII.
+func qpPlain8(x uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	below := (x - 0x20*lo) &^ x & hi // an octet under ' '
+	eq := x ^ 0x3d*lo                // '=' becomes zero
+	del := x ^ 0x7f*lo               // DEL becomes zero
+	return x&hi|below|(eq-lo)&^eq&hi|(del-lo)&^del&hi == 0
+}
+
+// load64 reads the first eight octets of s, little-endian (one load on
+// the machines that allow it).
+func load64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// qpGrowth is what qpMaxLen adds for an octet: 0 for a literal, 2 for
+// =XX, 3 for CR and LF.
+var qpGrowth = func() (t [256]uint8) {
+	for b := range t {
+		if !qpLiteral[b] {
+			t[b] = 2
+		}
+	}
+	t['\r'], t['\n'] = 3, 3
+	return t
+}()
 
 // qpLiteral tells the octets that quoted-printable writes as they are:
 // '!' to '~' except '=', and space and tab (encoded only at a line's end).
