@@ -31,13 +31,7 @@ var mimeParts = [2]string{
 // ErrHeaderInjection; one with a word that cannot fit a 998-octet line is
 // ErrHeaderTooLong (each error names the header).
 func buildMIME(headers []header, boundary, text, html string) ([]byte, error) {
-	size := 256 + 3*len(boundary)
-	for _, h := range headers {
-		size += len(h.name) + len(h.value) + len(h.value)/32 + 4 // folds
-	}
-	size += qpMaxLen(text) + qpMaxLen(html)
-	raw := make([]byte, 0, size)
-
+	raw := make([]byte, 0, mimeSize(headers, boundary, text, html))
 	var err error
 	for _, h := range headers {
 		// Defence in depth: every value was checked before, check again
@@ -66,6 +60,18 @@ func buildMIME(headers []header, boundary, text, html string) ([]byte, error) {
 	raw = append(raw, boundary...)
 	raw = append(raw, "--\r\n\r\n"...)
 	return raw, nil
+}
+
+// mimeSize bounds the length of buildMIME's message, so that it
+// allocates once: each header with a fold every 32 octets of its value
+// (a fold costs 2, a line holds at least 38), the multipart structure
+// around the boundary, and each body's quoted-printable bound.
+func mimeSize(headers []header, boundary, text, html string) int {
+	size := 320 + 4*len(boundary)
+	for _, h := range headers {
+		size += len(h.name) + len(h.value) + len(h.value)/32 + 4
+	}
+	return size + qpMaxLen(text) + qpMaxLen(html)
 }
 
 // Header lines: RFC 5322 allows at most 998 octets between CRLFs and

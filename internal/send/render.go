@@ -354,21 +354,22 @@ func (r *Renderer) PreferencesLink(token string) string {
 	return strings.ReplaceAll(r.prefsURL, "{token}", url.QueryEscape(token))
 }
 
-// listUnsubscribe returns the List-Unsubscribe headers of a notice with
-// token: the preferences link with RFC 8058's one-click POST, or none
-// without RenderConfig.PreferencesURL. Never the cancel link: a mail
-// client shows "Unsubscribe" for this header, and unsubscribing from
-// reminders must not cancel a plan. The link is query-escaped and
-// PreferencesURL checked, so no value holds a line break.
-func (r *Renderer) listUnsubscribe(token string) [][2]string {
-	link := r.PreferencesLink(token)
-	if link == "" {
-		return nil
+// appendListUnsubscribe appends the List-Unsubscribe headers of a notice
+// with token to headers: the preferences link with RFC 8058's one-click
+// POST, or none without RenderConfig.PreferencesURL. Never the cancel
+// link: a mail client shows "Unsubscribe" for this header, and
+// unsubscribing from reminders must not cancel a plan. The link is
+// query-escaped and PreferencesURL checked, so no value holds a line
+// break. The link is a view of sc (renderScratch.appendView).
+func (r *Renderer) appendListUnsubscribe(headers []header, sc *renderScratch, token string) []header {
+	if r.prefsURL == "" {
+		return headers
 	}
-	return [][2]string{
-		{"List-Unsubscribe", "<" + link + ">"},
-		{"List-Unsubscribe-Post", "List-Unsubscribe=One-Click"},
-	}
+	link := sc.appendView(func(b []byte) []byte {
+		b = appendLink(append(b, '<'), r.prefsPre, r.prefsPost, r.prefsURL, url.QueryEscape(token))
+		return append(b, '>')
+	})
+	return append(headers, header{"List-Unsubscribe", link}, header{"List-Unsubscribe-Post", "List-Unsubscribe=One-Click"})
 }
 
 // renderScratch is the working memory of one Render: the values
@@ -565,9 +566,7 @@ func (r *Renderer) assemble(sc *renderScratch, m *Message) ([]byte, error) {
 		header{"X-Notice-Key", n.Key},
 		header{"Auto-Submitted", "auto-generated"},
 	)
-	for _, h := range r.listUnsubscribe(n.CancelToken) {
-		headers = append(headers, header{h[0], h[1]})
-	}
+	headers = r.appendListUnsubscribe(headers, sc, n.CancelToken)
 	for _, h := range CorrelationHeaders(r.provider, n.Key, n.Attempt, r.configSet) {
 		headers = append(headers, header{h[0], h[1]})
 	}

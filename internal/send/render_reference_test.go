@@ -51,7 +51,10 @@ func referenceRender(t *testing.T, r *Renderer, n Notice) (m Message, ok bool) {
 		{"X-Notice-Key", n.Key},
 		{"Auto-Submitted", "auto-generated"},
 	}
-	for _, h := range append(r.listUnsubscribe(n.CancelToken), CorrelationHeaders(r.provider, n.Key, n.Attempt, r.configSet)...) {
+	if link := r.PreferencesLink(n.CancelToken); link != "" {
+		headers = append(headers, header{"List-Unsubscribe", "<" + link + ">"}, header{"List-Unsubscribe-Post", "List-Unsubscribe=One-Click"})
+	}
+	for _, h := range CorrelationHeaders(r.provider, n.Key, n.Attempt, r.configSet) {
 		headers = append(headers, header{h[0], h[1]})
 	}
 	for _, h := range headers {
@@ -62,6 +65,9 @@ func referenceRender(t *testing.T, r *Renderer, n Notice) (m Message, ok bool) {
 	raw, err := stdlibMIME(headers, "=_notice_"+n.Key[:32], m.Text, m.HTML)
 	if err != nil {
 		return m, false
+	}
+	if size := mimeSize(headers, "=_notice_"+n.Key[:32], m.Text, m.HTML); len(raw) > size {
+		t.Fatalf("a message of %d octets, over mimeSize's %d: buildMIME would allocate twice", len(raw), size)
 	}
 	m.Raw = raw
 	return m, true
