@@ -3,9 +3,8 @@ package send
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
-
-	"scan/internal/address"
 )
 
 // This file assembles a rendered notice into RFC 5322 bytes: header fields
@@ -36,7 +35,7 @@ func buildMIME(headers []header, boundary, text, html string) ([]byte, error) {
 	for _, h := range headers {
 		// Defence in depth: every value was checked before, check again
 		// after encoding.
-		if address.HasCRLF(h.value) {
+		if strings.IndexByte(h.value, '\r') >= 0 || strings.IndexByte(h.value, '\n') >= 0 { // address.HasCRLF, without its byte set per call
 			return nil, fmt.Errorf("render: %s: %w", h.name, ErrHeaderInjection)
 		}
 		if raw, err = appendHeader(raw, h.name, h.value); err != nil {
@@ -154,6 +153,54 @@ func cutQuotedWord(value string) (word, rest string, ok bool) {
 	}
 	return "", "", false
 }
+
+// appendQEncoded appends what mime.QEncoding.Encode("utf-8", s) returns:
+// s itself when every octet is printable ASCII, a space or a tab; else s
+// as RFC 2047 encoded-words of at most 75 characters, split between
+// characters, never inside one (as mime splits them).
+func appendQEncoded(dst []byte, s string) []byte {
+	if !qNeedsEncoding(s) {
+		return append(dst, s...)
+	}
+	const open, maxContent = "=?utf-8?q?", 75 - len("=?UTF-8?q?") - len("?=")
+	dst = append(dst, open...)
+	for i, n := 0, 0; i < len(s); {
+		size, enc := 1, 1
+		if b := s[i]; b < ' ' || b > '~' || b == '=' || b == '?' || b == '_' {
+			_, size = utf8.DecodeRuneInString(s[i:])
+			enc = 3 * size
+		}
+		if n+enc > maxContent {
+			dst = append(append(dst, "?= "...), open...)
+			n = 0
+		}
+		for _, b := range []byte(s[i : i+size]) {
+			switch {
+			case b == ' ':
+				dst = append(dst, '_')
+			case b >= '!' && b <= '~' && b != '=' && b != '?' && b != '_':
+				dst = append(dst, b)
+			default:
+				dst = append(dst, '=', upperhex[b>>4], upperhex[b&0x0f])
+			}
+		}
+		i, n = i+size, n+enc
+	}
+	return append(dst, "?="...)
+}
+
+// qNeedsEncoding reports whether mime's word encoder encodes s: it holds
+// an octet that is not printable ASCII, a space or a tab.
+func qNeedsEncoding(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; (b < ' ' || b > '~') && b != '\t' {
+			return true
+		}
+	}
+	return false
+}
+
+const upperhex = "0123456789ABCDEF"
 
 // qpLineMax is the longest a quoted-printable line may be, its soft line
 // break included (RFC 2045 6.7 (5)).
@@ -287,7 +334,6 @@ var qpLiteral = func() (t [256]bool) {
 // qpEncode appends b as =XX, after a soft line break if the line has no
 // room for it. It returns dst and where its current line begins.
 func qpEncode(dst []byte, start int, b byte) ([]byte, int) {
-	const upperhex = "0123456789ABCDEF"
 	if qpLineMax-1-(len(dst)-start) < 3 {
 		dst = append(dst, '=', '\r', '\n')
 		start = len(dst)

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"mime"
 	"mime/multipart"
 	"mime/quotedprintable"
+	"net/mail"
 	"net/textproto"
 	"strings"
 	"testing"
@@ -320,6 +322,33 @@ func TestQPPlain8(t *testing.T) {
 		}
 		if got := qpPlain8(load64(string(b[:]))); got != want {
 			t.Fatalf("qpPlain8(%q) = %v, want %v", b, got, want)
+		}
+	}
+}
+
+// appendQEncoded writes what mime.QEncoding.Encode("utf-8", s) returns,
+// and appendAddress what net/mail's Address.String returns, for strings
+// dense in what each treats specially: encoded-word splits between
+// characters, invalid UTF-8, controls, quotes, specials, dots.
+func TestQEncodedAndAddressMatchStdlib(t *testing.T) {
+	t.Parallel()
+	alphabet := []string{"a", " ", "\t", "=", "?", "_", "é", "漢", "👩‍👧", "\xff", "\x01", `"`, `\`, "(", ".", "@", "~", "\x7f"}
+	rng := rand.New(rand.NewPCG(9, 10))
+	word := func(n int) string {
+		var b strings.Builder
+		for range rng.IntN(n) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		return b.String()
+	}
+	for range 20000 {
+		s := word(60)
+		if got, want := string(appendQEncoded(nil, s)), mime.QEncoding.Encode("utf-8", s); got != want {
+			t.Fatalf("appendQEncoded(%q)\n got %q\nwant %q", s, got, want)
+		}
+		addr := word(6) + "@" + word(3)
+		if got, want := string(appendAddress([]byte("x"), s, addr)), "x"+(&mail.Address{Name: s, Address: addr}).String(); got != want {
+			t.Fatalf("appendAddress(%q, %q)\n got %q\nwant %q", s, addr, got, want)
 		}
 	}
 }

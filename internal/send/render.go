@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"mime"
 	"net/mail"
 	"net/url"
 	"slices"
@@ -559,7 +558,7 @@ func (r *Renderer) assemble(sc *renderScratch, m *Message) ([]byte, error) {
 	headers := append(hs[:0],
 		header{"From", r.fromHdr},
 		header{"To", sc.appendView(func(b []byte) []byte { return appendAddress(b, n.Name, n.To) })},
-		header{"Subject", mime.QEncoding.Encode("utf-8", m.Subject)},
+		header{"Subject", sc.appendView(func(b []byte) []byte { return appendQEncoded(b, m.Subject) })},
 		header{"Date", sc.appendView(func(b []byte) []byte { return n.ClaimedAt.UTC().AppendFormat(b, time.RFC1123Z) })},
 		header{"Message-ID", m.MessageID},
 		header{"MIME-Version", "1.0"},
@@ -576,14 +575,22 @@ func (r *Renderer) assemble(sc *renderScratch, m *Message) ([]byte, error) {
 
 // appendAddress appends the To header's value for name and addr: what
 // (&mail.Address{Name: name, Address: addr}).String() returns, written in
-// place for the usual case (a display name of printable ASCII, a local
-// part that needs no quotes) and by net/mail otherwise.
+// place for the usual cases (a local part that needs no quotes, and a
+// display name of printable ASCII, which is quoted, or one that net/mail
+// Q-encodes) and by net/mail otherwise.
 func appendAddress(dst []byte, name, addr string) []byte {
 	at := strings.LastIndexByte(addr, '@')
-	if at < 0 || !dotAtom(addr[:at]) || !printableASCII(name) {
+	if at < 0 || !dotAtom(addr[:at]) {
 		return append(dst, (&mail.Address{Name: name, Address: addr}).String()...)
 	}
-	if name != "" {
+	switch {
+	case !printableASCII(name):
+		// net/mail writes a name with these characters in base64.
+		if strings.ContainsAny(name, "\"#$%&'(),.:;<>@[]^`{|}~") {
+			return append(dst, (&mail.Address{Name: name, Address: addr}).String()...)
+		}
+		dst = append(appendQEncoded(dst, name), ' ')
+	case name != "":
 		dst = append(dst, '"')
 		for i := 0; i < len(name); i++ {
 			if c := name[i]; c == '"' || c == '\\' {
