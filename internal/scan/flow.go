@@ -258,7 +258,7 @@ func (p *planner) pick(now time.Time) []candidate {
 		return nil
 	}
 	p.next = (p.next + 1) % len(p.ring)
-	var picked []candidate
+	picked := make([]candidate, 0, min(budget, p.held)) // sized once: a candidate is large
 	for budget > 0 && len(active) > 0 {
 		share := max(1, budget/len(active))
 		kept := active[:0]

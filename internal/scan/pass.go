@@ -466,6 +466,7 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 	k, _ := s.cfg.Policy.Kind(kind)
 	w := policy.Window{OpenBefore: policy.Duration(st.sel.open), CloseBefore: policy.Duration(st.sel.close)}
 	pg.last = after
+	pg.cands = make([]candidate, 0, len(rows)) // a candidate is large: grown, it is copied again
 	for _, r := range rows {
 		prev := pg.last
 		if st.retry {

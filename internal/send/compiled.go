@@ -1,7 +1,6 @@
 package send
 
 import (
-	"fmt"
 	"strings"
 	"text/template/parse"
 	"unicode/utf8"
@@ -39,28 +38,80 @@ const (
 // An op is one step of a compiled template.
 type op struct {
 	kind  opKind
-	text  string                     // opText
-	field func(*TemplateData) string // opField, opIf, opWith; nil: dot
-	esc   []func(string) string      // opField: escapers, in order
-	then  []op                       // opIf, opWith
-	els   []op                       // opIf, opWith
+	text  string                // opText
+	field fieldID               // opField, opIf, opWith; dot: dot
+	esc   []func(string) string // opField: escapers, in order
+	then  []op                  // opIf, opWith
+	els   []op                  // opIf, opWith
 }
 
+// A fieldID names a string field of TemplateData, or dot.
+type fieldID uint8
+
+const (
+	dot fieldID = iota
+	fieldKind
+	fieldName
+	fieldPlan
+	fieldRenewsOn
+	fieldPeriodStart
+	fieldCancelURL
+	fieldPreferencesURL
+	fieldAmount
+	fieldInterval
+	fieldIntervalUnit
+	fieldLocale
+	fieldTimeZone
+)
+
 // stringFields are the fields a compiled template can read: every string
-// field of TemplateData (a test checks that none is missing).
-var stringFields = map[string]func(*TemplateData) string{
-	"Kind":           func(d *TemplateData) string { return d.Kind },
-	"Name":           func(d *TemplateData) string { return d.Name },
-	"Plan":           func(d *TemplateData) string { return d.Plan },
-	"RenewsOn":       func(d *TemplateData) string { return d.RenewsOn },
-	"PeriodStart":    func(d *TemplateData) string { return d.PeriodStart },
-	"CancelURL":      func(d *TemplateData) string { return d.CancelURL },
-	"PreferencesURL": func(d *TemplateData) string { return d.PreferencesURL },
-	"Amount":         func(d *TemplateData) string { return d.Amount },
-	"Interval":       func(d *TemplateData) string { return d.Interval },
-	"IntervalUnit":   func(d *TemplateData) string { return d.IntervalUnit },
-	"Locale":         func(d *TemplateData) string { return d.Locale },
-	"TimeZone":       func(d *TemplateData) string { return d.TimeZone },
+// field of TemplateData (a test checks that none is missing, and that
+// stringField reads each).
+var stringFields = map[string]fieldID{
+	"Kind":           fieldKind,
+	"Name":           fieldName,
+	"Plan":           fieldPlan,
+	"RenewsOn":       fieldRenewsOn,
+	"PeriodStart":    fieldPeriodStart,
+	"CancelURL":      fieldCancelURL,
+	"PreferencesURL": fieldPreferencesURL,
+	"Amount":         fieldAmount,
+	"Interval":       fieldInterval,
+	"IntervalUnit":   fieldIntervalUnit,
+	"Locale":         fieldLocale,
+	"TimeZone":       fieldTimeZone,
+}
+
+// stringField returns the field id names: a switch, not a function value,
+// so that d stays where its caller put it (on the stack).
+func (d *TemplateData) stringField(id fieldID) string {
+	switch id {
+	case fieldKind:
+		return d.Kind
+	case fieldName:
+		return d.Name
+	case fieldPlan:
+		return d.Plan
+	case fieldRenewsOn:
+		return d.RenewsOn
+	case fieldPeriodStart:
+		return d.PeriodStart
+	case fieldCancelURL:
+		return d.CancelURL
+	case fieldPreferencesURL:
+		return d.PreferencesURL
+	case fieldAmount:
+		return d.Amount
+	case fieldInterval:
+		return d.Interval
+	case fieldIntervalUnit:
+		return d.IntervalUnit
+	case fieldLocale:
+		return d.Locale
+	case fieldTimeZone:
+		return d.TimeZone
+	}
+	return ""
 }
 
 // htmlEscapers are html/template's escapers, by the name it gives them in
@@ -125,21 +176,21 @@ func compileList(list *parse.ListNode, escapers map[string]func(string) string, 
 
 // operand compiles the one argument of a pipeline's first command: .F
 // for a string field F, or dot where dot is a string.
-func operand(pipe *parse.PipeNode, dotIsString bool) (func(*TemplateData) string, bool) {
+func operand(pipe *parse.PipeNode, dotIsString bool) (fieldID, bool) {
 	if pipe == nil || len(pipe.Decl) != 0 || pipe.IsAssign || len(pipe.Cmds) == 0 || len(pipe.Cmds[0].Args) != 1 {
-		return nil, false
+		return dot, false
 	}
 	switch a := pipe.Cmds[0].Args[0].(type) {
 	case *parse.FieldNode:
 		if dotIsString || len(a.Ident) != 1 {
-			return nil, false
+			return dot, false
 		}
 		f, ok := stringFields[a.Ident[0]]
 		return f, ok
 	case *parse.DotNode:
-		return nil, dotIsString
+		return dot, dotIsString
 	}
-	return nil, false
+	return dot, false
 }
 
 func compileAction(pipe *parse.PipeNode, escapers map[string]func(string) string, dotIsString bool) (op, bool) {
@@ -180,42 +231,43 @@ func compileBranch(kind opKind, b *parse.BranchNode, escapers map[string]func(st
 	return o, true
 }
 
-// execute writes the template's output for d to b.
-func (c *compiled) execute(b *strings.Builder, d *TemplateData) {
-	run(b, c.ops, d, "")
+// execute appends the template's output for d to dst.
+func (c *compiled) execute(dst []byte, d *TemplateData) []byte {
+	return run(dst, c.ops, d, "")
 }
 
-func run(b *strings.Builder, ops []op, d *TemplateData, dot string) {
+func run(dst []byte, ops []op, d *TemplateData, dotValue string) []byte {
 	for i := range ops {
 		o := &ops[i]
 		if o.kind == opText {
-			b.WriteString(o.text)
+			dst = append(dst, o.text...)
 			continue
 		}
-		v := dot
-		if o.field != nil {
-			v = o.field(d)
+		v := dotValue
+		if o.field != dot {
+			v = d.stringField(o.field)
 		}
 		switch o.kind {
 		case opField:
 			for _, e := range o.esc {
 				v = e(v)
 			}
-			b.WriteString(v)
+			dst = append(dst, v...)
 		case opIf:
 			if v != "" {
-				run(b, o.then, d, dot)
+				dst = run(dst, o.then, d, dotValue)
 			} else {
-				run(b, o.els, d, dot)
+				dst = run(dst, o.els, d, dotValue)
 			}
 		case opWith:
 			if v != "" {
-				run(b, o.then, d, v)
+				dst = run(dst, o.then, d, v)
 			} else {
-				run(b, o.els, d, dot)
+				dst = run(dst, o.els, d, dotValue)
 			}
 		}
 	}
+	return dst
 }
 
 // escapeHTML is html/template's htmlReplacer(s, htmlReplacementTable,
@@ -296,8 +348,11 @@ func processURL(s string, norm bool) string {
 		if written == 0 {
 			b.Grow(len(s) + 16)
 		}
+		const lowerhex = "0123456789abcdef"
 		b.WriteString(s[written:i])
-		fmt.Fprintf(&b, "%%%02x", c)
+		b.WriteByte('%')
+		b.WriteByte(lowerhex[c>>4])
+		b.WriteByte(lowerhex[c&0x0f])
 		written = i + 1
 	}
 	if written == 0 {

@@ -40,9 +40,10 @@ func fuzzRenderer(t testing.TB) *Renderer {
 // FuzzTemplateData feeds the template data path arbitrary amounts,
 // currencies, locales, zones, intervals, names, plans and tokens. Render
 // never panics, refuses only a name that would break a header, never puts
-// a bare CR or LF in a header and never writes "<no value>"; and every
+// a bare CR or LF in a header and never writes "<no value>"; every
 // compiled template writes exactly what text/template or html/template
-// writes for the same data.
+// writes for the same data; and the message is, byte for byte, the one
+// the standard library assembles (referenceRender).
 func FuzzTemplateData(f *testing.F) {
 	for _, s := range [][7]string{
 		{"12.99", "EUR", "de-AT", "Europe/Vienna", "month", "Ada Lovelace", "Pro"},
@@ -79,6 +80,7 @@ func FuzzTemplateData(f *testing.F) {
 			}
 			checkMessage(t, m)
 			checkCompiled(t, r, n)
+			checkReference(t, r, n, m)
 		}
 	})
 }
@@ -113,9 +115,9 @@ func checkCompiled(t *testing.T, r *Renderer, n Notice) {
 		if p.t.fast == nil {
 			continue
 		}
-		d := r.data(&n, p.f)
-		var fast, slow strings.Builder
-		p.t.fast.execute(&fast, &d)
+		d := r.data(&renderScratch{}, &n, p.f)
+		fast := string(p.t.fast.execute(nil, &d))
+		var slow strings.Builder
 		var err error
 		if p.t.html != nil {
 			err = p.t.html.Execute(&slow, &d)
@@ -125,8 +127,8 @@ func checkCompiled(t *testing.T, r *Renderer, n Notice) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fast.String() != slow.String() {
-			t.Fatalf("compiled and reflective output differ:\n%q\n%q", fast.String(), slow.String())
+		if fast != slow.String() {
+			t.Fatalf("compiled and reflective output differ:\n%q\n%q", fast, slow.String())
 		}
 	}
 }
@@ -152,6 +154,16 @@ func TestCompiledSubset(t *testing.T) {
 			if _, ok := stringFields[f.Name]; !ok {
 				t.Errorf("stringFields lacks %s", f.Name)
 			}
+		}
+	}
+	var d TemplateData
+	dv := reflect.ValueOf(&d).Elem()
+	for name := range stringFields {
+		dv.FieldByName(name).SetString(name)
+	}
+	for name, id := range stringFields {
+		if got := d.stringField(id); got != name {
+			t.Errorf("stringField(stringFields[%q]) reads %q", name, got)
 		}
 	}
 	if len(stringFields) != countStrings(typ) {

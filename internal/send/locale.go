@@ -36,6 +36,11 @@ type localeFormat struct {
 	// lacks.
 	interval map[string][]string
 	printer  *message.Printer // counts past the precomputed ones
+	// longDates caches formatted dates by calendar date: a pass's
+	// notices fall on the few dates of its windows, and a CLDR long date
+	// costs a formatting and an allocation. At most maxCachedDates.
+	longDates  sync.Map // int (year<<9 | month<<5 | day) -> string
+	nlongDates atomic.Int64
 }
 
 // precomputedCounts is how many counts of each interval unit a
@@ -153,8 +158,21 @@ func (f *localeFormat) intervalText(unit string, count int) string {
 
 // date formats t's calendar date, in t's location, as CLDR's long date.
 func (f *localeFormat) date(t time.Time) string {
-	return f.dates.FmtDateLong(t)
+	y, m, d := t.Date()
+	k := y<<9 | int(m)<<5 | d
+	if s, ok := f.longDates.Load(k); ok {
+		return s.(string)
+	}
+	s := f.dates.FmtDateLong(t)
+	if f.nlongDates.Add(1) <= maxCachedDates {
+		f.longDates.Store(k, s)
+	}
+	return s
 }
+
+// maxCachedDates bounds the dates a localeFormat keeps: about three
+// years of days.
+const maxCachedDates = 1024
 
 // countOrOne is IntervalCount as templates see it.
 func countOrOne(n int) int {

@@ -3,8 +3,8 @@ package send
 import (
 	"fmt"
 	"strings"
-
-	"scan/internal/address"
+	"unicode/utf8"
+	"unsafe"
 )
 
 // This file assembles a rendered notice into RFC 5322 bytes: header fields
@@ -30,28 +30,21 @@ var mimeParts = [2]string{
 // ErrHeaderInjection; one with a word that cannot fit a 998-octet line is
 // ErrHeaderTooLong (each error names the header).
 func buildMIME(headers []header, boundary, text, html string) ([]byte, error) {
-	size := 256 + 3*len(boundary)
-	for _, h := range headers {
-		size += len(h.name) + len(h.value) + len(h.value)/32 + 4 // folds
-	}
-	// Quoted-printable grows text by a soft break every 75 octets and by
-	// two octets for every '=' (HTML attributes) or non-ASCII octet; an
-	// eighth covers the embedded templates with room to spare.
-	size += len(text) + len(html) + (len(text)+len(html))/8
-	raw := make([]byte, 0, size)
-
+	raw := make([]byte, 0, mimeSize(headers, boundary, text, html))
 	var err error
 	for _, h := range headers {
 		// Defence in depth: every value was checked before, check again
 		// after encoding.
-		if address.HasCRLF(h.value) {
+		if strings.IndexByte(h.value, '\r') >= 0 || strings.IndexByte(h.value, '\n') >= 0 { // address.HasCRLF, without its byte set per call
 			return nil, fmt.Errorf("render: %s: %w", h.name, ErrHeaderInjection)
 		}
 		if raw, err = appendHeader(raw, h.name, h.value); err != nil {
 			return nil, fmt.Errorf("render: %s: %w", h.name, err)
 		}
 	}
-	raw, _ = appendHeader(raw, "Content-Type", `multipart/alternative; boundary="`+boundary+`"`)
+	var ct [96]byte // the value, on the stack for the usual boundary
+	v := append(append(append(ct[:0], `multipart/alternative; boundary="`...), boundary...), '"')
+	raw, _ = appendHeader(raw, "Content-Type", unsafe.String(unsafe.SliceData(v), len(v)))
 	raw = append(raw, "\r\n--"...)
 	raw = append(raw, boundary...)
 	raw = append(raw, "\r\n"...)
@@ -66,6 +59,18 @@ func buildMIME(headers []header, boundary, text, html string) ([]byte, error) {
 	raw = append(raw, boundary...)
 	raw = append(raw, "--\r\n\r\n"...)
 	return raw, nil
+}
+
+// mimeSize bounds the length of buildMIME's message, so that it
+// allocates once: each header with a fold every 32 octets of its value
+// (a fold costs 2, a line holds at least 38), the multipart structure
+// around the boundary, and each body's quoted-printable bound.
+func mimeSize(headers []header, boundary, text, html string) int {
+	size := 320 + 4*len(boundary)
+	for _, h := range headers {
+		size += len(h.name) + len(h.value) + len(h.value)/32 + 4
+	}
+	return size + qpMaxLen(text) + qpMaxLen(html)
 }
 
 // Header lines: RFC 5322 allows at most 998 octets between CRLFs and
@@ -149,6 +154,54 @@ func cutQuotedWord(value string) (word, rest string, ok bool) {
 	return "", "", false
 }
 
+// appendQEncoded appends what mime.QEncoding.Encode("utf-8", s) returns:
+// s itself when every octet is printable ASCII, a space or a tab; else s
+// as RFC 2047 encoded-words of at most 75 characters, split between
+// characters, never inside one (as mime splits them).
+func appendQEncoded(dst []byte, s string) []byte {
+	if !qNeedsEncoding(s) {
+		return append(dst, s...)
+	}
+	const open, maxContent = "=?utf-8?q?", 75 - len("=?UTF-8?q?") - len("?=")
+	dst = append(dst, open...)
+	for i, n := 0, 0; i < len(s); {
+		size, enc := 1, 1
+		if b := s[i]; b < ' ' || b > '~' || b == '=' || b == '?' || b == '_' {
+			_, size = utf8.DecodeRuneInString(s[i:])
+			enc = 3 * size
+		}
+		if n+enc > maxContent {
+			dst = append(append(dst, "?= "...), open...)
+			n = 0
+		}
+		for _, b := range []byte(s[i : i+size]) {
+			switch {
+			case b == ' ':
+				dst = append(dst, '_')
+			case b >= '!' && b <= '~' && b != '=' && b != '?' && b != '_':
+				dst = append(dst, b)
+			default:
+				dst = append(dst, '=', upperhex[b>>4], upperhex[b&0x0f])
+			}
+		}
+		i, n = i+size, n+enc
+	}
+	return append(dst, "?="...)
+}
+
+// qNeedsEncoding reports whether mime's word encoder encodes s: it holds
+// an octet that is not printable ASCII, a space or a tab.
+func qNeedsEncoding(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; (b < ' ' || b > '~') && b != '\t' {
+			return true
+		}
+	}
+	return false
+}
+
+const upperhex = "0123456789ABCDEF"
+
 // qpLineMax is the longest a quoted-printable line may be, its soft line
 // break included (RFC 2045 6.7 (5)).
 const qpLineMax = 76
@@ -166,10 +219,7 @@ func appendQuotedPrintable(dst []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		// A run of octets that stand for themselves, copied a line's
 		// room at a time.
-		j := i
-		for j < len(s) && qpLiteral[s[j]] {
-			j++
-		}
+		j := i + qpLiteralRun(s[i:])
 		if j > i {
 			cr = false
 		}
@@ -204,6 +254,73 @@ func appendQuotedPrintable(dst []byte, s string) []byte {
 	return dst
 }
 
+// qpMaxLen bounds the length of s quoted-printable: every octet that is
+// not literal as =XX, CR and LF as four octets (a CRLF and the =20 or =09
+// of a space before it), a space at the end as =20, and a soft line break
+// (3 octets) at least every 72. A bound, so that buildMIME allocates
+// once; mime_test.go checks it.
+func qpMaxLen(s string) int {
+	n, i := len(s), 0
+	for ; i+8 <= len(s); i += 8 {
+		if !qpPlain8(load64(s[i:])) {
+			for _, c := range []byte(s[i : i+8]) {
+				n += int(qpGrowth[c])
+			}
+		}
+	}
+	for ; i < len(s); i++ {
+		n += int(qpGrowth[s[i]])
+	}
+	return n + 2 + 3*(n/72+1)
+}
+
+// qpLiteralRun returns how many octets at the start of s quoted-printable
+// writes as they are (qpLiteral), eight at a time while it can.
+func qpLiteralRun(s string) int {
+	j := 0
+	for j+8 <= len(s) && qpPlain8(load64(s[j:])) {
+		j += 8
+	}
+	for j < len(s) && qpLiteral[s[j]] {
+		j++
+	}
+	return j
+}
+
+// qpPlain8 reports whether the eight octets of x (load64) are all
+// printable ASCII other than '=' ('!' to '~' but '=', or a space): each
+// stands for itself. A tab, also literal, makes it false, as does every
+// octet that is not (the callers then look octet by octet). The tests
+// are the exact word-at-a-time "has an octet below n" and "has a zero
+// octet" (Anderson's bit hacks), on ASCII.
+func qpPlain8(x uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	below := (x - 0x20*lo) &^ x & hi // an octet under ' '
+	eq := x ^ 0x3d*lo                // '=' becomes zero
+	del := x ^ 0x7f*lo               // DEL becomes zero
+	return x&hi|below|(eq-lo)&^eq&hi|(del-lo)&^del&hi == 0
+}
+
+// load64 reads the first eight octets of s, little-endian (one load on
+// the machines that allow it).
+func load64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// qpGrowth is what qpMaxLen adds for an octet: 0 for a literal, 2 for
+// =XX, 3 for CR and LF.
+var qpGrowth = func() (t [256]uint8) {
+	for b := range t {
+		if !qpLiteral[b] {
+			t[b] = 2
+		}
+	}
+	t['\r'], t['\n'] = 3, 3
+	return t
+}()
+
 // qpLiteral tells the octets that quoted-printable writes as they are:
 // '!' to '~' except '=', and space and tab (encoded only at a line's end).
 var qpLiteral = func() (t [256]bool) {
@@ -217,7 +334,6 @@ var qpLiteral = func() (t [256]bool) {
 // qpEncode appends b as =XX, after a soft line break if the line has no
 // room for it. It returns dst and where its current line begins.
 func qpEncode(dst []byte, start int, b byte) ([]byte, int) {
-	const upperhex = "0123456789ABCDEF"
 	if qpLineMax-1-(len(dst)-start) < 3 {
 		dst = append(dst, '=', '\r', '\n')
 		start = len(dst)

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"mime"
 	"mime/multipart"
 	"mime/quotedprintable"
+	"net/mail"
 	"net/textproto"
 	"strings"
 	"testing"
@@ -128,6 +130,8 @@ func TestQuotedPrintableMatchesStdlib(t *testing.T) {
 		t.Helper()
 		if got, want := appendQuotedPrintable(nil, s), stdlibQuotedPrintable(s); !bytes.Equal(got, want) {
 			t.Errorf("appendQuotedPrintable(%q)\n got %q\nwant %q", s, got, want)
+		} else if len(got) > qpMaxLen(s) {
+			t.Errorf("appendQuotedPrintable(%q) is %d octets, over qpMaxLen's %d", s, len(got), qpMaxLen(s))
 		}
 		// Appending after existing bytes: lines are counted from where
 		// the body starts.
@@ -158,6 +162,8 @@ func FuzzQuotedPrintable(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if got, want := appendQuotedPrintable(nil, s), stdlibQuotedPrintable(s); !bytes.Equal(got, want) {
 			t.Fatalf("appendQuotedPrintable(%q)\n got %q\nwant %q", s, got, want)
+		} else if len(got) > qpMaxLen(s) {
+			t.Fatalf("appendQuotedPrintable(%q) is %d octets, over qpMaxLen's %d", s, len(got), qpMaxLen(s))
 		}
 	})
 }
@@ -284,6 +290,65 @@ func BenchmarkMIMEStdlib(b *testing.B) {
 	for b.Loop() {
 		if _, err := stdlibMIME(headers, boundary, text, html); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// qpPlain8 is true exactly when its eight octets are each literal and not
+// a tab, for every octet in every position.
+func TestQPPlain8(t *testing.T) {
+	t.Parallel()
+	plain := func(c byte) bool { return qpLiteral[c] && c != '\t' }
+	base := []byte("abcdefgh")
+	for pos := range 8 {
+		for c := range 256 {
+			b := append([]byte(nil), base...)
+			b[pos] = byte(c)
+			if got := qpPlain8(load64(string(b))); got != plain(byte(c)) {
+				t.Fatalf("qpPlain8(%q) = %v", b, got)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 100000 {
+		var b [8]byte
+		want := true
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+			if rng.IntN(2) == 0 {
+				b[i] = byte(0x20 + rng.IntN(0x60))
+			}
+			want = want && plain(b[i])
+		}
+		if got := qpPlain8(load64(string(b[:]))); got != want {
+			t.Fatalf("qpPlain8(%q) = %v, want %v", b, got, want)
+		}
+	}
+}
+
+// appendQEncoded writes what mime.QEncoding.Encode("utf-8", s) returns,
+// and appendAddress what net/mail's Address.String returns, for strings
+// dense in what each treats specially: encoded-word splits between
+// characters, invalid UTF-8, controls, quotes, specials, dots.
+func TestQEncodedAndAddressMatchStdlib(t *testing.T) {
+	t.Parallel()
+	alphabet := []string{"a", " ", "\t", "=", "?", "_", "é", "漢", "👩‍👧", "\xff", "\x01", `"`, `\`, "(", ".", "@", "~", "\x7f"}
+	rng := rand.New(rand.NewPCG(9, 10))
+	word := func(n int) string {
+		var b strings.Builder
+		for range rng.IntN(n) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		return b.String()
+	}
+	for range 20000 {
+		s := word(60)
+		if got, want := string(appendQEncoded(nil, s)), mime.QEncoding.Encode("utf-8", s); got != want {
+			t.Fatalf("appendQEncoded(%q)\n got %q\nwant %q", s, got, want)
+		}
+		addr := word(6) + "@" + word(3)
+		if got, want := string(appendAddress([]byte("x"), s, addr)), "x"+(&mail.Address{Name: s, Address: addr}).String(); got != want {
+			t.Fatalf("appendAddress(%q, %q)\n got %q\nwant %q", s, addr, got, want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -13,34 +14,93 @@ func outboxTestMessage(key string) *Message {
 }
 
 // Every file is 0640, whether the umask lets the mode through at creation
-// or each file is chmod-ed; no temporary file is left behind.
+// or each file is chmod-ed, linked from an unnamed file or renamed from a
+// temporary one, new or replacing one; no temporary file is left behind.
 func TestOutboxFileMode(t *testing.T) {
 	t.Parallel()
-	for _, chmod := range []bool{false, true} {
-		dir := t.TempDir()
-		o, err := NewOutbox(dir)
-		if err != nil {
-			t.Fatal(err)
+	for _, tc := range outboxPaths(t) {
+		for _, chmod := range []bool{false, true} {
+			dir := t.TempDir()
+			o := tc.open(t, dir)
+			o.chmod = chmod || o.chmod
+			for _, body := range []string{"first", "second"} {
+				m := outboxTestMessage("ab01")
+				m.Raw = append(m.Raw, body...)
+				if _, err := o.Send(t.Context(), m); err != nil {
+					t.Fatal(err)
+				}
+				entries, err := os.ReadDir(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(entries) != 1 || entries[0].Name() != "ab01.eml" {
+					t.Fatalf("%s, chmod %v: directory holds %v, want only ab01.eml", tc.name, chmod, entries)
+				}
+				p := filepath.Join(dir, "ab01.eml")
+				if b, _ := os.ReadFile(p); !strings.HasSuffix(string(b), body) {
+					t.Errorf("%s, chmod %v: ab01.eml holds %q, want the %s send", tc.name, chmod, b, body)
+				}
+				st, err := os.Stat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.Mode().Perm() != outboxFileMode {
+					t.Errorf("%s, chmod %v: mode %v, want %v", tc.name, chmod, st.Mode().Perm(), os.FileMode(outboxFileMode))
+				}
+			}
+			_ = o.Close()
 		}
-		o.chmod = chmod || o.chmod
-		if _, err := o.Send(t.Context(), outboxTestMessage("ab01")); err != nil {
-			t.Fatal(err)
+	}
+}
+
+// outboxPath is one of the ways an Outbox puts a file in place.
+type outboxPath struct {
+	name string
+	open func(t *testing.T, dir string) *Outbox
+}
+
+// outboxPaths are the ways this machine's temporary directory supports:
+// renamed from a temporary name always, linked from an unnamed file
+// (O_TMPFILE) where the probe found it.
+func outboxPaths(t *testing.T) []outboxPath {
+	t.Helper()
+	open := func(tmpfile bool) func(t *testing.T, dir string) *Outbox {
+		return func(t *testing.T, dir string) *Outbox {
+			o, err := NewOutbox(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.tmpfile = o.tmpfile && tmpfile
+			return o
 		}
-		_ = o.Close()
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(entries) != 1 || entries[0].Name() != "ab01.eml" {
-			t.Fatalf("chmod %v: directory holds %v, want only ab01.eml", chmod, entries)
-		}
-		st, err := os.Stat(filepath.Join(dir, "ab01.eml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Mode().Perm() != outboxFileMode {
-			t.Errorf("chmod %v: mode %v, want %v", chmod, st.Mode().Perm(), os.FileMode(outboxFileMode))
-		}
+	}
+	paths := []outboxPath{{"renamed", open(false)}}
+	if o := open(true)(t, t.TempDir()); o.tmpfile {
+		paths = append(paths, outboxPath{"linked", open(true)})
+	} else {
+		t.Logf("no O_TMPFILE linking in %s: only the rename path is tested", os.TempDir())
+	}
+	return paths
+}
+
+// Where the kernel lets a process link its own unnamed file (Linux 6.10
+// and later, on tmpfs, ext4, xfs, btrfs), the Outbox does.
+func TestOutboxProbesTmpfile(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("O_TMPFILE is Linux's")
+	}
+	dir := t.TempDir()
+	o, err := NewOutbox(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if !o.tmpfile {
+		t.Skipf("%s: no O_TMPFILE linking (kernel before 6.10 or a file system without it)", dir)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the probe left %v", entries)
 	}
 }
 
@@ -76,7 +136,8 @@ func TestOutboxTempNameTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.Sync = false
-	next := filepath.Join(dir, ".ab02.eml."+o.tag+"1.tmp")
+	o.tmpfile = false // the path that names temporary files
+	next := filepath.Join(dir, ".ab02.eml."+o.tag+strconv.FormatUint(o.seq.Load()+1, 36)+".tmp")
 	if err := os.WriteFile(next, []byte("someone else's"), 0o600); err != nil {
 		t.Fatal(err)
 	}

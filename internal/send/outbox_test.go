@@ -117,6 +117,7 @@ func BenchmarkOutboxSend(b *testing.B) {
 	m := render(b, newRenderer(b), notice(1, "example.org"))
 	b.SetBytes(int64(len(m.Raw)))
 	b.ReportAllocs()
+	defer reportCPU(b)()
 	i := 0
 	for b.Loop() {
 		i++

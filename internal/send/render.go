@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"mime"
 	"net/mail"
 	"net/url"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"golang.org/x/text/language"
 
@@ -167,7 +167,8 @@ type Renderer struct {
 	defaultFormat *localeFormat
 	variants      sync.Map // variantKey -> *variant
 	nvariants     atomic.Int64
-	formats       sync.Map // language.Tag -> *localeFormat
+	formats       sync.Map  // language.Tag -> *localeFormat
+	scratches     sync.Pool // *renderScratch
 }
 
 // NewRenderer validates cfg, fills its defaults and parses every template.
@@ -352,73 +353,116 @@ func (r *Renderer) PreferencesLink(token string) string {
 	return strings.ReplaceAll(r.prefsURL, "{token}", url.QueryEscape(token))
 }
 
-// listUnsubscribe returns the List-Unsubscribe headers of a notice with
-// token: the preferences link with RFC 8058's one-click POST, or none
-// without RenderConfig.PreferencesURL. Never the cancel link: a mail
-// client shows "Unsubscribe" for this header, and unsubscribing from
-// reminders must not cancel a plan. The link is query-escaped and
-// PreferencesURL checked, so no value holds a line break.
-func (r *Renderer) listUnsubscribe(token string) [][2]string {
-	link := r.PreferencesLink(token)
-	if link == "" {
-		return nil
+// appendListUnsubscribe appends the List-Unsubscribe headers of a notice
+// with token to headers: the preferences link with RFC 8058's one-click
+// POST, or none without RenderConfig.PreferencesURL. Never the cancel
+// link: a mail client shows "Unsubscribe" for this header, and
+// unsubscribing from reminders must not cancel a plan. The link is
+// query-escaped and PreferencesURL checked, so no value holds a line
+// break. The link is a view of sc (renderScratch.appendView).
+func (r *Renderer) appendListUnsubscribe(headers []header, sc *renderScratch, token string) []header {
+	if r.prefsURL == "" {
+		return headers
 	}
-	return [][2]string{
-		{"List-Unsubscribe", "<" + link + ">"},
-		{"List-Unsubscribe-Post", "List-Unsubscribe=One-Click"},
+	link := sc.appendView(func(b []byte) []byte {
+		b = appendLink(append(b, '<'), r.prefsPre, r.prefsPost, r.prefsURL, url.QueryEscape(token))
+		return append(b, '>')
+	})
+	return append(headers, header{"List-Unsubscribe", link}, header{"List-Unsubscribe-Post", "List-Unsubscribe=One-Click"})
+}
+
+// renderScratch is the working memory of one Render: the values
+// TemplateData holds only while the templates run (the dates, the links),
+// then the templates' output, then the To and Date header values. Render
+// takes one from the Renderer's pool and returns it when done, so the
+// buffer is allocated once per worker rather than grown per message.
+// Nothing Render returns points into it: the Message's strings and Raw
+// are copies, allocated for the Message alone.
+type renderScratch struct{ b []byte }
+
+// maxScratch is the largest buffer a renderScratch goes back to the pool
+// with (an odd operator template may need more, once).
+const maxScratch = 64 << 10
+
+func (r *Renderer) scratch() *renderScratch {
+	if sc, ok := r.scratches.Get().(*renderScratch); ok {
+		sc.b = sc.b[:0]
+		return sc
 	}
+	return &renderScratch{b: make([]byte, 0, 4096)}
+}
+
+func (r *Renderer) release(sc *renderScratch) {
+	if cap(sc.b) <= maxScratch {
+		r.scratches.Put(sc)
+	}
+}
+
+// appendView appends what add appends to the scratch buffer and returns
+// it as a string that shares the buffer's memory. The string is valid
+// for the rest of the Render: the buffer is only appended to until Render
+// returns it to the pool (a growth leaves the string on the old array,
+// unchanged), and no such string outlives the Render.
+func (sc *renderScratch) appendView(add func([]byte) []byte) string {
+	from := len(sc.b)
+	sc.b = add(sc.b)
+	return unsafe.String(unsafe.SliceData(sc.b[from:]), len(sc.b)-from)
 }
 
 // execute runs n's templates (the Render steps before MIME assembly):
 // it resolves the templates and formats of n's kind and locale (cached),
-// builds the data and returns the trimmed subject, the text and the HTML.
-// n is already checked; Name and Plan are already cut.
-func (r *Renderer) execute(n *Notice) (subject, text, html string, err error) {
+// builds the data and returns the trimmed subject, the text and the HTML,
+// three strings of one allocation of their own. n is already checked;
+// Name and Plan are already cut. sc is the Render's scratch.
+func (r *Renderer) execute(sc *renderScratch, n *Notice) (subject, text, html string, err error) {
 	v := r.variantFor(n.Kind, n.Locale)
-	data := r.data(n, v.textFmt)
+	data := r.data(sc, n, v.textFmt)
 	subjectData, htmlData := &data, &data
 	if v.subjectFmt != v.textFmt {
-		d := r.data(n, v.subjectFmt)
+		d := r.data(sc, n, v.subjectFmt)
 		subjectData = &d
 	}
 	if v.htmlFmt != v.textFmt {
-		d := r.data(n, v.htmlFmt)
+		d := r.data(sc, n, v.htmlFmt)
 		htmlData = &d
 	}
-	var b strings.Builder
-	if err := v.subject.execute(&b, subjectData); err != nil {
+	// The three outputs, one after the other in the scratch buffer.
+	s0 := len(sc.b)
+	if sc.b, err = v.subject.execute(sc.b, subjectData); err != nil {
 		return "", "", "", fmt.Errorf("render: subject: %w", err)
 	}
-	subject = strings.TrimSpace(b.String())
+	t0 := len(sc.b)
+	if sc.b, err = v.text.execute(sc.b, &data); err != nil {
+		return "", "", "", fmt.Errorf("render: text: %w", err)
+	}
+	h0 := len(sc.b)
+	if sc.b, err = v.html.execute(sc.b, htmlData); err != nil {
+		return "", "", "", fmt.Errorf("render: html: %w", err)
+	}
+	all := string(sc.b[s0:])
+	subject = strings.TrimSpace(all[:t0-s0])
 	if !address.ValidHeaderValue(subject) {
 		return "", "", "", fmt.Errorf("render: Subject: %w", ErrHeaderInjection)
 	}
-	b = strings.Builder{}
-	b.Grow(1024)
-	if err := v.text.execute(&b, &data); err != nil {
-		return "", "", "", fmt.Errorf("render: text: %w", err)
-	}
-	text = b.String()
-	b = strings.Builder{}
-	b.Grow(2048)
-	if err := v.html.execute(&b, htmlData); err != nil {
-		return "", "", "", fmt.Errorf("render: html: %w", err)
-	}
-	return subject, text, b.String(), nil
+	return subject, all[t0-s0 : h0-s0], all[h0-s0:], nil
 }
 
-// fill returns the link template link with every "{token}" replaced by
-// the escaped token; pre and post are link split around its first one.
-// It is CancelLink's ReplaceAll in one concatenation.
-func fill(pre, post, link, token string) string {
+// appendLink appends the link template link with every "{token}"
+// replaced by the escaped token; pre and post are link split around its
+// first one. It is CancelLink's ReplaceAll without the intermediate
+// strings.
+func appendLink(dst []byte, pre, post, link, token string) []byte {
 	if strings.Contains(post, "{token}") {
-		return strings.ReplaceAll(link, "{token}", token)
+		return append(dst, strings.ReplaceAll(link, "{token}", token)...)
 	}
-	return pre + token + post
+	dst = append(dst, pre...)
+	dst = append(dst, token...)
+	return append(dst, post...)
 }
 
-// data is what n's templates see, formatted by f.
-func (r *Renderer) data(n *Notice, f *localeFormat) TemplateData {
+// data is what n's templates see, formatted by f. Its dates and links
+// are views of sc, valid for this Render (renderScratch.appendView).
+func (r *Renderer) data(sc *renderScratch, n *Notice, f *localeFormat) TemplateData {
 	zone := n.TimeZone
 	if zone == nil {
 		zone = r.defaultZone
@@ -429,12 +473,16 @@ func (r *Renderer) data(n *Notice, f *localeFormat) TemplateData {
 	}
 	token := url.QueryEscape(n.CancelToken)
 	d := TemplateData{
-		Kind:          n.Kind,
-		Name:          n.Name,
-		Plan:          n.Plan,
-		RenewsAt:      n.RenewsAt.UTC(),
-		PeriodStart:   n.PeriodStart.Format(time.DateOnly),
-		CancelURL:     fill(r.cancelPre, r.cancelPost, r.cancelURL, token),
+		Kind:     n.Kind,
+		Name:     n.Name,
+		Plan:     n.Plan,
+		RenewsAt: n.RenewsAt.UTC(),
+		PeriodStart: sc.appendView(func(b []byte) []byte {
+			return n.PeriodStart.AppendFormat(b, time.DateOnly)
+		}),
+		CancelURL: sc.appendView(func(b []byte) []byte {
+			return appendLink(b, r.cancelPre, r.cancelPost, r.cancelURL, token)
+		}),
 		Amount:        f.amount(n.Amount, n.Currency),
 		Interval:      f.intervalText(n.Interval, n.IntervalCount),
 		IntervalCount: countOrOne(n.IntervalCount),
@@ -442,7 +490,9 @@ func (r *Renderer) data(n *Notice, f *localeFormat) TemplateData {
 		TimeZone:      zone.String(),
 	}
 	if r.prefsURL != "" {
-		d.PreferencesURL = fill(r.prefsPre, r.prefsPost, r.prefsURL, token)
+		d.PreferencesURL = sc.appendView(func(b []byte) []byte {
+			return appendLink(b, r.prefsPre, r.prefsPost, r.prefsURL, token)
+		})
 	}
 	if slices.Contains(intervalUnits[:], n.Interval) {
 		d.IntervalUnit = n.Interval
@@ -467,7 +517,7 @@ func (r *Renderer) Render(n Notice) (*Message, error) {
 	if n.To == "" {
 		return nil, errors.New("render: notice has no recipient")
 	}
-	for _, v := range []struct{ field, value string }{{"To", n.To}, {"Name", n.Name}, {"Kind", n.Kind}} {
+	for _, v := range [...]struct{ field, value string }{{"To", n.To}, {"Name", n.Name}, {"Kind", n.Kind}} {
 		if !address.ValidHeaderValue(v.value) {
 			return nil, fmt.Errorf("render: %s: %w", v.field, ErrHeaderInjection)
 		}
@@ -479,11 +529,12 @@ func (r *Renderer) Render(n Notice) (*Message, error) {
 		return nil, errors.New("render: notice has no CancelToken")
 	}
 	n.Name, n.Plan = cut(n.Name, MaxNameLen), cut(n.Plan, MaxPlanLen)
-	subject, text, html, err := r.execute(&n)
+	sc := r.scratch()
+	defer r.release(sc)
+	subject, text, html, err := r.execute(sc, &n)
 	if err != nil {
 		return nil, err
 	}
-
 	m := &Message{
 		Notice:    n,
 		From:      r.from.Address,
@@ -492,26 +543,98 @@ func (r *Renderer) Render(n Notice) (*Message, error) {
 		Text:      text,
 		HTML:      html,
 	}
-	to := (&mail.Address{Name: n.Name, Address: n.To}).String()
-	headers := []struct{ name, value string }{
-		{"From", r.fromHdr},
-		{"To", to},
-		{"Subject", mime.QEncoding.Encode("utf-8", subject)},
-		{"Date", n.ClaimedAt.UTC().Format(time.RFC1123Z)},
-		{"Message-ID", m.MessageID},
-		{"MIME-Version", "1.0"},
-		{"X-Notice-Key", n.Key},
-		{"Auto-Submitted", "auto-generated"},
-	}
-	for _, h := range append(r.listUnsubscribe(n.CancelToken), CorrelationHeaders(r.provider, n.Key, n.Attempt, r.configSet)...) {
-		headers = append(headers, struct{ name, value string }{h[0], h[1]})
-	}
-	raw, err := buildMIME(headers, "=_notice_"+n.Key[:32], m.Text, m.HTML)
-	if err != nil {
+	if m.Raw, err = r.assemble(sc, m); err != nil {
 		return nil, err
 	}
-	m.Raw = raw
 	return m, nil
+}
+
+// assemble returns m's RFC 5322 bytes (buildMIME): its headers, then its
+// text and HTML. The header values Render computes per message (To,
+// Date, the boundary) are views of sc.
+func (r *Renderer) assemble(sc *renderScratch, m *Message) ([]byte, error) {
+	n := &m.Notice
+	var hs [16]header
+	headers := append(hs[:0],
+		header{"From", r.fromHdr},
+		header{"To", sc.appendView(func(b []byte) []byte { return appendAddress(b, n.Name, n.To) })},
+		header{"Subject", sc.appendView(func(b []byte) []byte { return appendQEncoded(b, m.Subject) })},
+		header{"Date", sc.appendView(func(b []byte) []byte { return n.ClaimedAt.UTC().AppendFormat(b, time.RFC1123Z) })},
+		header{"Message-ID", m.MessageID},
+		header{"MIME-Version", "1.0"},
+		header{"X-Notice-Key", n.Key},
+		header{"Auto-Submitted", "auto-generated"},
+	)
+	headers = r.appendListUnsubscribe(headers, sc, n.CancelToken)
+	for _, h := range CorrelationHeaders(r.provider, n.Key, n.Attempt, r.configSet) {
+		headers = append(headers, header{h[0], h[1]})
+	}
+	boundary := sc.appendView(func(b []byte) []byte { return append(append(b, "=_notice_"...), n.Key[:32]...) })
+	return buildMIME(headers, boundary, m.Text, m.HTML)
+}
+
+// appendAddress appends the To header's value for name and addr: what
+// (&mail.Address{Name: name, Address: addr}).String() returns, written in
+// place for the usual cases (a local part that needs no quotes, and a
+// display name of printable ASCII, which is quoted, or one that net/mail
+// Q-encodes) and by net/mail otherwise.
+func appendAddress(dst []byte, name, addr string) []byte {
+	at := strings.LastIndexByte(addr, '@')
+	if at < 0 || !dotAtom(addr[:at]) {
+		return append(dst, (&mail.Address{Name: name, Address: addr}).String()...)
+	}
+	switch {
+	case !printableASCII(name):
+		// net/mail writes a name with these characters in base64.
+		if strings.ContainsAny(name, "\"#$%&'(),.:;<>@[]^`{|}~") {
+			return append(dst, (&mail.Address{Name: name, Address: addr}).String()...)
+		}
+		dst = append(appendQEncoded(dst, name), ' ')
+	case name != "":
+		dst = append(dst, '"')
+		for i := 0; i < len(name); i++ {
+			if c := name[i]; c == '"' || c == '\\' {
+				dst = append(dst, '\\')
+			}
+			dst = append(dst, name[i])
+		}
+		dst = append(dst, '"', ' ')
+	}
+	dst = append(dst, '<')
+	dst = append(dst, addr...)
+	return append(dst, '>')
+}
+
+// dotAtom reports whether net/mail writes the local part s as it is: a
+// non-empty run of atext and single inner dots (RFC 5322 3.2.3), in
+// ASCII.
+func dotAtom(s string) bool {
+	if s == "" || s[0] == '.' || s[len(s)-1] == '.' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '.':
+			if s[i-1] == '.' {
+				return false
+			}
+		case c < '!' || c > '~' || strings.IndexByte(`()<>[]:;@\,"`, c) >= 0:
+			return false
+		}
+	}
+	return true
+}
+
+// printableASCII reports whether every octet of s is printable ASCII, a
+// space or a tab: a display name net/mail only quotes.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '!' || c > '~') && c != ' ' && c != '\t' {
+			return false
+		}
+	}
+	return true
 }
 
 // cut returns s, or when it has more than max characters its first max-1

@@ -33,10 +33,32 @@ func BenchmarkRenderTemplates(b *testing.B) {
 			n.RenewsAt = time.Date(2026, 3, 4, 9, 30, 0, 0, time.UTC)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, _, err := r.execute(&n); err != nil {
+				sc := r.scratch()
+				if _, _, _, err := r.execute(sc, &n); err != nil {
 					b.Fatal(err)
 				}
+				r.release(sc)
 			}
 		})
+	}
+}
+
+// A CLDR long date is a function of the calendar date alone, so the
+// cache by (year, month, day) gives what the translator gives, in every
+// locale shipped, at any time of day, in any zone.
+func TestLongDateCache(t *testing.T) {
+	t.Parallel()
+	zones := []*time.Location{time.UTC, time.FixedZone("east", 14*3600), time.FixedZone("west", -12*3600)}
+	for name, mk := range cldrDates {
+		tr := mk()
+		f := &localeFormat{dates: tr}
+		for i := range 400 {
+			at := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * 37 * time.Hour).In(zones[i%len(zones)])
+			for range 2 { // once formatted, once from the cache
+				if got, want := f.date(at), tr.FmtDateLong(at); got != want {
+					t.Fatalf("%s: date(%v) = %q, want %q", name, at, got, want)
+				}
+			}
+		}
 	}
 }

@@ -277,14 +277,44 @@ func TestNewRendererErrors(t *testing.T) {
 	}
 }
 
+// BenchmarkRender renders whole messages: "plain" the test notice (no
+// amount, English), "amount" a German-speaking Austrian's with an amount,
+// a currency, a billing interval and a zone, for SES with a preferences
+// link. cpu-ns/op counts the garbage collector's work too.
 func BenchmarkRender(b *testing.B) {
-	r := newRenderer(b)
-	n := notice(1, "example.org")
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := r.Render(n); err != nil {
-			b.Fatal(err)
-		}
+	vienna, err := time.LoadLocation("Europe/Vienna")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ses, err := send.NewRenderer(send.RenderConfig{
+		From:            "Example Box <notices@example.com>",
+		MessageIDDomain: "notices.example.com",
+		PreferencesURL:  "https://example.com/reminders?token={token}",
+		Provider:        "ses",
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	amount := notice(1, "example.at")
+	amount.Name, amount.Locale, amount.TimeZone = "Jörg Gruber", "de-AT", vienna
+	amount.Amount, amount.Currency, amount.Interval, amount.IntervalCount = "12.99", "EUR", "month", 1
+	for _, bc := range []struct {
+		name string
+		r    *send.Renderer
+		n    send.Notice
+	}{
+		{"plain", newRenderer(b), notice(1, "example.org")},
+		{"amount", ses, amount},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for b.Loop() {
+				if _, err := bc.r.Render(bc.n); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

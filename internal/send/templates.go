@@ -27,16 +27,31 @@ type tmpl struct {
 	fast *compiled              // nil: not in the compiled subset
 }
 
-// execute writes t's output for d to b.
-func (t *tmpl) execute(b *strings.Builder, d *TemplateData) error {
-	switch {
-	case t.fast != nil:
-		t.fast.execute(b, d)
-		return nil
-	case t.html != nil:
-		return t.html.Execute(b, d)
+// execute appends t's output for d to dst. On an error what it returns
+// may hold part of the output.
+func (t *tmpl) execute(dst []byte, d *TemplateData) ([]byte, error) {
+	if t.fast != nil {
+		return t.fast.execute(dst, d), nil
 	}
-	return t.text.Execute(b, d)
+	// A copy for package reflect, so that d itself stays on its caller's
+	// stack on the compiled path.
+	w, data := &appendWriter{b: dst}, *d
+	var err error
+	if t.html != nil {
+		err = t.html.Execute(w, &data)
+	} else {
+		err = t.text.Execute(w, &data)
+	}
+	return w.b, err
+}
+
+// appendWriter is an io.Writer appending to b: how a template that does
+// not compile writes into Render's buffer.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
 }
 
 // Template file names: <stem>.subject.tmpl, <stem>.txt.tmpl,

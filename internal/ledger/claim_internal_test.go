@@ -1,0 +1,69 @@
+package ledger
+
+import (
+	"database/sql/driver"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lib/pq"
+)
+
+// claimArrays writes exactly the literals pq.Array writes for the
+// columns as string slices, whatever the values hold (quotes,
+// backslashes, braces, commas, spaces, "NULL", empty strings, UTF-8), and
+// claimMonths names each month of the batch once.
+func TestClaimArraysMatchPQ(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 8))
+	words := []string{"", "a", `"`, `\`, `a"b\c`, "{x,y}", "NULL", "null", " sp ace ", "é漢字", "\t", strings.Repeat(`\"`, 20)}
+	word := func() string {
+		var b strings.Builder
+		for range rng.IntN(4) {
+			b.WriteString(words[rng.IntN(len(words))])
+		}
+		return b.String()
+	}
+	for _, n := range []int{1, 2, 7, 1000} {
+		claims := make([]Claim, n)
+		for i := range claims {
+			claims[i] = Claim{
+				Key: word(), SubscriptionID: word(), Kind: word(), Domain: word(), MessageID: word(), CancelToken: word(),
+				PeriodStart:    time.Date(2020+rng.IntN(10), time.Month(1+rng.IntN(12)), 1+rng.IntN(28), 0, 0, 0, 0, time.UTC),
+				Revision:       rng.IntN(5),
+				RenewsAt:       time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).In(time.FixedZone("x", 3600*rng.IntN(5))),
+				WindowClosesAt: time.Unix(rng.Int64N(4e9), 0),
+			}
+		}
+		cols := make([][]string, 10)
+		months := map[string]bool{}
+		for _, c := range claims {
+			for i, v := range []string{c.Key, c.SubscriptionID, c.Kind, c.PeriodStart.Format(dateLayout), strconv.Itoa(c.Revision),
+				c.RenewsAt.UTC().Format(tsLayout), c.WindowClosesAt.UTC().Format(tsLayout), c.Domain, c.MessageID, c.CancelToken} {
+				cols[i] = append(cols[i], v)
+			}
+			months[c.PeriodStart.Format("2006-01")+"-01"] = true
+		}
+		got := claimArrays(claims)
+		for i, col := range cols {
+			want, err := pq.Array(col).(driver.Valuer).Value()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[i] != want {
+				t.Fatalf("n=%d, column %d:\n got %q\nwant %q", n, i+1, got[i], want)
+			}
+		}
+		gotMonths := claimMonths(claims)
+		if len(gotMonths) != len(months) {
+			t.Errorf("n=%d: claimMonths %v, want the %d months %v", n, gotMonths, len(months), months)
+		}
+		for _, m := range gotMonths {
+			if !months[m] {
+				t.Errorf("n=%d: claimMonths names %s, not a month of the batch", n, m)
+			}
+		}
+	}
+}
