@@ -20,9 +20,13 @@ help: ## show this list of targets
 LDFLAGS  := -X main.version=$(shell git describe --tags --always --dirty 2>/dev/null) \
             -X main.commit=$(shell git rev-parse HEAD 2>/dev/null) \
             -X main.buildTime=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# bin/scan is built as the Dockerfile builds the image: no cgo (no libc
+# mapped: 1.5 MiB less resident), trimmed paths, no symbol table, so that
+# what `make bench` measures is what a pod runs.
+GOBUILD  := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS) -s -w"
 
-build: ## build bin/scan, stamped with version, commit and build time
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/scan ./cmd/scan
+build: ## build bin/scan as the image does (static, trimmed), stamped with version, commit and build time
+	$(GOBUILD) -o bin/scan ./cmd/scan
 
 $(DEVPG): FORCE
 	@$(GO) build -o $@ ./tools/devpg
@@ -37,7 +41,7 @@ demo-mail: $(DEVPG) ## the demo over real SMTP into a local Mailpit (loopback); 
 	$(DEVPG) -- ./scripts/demo-mail.sh
 
 bench: ## the pass against PostgreSQL's own ceiling, same run (BENCH_N=1000000 for 1M; docs/BENCHMARKS.md)
-	$(GO) build -o bin/scan ./cmd/scan
+	$(GOBUILD) -o bin/scan ./cmd/scan
 	$(GO) build -o bin/bench ./tools/bench
 	./bin/bench -scan bin/scan
 
