@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -205,6 +207,9 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags) (*preparedPass, error) {
 		return nil, err
 	}
 	p := &preparedPass{pol: pol, log: log, concurrency: pol.Concurrency}
+	if l := debug.SetMemoryLimit(-1); l < math.MaxInt64 {
+		log.Debug().Int64("go_memory_limit_mib", l>>20).Msg("the Go runtime's soft memory limit (GOMEMLIMIT, else the container's limit less the binary's pages)")
+	}
 	if err := p.passSettings(e, fs, f); err != nil {
 		return nil, err
 	}

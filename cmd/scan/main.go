@@ -24,6 +24,10 @@ func main() {
 	// there: package initialisation allocates more than 512 KiB, and
 	// importing runtime/pprof keeps the profiler linked in.
 	runtime.MemProfileRate = 0
+	// Before the pass allocates: a container's memory limit bounds the
+	// runtime's (GOMEMLIMIT, set by an operator, wins). A failure to read
+	// the cgroup leaves the runtime's default; the pass does not depend on it.
+	_, _ = setMemoryLimit()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
