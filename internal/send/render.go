@@ -460,9 +460,10 @@ func appendLink(dst []byte, pre, post, link, token string) []byte {
 	return append(dst, post...)
 }
 
-// data is what n's templates see, formatted by f. Its dates and links
-// are views of sc, valid for this Render (renderScratch.appendView).
-func (r *Renderer) data(sc *renderScratch, n *Notice, f *localeFormat) TemplateData {
+// zoneAndAnchor returns the zone of n's dates (its own, else the
+// default) and the date its window is measured from (AnchorAt, else
+// RenewsAt).
+func (r *Renderer) zoneAndAnchor(n *Notice) (*time.Location, time.Time) {
 	zone := n.TimeZone
 	if zone == nil {
 		zone = r.defaultZone
@@ -471,6 +472,13 @@ func (r *Renderer) data(sc *renderScratch, n *Notice, f *localeFormat) TemplateD
 	if anchor.IsZero() {
 		anchor = n.RenewsAt
 	}
+	return zone, anchor
+}
+
+// data is what n's templates see, formatted by f. Its dates and links
+// are views of sc, valid for this Render (renderScratch.appendView).
+func (r *Renderer) data(sc *renderScratch, n *Notice, f *localeFormat) TemplateData {
+	zone, anchor := r.zoneAndAnchor(n)
 	token := url.QueryEscape(n.CancelToken)
 	d := TemplateData{
 		Kind:     n.Kind,

@@ -75,14 +75,7 @@ func referenceRender(t *testing.T, r *Renderer, n Notice) (m Message, ok bool) {
 
 // referenceData is Renderer.data written with a string per value.
 func referenceData(r *Renderer, n *Notice, f *localeFormat) TemplateData {
-	zone := n.TimeZone
-	if zone == nil {
-		zone = r.defaultZone
-	}
-	anchor := n.AnchorAt
-	if anchor.IsZero() {
-		anchor = n.RenewsAt
-	}
+	zone, anchor := r.zoneAndAnchor(n)
 	d := TemplateData{
 		Kind: n.Kind, Name: n.Name, Plan: n.Plan,
 		RenewsAt:       n.RenewsAt.UTC(),

@@ -170,48 +170,55 @@ func tlsSenders(concurrency int) []tlsSender {
 func TestSendersOpenAtMostConcurrencyConnections(t *testing.T) {
 	t.Parallel()
 	const concurrency, n = 8, 400
-	for _, sd := range tlsSenders(concurrency) {
-		for _, h2 := range []bool{false, true} {
-			name := sd.name + "/HTTP1.1"
-			if h2 {
-				name = sd.name + "/HTTP2"
-			}
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				c := newCountingServer(t, h2, sd.answer)
-				s := sd.make(t, c)
-				t.Cleanup(func() { _ = s.Close() })
-				sendAll(t, s, n, concurrency)
-				if got := c.served.Load(); got != n {
-					t.Fatalf("%d requests served, want %d", got, n)
-				}
-				want := "HTTP/1.1"
-				if h2 {
-					want = "HTTP/2.0"
-				}
-				if p := c.protocols(); !strings.Contains(p, want) || strings.Count(p, ":") != 1 {
-					t.Errorf("requests by protocol %s, want all %s", p, want)
-				}
-				t.Logf("%s: %d connections for %d notices, %s", name, c.opened.Load(), n, c.protocols())
-				if got := c.opened.Load(); got > concurrency {
-					t.Errorf("%d connections opened for %d notices at concurrency %d, want at most %d", got, n, concurrency, concurrency)
-				}
-			})
+	eachTLSSender(t, concurrency, true, func(t *testing.T, name string, h2 bool, c *countingServer, s send.Sender) {
+		sendAll(t, s, n, concurrency)
+		if got := c.served.Load(); got != n {
+			t.Fatalf("%d requests served, want %d", got, n)
 		}
-	}
+		want := "HTTP/1.1"
+		if h2 {
+			want = "HTTP/2.0"
+		}
+		if p := c.protocols(); !strings.Contains(p, want) || strings.Count(p, ":") != 1 {
+			t.Errorf("requests by protocol %s, want all %s", p, want)
+		}
+		t.Logf("%s: %d connections for %d notices, %s", name, c.opened.Load(), n, c.protocols())
+		if got := c.opened.Load(); got > concurrency {
+			t.Errorf("%d connections opened for %d notices at concurrency %d, want at most %d", got, n, concurrency, concurrency)
+		}
+	})
 }
 
-// Neither sender's goroutines grow with the number of notices: after
-// 2,000 sends at concurrency 8, and again after 4,000 more, the process
-// has at most a few goroutines per connection more than before (the
-// client's read and write loops, the test server's handler), however many
-// notices went through. A sender that leaked a connection, a response
-// body or a goroutine per notice would hold thousands.
+// Neither sender's goroutines grow with the number of notices: after 800
+// sends at concurrency 8, and again after 1,600 more, the process has at
+// most a few goroutines per connection more than before (the client's read
+// and write loops, the test server's handler), however many notices went
+// through. A sender that leaked a connection, a response body or a
+// goroutine per notice would hold thousands.
 //
 // Not parallel: it counts every goroutine of the process, and the
 // package's parallel tests start only once the sequential ones are done.
 func TestSendersGoroutinesBoundedByConcurrency(t *testing.T) {
 	const concurrency = 8
+	eachTLSSender(t, concurrency, false, func(t *testing.T, _ string, _ bool, _ *countingServer, s send.Sender) {
+		// Per connection: the client's read and write loops and the
+		// server's conn goroutine; a few more for HTTP/2's frame reader.
+		before := runtime.NumGoroutine()
+		bound := before + 4*concurrency + 8
+		for _, n := range []int{100 * concurrency, 200 * concurrency} {
+			sendAll(t, s, n, concurrency)
+			if g := runtime.NumGoroutine(); g > bound {
+				t.Fatalf("%d goroutines after %d more notices at concurrency %d (%d before the first), want at most %d",
+					g, n, concurrency, before, bound)
+			}
+		}
+	})
+}
+
+// eachTLSSender runs f as a subtest per sender of tlsSenders and protocol
+// (HTTP/1.1, HTTP/2), with a counting TLS server and the sender for it,
+// closed at the end; the subtests are parallel if parallel is.
+func eachTLSSender(t *testing.T, concurrency int, parallel bool, f func(t *testing.T, name string, h2 bool, c *countingServer, s send.Sender)) {
 	for _, sd := range tlsSenders(concurrency) {
 		for _, h2 := range []bool{false, true} {
 			name := sd.name + "/HTTP1.1"
@@ -219,21 +226,13 @@ func TestSendersGoroutinesBoundedByConcurrency(t *testing.T) {
 				name = sd.name + "/HTTP2"
 			}
 			t.Run(name, func(t *testing.T) {
-				before := runtime.NumGoroutine()
+				if parallel {
+					t.Parallel()
+				}
 				c := newCountingServer(t, h2, sd.answer)
 				s := sd.make(t, c)
 				t.Cleanup(func() { _ = s.Close() })
-				// Per connection: the client's read and write loops and the
-				// server's conn goroutine; a few more for the server's
-				// listener and HTTP/2's frame reader.
-				bound := before + 4*concurrency + 8
-				for _, n := range []int{100 * concurrency, 200 * concurrency} {
-					sendAll(t, s, n, concurrency)
-					if g := runtime.NumGoroutine(); g > bound {
-						t.Fatalf("%d goroutines after %d more notices at concurrency %d (%d before the sender), want at most %d",
-							g, n, concurrency, before, bound)
-					}
-				}
+				f(t, name, h2, c, s)
 			})
 		}
 	}
