@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"scan/internal/drain/sqstest"
+	"scan/internal/ledger"
+	"scan/internal/notice"
+)
+
+// claimN records n claims of this fixture's subscriptions 1..n without
+// sending anything: a pass that died after claiming.
+func (f *fixture) claimN(n int) {
+	f.t.Helper()
+	ps, _ := time.Parse(notice.DateLayout, f.periodStart())
+	now := time.Now().UTC().Add(-time.Hour)
+	cs := make([]ledger.Claim, n)
+	for i := range cs {
+		id := subID(i + 1)
+		cs[i] = ledger.Claim{Key: f.key(id, 0, testSecret), SubscriptionID: id, Kind: testKind, PeriodStart: ps,
+			RenewsAt: f.renews, WindowClosesAt: f.renews.Add(-24 * time.Hour), Domain: "example.com", MessageID: f.msgID(id)}
+	}
+	if won, err := ledger.Insert(context.Background(), f.db, ledger.ClaimOptions{State: ledger.Claimed, Now: now, RunID: "crashed"}, cs); err != nil || len(won) != n {
+		f.t.Fatalf("claim %d: won %d, %v", n, len(won), err)
+	}
+}
+
+// sqsEnv is the child's environment for the SQS stand-in q: the SDK's
+// standard variables, and nothing of this machine's AWS setup.
+func (f *fixture) sqsEnv(q *sqstest.Queue, extra ...string) []string {
+	return f.env(append([]string{
+		"AWS_REGION=eu-west-1",
+		"AWS_ACCESS_KEY_ID=AKIDEXAMPLE",
+		"AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+		"AWS_ENDPOINT_URL_SQS=" + q.URL,
+		"AWS_CONFIG_FILE=/nonexistent",
+		"AWS_SHARED_CREDENTIALS_FILE=/nonexistent",
+		"AWS_EC2_METADATA_DISABLED=true",
+	}, extra...)...)
+}
+
+// sesDelivery is an SES Delivery event of subscription i in its SNS
+// envelope, as event publishing to an SNS topic delivers it to SQS
+// (https://docs.aws.amazon.com/ses/latest/dg/event-publishing-retrieving-sns-examples.html,
+// https://docs.aws.amazon.com/sns/latest/dg/sns-message-and-json-formats.html).
+func (f *fixture) sesDelivery(i int) string {
+	id := subID(i)
+	ev := fmt.Sprintf(`{"eventType":"Delivery","mail":{"timestamp":%q,"messageId":"0102018f-%04d","tags":{"notice_key":[%q],"notice_attempt":["1"]},"commonHeaders":{"messageId":"<%s>"}},"delivery":{"timestamp":%q,"smtpResponse":"250 2.6.0 Message received"}}`,
+		time.Now().UTC().Add(-50*time.Minute).Format(time.RFC3339Nano), i, f.key(id, 0, testSecret), f.msgID(id), time.Now().UTC().Add(-49*time.Minute).Format(time.RFC3339Nano))
+	b, _ := json.Marshal(map[string]string{"Type": "Notification", "MessageId": fmt.Sprintf("sns-%d", i), "TopicArn": "arn:aws:sns:eu-west-1:123456789012:ses-events", "Message": ev})
+	return string(b)
+}
+
+// `scan reconcile --sqs`: the real binary drains the queue through the
+// SDK, settles what the events prove, deletes those messages, keeps the
+// unreadable one, and says so in its summary.
+func TestReconcileSQSDrainsTheQueue(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 3, "")
+	f.claimN(3)
+	q := sqstest.New(t)
+	q.Add(f.sesDelivery(1))
+	q.Add(f.sesDelivery(2))
+	bad := q.Add(`{"Type":"Notification","Message":"{\"eventType\":"`)
+	r := f.scan(f.sqsEnv(q), "reconcile", "--sqs", q.QueueURL, "--max-duration", "1m")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", r.code, tail(r.stderr))
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var sum struct {
+		Format    string         `json:"format"`
+		Settled   int            `json:"settled"`
+		Malformed int            `json:"malformed"`
+		SQS       map[string]any `json:"sqs"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+		t.Fatalf("summary: %v: %q", err, r.stdout)
+	}
+	if len(lines) != 3 || sum.Format != "ses" || sum.Settled != 2 || sum.Malformed != 1 ||
+		sum.SQS["deleted"] != 2.0 || sum.SQS["kept"] != 1.0 || sum.SQS["stop"] != "empty" {
+		t.Errorf("stdout:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "SQS message "+bad+" kept") {
+		t.Errorf("stderr does not name the kept message:\n%s", tail(r.stderr))
+	}
+	if c := f.counts(); c[ledger.Sent] != 2 || c[ledger.Claimed] != 1 {
+		t.Errorf("states %v, want 2 sent, 1 claimed", c)
+	}
+	if len(q.Deleted()) != 2 || q.Left() != 1 {
+		t.Errorf("deleted %v, %d left", q.Deleted(), q.Left())
+	}
+}
+
+// Bad command lines of the SQS drain and of --ask: exit 2, naming the
+// flag or variable, before any request or connection.
+func TestReconcileSourcesUsage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 0, "")
+	q := sqstest.New(t)
+	for _, tc := range []struct {
+		args  []string
+		env   []string
+		field string
+	}{
+		{[]string{"--sqs", q.QueueURL, "--events", "-"}, nil, "--events"},
+		{[]string{"--sqs", q.QueueURL, "--ask", "postmark"}, nil, "--events"},
+		{[]string{"--sqs", "not a url"}, nil, "--sqs"},
+		{[]string{"--sqs", "https://sqs.eu-west-1.amazonaws.com/"}, nil, "--sqs"},
+		{[]string{"--sqs", q.QueueURL, "--max-duration", "-1s"}, nil, "--max-duration"},
+		{[]string{"--sqs", q.QueueURL, "--format", "jsonl"}, nil, "--format"},
+		{[]string{"--sqs", q.QueueURL}, []string{"AWS_ENDPOINT_URL_SQS=ftp://x"}, "AWS_ENDPOINT_URL_SQS"},
+		{[]string{"--sqs", q.QueueURL}, []string{"AWS_REGION="}, "AWS_REGION"},
+		{[]string{"--events", "-", "--max-duration", "1m"}, nil, "--max-duration"},
+		{[]string{"--events", "-", "--older-than", "1m"}, nil, "--older-than"},
+		{[]string{"--ask", "ses"}, nil, "--ask"},
+		{[]string{"--ask", "nosuch"}, nil, "--ask"},
+		{[]string{"--ask", "postmark", "--older-than", "-1m"}, nil, "--older-than"},
+		{[]string{"--ask", "postmark"}, []string{"POSTMARK_SERVER_TOKEN="}, "POSTMARK_SERVER_TOKEN"},
+		{[]string{"--ask", "mailgun"}, []string{"MAILGUN_API_KEY=k"}, "MAILGUN_DOMAIN"},
+		{[]string{"--ask", "sendgrid"}, nil, "SENDGRID_API_KEY"},
+		{[]string{"--ask", "postmark"}, []string{"POSTMARK_SERVER_TOKEN=t", "POSTMARK_API_URL=ftp://x"}, "POSTMARK_API_URL"},
+	} {
+		var stdout, stderr bytes.Buffer
+		env := append(f.sqsEnv(q, "AWS_CONFIG_FILE=/nonexistent"), tc.env...)
+		code := run(context.Background(), append([]string{"reconcile"}, tc.args...), getenvOf(env), strings.NewReader(""), &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), tc.field) || stdout.Len() != 0 {
+			t.Errorf("%v %v: exit %d, stderr %q, stdout %q; want exit 2 naming %s", tc.args, tc.env, code, stderr.String(), stdout.String(), tc.field)
+		}
+	}
+	if n := len(q.Waits()); n != 0 {
+		t.Errorf("%d receives; want none", n)
+	}
+}
+
+// getenvOf is a KEY=VALUE list as run's getenv; later entries win.
+func getenvOf(env []string) func(string) string {
+	m := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return func(k string) string { return m[k] }
+}
