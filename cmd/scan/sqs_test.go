@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,6 +128,8 @@ func TestReconcileSourcesUsage(t *testing.T) {
 		{[]string{"--ask", "mailgun"}, []string{"MAILGUN_API_KEY=k"}, "MAILGUN_DOMAIN"},
 		{[]string{"--ask", "sendgrid"}, nil, "SENDGRID_API_KEY"},
 		{[]string{"--ask", "postmark"}, []string{"POSTMARK_SERVER_TOKEN=t", "POSTMARK_API_URL=ftp://x"}, "POSTMARK_API_URL"},
+		{[]string{"--ask", "postmark"}, []string{"POSTMARK_SERVER_TOKEN=t"}, "provider"},
+		{[]string{"--ask", "sendgrid"}, []string{"SENDGRID_API_KEY=k"}, "provider"},
 	} {
 		var stdout, stderr bytes.Buffer
 		env := append(f.sqsEnv(q, "AWS_CONFIG_FILE=/nonexistent"), tc.env...)
@@ -146,4 +151,53 @@ func getenvOf(env []string) func(string) string {
 		m[k] = v
 	}
 	return func(k string) string { return m[k] }
+}
+
+// `scan reconcile --ask mailgun`: the real binary asks the Events API (a
+// loopback stand-in answering as the reference documents it:
+// https://documentation.mailgun.com/docs/mailgun/api-reference/openapi-final/tag/Events)
+// about each claim; the delivered one is settled sent, the one Mailgun
+// has no record of an hour after its claim becomes retry.
+func TestReconcileAskMailgun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 2, "")
+	f.claimN(2)
+	delivered := f.msgID(subID(1))
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if user, pass, ok := r.BasicAuth(); !ok || user != "api" || pass != "key-test" || r.URL.Path != "/v3/n.example.com/events" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		asked.Add(1)
+		items := []any{}
+		if r.URL.Query().Get("message-id") == delivered && r.URL.Query().Get("page") == "" {
+			items = append(items, map[string]any{"event": "delivered", "id": "G9Bn5sl1TC6dwOMl", "timestamp": float64(time.Now().Add(-50 * time.Minute).Unix()),
+				"message":         map[string]any{"headers": map[string]string{"message-id": delivered}},
+				"user-variables":  map[string]string{"notice_key": f.key(subID(1), 0, testSecret), "notice_attempt": "1"},
+				"delivery-status": map[string]any{"code": 250, "message": "OK"}})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"items": items, "paging": map[string]string{"next": "http://" + r.Host + r.URL.Path + "?" + r.URL.RawQuery + "&page=2"}})
+	}))
+	t.Cleanup(srv.Close)
+	r := f.scan(f.env("MAILGUN_API_KEY=key-test", "MAILGUN_DOMAIN=n.example.com", "MAILGUN_API_URL="+srv.URL), "reconcile", "--ask", "mailgun", "--older-than", "1m")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", r.code, tail(r.stderr))
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var sum map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+		t.Fatalf("summary: %v: %q", err, r.stdout)
+	}
+	if sum["asked"] != 2.0 || sum["answered"] != 1.0 || sum["not_found"] != 1.0 || sum["settled"] != 2.0 {
+		t.Errorf("summary %v", sum)
+	}
+	rows := f.rows()
+	if rows[subID(1)].State != ledger.Sent || rows[subID(2)].State != ledger.Retry {
+		t.Errorf("states %v", f.counts())
+	}
+	if strings.Contains(r.stderr, "key-test") {
+		t.Error("the API key was printed")
+	}
 }

@@ -56,10 +56,12 @@ type message struct{ id, receipt, body string }
 // New starts a queue's server; it stops with the test.
 func New(t testing.TB) *Queue {
 	q := &Queue{inFlight: map[string]message{}}
-	srv := httptest.NewServer(http.HandlerFunc(q.serve))
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(q.serve))
+	// The queue's URL names the server's address, known before it serves.
+	q.URL = "http://" + srv.Listener.Addr().String()
+	q.QueueURL = q.URL + "/000000000000/scan-events"
+	srv.Start()
 	t.Cleanup(srv.Close)
-	q.URL = srv.URL
-	q.QueueURL = srv.URL + "/000000000000/scan-events"
 	return q
 }
 
