@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 
@@ -41,6 +42,11 @@ func reconcileAsk(ctx context.Context, e *env, src *reconcileSources, by string)
 	}
 	res, err := ask.Reconcile(ctx, db, p, ask.RunConfig{By: by, OlderThan: src.olderThan, Now: e.clockNow},
 		func(c ledger.Change) error { return out.Encode(c) }, note)
+	if errors.Is(err, ask.ErrUnsupported) && res.Settled == 0 {
+		// The account cannot answer (SendGrid without Email Logs): a
+		// configuration matter, and nothing was written.
+		return usagef("--ask", "%v", err)
+	}
 	if err != nil {
 		return err
 	}

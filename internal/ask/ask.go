@@ -8,6 +8,12 @@
 // A Provider is bounded and paced: it issues at most one request at a time
 // per its Config, retries 429 and 5xx answers with backoff, and stops when
 // its context is cancelled.
+//
+// Postmark (postmark.go), Mailgun (mailgun.go) and SendGrid (sendgrid.go)
+// implement it over one paced, retrying HTTP client (client.go); their
+// answers are read by package reconcile's webhook rules (evidence.go).
+// Reconcile (run.go) asks about each claim in quarantine and applies the
+// answers, one transaction per claim. SES has no such API.
 package ask
 
 import (
