@@ -201,3 +201,61 @@ func TestReconcileAskMailgun(t *testing.T) {
 		t.Error("the API key was printed")
 	}
 }
+
+// SIGKILL between the commit and the delete: the messages come back after
+// their visibility timeout, and the next drain applies them as duplicates
+// (nothing changes) and deletes them.
+func TestReconcileSQSKilledBeforeTheDelete(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 3, "")
+	f.claimN(3)
+	q := sqstest.New(t)
+	for i := 1; i <= 3; i++ {
+		q.Add(f.sesDelivery(i))
+	}
+	deleting := make(chan struct{}, 1)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	var block atomic.Bool
+	block.Store(true)
+	q.OnDelete(func() {
+		if !block.Load() {
+			return
+		}
+		select {
+		case deleting <- struct{}{}:
+		default:
+		}
+		<-release
+	})
+	c := f.start(f.sqsEnv(q), "reconcile", "--sqs", q.QueueURL)
+	select {
+	case <-deleting:
+	case <-time.After(2 * time.Minute):
+		c.kill()
+		t.Fatalf("the drain never deleted\nstderr:\n%s", tail(c.wait().stderr))
+	}
+	c.kill()
+	if r := c.wait(); !r.killed {
+		t.Fatalf("exit %d, not killed", r.code)
+	}
+	// What it had committed stays: all three are sent, none deleted.
+	if n := f.counts()[ledger.Sent]; n != 3 || len(q.Deleted()) != 0 {
+		t.Fatalf("%d sent, deleted %v; want 3 sent, none deleted", n, q.Deleted())
+	}
+	block.Store(false)
+	q.Expire()
+	r := f.scan(f.sqsEnv(q), "reconcile", "--sqs", q.QueueURL)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var sum struct {
+		Settled   int            `json:"settled"`
+		Duplicate int            `json:"duplicate"`
+		SQS       map[string]any `json:"sqs"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); r.code != 0 || err != nil {
+		t.Fatalf("exit %d, %v\nstderr:\n%s", r.code, err, tail(r.stderr))
+	}
+	if sum.Settled != 0 || sum.Duplicate != 3 || sum.SQS["deleted"] != 3.0 || q.Left() != 0 {
+		t.Errorf("replay: %s", lines[len(lines)-1])
+	}
+}

@@ -83,14 +83,13 @@ func reconcile(t *testing.T, db *sqlx.DB, p ask.Provider) ask.Result {
 func TestNotFoundWaitsForTheIndexingDelay(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		provider          string
-		delay, retention  time.Duration
-		newProvider       func(base string) (ask.Provider, error)
-		answerNothingPath string
+		provider         string
+		delay, retention time.Duration
+		newProvider      func(base string) (ask.Provider, error)
 	}{
-		{"postmark", ask.PostmarkDelay, ask.PostmarkRetention, func(b string) (ask.Provider, error) { return ask.NewPostmark("server-token", fast(b)) }, ""},
-		{"mailgun", ask.MailgunDelay, ask.MailgunRetention, func(b string) (ask.Provider, error) { return ask.NewMailgun("key-1", "n.example.com", fast(b)) }, ""},
-		{"sendgrid", ask.SendGridDelay, ask.SendGridRetention, func(b string) (ask.Provider, error) { return ask.NewSendGrid("SG.key", fast(b)) }, ""},
+		{"postmark", ask.PostmarkDelay, ask.PostmarkRetention, func(b string) (ask.Provider, error) { return ask.NewPostmark("server-token", fast(b)) }},
+		{"mailgun", ask.MailgunDelay, ask.MailgunRetention, func(b string) (ask.Provider, error) { return ask.NewMailgun("key-1", "n.example.com", fast(b)) }},
+		{"sendgrid", ask.SendGridDelay, ask.SendGridRetention, func(b string) (ask.Provider, error) { return ask.NewSendGrid("SG.key", fast(b)) }},
 	} {
 		t.Run(tc.provider, func(t *testing.T) {
 			t.Parallel()

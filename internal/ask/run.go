@@ -27,12 +27,12 @@ type RunConfig struct {
 
 // Result is what Reconcile asked and what it changed.
 type Result struct {
-	Asked     int // claims asked about
-	Answered  int // claims the provider's record settled or kept as evidence
-	NotFound  int // claims the provider has no record of past its delay: settled not_sent
-	Pending   int // claims the provider has no record of yet: still in quarantine
-	Unknown   int // claims the provider's record cannot tell about: still in quarantine
-	Cut       bool
+	Asked     int                      // claims asked about
+	Answered  int                      // claims the provider's record settled or kept as evidence
+	NotFound  int                      // claims the provider has no record of past its delay: settled not_sent
+	Pending   int                      // claims the provider has no record of yet: still in quarantine
+	Unknown   int                      // claims the provider's record cannot tell about: still in quarantine
+	Cut       bool                     // the quarantine held more than Limit claims: the rest wait for the next run
 	Settled   int                      // rows whose state changed
 	Unchanged int                      // settlements kept as evidence only
 	Stale     int                      // settlements of an earlier attempt

@@ -117,14 +117,13 @@ func postmarkAPI(t *testing.T, msgs []sent) http.HandlerFunc {
 				var evs []map[string]any
 				for i, e := range m.events {
 					at := now.Add(-m.age + time.Duration(i+1)*time.Minute).Format(time.RFC3339Nano)
-					typ, sub, _ := strings.Cut(e, ":")
+					typ, _, _ := strings.Cut(e, ":")
 					ev := map[string]any{"Recipient": "john.doe@yahoo.com", "Type": typ, "ReceivedAt": at}
 					switch typ {
 					case "Delivered", "Transient":
 						ev["Details"] = map[string]any{"DeliveryMessage": "smtp;250 2.0.0 OK l10si21599969igu.63 - gsmtp", "DestinationServer": "yahoo-smtp-in.l.yahoo.com", "DestinationIP": "173.194.74.256"}
 					case "Bounced":
 						ev["Details"] = map[string]any{"Summary": "The server was unable to deliver your message (ex: unknown user, mailbox not found).", "BounceID": 10000 + m.n*10 + i}
-						_ = sub
 					default:
 						ev["Details"] = map[string]any{"Summary": ""}
 					}

@@ -207,10 +207,10 @@ func TestDrainKeepsToTheDeadline(t *testing.T) {
 	t.Parallel()
 	db := setup(t, 1)
 	q := sqstest.New(t)
-	q.OnReceive = func(q *sqstest.Queue) (int, string) {
+	q.OnReceive(func(q *sqstest.Queue) (int, string) {
 		q.Add(sns(sesEvent(1, "Delivery"))) // an endless queue
 		return 0, ""
-	}
+	})
 	var reads atomic.Int64
 	now := func() time.Time { return t0.Add(time.Duration(reads.Add(1)) * 7 * time.Second) }
 	cfg := drain.Config{API: client(q), QueueURL: q.QueueURL, Now: now, Deadline: t0.Add(45 * time.Second)}
@@ -240,7 +240,7 @@ func TestDrainCountsFailedDeletes(t *testing.T) {
 	q.Add(sns(sesEvent(1, "Delivery")))
 	var fail atomic.Bool
 	fail.Store(true)
-	q.FailDelete = func(string) bool { return fail.Load() }
+	q.FailDelete(func(string) bool { return fail.Load() })
 	cfg := drain.Config{API: client(q), QueueURL: q.QueueURL, Now: func() time.Time { return t0.Add(time.Hour) }}
 	res, err := drain.Run(context.Background(), db, cfg, nil)
 	if err != nil || res.DeleteFailed != 1 || res.Deleted != 0 || res.Settled != 1 {

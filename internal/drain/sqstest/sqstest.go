@@ -16,7 +16,9 @@
 //
 // A received message is in flight (invisible) until it is deleted or
 // Expire makes it visible again, as its visibility timeout would. A
-// Queue is safe for concurrent use.
+// Queue is safe for concurrent use, its hooks too (set them by their
+// methods: a child process's requests are not ordered after a plain
+// write, for the race detector).
 package sqstest
 
 import (
@@ -36,19 +38,15 @@ type Queue struct {
 	URL      string // the server's URL: the SDK's endpoint (AWS_ENDPOINT_URL_SQS)
 	QueueURL string // the queue's URL, as SQS names it
 
-	mu       sync.Mutex
-	seq      int
-	visible  []message
-	inFlight map[string]message // by receipt handle
-	deleted  []string           // message ids, in order
-	waits    []int32            // WaitTimeSeconds of each receive
-	// OnReceive, when set, is called (without the lock) before each
-	// receive is answered: a test adds messages from it (an endless
-	// queue) or fails the request by returning a status and message.
-	OnReceive func(q *Queue) (status int, errType string)
-	// FailDelete, when set, names receipt handles DeleteMessageBatch
-	// reports as Failed.
-	FailDelete func(receipt string) bool
+	mu         sync.Mutex
+	seq        int
+	visible    []message
+	inFlight   map[string]message // by receipt handle
+	deleted    []string           // message ids, in order
+	waits      []int32            // WaitTimeSeconds of each receive
+	onReceive  func(q *Queue) (status int, errType string)
+	failDelete func(receipt string) bool
+	onDelete   func()
 }
 
 type message struct{ id, receipt, body string }
@@ -63,6 +61,32 @@ func New(t testing.TB) *Queue {
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return q
+}
+
+// OnReceive sets a function called (without the lock) before each
+// receive is answered: a test adds messages from it (an endless queue) or
+// fails the request by returning a status and an error type.
+func (q *Queue) OnReceive(fn func(q *Queue) (status int, errType string)) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.onReceive = fn
+}
+
+// FailDelete sets a function naming the receipt handles that
+// DeleteMessageBatch reports as Failed (called with the queue locked).
+func (q *Queue) FailDelete(fn func(receipt string) bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.failDelete = fn
+}
+
+// OnDelete sets a function called (without the lock) before a
+// DeleteMessageBatch is carried out: a test blocks in it to kill the
+// client between its commit and its delete.
+func (q *Queue) OnDelete(fn func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.onDelete = fn
 }
 
 // Add puts a message on the queue and returns its id.
@@ -131,14 +155,23 @@ func (q *Queue) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Header.Get("X-Amz-Target") {
 	case "AmazonSQS.ReceiveMessage":
-		if q.OnReceive != nil {
-			if status, typ := q.OnReceive(q); status != 0 {
+		q.mu.Lock()
+		onReceive := q.onReceive
+		q.mu.Unlock()
+		if onReceive != nil {
+			if status, typ := onReceive(q); status != 0 {
 				fail(w, status, typ, "injected by the test")
 				return
 			}
 		}
 		answer(w, q.receive(in.MaxNumberOfMessages, in.WaitTimeSeconds))
 	case "AmazonSQS.DeleteMessageBatch":
+		q.mu.Lock()
+		onDelete := q.onDelete
+		q.mu.Unlock()
+		if onDelete != nil {
+			onDelete()
+		}
 		out := struct {
 			Successful []map[string]string `json:"Successful"`
 			Failed     []map[string]any    `json:"Failed"`
@@ -178,7 +211,7 @@ func (q *Queue) delete(receipt string) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	m, ok := q.inFlight[receipt]
-	if !ok || (q.FailDelete != nil && q.FailDelete(receipt)) {
+	if !ok || (q.failDelete != nil && q.failDelete(receipt)) {
 		return false
 	}
 	delete(q.inFlight, receipt)
