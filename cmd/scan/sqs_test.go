@@ -259,3 +259,27 @@ func TestReconcileSQSKilledBeforeTheDelete(t *testing.T) {
 		t.Errorf("replay: %s", lines[len(lines)-1])
 	}
 }
+
+// An account whose SendGrid key cannot read Email Logs (HTTP 403): exit 2
+// with a message that says so, nothing written.
+func TestReconcileAskSendGridWithoutEmailLogs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1, "")
+	f.claimN(1)
+	f.setPolicy(testPolicy + "provider: sendgrid\n")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"errors":[{"field":null,"message":"access forbidden"}]}`))
+	}))
+	t.Cleanup(srv.Close)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"reconcile", "--ask", "sendgrid", "--older-than", "1m"},
+		f.getenv("SENDGRID_API_KEY=SG.test-key", "SENDGRID_API_URL="+srv.URL), strings.NewReader(""), &stdout, &stderr)
+	if code != exitUsage || !strings.Contains(stderr.String(), "Email Logs") || strings.Contains(stderr.String(), "SG.test-key") {
+		t.Errorf("exit %d, stderr %q; want exit 2 saying the account lacks Email Logs", code, stderr.String())
+	}
+	if c := f.counts(); c[ledger.Claimed] != 1 {
+		t.Errorf("states %v, want the claim untouched", c)
+	}
+}
