@@ -51,7 +51,7 @@ func reconcileAsk(ctx context.Context, e *env, src *reconcileSources, by string)
 		return err
 	}
 	if res.Cut {
-		fmt.Fprintf(e.stderr, "scan reconcile: asked about the oldest %d claims only; run it again for the rest\n", ask.DefaultLimit)
+		fmt.Fprintf(e.stderr, "scan reconcile: asked about %d claims, the oldest the provider still keeps a record of; run it again for the rest\n", res.Asked)
 	}
 	events := map[string]int{}
 	for _, k := range ledger.EventKinds {

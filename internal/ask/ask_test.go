@@ -217,3 +217,26 @@ func TestSinceListsWhatTheProviderAccepted(t *testing.T) {
 		})
 	}
 }
+
+// Claims older than the provider's retention are Unknown without a
+// request and do not take the limit's places: the newer claim behind
+// them is still asked about.
+func TestReconcileSkipsClaimsPastTheRetention(t *testing.T) {
+	t.Parallel()
+	db := setup(t, claim{3 * 24 * time.Hour}, claim{2 * 24 * time.Hour}, claim{2 * time.Hour})
+	srv := newStandIn(t, "mailgun", []sent{{3, 1, 119 * time.Minute, []string{"delivered"}}})
+	p, err := ask.NewMailgun("key-1", "n.example.com", fast(srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ask.Reconcile(context.Background(), db, p, ask.RunConfig{OlderThan: 15 * time.Minute, Limit: 1, Now: func() time.Time { return now }}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Unknown != 2 || res.Asked != 1 || res.Answered != 1 || res.Cut {
+		t.Errorf("result %+v; want 2 unknown, 1 asked and answered", res)
+	}
+	if got := states(t, db, 3); got != "ccs" {
+		t.Errorf("states %s, want ccs", got)
+	}
+}

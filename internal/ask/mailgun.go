@@ -66,6 +66,9 @@ func NewMailgun(apiKey, domain string, cfg ClientConfig) (*Mailgun, error) {
 // Name is "mailgun".
 func (m *Mailgun) Name() string { return "mailgun" }
 
+// Retention is MailgunRetention: a claim older than that is never asked about.
+func (m *Mailgun) Retention() time.Duration { return MailgunRetention }
+
 // About lists the events of c's Message-ID since the claim (less
 // ledger.ClockSkew); none of c's attempt is notFound (MailgunDelay,
 // MailgunRetention).

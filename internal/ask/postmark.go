@@ -69,6 +69,9 @@ func NewPostmark(token string, cfg ClientConfig) (*Postmark, error) {
 // Name is "postmark".
 func (p *Postmark) Name() string { return "postmark" }
 
+// Retention is PostmarkRetention: a claim older than that is never asked about.
+func (p *Postmark) Retention() time.Duration { return PostmarkRetention }
+
 type postmarkMessage struct {
 	MessageID     string            `json:"MessageID"`
 	Status        string            `json:"Status"`

@@ -16,6 +16,10 @@ import (
 // RunConfig.Limit is 0: the oldest, as `scan quarantine` lists them.
 const DefaultLimit = 500
 
+// maxRows bounds the quarantine rows one Reconcile reads (claims past the
+// provider's retention among them).
+const maxRows = 100_000
+
 // RunConfig configures Reconcile. The zero value asks about every claim
 // older than nothing, at time.Now, recording no author.
 type RunConfig struct {
@@ -41,7 +45,9 @@ type Result struct {
 
 // Reconcile asks p about each claim in quarantine older than
 // cfg.OlderThan (ledger.Quarantine, oldest first, at most cfg.Limit) and
-// applies each answer by ledger.Settle, one transaction per claim.
+// applies each answer by ledger.Settle, one transaction per claim. A claim
+// older than the provider's retention (its Retention method, when it has
+// one) is Unknown without a request and not counted against the limit.
 // changed is called with each change once committed; note, when not nil,
 // with each claim and its answer (for the operator's report). An error
 // from p (ErrUnsupported included), the ledger or a callback stops it;
@@ -57,16 +63,35 @@ func Reconcile(ctx context.Context, db *sqlx.DB, p Provider, cfg RunConfig, chan
 		limit = DefaultLimit
 	}
 	res := Result{Events: map[ledger.EventKind]int{}}
-	rows, err := ledger.Quarantine(ctx, db, now().Add(-cfg.OlderThan), limit+1)
+	// Claims older than the provider's record are told Unknown without a
+	// request, and do not count against the limit: else a backlog of old
+	// claims would keep the newer ones from ever being asked about.
+	retention := time.Duration(1<<63 - 1)
+	if r, ok := p.(interface{ Retention() time.Duration }); ok {
+		retention = r.Retention()
+	}
+	rows, err := ledger.Quarantine(ctx, db, now().Add(-cfg.OlderThan), min(10*limit, maxRows)+1)
 	if err != nil {
 		return res, err
 	}
-	if len(rows) > limit {
-		rows, res.Cut = rows[:limit], true
+	if len(rows) > min(10*limit, maxRows) {
+		res.Cut = true
 	}
 	for _, r := range rows {
 		c := claimOf(r)
 		t := now().UTC()
+		if t.Sub(c.ClaimedAt) > retention {
+			a := Answer{Unknown: fmt.Sprintf("claimed %v ago: %s keeps its record of a message for as little as %v", t.Sub(c.ClaimedAt).Round(time.Minute), p.Name(), retention)}
+			res.Unknown++
+			if note != nil {
+				note(c, a)
+			}
+			continue
+		}
+		if res.Asked >= limit {
+			res.Cut = true
+			break
+		}
 		a, err := p.About(ctx, c, t)
 		if err != nil {
 			if errors.Is(err, ErrUnsupported) {

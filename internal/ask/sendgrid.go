@@ -75,6 +75,9 @@ func NewSendGrid(apiKey string, cfg ClientConfig) (*SendGrid, error) {
 // Name is "sendgrid".
 func (s *SendGrid) Name() string { return "sendgrid" }
 
+// Retention is SendGridRetention: a claim older than that is never asked about.
+func (s *SendGrid) Retention() time.Duration { return SendGridRetention }
+
 type sendgridMessage struct {
 	SGMessageID string `json:"sg_message_id"`
 	CreatedAt   string `json:"sg_message_id_created_at"`
