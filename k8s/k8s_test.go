@@ -143,7 +143,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 			files = append(files, d.file)
 		}
 	}
-	for _, want := range []string{"configmap.yaml", "cronjob.yaml", "cronjob-indexed.yaml", "prometheusrule.yaml"} {
+	for _, want := range []string{"configmap.yaml", "cronjob.yaml", "cronjob-indexed.yaml", "cronjob-reconcile-sqs.yaml", "prometheusrule.yaml"} {
 		if !slices.Contains(files, want) {
 			t.Errorf("%s: no document decoded", want)
 		}
@@ -424,7 +424,7 @@ func TestScheduleMatchesPolicy(t *testing.T) {
 		t.Fatalf("the sample policy is refused: %v", err)
 	}
 	for file, cj := range cronJobs(t, docs) {
-		if file == "cronjob-reconcile.yaml" {
+		if file == "cronjob-reconcile.yaml" || file == "cronjob-reconcile-sqs.yaml" {
 			continue // not a pass: it runs on its own schedule
 		}
 		if cj.Spec.Schedule != p.Schedule {
@@ -502,5 +502,73 @@ func TestReconcileCronJob(t *testing.T) {
 		if v.Name == "events" && (v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil) {
 			t.Errorf("events volume %+v, want a bounded emptyDir", v)
 		}
+	}
+}
+
+// The SQS drain runs every 5 minutes, one at a time, and each drain's
+// budget (--max-duration) and its last batch fit in the Job's deadline,
+// which ends before the next drain is due; it is hardened like the pass
+// and gets only the database secret (the queue through IRSA).
+func TestReconcileSQSCronJob(t *testing.T) {
+	cj := cronJobs(t, load(t))["cronjob-reconcile-sqs.yaml"]
+	if cj == nil {
+		t.Fatal("cronjob-reconcile-sqs.yaml has no CronJob")
+	}
+	sched, err := policy.ParseSchedule(cj.Spec.Schedule)
+	if err != nil {
+		t.Fatalf("schedule %q: %v", cj.Spec.Schedule, err)
+	}
+	from := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	if next := sched.Next(from); next.Sub(from) != 5*time.Minute || sched.Next(next).Sub(next) != 5*time.Minute {
+		t.Errorf("schedule %q does not fire every 5 minutes", cj.Spec.Schedule)
+	}
+	if cj.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || cj.Spec.TimeZone == nil || *cj.Spec.TimeZone != "Etc/UTC" {
+		t.Errorf("concurrencyPolicy %q, timeZone %v", cj.Spec.ConcurrencyPolicy, cj.Spec.TimeZone)
+	}
+	if d := cj.Spec.StartingDeadlineSeconds; d == nil || *d <= 0 || *d >= 300 {
+		t.Errorf("startingDeadlineSeconds = %v, want less than the 5 minutes between two drains", d)
+	}
+	js := cj.Spec.JobTemplate.Spec
+	checkFailurePolicy(t, js.PodFailurePolicy)
+	pod := js.Template.Spec
+	if pod.RestartPolicy != corev1.RestartPolicyNever || pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Errorf("restartPolicy %q, automountServiceAccountToken %v", pod.RestartPolicy, pod.AutomountServiceAccountToken)
+	}
+	if len(pod.Containers) != 1 || len(pod.InitContainers) != 0 {
+		t.Fatalf("%d containers, %d init containers; want 1 and 0", len(pod.Containers), len(pod.InitContainers))
+	}
+	c := pod.Containers[0]
+	checkContainer(t, c)
+	checkSecretEnv(t, c, "DATABASE_URL", "database-url")
+	for _, name := range []string{"NOTICE_KEY_SECRET", "SMTP_URL", "SCAN_SENDER", "AWS_SECRET_ACCESS_KEY"} {
+		if env(c, name) != nil {
+			t.Errorf("the drain gets %s, which it does not need", name)
+		}
+	}
+	args := map[string]string{}
+	for i := 1; i+1 < len(c.Args); i += 2 {
+		args[c.Args[i]] = c.Args[i+1]
+	}
+	if len(c.Args) == 0 || c.Args[0] != "reconcile" || args["--format"] != "ses" {
+		t.Errorf("args = %q, want reconcile --sqs URL --format ses", c.Args)
+	}
+	queue := args["--sqs"]
+	if v := strings.TrimSuffix(strings.TrimPrefix(queue, "$("), ")"); v != queue {
+		if e := env(c, v); e != nil {
+			queue = e.Value
+		}
+	}
+	if !strings.HasPrefix(queue, "https://sqs.") {
+		t.Errorf("--sqs %q, want an https SQS queue URL", args["--sqs"])
+	}
+	budget, err := time.ParseDuration(args["--max-duration"])
+	if err != nil || budget <= 0 {
+		t.Fatalf("--max-duration %q: %v", args["--max-duration"], err)
+	}
+	// The last receive may begin just before the budget ends and long-poll
+	// up to 20s, then its batch is applied and deleted.
+	d := js.ActiveDeadlineSeconds
+	if d == nil || time.Duration(*d)*time.Second < budget+20*time.Second || *d >= 300 {
+		t.Errorf("activeDeadlineSeconds = %v with --max-duration %v: want room for the budget and a last long poll, and less than 5 minutes", d, budget)
 	}
 }

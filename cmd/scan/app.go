@@ -40,7 +40,8 @@ commands:
   run          one pass: claim, send, record (--dry-run, --max-mint N, --shard I/N, --now RFC3339)
   lookup ID    every ledger row of one subscription
   quarantine   claims with no recorded outcome, oldest first
-  reconcile    settle quarantined claims from provider events (--events FILE [--format ses|sendgrid|mailgun|postmark])
+  reconcile    settle quarantined claims from provider events (--events FILE [--format ses|sendgrid|mailgun|postmark]),
+               from an SQS queue of SES events (--sqs QUEUE_URL), or from the provider's API (--ask postmark|mailgun|sendgrid)
   resolve KEY  an operator's decision on one claim (--sent|--not-sent|--retry --reason TEXT)
   backfill     import notices an earlier system already sent (--from FILE.csv)
   schedule     run passes in-process on a cron schedule
@@ -325,6 +326,9 @@ func registerSecrets(e *env) {
 	e.secrets.Add(e.getenv("NOTICE_KEY_SECRET"))
 	e.secrets.Add(e.getenv("AWS_SECRET_ACCESS_KEY"))
 	e.secrets.Add(e.getenv("AWS_SESSION_TOKEN"))
+	for _, v := range []string{"POSTMARK_SERVER_TOKEN", "MAILGUN_API_KEY", "SENDGRID_API_KEY"} {
+		e.secrets.Add(e.getenv(v))
+	}
 	for _, v := range []string{"DATABASE_URL", "SMTP_URL", "SCAN_HTTP_URL", "PUSHGATEWAY_URL"} {
 		e.secrets.AddPasswords(e.getenv(v))
 	}

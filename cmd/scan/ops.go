@@ -189,15 +189,24 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 }
 
 func cmdReconcile(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "reconcile", "--events FILE|- [--format jsonl|ses|sendgrid|mailgun|postmark]")
+	fs := newFlags(e, "reconcile", "--events FILE|- [--format jsonl|ses|sendgrid|mailgun|postmark] | --sqs QUEUE_URL [--format ses] [--max-duration D] | --ask PROVIDER [--older-than 15m]")
 	events := fs.String("events", "", "provider events (see --format); - for stdin")
-	format := fs.String("format", "jsonl", "jsonl (message_id, event per line), or the payloads ses, sendgrid, mailgun or postmark post")
+	format := fs.String("format", "jsonl", "jsonl (message_id, event per line), or the payloads ses, sendgrid, mailgun or postmark post (with --sqs: default ses)")
 	by := fs.String("by", "reconcile", "recorded as the author of each change")
+	src := sourceFlags(fs)
 	if err := parseNoArgs(fs, args, "; use --events FILE"); err != nil {
 		return err
 	}
-	if *events == "" {
-		return usagef("--events", "required: a file of events, or - for stdin")
+	if err := src.check(fs, *events); err != nil {
+		return err
+	}
+	switch {
+	case src.sqs != "":
+		return reconcileSQS(ctx, e, fs, src, *format, *by)
+	case src.ask != "":
+		return reconcileAsk(ctx, e, src, *by)
+	case *events == "":
+		return usagef("--events", "required: a file of events, or - for stdin (or --sqs QUEUE_URL, or --ask PROVIDER)")
 	}
 	if !slices.Contains(reconcile.Formats, *format) {
 		return usagef("--format", "%q is not one of %s", *format, strings.Join(reconcile.Formats, ", "))

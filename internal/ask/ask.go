@@ -8,11 +8,18 @@
 // A Provider is bounded and paced: it issues at most one request at a time
 // per its Config, retries 429 and 5xx answers with backoff, and stops when
 // its context is cancelled.
+//
+// Postmark (postmark.go), Mailgun (mailgun.go) and SendGrid (sendgrid.go)
+// implement it over one paced, retrying HTTP client (client.go); their
+// answers are read by package reconcile's webhook rules (evidence.go).
+// Reconcile (run.go) asks about each claim in quarantine and applies the
+// answers, one transaction per claim. SES has no such API.
 package ask
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"scan/internal/ledger"
@@ -37,6 +44,31 @@ type Answer struct {
 	// Pending reports that the provider has no record of the message yet
 	// but its indexing delay has not passed: the claim stays in quarantine.
 	Pending bool
+	// Unknown, when not empty, says why the provider's record cannot tell
+	// (the claim is older than the provider keeps records, the API cannot
+	// be searched for it): the claim stays in quarantine, for an operator.
+	Unknown string
+}
+
+// notFound is the answer when the provider has no record of the claim's
+// attempt, evaluated at now. It is evidence that the message never
+// reached the provider (one "not sent" settlement, so that the next pass
+// sends it again) only once the provider's documented indexing delay has
+// passed since the claim, and only while the claim is younger than the
+// shortest retention the provider documents (an older record may have
+// been discarded); before the delay it is Pending, after the retention
+// Unknown.
+func notFound(provider string, c Claim, now time.Time, delay, retention time.Duration) Answer {
+	age := now.Sub(c.ClaimedAt)
+	switch {
+	case age < delay:
+		return Answer{Pending: true}
+	case age > retention:
+		return Answer{Unknown: fmt.Sprintf("claimed %v ago: %s keeps its record of a message for as little as %v", age.Round(time.Minute), provider, retention)}
+	}
+	return Answer{Settlements: []ledger.Settlement{{Key: c.Key, MessageID: c.MessageID, ProviderID: c.ProviderID,
+		To: ledger.Retry, Kind: ledger.KindNotSent, Event: provider + ":api/not_found", At: now, Attempt: c.Attempt,
+		Detail: fmt.Sprintf("no record %v after the claim (indexing delay %v)", age.Round(time.Minute), delay)}}}
 }
 
 // Provider is one provider's API, as `scan reconcile --ask` and `scan

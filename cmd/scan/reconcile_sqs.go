@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"scan/internal/drain"
+	"scan/internal/ledger"
+	"scan/internal/reconcile"
+)
+
+// defaultDrainBudget is --max-duration of `scan reconcile --sqs`: a
+// little less than the CronJob's 5-minute period, so that one drain ends
+// before the next is due (concurrencyPolicy: Forbid would skip it).
+const defaultDrainBudget = 4 * time.Minute
+
+// reconcileSources are the flags of `scan reconcile` that name where the
+// evidence comes from besides --events: an SQS queue, or a provider's API.
+type reconcileSources struct {
+	sqs       string
+	ask       string
+	budget    time.Duration
+	olderThan time.Duration
+}
+
+func sourceFlags(fs *flag.FlagSet) *reconcileSources {
+	s := &reconcileSources{}
+	fs.StringVar(&s.sqs, "sqs", "", "drain this SQS queue (its URL) of SES events, SNS-enveloped or raw; each message is deleted once what it said is committed")
+	fs.DurationVar(&s.budget, "max-duration", defaultDrainBudget, "with --sqs: stop receiving after this long (0: only when the queue is empty)")
+	fs.StringVar(&s.ask, "ask", "", "ask this provider's API (postmark, mailgun, sendgrid) about each claim in quarantine")
+	fs.DurationVar(&s.olderThan, "older-than", 15*time.Minute, "with --ask: only claims older than this")
+	return s
+}
+
+// check refuses a command line that names more than one source, or a flag
+// of one source with another.
+func (s *reconcileSources) check(fs *flag.FlagSet, events string) error {
+	n := 0
+	for _, v := range []string{events, s.sqs, s.ask} {
+		if v != "" {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return usagef("--events", "give one of --events, --sqs and --ask")
+	case isSet(fs, "max-duration") && s.sqs == "":
+		return usagef("--max-duration", "only with --sqs")
+	case isSet(fs, "older-than") && s.ask == "":
+		return usagef("--older-than", "only with --ask")
+	case s.budget < 0:
+		return usagef("--max-duration", "must not be negative")
+	case s.olderThan < 0:
+		return usagef("--older-than", "must not be negative")
+	}
+	return nil
+}
+
+// reconcileSQS is `scan reconcile --sqs QUEUE_URL`: it drains the queue
+// (drain.Run) and prints each change as it is committed, then the summary
+// of `scan reconcile` with what the queue gave and kept.
+func reconcileSQS(ctx context.Context, e *env, fs *flag.FlagSet, src *reconcileSources, format, by string) error {
+	if !isSet(fs, "format") {
+		format = "ses"
+	}
+	if !slices.Contains(reconcile.Formats, format) || format == "jsonl" {
+		return usagef("--format", "%q: with --sqs, one of ses, sendgrid, mailgun, postmark (default ses)", format)
+	}
+	q, err := url.Parse(src.sqs)
+	if err != nil || (q.Scheme != "https" && q.Scheme != "http") || q.Hostname() == "" || strings.Trim(q.Path, "/") == "" {
+		return usagef("--sqs", "%q is not a queue URL (https://sqs.REGION.amazonaws.com/ACCOUNT/QUEUE)", src.sqs)
+	}
+	client, err := sqsClient(e, q)
+	if err != nil {
+		return err
+	}
+	if err := checkPushURL(e.getenv("PUSHGATEWAY_URL")); err != nil {
+		return err
+	}
+	db, err := openDB(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	cfg := drain.Config{API: client, QueueURL: src.sqs, Format: format, By: by, Now: e.clockNow}
+	if src.budget > 0 {
+		cfg.Deadline = e.clockNow().Add(src.budget)
+	}
+	out := json.NewEncoder(e.stdout)
+	res, err := drain.Run(ctx, db, cfg, func(c ledger.Change) error { return out.Encode(c) })
+	for _, id := range res.KeptIDs {
+		fmt.Fprintf(e.stderr, "scan reconcile: SQS message %s kept for the queue's redrive policy: it is not a readable %s event\n", id, format)
+	}
+	if n := res.Kept - len(res.KeptIDs); n > 0 {
+		fmt.Fprintf(e.stderr, "scan reconcile: %d more unreadable messages kept, not listed\n", n)
+	}
+	pushReconcile(ctx, e, format, res.Result)
+	if err != nil {
+		return err
+	}
+	sum := reconcileSummary(format, res.Result)
+	sum["sqs"] = map[string]any{"receives": res.Receives, "received": res.Received, "deleted": res.Deleted,
+		"kept": res.Kept, "delete_failed": res.DeleteFailed, "stop": res.Stop}
+	return out.Encode(sum)
+}
+
+// sqsClient builds the SQS client from the SDK's standard chain
+// (environment, shared files, IRSA web identity, instance role), with the
+// endpoint of AWS_ENDPOINT_URL_SQS (else AWS_ENDPOINT_URL) and the region
+// of AWS_REGION, the shared config, or else the queue URL's host
+// (sqs.REGION.amazonaws.com).
+func sqsClient(e *env, queue *url.URL) (*sqs.Client, error) {
+	var opts []func(*config.LoadOptions) error
+	if r := e.getenv("AWS_REGION"); r != "" {
+		opts = append(opts, config.WithRegion(r))
+	}
+	field, endpoint := "AWS_ENDPOINT_URL_SQS", e.getenv("AWS_ENDPOINT_URL_SQS")
+	if endpoint == "" {
+		field, endpoint = "AWS_ENDPOINT_URL", e.getenv("AWS_ENDPOINT_URL")
+	}
+	if endpoint != "" {
+		u, err := url.Parse(endpoint)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" {
+			return nil, usagef(field, "%q is not an http(s) URL", endpoint)
+		}
+		opts = append(opts, config.WithBaseEndpoint(endpoint))
+	}
+	cfg, err := config.LoadDefaultConfig(context.Background(), opts...)
+	if err != nil {
+		return nil, usagef("AWS_CONFIG_FILE", "AWS configuration: %v", err)
+	}
+	if cfg.Region == "" {
+		if parts := strings.Split(queue.Hostname(), "."); len(parts) >= 3 && parts[0] == "sqs" {
+			cfg.Region = parts[1]
+		}
+	}
+	if cfg.Region == "" {
+		return nil, usagef("AWS_REGION", "required with --sqs (or a region in the shared AWS config, or a queue URL of sqs.REGION.amazonaws.com)")
+	}
+	return sqs.NewFromConfig(cfg), nil
+}

@@ -1,0 +1,153 @@
+package ask
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"scan/internal/ledger"
+)
+
+// Mailgun's Events API, as its reference documents it
+// (https://documentation.mailgun.com/docs/mailgun/api-reference/openapi-final/tag/Events,
+// https://documentation.mailgun.com/docs/mailgun/user-manual/events/):
+// GET /v3/{domain}/events with begin (epoch seconds), ascending=yes,
+// limit (at most 300) and filters such as message-id; basic auth as "api"
+// with the API key. An answer is {"items": [...], "paging": {"next":
+// URL, ...}}; the pages are followed until one comes back empty. Each
+// item is the event-data of the webhooks, so reconcile's mailgun rules
+// read it.
+const (
+	MailgunAPI = "https://api.mailgun.net"
+	// MailgunDelay is Mailgun's documented delay before its event store
+	// is complete: events reach it by different routes, and the Event
+	// Polling section of the events guide
+	// (https://documentation.mailgun.com/docs/mailgun/user-manual/events/#event-polling)
+	// takes a page as trustworthy only once its events are half an hour
+	// old (mailgun-go's PollEvents starts half an hour back for the same
+	// reason: events.go). Before it, no event is no evidence.
+	MailgunDelay = 30 * time.Minute
+	// MailgunRetention is the shortest retention of Mailgun's events: one
+	// day on a free account (up to 30 days on paid plans).
+	MailgunRetention = 24 * time.Hour
+	mailgunLimit     = 300
+	mailgunMaxPages  = 100
+)
+
+// Mailgun asks Mailgun's Events API about a message by its Message-ID
+// (Mailgun keeps the Message-ID header a message was submitted with as its
+// message id). Safe for use by one goroutine at a time.
+type Mailgun struct {
+	c      *client
+	domain string
+}
+
+// NewMailgun returns Mailgun's provider for the sending domain.
+func NewMailgun(apiKey, domain string, cfg ClientConfig) (*Mailgun, error) {
+	switch {
+	case apiKey == "":
+		return nil, errors.New("ask: Mailgun API key is empty")
+	case domain == "" || strings.ContainsAny(domain, "/?#"):
+		return nil, fmt.Errorf("ask: Mailgun domain %q is not a domain", domain)
+	}
+	c, err := newClient("mailgun", MailgunAPI, cfg, func(r *http.Request) { r.SetBasicAuth("api", apiKey) })
+	if err != nil {
+		return nil, err
+	}
+	return &Mailgun{c: c, domain: domain}, nil
+}
+
+// Name is "mailgun".
+func (m *Mailgun) Name() string { return "mailgun" }
+
+// Retention is MailgunRetention: a claim older than that is never asked about.
+func (m *Mailgun) Retention() time.Duration { return MailgunRetention }
+
+// About lists the events of c's Message-ID since the claim (less
+// ledger.ClockSkew); none of c's attempt is notFound (MailgunDelay,
+// MailgunRetention).
+func (m *Mailgun) About(ctx context.Context, c Claim, now time.Time) (Answer, error) {
+	id := strings.Trim(c.ProviderID, "<>")
+	if id == "" {
+		id = c.MessageID
+	}
+	if id == "" {
+		return Answer{Unknown: "no Message-ID recorded"}, nil
+	}
+	var ss []ledger.Settlement
+	err := m.events(ctx, url.Values{"message-id": {id}}, c.ClaimedAt.Add(-ledger.ClockSkew), func(s ledger.Settlement) error {
+		ss = append(ss, s)
+		return nil
+	})
+	if err != nil {
+		return Answer{}, err
+	}
+	if covers(c, ss) {
+		return Answer{Settlements: ss}, nil
+	}
+	a := notFound("mailgun", c, now, MailgunDelay, MailgunRetention)
+	a.Settlements = append(ss, a.Settlements...)
+	return a, nil
+}
+
+// Since calls fn with each event Mailgun recorded from since on, oldest
+// first: every message accepted, and everything that happened to it.
+func (m *Mailgun) Since(ctx context.Context, since time.Time, fn func(ledger.Settlement) error) error {
+	return m.events(ctx, url.Values{}, since, fn)
+}
+
+// events walks the pages of the events matching filter from begin on.
+func (m *Mailgun) events(ctx context.Context, filter url.Values, begin time.Time, fn func(ledger.Settlement) error) error {
+	q := filter
+	q.Set("begin", strconv.FormatInt(begin.Unix(), 10))
+	q.Set("ascending", "yes")
+	q.Set("limit", strconv.Itoa(mailgunLimit))
+	path := "/v3/" + url.PathEscape(m.domain) + "/events"
+	for page := 0; page < mailgunMaxPages; page++ {
+		var answer struct {
+			Items  []json.RawMessage `json:"items"`
+			Paging struct {
+				Next string `json:"next"`
+			} `json:"paging"`
+		}
+		if _, err := m.c.do(ctx, http.MethodGet, path, q, nil, &answer); err != nil {
+			return err
+		}
+		if len(answer.Items) == 0 {
+			return nil
+		}
+		hooks := make([]any, len(answer.Items))
+		for i, it := range answer.Items {
+			hooks[i] = map[string]json.RawMessage{"event-data": it}
+		}
+		ss, err := decode("mailgun", hooks...)
+		if err != nil {
+			return err
+		}
+		for _, s := range ss {
+			if err := fn(s); err != nil {
+				return err
+			}
+		}
+		if path, q, err = m.next(answer.Paging.Next); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("mailgun: more than %d pages of events: stopped (use a later --since)", mailgunMaxPages)
+}
+
+// next turns a paging URL into a path and query on the API's own base:
+// the API key is never sent to another host.
+func (m *Mailgun) next(raw string) (string, url.Values, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host != m.c.base.Host || !strings.HasPrefix(u.Path, m.c.base.Path+"/") {
+		return "", nil, fmt.Errorf("mailgun: paging URL %q is not on %s", raw, m.c.base.Host)
+	}
+	return strings.TrimPrefix(u.Path, m.c.base.Path), u.Query(), nil
+}

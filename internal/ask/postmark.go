@@ -1,0 +1,210 @@
+package ask
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"scan/internal/ledger"
+	"scan/internal/notice"
+)
+
+// Postmark's Messages API, as its reference documents it
+// (https://postmarkapp.com/developer/api/messages-api):
+//
+//   - GET /messages/outbound?count=&offset=[&metadata_KEY=VALUE][&fromdate=&todate=]:
+//     outbound message search, at most 500 a page and 10,000 in all
+//     (count + offset), newest first; metadata_ filters by a metadata
+//     field (the official postmark.js client passes "metadata_..."
+//     parameters through: src/client/models/messages/MessageFilteringParameters.ts);
+//     fromdate and todate are Eastern Time;
+//   - GET /messages/outbound/{MessageID}/details: the message with its
+//     MessageEvents (Delivered, Transient, Bounced, Opened, LinkClicked,
+//     SubscriptionChanged; https://postmarkapp.com/blog/messageevents-every-message-event-in-one-api-call);
+//   - GET /bounces/{BounceID}: a bounce as the Bounce webhook carries it
+//     (Type, TypeCode, Details; https://postmarkapp.com/developer/api/bounce-api).
+//
+// Every request carries X-Postmark-Server-Token. Messages are kept for
+// the server's retention, 45 days by default and as little as 7.
+const (
+	PostmarkAPI = "https://api.postmarkapp.com"
+	// PostmarkDelay is how long after a claim Postmark's search must have
+	// found the message before its absence counts as "not sent". Postmark
+	// documents no indexing delay (a message is in the Messages API as
+	// soon as Postmark accepted it, Status Queued); we take Mailgun's
+	// documented half hour (MailgunDelay) as the margin, so that a slow
+	// hand-over is never taken for a message that did not leave.
+	PostmarkDelay = 30 * time.Minute
+	// PostmarkRetention is the shortest retention Postmark lets a server
+	// have (7 days; "retention can be customized from 7 to 365 days").
+	PostmarkRetention = 7 * 24 * time.Hour
+	postmarkPage      = 500
+	postmarkMaxSearch = 10000
+)
+
+// Postmark asks Postmark's Messages API. Messages are found by the
+// metadata notice_key that the pass sets (X-PM-Metadata-notice_key, with
+// the policy's provider: postmark) and matched to an attempt by
+// notice_attempt. Safe for use by one goroutine at a time.
+type Postmark struct {
+	c *client
+}
+
+// NewPostmark returns Postmark's provider; token is a server token.
+func NewPostmark(token string, cfg ClientConfig) (*Postmark, error) {
+	if token == "" {
+		return nil, errors.New("ask: Postmark server token is empty")
+	}
+	c, err := newClient("postmark", PostmarkAPI, cfg, func(r *http.Request) { r.Header.Set("X-Postmark-Server-Token", token) })
+	if err != nil {
+		return nil, err
+	}
+	return &Postmark{c: c}, nil
+}
+
+// Name is "postmark".
+func (p *Postmark) Name() string { return "postmark" }
+
+// Retention is PostmarkRetention: a claim older than that is never asked about.
+func (p *Postmark) Retention() time.Duration { return PostmarkRetention }
+
+type postmarkMessage struct {
+	MessageID     string            `json:"MessageID"`
+	Status        string            `json:"Status"`
+	ReceivedAt    string            `json:"ReceivedAt"`
+	Metadata      map[string]string `json:"Metadata"`
+	MessageEvents []struct {
+		Type       string         `json:"Type"`
+		ReceivedAt string         `json:"ReceivedAt"`
+		Details    map[string]any `json:"Details"`
+	} `json:"MessageEvents"`
+}
+
+type postmarkSearch struct {
+	TotalCount int               `json:"TotalCount"`
+	Messages   []postmarkMessage `json:"Messages"`
+}
+
+// About searches the messages tagged with c's key, reads each one's
+// events, and answers from them; no message of c's attempt is notFound
+// (PostmarkDelay, PostmarkRetention).
+func (p *Postmark) About(ctx context.Context, c Claim, now time.Time) (Answer, error) {
+	q := url.Values{"count": {"50"}, "offset": {"0"}, "metadata_" + notice.KeyField: {c.Key}}
+	var found postmarkSearch
+	if _, err := p.c.do(ctx, http.MethodGet, "/messages/outbound", q, nil, &found); err != nil {
+		return Answer{}, err
+	}
+	var ss []ledger.Settlement
+	for _, m := range found.Messages {
+		if m.Metadata[notice.KeyField] != c.Key {
+			continue // the search matched something else: never take it for ours
+		}
+		got, err := p.message(ctx, m)
+		if err != nil {
+			return Answer{}, err
+		}
+		ss = append(ss, got...)
+	}
+	if covers(c, ss) {
+		return Answer{Settlements: ss}, nil
+	}
+	a := notFound("postmark", c, now, PostmarkDelay, PostmarkRetention)
+	a.Settlements = append(ss, a.Settlements...)
+	return a, nil
+}
+
+// message returns what one message of ours says: its acceptance (the
+// search found it, so Postmark took it) and each of its events, read as
+// Postmark's webhooks are.
+func (p *Postmark) message(ctx context.Context, m postmarkMessage) ([]ledger.Settlement, error) {
+	var d postmarkMessage
+	if _, err := p.c.do(ctx, http.MethodGet, "/messages/outbound/"+url.PathEscape(m.MessageID)+"/details", nil, nil, &d); err != nil {
+		return nil, err
+	}
+	attempt, _ := strconv.Atoi(m.Metadata[notice.AttemptField])
+	at := postmarkTime(m.ReceivedAt)
+	ss := []ledger.Settlement{{Key: m.Metadata[notice.KeyField], ProviderID: m.MessageID, To: ledger.Sent, Kind: ledger.KindAccepted,
+		Event: "postmark:api/" + lower(m.Status), At: at, Attempt: attempt, Detail: "status=" + m.Status}}
+	var hooks []any
+	for _, e := range d.MessageEvents {
+		base := map[string]any{"MessageID": m.MessageID, "Metadata": m.Metadata}
+		switch e.Type {
+		case "Delivered":
+			base["RecordType"], base["DeliveredAt"], base["Details"] = "Delivery", e.ReceivedAt, e.Details["DeliveryMessage"]
+		case "Opened":
+			base["RecordType"], base["ReceivedAt"] = "Open", e.ReceivedAt
+		case "LinkClicked":
+			base["RecordType"], base["ReceivedAt"] = "Click", e.ReceivedAt
+		case "Transient":
+			ss = append(ss, ledger.Settlement{Key: m.Metadata[notice.KeyField], ProviderID: m.MessageID, To: ledger.Sent, Kind: ledger.KindDeferred,
+				Event: "postmark:api/transient", At: postmarkTime(e.ReceivedAt), Attempt: attempt})
+			continue
+		case "Bounced":
+			id, _ := e.Details["BounceID"].(float64)
+			var b map[string]any
+			if _, err := p.c.do(ctx, http.MethodGet, "/bounces/"+strconv.FormatInt(int64(id), 10), nil, nil, &b); err != nil {
+				return nil, err
+			}
+			b["RecordType"], b["MessageID"], b["Metadata"] = "Bounce", m.MessageID, m.Metadata
+			base = b
+		default:
+			continue // SubscriptionChanged: proves nothing of delivery
+		}
+		hooks = append(hooks, base)
+	}
+	got, err := decode("postmark", hooks...)
+	return append(ss, got...), err
+}
+
+// Since calls fn with each message of ours Postmark accepted from since
+// on (newest first, as the search returns them), and each one's events.
+// The search reaches at most 10,000 messages: more is an error that says
+// so (run it again with a later since).
+func (p *Postmark) Since(ctx context.Context, since time.Time, fn func(ledger.Settlement) error) error {
+	et, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		return fmt.Errorf("postmark: Eastern Time: %w", err)
+	}
+	from := since.In(et).Format("2006-01-02T15:04:05")
+	for offset := 0; ; offset += postmarkPage {
+		if offset+postmarkPage > postmarkMaxSearch {
+			return fmt.Errorf("postmark: more than %d messages since %s: the Messages API cannot list them all (use a later --since)", postmarkMaxSearch, since.UTC().Format(time.RFC3339))
+		}
+		q := url.Values{"count": {strconv.Itoa(postmarkPage)}, "offset": {strconv.Itoa(offset)}, "fromdate": {from}}
+		var page postmarkSearch
+		if _, err := p.c.do(ctx, http.MethodGet, "/messages/outbound", q, nil, &page); err != nil {
+			return err
+		}
+		for _, m := range page.Messages {
+			if !notice.ValidKey(m.Metadata[notice.KeyField]) {
+				continue // not one of ours
+			}
+			ss, err := p.message(ctx, m)
+			if err != nil {
+				return err
+			}
+			for _, s := range ss {
+				if err := fn(s); err != nil {
+					return err
+				}
+			}
+		}
+		if len(page.Messages) < postmarkPage {
+			return nil
+		}
+	}
+}
+
+// postmarkTime reads Postmark's timestamps (RFC 3339 with an offset, as
+// 2014-02-14T11:13:10.8054242-05:00); the zero time when unreadable.
+func postmarkTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
