@@ -25,6 +25,11 @@ type Claim struct {
 	Domain         string
 	MessageID      string // without angle brackets (notice.BareMessageID)
 	CancelToken    string
+	// Rule is the text of the window rule the notice's deadline used,
+	// and TimeZone the IANA zone it was evaluated in (issue 27); ""
+	// records NULL.
+	Rule     string
+	TimeZone string
 }
 
 // Won is a row that a claim statement inserted or re-claimed. Its

@@ -238,7 +238,7 @@ func (s *Pass) checkKeys(ctx context.Context) bool {
 	hi := s.cfg.Now
 	for _, group := range s.sels {
 		for _, sel := range group {
-			if o := s.cfg.Now.Add(sel.open); o.After(hi) {
+			if o := sel.hi(s.cfg.Now); o.After(hi) {
 				hi = o
 			}
 		}
@@ -475,22 +475,26 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 			id := r.ID
 			pg.last = &id
 		}
-		selKey := st.sel.key()
+		selKey, rule := st.sel.key(), st.sel.rule
 		if r.RenewsAt != nil && r.AnchorAt == nil {
 			continue // a NULL anchor: not due for this kind (not invalid)
 		}
 		if st.retry {
 			j := deref(r.Jurisdiction)
 			w = k.WindowFor(j)
-			if r.RenewsAt == nil || !w.Contains(*r.AnchorAt, now) {
+			if r.RenewsAt == nil || !w.Contains(*r.AnchorAt, now, s.content.zoneOf(r)) {
 				continue // no longer due under its current row; expires later
 			}
+			rule = w.Rule(k.AnchorColumn())
 			if _, ok := k.ByJurisdiction[j]; !ok {
 				j = ""
 			}
 			selKey = selection{kind: kind, jurisdiction: j}.key()
+		} else if st.sel.due != nil && r.AnchorAt != nil && !st.sel.due.open(*r.AnchorAt, s.content.zoneOf(r)) {
+			continue // read with the superset of a due rule: not yet due in its zone
 		}
 		dn, reason := s.validate(r, kind, w)
+		dn.claim.Rule = rule
 		if reason != "" {
 			if inv.note(r.ID, kind, reason) {
 				c.add(func(x *Summary) { x.Invalid++ })
@@ -786,6 +790,7 @@ func (s *Pass) missedClaims(sel selection, rows []sourceRow) []ledger.Claim {
 		claims = append(claims, ledger.Claim{
 			Key: s.keyer.Key(t), SubscriptionID: r.ID, Kind: sel.kind, PeriodStart: *r.PeriodStart,
 			Revision: r.Revision, RenewsAt: *r.RenewsAt, WindowClosesAt: r.AnchorAt.Add(-sel.close),
+			Rule: sel.rule, TimeZone: s.content.zoneOf(r).String(),
 		})
 	}
 	return claims
@@ -842,6 +847,9 @@ func (s *Pass) dryRunPage(sel selection, rows []sourceRow, inv *invalidLog, out 
 	for _, r := range rows {
 		if r.RenewsAt != nil && r.AnchorAt == nil {
 			continue // not due for this kind
+		}
+		if sel.due != nil && r.AnchorAt != nil && !sel.due.open(*r.AnchorAt, s.content.zoneOf(r)) {
+			continue // not yet due in its zone
 		}
 		dn, reason := s.validate(r, sel.kind, w)
 		if reason != "" {

@@ -241,19 +241,29 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 	if err := s.probeSource(ctx); err != nil {
 		return nil, err
 	}
+	s.selectGroups()
+	return s, nil
+}
+
+// selectGroups builds the pass's window groups: per kind, its default
+// window and each jurisdiction's override.
+func (s *Pass) selectGroups() {
+	cfg := s.cfg
 	s.kinds = map[string]policy.Kind{}
 	for i, k := range cfg.Policy.Notices {
 		s.kinds[k.Kind] = k
 		anchor := pq.QuoteIdentifier(k.AnchorColumn())
 		def := k.Default()
-		group := []selection{{kind: k.Kind, anchor: anchor, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: i == 0}}
+		group := []selection{{kind: k.Kind, anchor: anchor, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: i == 0, rule: def.Rule(k.AnchorColumn())}}
+		if def.Due != nil {
+			group[0].due = newDueBounds(def.Due, cfg.Now)
+		}
 		for _, j := range k.Overrides() {
 			w := k.ByJurisdiction[j]
-			group = append(group, selection{kind: k.Kind, anchor: anchor, open: time.Duration(w.OpenBefore), close: time.Duration(w.CloseBefore), jurisdiction: j})
+			group = append(group, selection{kind: k.Kind, anchor: anchor, open: time.Duration(w.OpenBefore), close: time.Duration(w.CloseBefore), jurisdiction: j, rule: w.Rule(k.AnchorColumn())})
 		}
 		s.sels = append(s.sels, group)
 	}
-	return s, nil
 }
 
 // newPassContent builds the pass's content resolver, with the schedule
@@ -401,6 +411,7 @@ func (s *Pass) validate(r sourceRow, kind string, w policy.Window) (due, string)
 		return due{}, reason
 	}
 	dn.fallbacks = fallbacks
+	dn.claim.TimeZone = dn.n.TimeZone.String()
 	return dn, ""
 }
 

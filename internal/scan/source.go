@@ -10,6 +10,7 @@ import (
 	"github.com/lib/pq"
 
 	"scan/internal/ledger"
+	"scan/internal/policy"
 )
 
 // The scan's source queries: the only SQL outside internal/ledger. They
@@ -79,6 +80,48 @@ type selection struct {
 	// withNullTimes also returns active rows with NULL renews_at, so they
 	// are counted invalid (once per pass: only the first group asks).
 	withNullTimes bool
+	// due, when set, opens the window instead of open (issue 27): the
+	// statements then read a superset of the open rows (hi) and the pass
+	// keeps those due in each row's zone (dueAt).
+	due *dueBounds
+	// rule is the window's rule text, kept with each notice in the ledger.
+	rule string
+}
+
+// hi is the upper bound of the anchors the statements read as open at
+// now: now+open, or a due rule's bound over every zone.
+func (sel selection) hi(now time.Time) time.Time {
+	if sel.due != nil {
+		return sel.due.superset
+	}
+	return now.Add(sel.open)
+}
+
+// dueBounds is a due rule evaluated at a pass's now: per time zone, the
+// exclusive bound of the anchors that are due (policy.Due.Bound), found
+// once per zone. Not safe for concurrent use: the producer alone calls it.
+type dueBounds struct {
+	rule     *policy.Due
+	now      time.Time
+	superset time.Time
+	byZone   map[*time.Location]time.Time
+}
+
+func newDueBounds(d *policy.Due, now time.Time) *dueBounds {
+	return &dueBounds{rule: d, now: now, superset: d.SupersetBound(now), byZone: map[*time.Location]time.Time{}}
+}
+
+// open reports whether the notice of a row anchored at anchor, for a
+// recipient in loc, is due at the pass's now.
+func (b *dueBounds) open(anchor time.Time, loc *time.Location) bool {
+	bound, ok := b.byZone[loc]
+	if !ok {
+		bound = b.rule.Bound(b.now, loc)
+		if len(b.byZone) < maxZones {
+			b.byZone[loc] = bound
+		}
+	}
+	return anchor.Before(bound)
 }
 
 // key names the group among a pass's selections.
@@ -392,7 +435,7 @@ func (s *source) listOpen(ctx context.Context, db sqlx.QueryerContext, sel selec
 // openQuery is subscriptionListOpen with its parameters.
 func (s *source) openQuery(sel selection, now time.Time, from *time.Time, after *string, limit int) (string, []any) {
 	return s.byAnchor[sel.anchor].listOpen,
-		s.group(sel, now.Add(sel.close), now.Add(sel.open), sel.withNullTimes, sel.kind, textParam(after), dateParam(from), limit)
+		s.group(sel, now.Add(sel.close), sel.hi(now), sel.withNullTimes, sel.kind, textParam(after), dateParam(from), limit)
 }
 
 // listClosed runs subscriptionListClosed. from is the closed window's
@@ -420,7 +463,7 @@ func (s *source) periodFrom(ctx context.Context, db sqlx.QueryerContext, sel sel
 
 // openFrom is periodFrom of the rows countDue and listOpen consider.
 func (s *source) openFrom(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time) (*time.Time, error) {
-	return s.periodFrom(ctx, db, sel, now.Add(sel.close), now.Add(sel.open), sel.withNullTimes)
+	return s.periodFrom(ctx, db, sel, now.Add(sel.close), sel.hi(now), sel.withNullTimes)
 }
 
 // closedFrom is periodFrom of the rows listClosed considers.
@@ -622,7 +665,7 @@ func sameDay(a, b time.Time) bool {
 // countDue runs subscriptionCountDue. from is the window's earliest
 // period (openFrom).
 func (s *source) countDue(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, runID string, from *time.Time) (due dueCount, _ error) {
-	args := s.group(sel, now.Add(sel.close), now.Add(sel.open), sel.withNullTimes, sel.kind, runID, dateParam(from))
+	args := s.group(sel, now.Add(sel.close), sel.hi(now), sel.withNullTimes, sel.kind, runID, dateParam(from))
 	if err := sqlx.GetContext(ctx, db, &due, s.byAnchor[sel.anchor].countDue, args...); err != nil {
 		return due, fmt.Errorf("count due: %w", err)
 	}
@@ -650,7 +693,7 @@ func (s *source) sampleKeys(ctx context.Context, db sqlx.QueryerContext, lo, hi 
 
 // countHandled runs subscriptionCountHandled.
 func (s *source) countHandled(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, runID string) (int, error) {
-	args := s.group(sel, now.Add(sel.close), now.Add(sel.open), false, sel.kind, runID)
+	args := s.group(sel, now.Add(sel.close), sel.hi(now), false, sel.kind, runID)
 	var n int
 	if err := sqlx.GetContext(ctx, db, &n, s.byAnchor[sel.anchor].countHandled, args...); err != nil {
 		return 0, fmt.Errorf("count handled: %w", err)
