@@ -614,6 +614,10 @@ func TestLookup(t *testing.T) {
 		rows[0]["period_start"] != f.periodStart() || rows[0]["sent_at"] == nil {
 		t.Fatalf("lookup: exit %d\n%s", code, out)
 	}
+	// The deadline's rule and zone are kept with the notice (issue 27).
+	if r, _ := rows[0]["rule"].(string); !strings.Contains(r, "before renews_at") || rows[0]["time_zone"] != "UTC" || rows[0]["first_claimed_at"] == nil {
+		t.Fatalf("lookup without the rule, time_zone or first_claimed_at:\n%s", out)
+	}
 	if strings.Contains(out, "@example.") {
 		t.Fatal("lookup printed an address")
 	}

@@ -456,6 +456,9 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 		var rp retryPage
 		rp, err = s.src.listRetry(ctx, db, st.sel, now, deref(after), s.cfg.BatchSize)
 		rows, read, last = rp.rows, rp.n, &rp.last
+		if err == nil {
+			err = s.cancelRetries(ctx, rp.cancelled, c)
+		}
 	} else {
 		rows, err = s.src.listOpen(ctx, db, st.sel, now, st.from, after, s.cfg.BatchSize)
 		read = len(rows)
@@ -517,6 +520,20 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 	}
 	pg.end = read < s.cfg.BatchSize
 	return pg, nil
+}
+
+// cancelRetries ends as cancelled the retry rows of keys, whose
+// subscriptions are no longer active: a recorded no-op, never sent.
+func (s *Pass) cancelRetries(ctx context.Context, keys []string, c *counters) error {
+	n, err := ledger.CancelRetries(ctx, s.db, keys, s.cfg.Now)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		c.add(func(x *Summary) { x.Cancelled += int(n) })
+		s.log.Info().Int64("cancelled", n).Msg("retry rows whose subscription is no longer active ended as cancelled; nothing sent")
+	}
+	return nil
 }
 
 // readInto reads st's next page into the planner, skipping (and noting

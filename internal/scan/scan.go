@@ -121,6 +121,9 @@ type Summary struct {
 	Failed     int    `json:"failed"`
 	Ambiguous  int    `json:"ambiguous"`
 	Missed     int    `json:"missed"`
+	// Cancelled counts the retry rows this pass ended as cancelled: their
+	// subscription was no longer active (issue 27).
+	Cancelled int `json:"cancelled"`
 	// Deferred counts the due notices this pass neither claimed nor found
 	// claimed because its time budget ended first, or because the quiet
 	// hours held them; a later pass takes them while their window is open.

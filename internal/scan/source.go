@@ -64,6 +64,7 @@ type sourceRow struct {
 	Locale        *string    `db:"locale"`
 	TimeZone      *string    `db:"time_zone"`
 	LedgerKey     *string    `db:"notice_key"` // retry rows only
+	Status        *string    `db:"-"`          // retry rows only (subscriptionListRetry)
 }
 
 // selection is one window group of one kind: the default window (every
@@ -152,7 +153,10 @@ func (sel selection) key() string { return sel.kind + "\x00" + sel.jurisdiction 
 // 32 bits of md5(id), modulo the shards; the same in every PostgreSQL
 // version, unlike hashtext. $1 shards, $2 this shard.
 const inShard = `s.status = 'active'
-  AND ($1::int <= 1 OR mod(('x' || substr(md5(s.id::text), 1, 8))::bit(32)::bigint, $1::int) = $2::int)`
+  AND ` + shardOnly
+
+// shardOnly: the rows of this shard, whatever their status.
+const shardOnly = `($1::int <= 1 OR mod(('x' || substr(md5(s.id::text), 1, 8))::bit(32)::bigint, $1::int) = $2::int)`
 
 // inGroup: the active rows of this shard in one window group: of its
 // jurisdictions, with the anchor in (lo, hi]; or, when $7, with no
@@ -281,11 +285,12 @@ WHERE ` + inGroup + `
           AND l.run_id <> $9)`
 
 // subscriptionListRetry: the current rows of the retry rows'
-// subscriptions (ledger.Retries), looked up by id, when active and in
-// this shard. $1 shards, $2 this shard, $3 ids (text[]).
-const subscriptionListRetry = `SELECT {cols}
+// subscriptions (ledger.Retries), looked up by id, when in this shard,
+// with their status (a row no longer active ends its retry as
+// cancelled). $1 shards, $2 this shard, $3 ids (text[]).
+const subscriptionListRetry = `SELECT {cols}, s.status::text AS status
 FROM {rel} s
-WHERE s.id::text = ANY($3::text[]) AND ` + inShard
+WHERE s.id::text = ANY($3::text[]) AND ` + shardOnly
 
 // subscriptionGet: one subscription by id ($1), whatever its status, with
 // the anchor of one kind, as the other statements read it (scan preview).
@@ -562,6 +567,8 @@ func (r *sourceRow) textField(c string) **string {
 		return &r.TimeZone
 	case "notice_key":
 		return &r.LedgerKey
+	case "status":
+		return &r.Status
 	}
 	return nil
 }
@@ -617,16 +624,20 @@ func (c intColumn) Scan(v any) error {
 // their subscriptions' current rows.
 type retryPage struct {
 	rows []sourceRow // the rows still this pass's to retry, each with its LedgerKey
-	last string      // the page's last ledger key: the next page's cursor
-	n    int         // ledger rows read: fewer than the limit ends the listing
+	// cancelled: the keys whose subscription is no longer active (at the
+	// row's period and revision): to end as cancelled, not to retry.
+	cancelled []string
+	last      string // the page's last ledger key: the next page's cursor
+	n         int    // ledger rows read: fewer than the limit ends the listing
 }
 
 // listRetry reads the retry rows of one kind whose window has not closed
 // (ledger.Retries), in key order after a cursor, each with its
 // subscription's current row (subscriptionListRetry). A row whose
-// subscription is no longer active, in this shard, or at the row's period
-// and revision is left out: it is no longer this pass's to retry, and
-// ExpireRetries marks it missed once its window closes.
+// subscription is not in this shard or no longer at the row's period and
+// revision is left out: it is no longer this pass's to retry, and
+// ExpireRetries marks it missed once its window closes. One whose
+// subscription is no longer active is named in cancelled.
 func (s *source) listRetry(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, after string, limit int) (retryPage, error) {
 	tks, err := ledger.Retries(ctx, db, sel.kind, now, after, limit)
 	if err != nil || len(tks) == 0 {
@@ -648,6 +659,10 @@ func (s *source) listRetry(ctx context.Context, db sqlx.QueryerContext, sel sele
 	for _, tk := range tks {
 		r, ok := byID[tk.SubscriptionID]
 		if !ok || r.PeriodStart == nil || !sameDay(*r.PeriodStart, tk.PeriodStart) || r.Revision != tk.Revision {
+			continue
+		}
+		if deref(r.Status) != "active" {
+			pg.cancelled = append(pg.cancelled, tk.Key)
 			continue
 		}
 		key := tk.Key
