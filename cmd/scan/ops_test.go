@@ -580,11 +580,11 @@ func TestBackfill(t *testing.T) {
 		"sub_000003,"+ps+",renewal_notice_t72,0,2026-11-29T09:00:02+01:00\n"+
 		"gone_elsewhere,2026-10-01,renewal_notice_t72,0,2026-09-29T09:00:00Z\n")
 	code, out, errOut := f.runIn(nil, "backfill", "--from", good)
-	if code != 0 || strings.TrimSpace(out) != `{"already_in_ledger":0,"inserted":4,"lines":4}` {
+	if code != 0 || strings.TrimSpace(out) != `{"already_in_ledger":0,"inserted":4,"lines":4,"notices":4}` {
 		t.Fatalf("backfill: exit %d, %q\n%s", code, out, errOut)
 	}
 	code, out, _ = f.runIn(nil, "backfill", "--from", good)
-	if code != 0 || strings.TrimSpace(out) != `{"already_in_ledger":4,"inserted":0,"lines":4}` {
+	if code != 0 || strings.TrimSpace(out) != `{"already_in_ledger":4,"inserted":0,"lines":4,"notices":4}` {
 		t.Fatalf("backfill again: exit %d, %q", code, out)
 	}
 	rows := f.rows()

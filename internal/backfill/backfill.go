@@ -52,6 +52,12 @@ func Read(r io.Reader) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Unique(recs), nil
+}
+
+// Unique returns one record per notice of recs, in the order of their
+// first lines, each with the earliest sent_at of its notice's records.
+func Unique(recs []Record) []Record {
 	out := recs[:0:0]
 	at := map[string]int{} // tuple -> index in out
 	for _, x := range recs {
@@ -65,7 +71,7 @@ func Read(r io.Reader) ([]Record, error) {
 		at[t] = len(out)
 		out = append(out, x)
 	}
-	return out, nil
+	return out
 }
 
 // Tuple is the record's business tuple as one string (id, period, kind,

@@ -375,3 +375,71 @@ WHERE state = 'retry' AND kind = $1
   AND notice_key > $3
 ORDER BY notice_key
 LIMIT $4`
+
+// shadowInsert records a batch of notices a shadow pass would have
+// claimed, once each: a notice already recorded (by an earlier shadow
+// pass) keeps its first row and is absent from the result.
+//
+// $1 subscription ids, $2 kinds, $3 period starts, $4 revisions, $5 keys,
+// $6 opens_at, $7 closes_at, $8 renews_at, $9 rules, $10 time zones
+// (text[] each), $11 would_claim_at (the pass's now), $12 run id.
+const shadowInsert = `
+INSERT INTO notice_shadow (
+    subscription_id, kind, period_start, revision, notice_key,
+    would_claim_at, opens_at, closes_at, renews_at, rule, time_zone, run_id)
+SELECT c.subscription_id, c.kind, c.period_start::date, c.revision::int, c.notice_key,
+       $11, c.opens_at::timestamptz, c.closes_at::timestamptz, c.renews_at::timestamptz,
+       NULLIF(c.rule, ''), NULLIF(c.time_zone, ''), $12
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+            $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+     AS c(subscription_id, kind, period_start, revision, notice_key,
+          opens_at, closes_at, renews_at, rule, time_zone)
+ON CONFLICT DO NOTHING
+RETURNING notice_key`
+
+// shadowPrune removes the shadow rows of periods before $1.
+const shadowPrune = `DELETE FROM notice_shadow WHERE period_start < $1::date`
+
+// shadowLegacyCreate is the session's table of a legacy sender's sends,
+// one row a send, for shadowReportCounts; dropped at the end of the
+// transaction.
+const shadowLegacyCreate = `
+CREATE TEMPORARY TABLE shadow_legacy (
+    subscription_id text NOT NULL,
+    kind            text NOT NULL,
+    period_start    date NOT NULL,
+    revision        integer NOT NULL,
+    sent_at         timestamptz NOT NULL
+) ON COMMIT DROP`
+
+// shadowLegacyInsert adds a batch of legacy sends: $1 subscription ids,
+// $2 kinds, $3 period starts, $4 revisions, $5 sent_at (text[] each).
+const shadowLegacyInsert = `
+INSERT INTO shadow_legacy
+SELECT c.subscription_id, c.kind, c.period_start::date, c.revision::int, c.sent_at::timestamptz
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+     AS c(subscription_id, kind, period_start, revision, sent_at)`
+
+// shadowReportCounts compares the legacy sends with the shadow rows, in
+// one walk of each: legacy_sends (lines), legacy_notices (distinct
+// notices), duplicates (notices sent more than once), outside_window
+// (sends with no shadow row, or before its window opened or after it
+// closed), missed_by_legacy (shadow rows the legacy sender never sent)
+// and would_send (shadow rows).
+const shadowReportCounts = `
+WITH l AS (
+    SELECT subscription_id, kind, period_start, revision, count(*) AS n
+    FROM shadow_legacy
+    GROUP BY 1, 2, 3, 4)
+SELECT
+    (SELECT count(*) FROM shadow_legacy) AS legacy_sends,
+    (SELECT count(*) FROM l) AS legacy_notices,
+    (SELECT count(*) FROM l WHERE n > 1) AS duplicates,
+    (SELECT count(*) FROM shadow_legacy x
+     LEFT JOIN notice_shadow s USING (subscription_id, kind, period_start, revision)
+     WHERE s.subscription_id IS NULL OR x.sent_at < s.opens_at OR x.sent_at >= s.closes_at) AS outside_window,
+    (SELECT count(*) FROM notice_shadow s
+     WHERE NOT EXISTS (SELECT 1 FROM l
+                       WHERE l.subscription_id = s.subscription_id AND l.kind = s.kind
+                         AND l.period_start = s.period_start AND l.revision = s.revision)) AS missed_by_legacy,
+    (SELECT count(*) FROM notice_shadow) AS would_send`
