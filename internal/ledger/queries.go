@@ -443,3 +443,10 @@ SELECT
                        WHERE l.subscription_id = s.subscription_id AND l.kind = s.kind
                          AND l.period_start = s.period_start AND l.revision = s.revision)) AS missed_by_legacy,
     (SELECT count(*) FROM notice_shadow) AS would_send`
+
+// noticeRetryOldest is the first claim time of the oldest row in state
+// retry (its first attempt's, else its latest's), NULL when none is: read
+// through the retry index, which holds only the retry rows.
+const noticeRetryOldest = `
+SELECT min(COALESCE(first_claimed_at, claimed_at)) FROM notice_ledger
+WHERE state = 'retry'`

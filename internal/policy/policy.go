@@ -716,6 +716,23 @@ func (p *Policy) LongestLead() time.Duration {
 	return time.Duration(lead)
 }
 
+// LongestWindow is the widest window of any kind in any jurisdiction,
+// from its opening to its close (a due rule's by its longest lead).
+func (p *Policy) LongestWindow() time.Duration {
+	var width time.Duration
+	for _, k := range p.Notices {
+		open := time.Duration(k.OpenBefore)
+		if k.Due != nil {
+			open = k.Due.MaxLead()
+		}
+		width = max(width, open-time.Duration(k.CloseBefore))
+		for _, w := range k.ByJurisdiction {
+			width = max(width, time.Duration(w.OpenBefore-w.CloseBefore))
+		}
+	}
+	return width
+}
+
 // MinRetention is the shortest horizon `scan prune` accepts: the longest
 // lead plus PruneMargin. A shorter one could remove the ledger row of a
 // notice whose window is still open, and a pass would then send it again.

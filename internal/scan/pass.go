@@ -222,7 +222,13 @@ func (s *Pass) fillQuarantine(ctx context.Context, c *counters) {
 	c.add(func(x *Summary) {
 		x.Quarantine = q.Count
 		x.QuarantineSince = q.Oldest
+		x.WindowLength = s.cfg.Policy.LongestWindow()
 	})
+	if r, err := ledger.RetryOldest(qctx, s.db); err != nil {
+		s.log.Warn().Err(err).Msg("could not read the oldest retry row")
+	} else {
+		c.add(func(x *Summary) { x.RetryOldest = r })
+	}
 	if q.Count > 0 {
 		s.log.Warn().Int("quarantine", q.Count).Time("quarantine_since", *q.Oldest).
 			Msg("claims without a recorded outcome are waiting in quarantine: settle them with `scan reconcile` or `scan resolve`")
@@ -635,9 +641,12 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 		}
 		won = append(won, w...)
 	}
+	attempts := 0
 	for _, w := range won {
 		fl.claimed(send.DomainOf(byKey[w.Key].n), 1)
+		attempts += w.Attempt
 	}
+	c.add(func(x *Summary) { x.Attempts += attempts })
 	s.noteFallbacks(c, won, byKey)
 	return s.submit(ctx, d, won, byKey)
 }

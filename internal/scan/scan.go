@@ -144,6 +144,16 @@ type Summary struct {
 	// earlier run's); QuarantineSince the oldest claim among them.
 	Quarantine      int        `json:"quarantine"`
 	QuarantineSince *time.Time `json:"quarantine_since,omitempty"`
+	// RetryOldest is when the oldest row still in state retry was first
+	// claimed (nil: none); WindowLength the policy's longest window, from
+	// opening to close: a retry older than that outlived every window
+	// (metrics, issue 27).
+	RetryOldest  *time.Time    `json:"-"`
+	WindowLength time.Duration `json:"-"`
+	// Attempts is the sum of the attempt numbers of the claims this pass
+	// won (1 for a first claim, n for the n-th): over Minted+Retried, the
+	// attempts per unique key (metrics, issue 27).
+	Attempts int `json:"-"`
 	// KeyMismatch is set when NOTICE_KEY_SECRET no longer derives the keys
 	// in the ledger (a changed or rotated secret).
 	KeyMismatch bool `json:"key_mismatch,omitempty"`
