@@ -128,7 +128,7 @@ func (d *Due) Bound(now time.Time, loc *time.Location) time.Time {
 func (d *Due) SupersetBound(now time.Time) time.Time {
 	w := d.cal.LatestWorking(workday.DateOf(now.UTC()).AddDays(1))
 	last := d.cal.Forward(w, d.WorkingDaysBefore)
-	return workday.StartOfDay(last.AddDays(2), time.UTC).Add(14 * time.Hour)
+	return workday.StartOfDay(last.AddDays(1), time.UTC).Add(14 * time.Hour)
 }
 
 // leads measures the rule over every anchor date of the LeadHorizon days
