@@ -117,7 +117,7 @@ VALUES ($1, 'claimed', 'sent', 'carol', 'seen in the provider console', $2)`, ke
 		t.Fatal(err)
 	}
 
-	if n, err := ledger.Migrate(ctx, db.DB); err != nil || n != 7 { // 0002 (partitions), 0003 (the provider_id index), 0004 (dropping it), 0005 (the key check), 0006 (evidence), 0015 (rule, zone, reason), 0016 (state cancelled)
+	if n, err := ledger.Migrate(ctx, db.DB); err != nil || n != 8 { // 0002 (partitions), 0003 (the provider_id index), 0004 (dropping it), 0005 (the key check), 0006 (evidence), 0015 (rule, zone, reason), 0016 (state cancelled), 0017 (shadow)
 		t.Fatalf("migrate applied %d, %v", n, err)
 	}
 	if err := db.Get(&after, dump); err != nil {
