@@ -167,6 +167,23 @@ func New(cfg Config) *Pass {
 		Name: "scan_key_mismatch",
 		Help: "1 when the last pass found that NOTICE_KEY_SECRET no longer derives the keys in the ledger (a rotated or wrong secret), else 0.",
 	})
+	p.newRetryGauges()
+	p.shards.Set(float64(cfg.Shards))
+	p.reg.MustRegister(p.notices, p.quar, p.quarOld, p.latency, p.toSend, p.waited, p.backlog, p.duration, p.success, p.lastOK, p.shards, p.keyMis,
+		p.retryAge, p.window, p.perKey)
+	for _, r := range cfg.Results {
+		p.notices.WithLabelValues(r)
+	}
+	for d := range p.domains {
+		p.backlog.WithLabelValues(d)
+	}
+	p.backlog.WithLabelValues(OtherDomain)
+	return p
+}
+
+// newRetryGauges makes the gauges of issue 27: the oldest retry's age,
+// the window it should not outlive, and the attempts per key.
+func (p *Pass) newRetryGauges() {
 	p.retryAge = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "scan_retry_oldest_age_seconds",
 		Help: "Age at the end of the last pass of the oldest ledger row in state retry, since its first claim; 0 when none is in retry.",
@@ -179,17 +196,6 @@ func New(cfg Config) *Pass {
 		Name: "scan_attempts_per_key",
 		Help: "Attempts per unique notice key among the last pass's claims (the mean attempt number: 1 when every claim was a first attempt); 0 when it claimed nothing.",
 	})
-	p.shards.Set(float64(cfg.Shards))
-	p.reg.MustRegister(p.notices, p.quar, p.quarOld, p.latency, p.toSend, p.waited, p.backlog, p.duration, p.success, p.lastOK, p.shards, p.keyMis,
-		p.retryAge, p.window, p.perKey)
-	for _, r := range cfg.Results {
-		p.notices.WithLabelValues(r)
-	}
-	for d := range p.domains {
-		p.backlog.WithLabelValues(d)
-	}
-	p.backlog.WithLabelValues(OtherDomain)
-	return p
 }
 
 // Domain returns the domain label value for a recipient domain: the
