@@ -131,3 +131,30 @@ func (f *fixture) msgIDOf(id, period string) string {
 	ps, _ := time.Parse(notice.DateLayout, period)
 	return notice.BareMessageID(send.MessageID(k.Key(notice.Tuple{SubscriptionID: id, PeriodStart: ps, Kind: testKind}), testMsgIDDom))
 }
+
+// A due: rule that cannot be met is a usage error naming the kind, and
+// nothing is written (issue 27).
+func TestDuePolicyErrorsExitTwo(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1, "")
+	for name, kind := range map[string]string{
+		"unknown calendar": `    due: {working_days_before: 3, at: "09:00", calendar: XX}
+    close_before: 24h`,
+		"both": `    open_before: 72h
+    due: {working_days_before: 3, at: "09:00", calendar: DE}
+    close_before: 24h`,
+		"holiday stretch": `    due: {working_days_before: 3, at: "09:00", calendar: DE}
+    close_before: 24h
+    legal:
+      DE: {min_lead: 1d, max_lead: 6d}`,
+	} {
+		f.setPolicy("schedule: \"0 2 * * *\"\nnotices:\n  - kind: pre_debit\n" + kind + "\n")
+		code, _, errOut := f.runIn(nil, "run")
+		if code != 2 || !strings.Contains(errOut, "pre_debit") {
+			t.Errorf("%s: exit %d, want 2 naming the kind\n%s", name, code, tail(errOut))
+		}
+	}
+	if n := f.ledgerCount(); n != 0 {
+		t.Fatalf("%d ledger rows written", n)
+	}
+}
