@@ -75,6 +75,7 @@ var wantAlerts = []string{
 	"ScanNoRecentSuccess", "ScanPassFailed", "ScanQuarantineStale", "ScanMissedNotices",
 	"ScanFailedShareHigh", "ScanKeyMismatch", "ScanDeferredTwice", "ScanShardsMissing",
 	"ScanBounceRateHigh", "ScanComplaintRateHigh",
+	"ScanQuarantineNonZero", "ScanClaimToCommitGapGrowing", "ScanRetryAgeBeyondWindow", "ScanAttemptsPerKeyHigh",
 }
 
 // Every alert has a severity, a summary and a runbook link to a section of

@@ -158,7 +158,7 @@ var commands = []struct {
 	{"migrate", cmdMigrate}, {"run", cmdRun}, {"lookup", cmdLookup}, {"quarantine", cmdQuarantine},
 	{"reconcile", cmdReconcile}, {"resolve", cmdResolve}, {"backfill", cmdBackfill},
 	{"schedule", cmdSchedule}, {"key", cmdKey}, {"prune", cmdPrune}, {"preview", cmdPreview},
-	{"version", cmdVersion},
+	{"version", cmdVersion}, {"shadow", cmdShadow},
 }
 
 func exitCode(e *env, err error) int {

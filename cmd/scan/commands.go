@@ -53,7 +53,7 @@ type runFlags struct {
 	config, sender, source, redirect, now, shard string
 	maxDuration                                  string
 	shards, maxMint, batch                       int
-	dryRun                                       bool
+	dryRun, shadow                               bool
 }
 
 func (f *runFlags) register(fs interface {
@@ -71,6 +71,7 @@ func (f *runFlags) register(fs interface {
 	fs.StringVar(&f.maxDuration, "max-duration", "", "time budget of one pass, e.g. 50m (env SCAN_MAX_DURATION): then it stops claiming, finishes what is in flight and exits 0")
 	if withRunOnly {
 		fs.BoolVar(&f.dryRun, "dry-run", false, "write nothing; report what the pass would mint")
+		fs.BoolVar(&f.shadow, "shadow", false, "enforce nothing: claim nothing, send nothing; record what the pass would claim apart from the ledger (scan shadow report)")
 		fs.IntVar(&f.maxMint, "max-mint", -1, "refuse (exit 3, nothing sent) when the pass would mint more than N new keys")
 		fs.StringVar(&f.now, "now", "", "evaluate windows at this RFC3339 instant instead of the clock (staging data)")
 	}
@@ -102,11 +103,14 @@ func (f *runFlags) shardOf(e *env) (int, int, error) {
 }
 
 func cmdRun(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "run", "[--dry-run] [--max-mint N] [--shard I/N] [--now RFC3339] [--max-duration D]")
+	fs := newFlags(e, "run", "[--dry-run | --shadow] [--max-mint N] [--shard I/N] [--now RFC3339] [--max-duration D]")
 	var f runFlags
 	f.register(fs, true)
 	if err := parseNoArgs(fs, args, ""); err != nil {
 		return err
+	}
+	if f.dryRun && f.shadow {
+		return usagef("--shadow", "cannot be combined with --dry-run: a shadow pass records what it would claim, a dry run writes nothing")
 	}
 	ps, err := preparePass(e, fs, &f)
 	if err != nil {
@@ -133,6 +137,13 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	defer closeSender()
 	if f.dryRun {
 		d, err := sc.DryRun(ctx)
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(e.stdout).Encode(d)
+	}
+	if f.shadow {
+		d, err := sc.Shadow(ctx)
 		if err != nil {
 			return err
 		}

@@ -78,6 +78,12 @@ func printEvidence(w io.Writer, rows []ledger.Row, ev map[string][]ledger.Eviden
 		}
 		fmt.Fprintf(w, "\n%s %s %s rev %d: %d attempt(s), now %s\n  sha256 of the message handed over: %s\n",
 			notice.Short(r.NoticeKey), r.Kind, r.Period(), r.Revision, r.Attempts, r.State, digest)
+		if r.Rule != nil {
+			fmt.Fprintf(w, "  deadline: %s, in %s\n", *r.Rule, orDash(r.TimeZone))
+		}
+		if r.Reason != nil {
+			fmt.Fprintf(w, "  reason: %s\n", *r.Reason)
+		}
 		es := ev[r.NoticeKey]
 		if len(es) == 0 {
 			fmt.Fprintln(w, "  no provider evidence kept")
@@ -101,4 +107,11 @@ func printEvidence(w io.Writer, rows []ledger.Row, ev map[string][]ledger.Eviden
 		}
 	}
 	return nil
+}
+
+func orDash(p *string) string {
+	if p == nil || *p == "" {
+		return "-"
+	}
+	return *p
 }

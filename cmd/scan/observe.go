@@ -129,9 +129,13 @@ func (o *observer) finish(ctx context.Context, sum scan.Summary, err error) {
 		o.prog.stop(completed)
 	}
 	c := metrics.Counts{Notices: sum.Counts(), Backlog: sum.DeferredByDomain,
-		Quarantine: sum.Quarantine, KeyMismatch: sum.KeyMismatch}
+		Quarantine: sum.Quarantine, KeyMismatch: sum.KeyMismatch,
+		WindowLength: sum.WindowLength, Attempts: sum.Attempts, Keys: sum.Minted + sum.Retried}
 	if sum.QuarantineSince != nil {
 		c.QuarantineOldest = *sum.QuarantineSince
+	}
+	if sum.RetryOldest != nil {
+		c.RetryOldest = *sum.RetryOldest
 	}
 	end := o.clock()
 	o.m.Finish(c, end.Sub(o.start), completed, end)

@@ -303,10 +303,12 @@ func cmdBackfill(ctx context.Context, e *env, args []string) error {
 		return usagef("--from", "%v", err)
 	}
 	defer f.Close()
-	recs, err := backfill.Read(f)
+	sends, err := backfill.ReadSends(f)
 	if err != nil {
 		return usagef("--from", "%s: %v; nothing was written", *from, err)
 	}
+	// A legacy sender that sent a notice twice wrote it twice: one row.
+	recs := backfill.Unique(sends)
 	k, err := notice.NewKeyer(sec)
 	if err != nil {
 		return err
@@ -321,5 +323,5 @@ func cmdBackfill(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(e.stdout).Encode(map[string]int{"lines": len(recs), "inserted": n, "already_in_ledger": len(recs) - n})
+	return json.NewEncoder(e.stdout).Encode(map[string]int{"lines": len(sends), "notices": len(recs), "inserted": n, "already_in_ledger": len(recs) - n})
 }

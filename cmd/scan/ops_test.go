@@ -580,11 +580,11 @@ func TestBackfill(t *testing.T) {
 		"sub_000003,"+ps+",renewal_notice_t72,0,2026-11-29T09:00:02+01:00\n"+
 		"gone_elsewhere,2026-10-01,renewal_notice_t72,0,2026-09-29T09:00:00Z\n")
 	code, out, errOut := f.runIn(nil, "backfill", "--from", good)
-	if code != 0 || strings.TrimSpace(out) != `{"already_in_ledger":0,"inserted":4,"lines":4}` {
+	if code != 0 || strings.TrimSpace(out) != `{"already_in_ledger":0,"inserted":4,"lines":4,"notices":4}` {
 		t.Fatalf("backfill: exit %d, %q\n%s", code, out, errOut)
 	}
 	code, out, _ = f.runIn(nil, "backfill", "--from", good)
-	if code != 0 || strings.TrimSpace(out) != `{"already_in_ledger":4,"inserted":0,"lines":4}` {
+	if code != 0 || strings.TrimSpace(out) != `{"already_in_ledger":4,"inserted":0,"lines":4,"notices":4}` {
 		t.Fatalf("backfill again: exit %d, %q", code, out)
 	}
 	rows := f.rows()
@@ -613,6 +613,10 @@ func TestLookup(t *testing.T) {
 	if code != 0 || len(rows) != 1 || rows[0]["state"] != "sent" || rows[0]["message_id"] != f.msgID(subID(1)) ||
 		rows[0]["period_start"] != f.periodStart() || rows[0]["sent_at"] == nil {
 		t.Fatalf("lookup: exit %d\n%s", code, out)
+	}
+	// The deadline's rule and zone are kept with the notice (issue 27).
+	if r, _ := rows[0]["rule"].(string); !strings.Contains(r, "before renews_at") || rows[0]["time_zone"] != "UTC" || rows[0]["first_claimed_at"] == nil {
+		t.Fatalf("lookup without the rule, time_zone or first_claimed_at:\n%s", out)
 	}
 	if strings.Contains(out, "@example.") {
 		t.Fatal("lookup printed an address")

@@ -71,5 +71,6 @@ func cmdPrune(ctx context.Context, e *env, args []string) error {
 		Removed     []ledger.Partition `json:"removed"`
 		Resolutions int64              `json:"resolutions_removed"`
 		Evidence    int64              `json:"evidence_removed"`
-	}{policy.FormatDuration(horizon), before.Format("2006-01-02"), *dry, res.Removed, res.Resolutions, res.Evidence})
+		Shadow      int64              `json:"shadow_removed"`
+	}{policy.FormatDuration(horizon), before.Format("2006-01-02"), *dry, res.Removed, res.Resolutions, res.Evidence, res.Shadow})
 }

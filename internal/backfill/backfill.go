@@ -42,14 +42,52 @@ type LineError struct {
 
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
 
-// Read parses and validates every line of r. It returns a *LineError for
-// the first bad line; then nothing should be written.
+// Read parses and validates every line of r and returns one record per
+// notice: a legacy sender that sent a notice twice wrote its tuple on two
+// lines, and the notice enters the ledger once, as first sent (the
+// earliest sent_at, at its line). It returns a *LineError for the first
+// bad line; then nothing should be written.
 func Read(r io.Reader) ([]Record, error) {
+	recs, err := ReadSends(r)
+	if err != nil {
+		return nil, err
+	}
+	return Unique(recs), nil
+}
+
+// Unique returns one record per notice of recs, in the order of their
+// first lines, each with the earliest sent_at of its notice's records.
+func Unique(recs []Record) []Record {
+	out := recs[:0:0]
+	at := map[string]int{} // tuple -> index in out
+	for _, x := range recs {
+		t := x.Tuple()
+		if i, dup := at[t]; dup {
+			if x.SentAt.Before(out[i].SentAt) {
+				out[i].SentAt = x.SentAt
+			}
+			continue
+		}
+		at[t] = len(out)
+		out = append(out, x)
+	}
+	return out
+}
+
+// Tuple is the record's business tuple as one string (id, period, kind,
+// revision): equal for two sends of the same notice.
+func (x Record) Tuple() string {
+	return x.SubscriptionID + "|" + x.PeriodStart.Format(notice.DateLayout) + "|" + x.Kind + "|" + strconv.Itoa(x.Revision)
+}
+
+// ReadSends parses and validates every line of r and returns every send
+// it records, a notice sent twice on two records (what `scan shadow
+// report` counts). It returns a *LineError for the first bad line.
+func ReadSends(r io.Reader) ([]Record, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	var out []Record
-	seen := map[string]int{}
 	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -97,11 +135,6 @@ func Read(r io.Reader) ([]Record, error) {
 		if x.SentAt, err = time.Parse(time.RFC3339, strings.TrimSpace(rec[4])); err != nil {
 			return nil, &LineError{line, fmt.Sprintf("sent_at %q is not RFC3339 (2026-10-01T09:00:00Z)", rec[4])}
 		}
-		tuple := x.SubscriptionID + "|" + x.PeriodStart.Format(notice.DateLayout) + "|" + x.Kind + "|" + strconv.Itoa(x.Revision)
-		if first, dup := seen[tuple]; dup {
-			return nil, &LineError{line, fmt.Sprintf("same notice as line %d", first)}
-		}
-		seen[tuple] = line
 		out = append(out, x)
 	}
 }

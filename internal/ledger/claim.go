@@ -25,6 +25,11 @@ type Claim struct {
 	Domain         string
 	MessageID      string // without angle brackets (notice.BareMessageID)
 	CancelToken    string
+	// Rule is the text of the window rule the notice's deadline used,
+	// and TimeZone the IANA zone it was evaluated in (issue 27); ""
+	// records NULL.
+	Rule     string
+	TimeZone string
 }
 
 // Won is a row that a claim statement inserted or re-claimed. Its
@@ -65,7 +70,7 @@ func Insert(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claims []
 	var out []Won
 	err := sqlx.SelectContext(ctx, db, &out, noticeClaim,
 		a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
-		string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo)
+		string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo, a[10], a[11])
 	if err != nil {
 		return nil, fmt.Errorf("claim batch: %w", err)
 	}
@@ -91,15 +96,16 @@ func claimMonths(claims []Claim) []string {
 	return months
 }
 
-// claimArrays returns noticeClaim's ten text[] parameters ($1-$10), the
+// claimArrays returns noticeClaim's twelve text[] parameters ($1-$10,
+// $15-$16), the
 // claims' columns: each the array literal pq.Array would send
 // ({"a","b"}: every element quoted, '"' and '\\' escaped), all ten written
 // into one buffer and made one string, with no string per element. A
 // batch of 1000 otherwise costs 10,000 element strings, ten literals
 // each grown by doubling, and their copies.
-func claimArrays(claims []Claim) [10]any {
-	b := make([]byte, 0, 20+len(claims)*(10*3+64+32+16+10+2+2*25+32+64+44))
-	var ends [10]int
+func claimArrays(claims []Claim) [12]any {
+	b := make([]byte, 0, 24+len(claims)*(12*3+64+32+16+10+2+2*25+32+64+44+80+20))
+	var ends [12]int
 	column := func(i int, elem func(b []byte, c *Claim) []byte) {
 		b = append(b, '{')
 		for j := range claims {
@@ -126,8 +132,10 @@ func claimArrays(claims []Claim) [10]any {
 	column(7, text(func(c *Claim) string { return c.Domain }))
 	column(8, text(func(c *Claim) string { return c.MessageID }))
 	column(9, text(func(c *Claim) string { return c.CancelToken }))
+	column(10, text(func(c *Claim) string { return c.Rule }))
+	column(11, text(func(c *Claim) string { return c.TimeZone }))
 	all := string(b)
-	var out [10]any
+	var out [12]any
 	start := 0
 	for i, end := range ends {
 		out[i], start = all[start:end], end
@@ -173,6 +181,20 @@ func Retries(ctx context.Context, db sqlx.QueryerContext, kind string, now time.
 		return nil, fmt.Errorf("list retries: %w", err)
 	}
 	return out, nil
+}
+
+// CancelRetries ends the retry rows of keys whose subscription is no
+// longer active as a recorded no-op (Cancelled, reason "cancelled") at
+// now, and returns how many it ended.
+func CancelRetries(ctx context.Context, db sqlx.ExtContext, keys []string, now time.Time) (int64, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	res, err := db.ExecContext(ctx, noticeCancelRetries, pq.Array(keys), now.UTC())
+	if err != nil {
+		return 0, fmt.Errorf("cancel retries: %w", err)
+	}
+	return res.RowsAffected()
 }
 
 // ExpireRetries marks missed every retry row whose window closed by now.

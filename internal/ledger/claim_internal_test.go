@@ -31,17 +31,19 @@ func TestClaimArraysMatchPQ(t *testing.T) {
 		for i := range claims {
 			claims[i] = Claim{
 				Key: word(), SubscriptionID: word(), Kind: word(), Domain: word(), MessageID: word(), CancelToken: word(),
+				Rule: word(), TimeZone: word(),
 				PeriodStart:    time.Date(2020+rng.IntN(10), time.Month(1+rng.IntN(12)), 1+rng.IntN(28), 0, 0, 0, 0, time.UTC),
 				Revision:       rng.IntN(5),
 				RenewsAt:       time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).In(time.FixedZone("x", 3600*rng.IntN(5))),
 				WindowClosesAt: time.Unix(rng.Int64N(4e9), 0),
 			}
 		}
-		cols := make([][]string, 10)
+		cols := make([][]string, 12)
 		months := map[string]bool{}
 		for _, c := range claims {
 			for i, v := range []string{c.Key, c.SubscriptionID, c.Kind, c.PeriodStart.Format(dateLayout), strconv.Itoa(c.Revision),
-				c.RenewsAt.UTC().Format(tsLayout), c.WindowClosesAt.UTC().Format(tsLayout), c.Domain, c.MessageID, c.CancelToken} {
+				c.RenewsAt.UTC().Format(tsLayout), c.WindowClosesAt.UTC().Format(tsLayout), c.Domain, c.MessageID, c.CancelToken,
+				c.Rule, c.TimeZone} {
 				cols[i] = append(cols[i], v)
 			}
 			months[c.PeriodStart.Format("2006-01")+"-01"] = true

@@ -56,12 +56,16 @@ const (
 	Retry   State = "retry"   // the provider definitely did not accept it
 	Failed  State = "failed"  // permanently rejected
 	Missed  State = "missed"  // the window closed before any pass claimed it; final
+	// Cancelled: a retry row whose subscription was no longer active when
+	// a pass came to re-claim it; nothing more is sent; final (reason
+	// "cancelled").
+	Cancelled State = "cancelled"
 )
 
-// Valid reports whether s is one of the five states.
+// Valid reports whether s is one of the six states.
 func (s State) Valid() bool {
 	switch s {
-	case Claimed, Sent, Retry, Failed, Missed:
+	case Claimed, Sent, Retry, Failed, Missed, Cancelled:
 		return true
 	}
 	return false
@@ -159,6 +163,16 @@ type Row struct {
 	// pass's own outcome: SettledByOperator, or the EventKind of the
 	// provider event that did.
 	SettledBy *string `db:"settled_by" json:"settled_by,omitempty"`
+	// Rule is the window rule the notice's deadline used and TimeZone the
+	// zone it was evaluated in; nil for rows older than issue 27.
+	Rule     *string `db:"rule" json:"rule"`
+	TimeZone *string `db:"time_zone" json:"time_zone"`
+	// FirstClaimedAt is when the first attempt was claimed (ClaimedAt is
+	// the latest attempt's).
+	FirstClaimedAt *time.Time `db:"first_claimed_at" json:"first_claimed_at,omitempty"`
+	// Reason says why the row ended as it did when State alone does not
+	// ("cancelled").
+	Reason *string `db:"reason" json:"reason,omitempty"`
 }
 
 // Digest returns MessageSHA256 in lower-case hex, "" when there is none.

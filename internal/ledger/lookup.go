@@ -111,3 +111,13 @@ func ClaimedByRun(ctx context.Context, db sqlx.QueryerContext, runID string) ([]
 	}
 	return keys, nil
 }
+
+// RetryOldest returns when the oldest row in state retry was first
+// claimed, nil when no row is in retry.
+func RetryOldest(ctx context.Context, db sqlx.QueryerContext) (*time.Time, error) {
+	var t *time.Time
+	if err := sqlx.GetContext(ctx, db, &t, noticeRetryOldest); err != nil {
+		return nil, fmt.Errorf("oldest retry: %w", err)
+	}
+	return t, nil
+}

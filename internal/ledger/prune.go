@@ -48,6 +48,7 @@ type PruneResult struct {
 	Removed     []Partition `json:"removed"`
 	Resolutions int64       `json:"resolutions"` // decision records removed with them
 	Evidence    int64       `json:"evidence"`    // provider events kept on their rows, removed with them
+	Shadow      int64       `json:"shadow"`      // shadow passes' rows of periods before the horizon (issue 27)
 }
 
 // Prune removes, in one transaction, the months of the ledger whose
@@ -101,7 +102,12 @@ func Prune(ctx context.Context, db *sqlx.DB, opt PruneOptions) (PruneResult, err
 	if res.Removed == nil {
 		res.Removed = []Partition{}
 	}
-	if err != nil || opt.DryRun || len(res.Removed) == 0 {
+	if err != nil || opt.DryRun {
+		return res, err
+	}
+	// The shadow rows of the same periods, whether or not the ledger has
+	// months to remove: beside a legacy sender it may have none.
+	if res.Shadow, err = pruneShadow(ctx, db, before); err != nil || len(res.Removed) == 0 {
 		return res, err
 	}
 	// The evidence of the removed months, after the ledger's lock is gone:

@@ -15,21 +15,26 @@ package ledger
 // $1 keys, $2 subscription ids, $3 kinds, $4 period starts (YYYY-MM-DD),
 // $5 revisions, $6 renews_at, $7 window_closes_at, $8 domains,
 // $9 message ids, $10 cancel tokens (text[] each), $11 state,
-// $12 claimed_at, $13 run id, $14 redirect address or ”.
+// $12 claimed_at, $13 run id, $14 redirect address or ”, $15 rules and
+// $16 time zones (text[] each, ” for NULL; issue 27).
 const noticeClaim = `
 INSERT INTO notice_ledger AS l (
     notice_key, subscription_id, kind, period_start, revision, state,
     claimed_at, run_id, renews_at, window_closes_at, domain, message_id,
-    cancel_token, supersedes, redirected_to, attempts)
+    cancel_token, supersedes, redirected_to, attempts,
+    rule, time_zone, first_claimed_at)
 SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision::int, $11,
        $12, $13, c.renews_at::timestamptz, c.window_closes_at::timestamptz,
        NULLIF(c.domain, ''), NULLIF(c.message_id, ''),
        COALESCE(prev.cancel_token, NULLIF(c.cancel_token, '')), prev.notice_key,
-       NULLIF($14, ''), CASE WHEN $11 = 'claimed' THEN 1 ELSE 0 END
+       NULLIF($14, ''), CASE WHEN $11 = 'claimed' THEN 1 ELSE 0 END,
+       NULLIF(c.rule, ''), NULLIF(c.time_zone, ''), CASE WHEN $11 = 'claimed' THEN $12::timestamptz END
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-            $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+            $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
+            $15::text[], $16::text[])
      AS c(notice_key, subscription_id, kind, period_start, revision,
-          renews_at, window_closes_at, domain, message_id, cancel_token)
+          renews_at, window_closes_at, domain, message_id, cancel_token,
+          rule, time_zone)
 LEFT JOIN LATERAL (
     SELECT p.notice_key, p.cancel_token
     FROM notice_ledger p
@@ -47,13 +52,15 @@ RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token, attempts`
 // pass whose UPDATE sees state = 'retry' gets the row back. The window
 // must still be open at $2. Each re-claim is a new attempt: attempts
 // counts it, claimed_at is set anew (events without an attempt number are
-// told apart by it), and the previous attempt's digest and settlement are
-// cleared (its evidence stays in notice_evidence under its number).
+// told apart by it; the first attempt's stays in first_claimed_at), and
+// the previous attempt's digest and settlement are cleared (its evidence
+// stays in notice_evidence under its number).
 //
 // $1 keys, $2 claimed_at (the pass's now), $3 run id, $4 redirect or ”.
 const noticeReclaim = `
 UPDATE notice_ledger
 SET state = 'claimed', claimed_at = $2, run_id = $3,
+    first_claimed_at = COALESCE(first_claimed_at, claimed_at),
     redirected_to = NULLIF($4, ''), updated_at = $2,
     attempts = attempts + 1, message_sha256 = NULL, settled_by = NULL
 WHERE notice_key = ANY($1::text[])
@@ -116,6 +123,16 @@ SET state = 'missed', updated_at = $1,
     last_error = COALESCE(last_error, '') || ' (window closed)'
 WHERE state = 'retry'
   AND window_closes_at <= $1`
+
+// noticeCancelRetries ends, as a recorded no-op, the retry rows of $1
+// (keys, text[]) whose subscription is no longer active: state
+// 'cancelled', reason 'cancelled', at $2. A row no longer in retry (a
+// pass re-claimed it, an operator resolved it) is left as it is.
+const noticeCancelRetries = `
+UPDATE notice_ledger
+SET state = 'cancelled', reason = 'cancelled', updated_at = $2
+WHERE notice_key = ANY($1::text[])
+  AND state = 'retry'`
 
 // noticeListBySubscription returns every row of one subscription.
 const noticeListBySubscription = `
@@ -358,3 +375,78 @@ WHERE state = 'retry' AND kind = $1
   AND notice_key > $3
 ORDER BY notice_key
 LIMIT $4`
+
+// shadowInsert records a batch of notices a shadow pass would have
+// claimed, once each: a notice already recorded (by an earlier shadow
+// pass) keeps its first row and is absent from the result.
+//
+// $1 subscription ids, $2 kinds, $3 period starts, $4 revisions, $5 keys,
+// $6 opens_at, $7 closes_at, $8 renews_at, $9 rules, $10 time zones
+// (text[] each), $11 would_claim_at (the pass's now), $12 run id.
+const shadowInsert = `
+INSERT INTO notice_shadow (
+    subscription_id, kind, period_start, revision, notice_key,
+    would_claim_at, opens_at, closes_at, renews_at, rule, time_zone, run_id)
+SELECT c.subscription_id, c.kind, c.period_start::date, c.revision::int, c.notice_key,
+       $11, c.opens_at::timestamptz, c.closes_at::timestamptz, c.renews_at::timestamptz,
+       NULLIF(c.rule, ''), NULLIF(c.time_zone, ''), $12
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+            $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+     AS c(subscription_id, kind, period_start, revision, notice_key,
+          opens_at, closes_at, renews_at, rule, time_zone)
+ON CONFLICT DO NOTHING
+RETURNING notice_key`
+
+// shadowPrune removes the shadow rows of periods before $1.
+const shadowPrune = `DELETE FROM notice_shadow WHERE period_start < $1::date`
+
+// shadowLegacyCreate is the session's table of a legacy sender's sends,
+// one row a send, for shadowReportCounts; dropped at the end of the
+// transaction.
+const shadowLegacyCreate = `
+CREATE TEMPORARY TABLE shadow_legacy (
+    subscription_id text NOT NULL,
+    kind            text NOT NULL,
+    period_start    date NOT NULL,
+    revision        integer NOT NULL,
+    sent_at         timestamptz NOT NULL
+) ON COMMIT DROP`
+
+// shadowLegacyInsert adds a batch of legacy sends: $1 subscription ids,
+// $2 kinds, $3 period starts, $4 revisions, $5 sent_at (text[] each).
+const shadowLegacyInsert = `
+INSERT INTO shadow_legacy
+SELECT c.subscription_id, c.kind, c.period_start::date, c.revision::int, c.sent_at::timestamptz
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+     AS c(subscription_id, kind, period_start, revision, sent_at)`
+
+// shadowReportCounts compares the legacy sends with the shadow rows, in
+// one walk of each: legacy_sends (lines), legacy_notices (distinct
+// notices), duplicates (notices sent more than once), outside_window
+// (sends with no shadow row, or before its window opened or after it
+// closed), missed_by_legacy (shadow rows the legacy sender never sent)
+// and would_send (shadow rows).
+const shadowReportCounts = `
+WITH l AS (
+    SELECT subscription_id, kind, period_start, revision, count(*) AS n
+    FROM shadow_legacy
+    GROUP BY 1, 2, 3, 4)
+SELECT
+    (SELECT count(*) FROM shadow_legacy) AS legacy_sends,
+    (SELECT count(*) FROM l) AS legacy_notices,
+    (SELECT count(*) FROM l WHERE n > 1) AS duplicates,
+    (SELECT count(*) FROM shadow_legacy x
+     LEFT JOIN notice_shadow s USING (subscription_id, kind, period_start, revision)
+     WHERE s.subscription_id IS NULL OR x.sent_at < s.opens_at OR x.sent_at >= s.closes_at) AS outside_window,
+    (SELECT count(*) FROM notice_shadow s
+     WHERE NOT EXISTS (SELECT 1 FROM l
+                       WHERE l.subscription_id = s.subscription_id AND l.kind = s.kind
+                         AND l.period_start = s.period_start AND l.revision = s.revision)) AS missed_by_legacy,
+    (SELECT count(*) FROM notice_shadow) AS would_send`
+
+// noticeRetryOldest is the first claim time of the oldest row in state
+// retry (its first attempt's, else its latest's), NULL when none is: read
+// through the retry index, which holds only the retry rows.
+const noticeRetryOldest = `
+SELECT min(COALESCE(first_claimed_at, claimed_at)) FROM notice_ledger
+WHERE state = 'retry'`

@@ -56,6 +56,14 @@ type Counts struct {
 	// KeyMismatch is set when NOTICE_KEY_SECRET no longer derives the
 	// keys in the ledger (a rotated or wrong secret).
 	KeyMismatch bool
+	// RetryOldest is when the oldest row in state retry was first
+	// claimed, zero when none is; WindowLength the policy's longest
+	// window, what a retry should never outlive.
+	RetryOldest  time.Time
+	WindowLength time.Duration
+	// Attempts is the sum of the attempt numbers of the pass's claims and
+	// Keys the number of those claims (one per notice key).
+	Attempts, Keys int
 }
 
 // Config configures a Pass.
@@ -91,6 +99,9 @@ type Pass struct {
 	lastOK   prometheus.Gauge
 	shards   prometheus.Gauge
 	keyMis   prometheus.Gauge
+	retryAge prometheus.Gauge
+	window   prometheus.Gauge
+	perKey   prometheus.Gauge
 }
 
 // New returns the metrics of a pass, all zero.
@@ -156,8 +167,10 @@ func New(cfg Config) *Pass {
 		Name: "scan_key_mismatch",
 		Help: "1 when the last pass found that NOTICE_KEY_SECRET no longer derives the keys in the ledger (a rotated or wrong secret), else 0.",
 	})
+	p.newRetryGauges()
 	p.shards.Set(float64(cfg.Shards))
-	p.reg.MustRegister(p.notices, p.quar, p.quarOld, p.latency, p.toSend, p.waited, p.backlog, p.duration, p.success, p.lastOK, p.shards, p.keyMis)
+	p.reg.MustRegister(p.notices, p.quar, p.quarOld, p.latency, p.toSend, p.waited, p.backlog, p.duration, p.success, p.lastOK, p.shards, p.keyMis,
+		p.retryAge, p.window, p.perKey)
 	for _, r := range cfg.Results {
 		p.notices.WithLabelValues(r)
 	}
@@ -166,6 +179,23 @@ func New(cfg Config) *Pass {
 	}
 	p.backlog.WithLabelValues(OtherDomain)
 	return p
+}
+
+// newRetryGauges makes the gauges of issue 27: the oldest retry's age,
+// the window it should not outlive, and the attempts per key.
+func (p *Pass) newRetryGauges() {
+	p.retryAge = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "scan_retry_oldest_age_seconds",
+		Help: "Age at the end of the last pass of the oldest ledger row in state retry, since its first claim; 0 when none is in retry.",
+	})
+	p.window = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "scan_window_length_seconds",
+		Help: "The policy's longest notice window, from opening to close: a retry row older than this outlived every window.",
+	})
+	p.perKey = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "scan_attempts_per_key",
+		Help: "Attempts per unique notice key among the last pass's claims (the mean attempt number: 1 when every claim was a first attempt); 0 when it claimed nothing.",
+	})
 }
 
 // Domain returns the domain label value for a recipient domain: the
@@ -213,6 +243,15 @@ func (p *Pass) Finish(c Counts, duration time.Duration, completed bool, end time
 		p.quarOld.Set(float64(c.QuarantineOldest.Unix()))
 	}
 	p.duration.Set(duration.Seconds())
+	p.retryAge.Set(0)
+	if !c.RetryOldest.IsZero() {
+		p.retryAge.Set(max(0, end.Sub(c.RetryOldest).Seconds()))
+	}
+	p.window.Set(c.WindowLength.Seconds())
+	p.perKey.Set(0)
+	if c.Keys > 0 {
+		p.perKey.Set(float64(c.Attempts) / float64(c.Keys))
+	}
 	if c.KeyMismatch {
 		p.keyMis.Set(1)
 	} else {

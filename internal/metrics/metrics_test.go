@@ -12,7 +12,7 @@ import (
 )
 
 // results stand for the pass's (scan.Results) in these tests.
-var results = []string{"eligible", "invalid", "minted", "retried", "suppressed", "sent", "retry", "failed", "ambiguous", "missed", "deferred", "deferred_quiet_hours", "fallback"}
+var results = []string{"eligible", "invalid", "minted", "retried", "suppressed", "sent", "retry", "failed", "ambiguous", "missed", "cancelled", "deferred", "deferred_quiet_hours", "fallback"}
 
 func TestPushCompletedPass(t *testing.T) {
 	t.Parallel()
@@ -25,7 +25,8 @@ func TestPushCompletedPass(t *testing.T) {
 	end := time.Date(2026, 11, 30, 2, 5, 0, 0, time.UTC)
 	notices := map[string]int{"eligible": 13, "invalid": 1, "minted": 3, "suppressed": 7, "sent": 2, "ambiguous": 1, "missed": 4, "deferred": 3, "fallback": 2}
 	p.Finish(metrics.Counts{Notices: notices,
-		Backlog: map[string]int{"gmail.com": 1, "example.org": 1, "yahoo.com": 1}, Quarantine: 5, QuarantineOldest: oldest, KeyMismatch: true},
+		Backlog: map[string]int{"gmail.com": 1, "example.org": 1, "yahoo.com": 1}, Quarantine: 5, QuarantineOldest: oldest, KeyMismatch: true,
+		RetryOldest: end.Add(-3 * time.Hour), WindowLength: 48 * time.Hour, Attempts: 3, Keys: 2},
 		90*time.Second, true, end)
 	if err := p.Push(context.Background(), gw.URL, true); err != nil {
 		t.Fatal(err)
@@ -52,6 +53,9 @@ func TestPushCompletedPass(t *testing.T) {
 		"scan_last_success_timestamp_seconds":            float64(end.Unix()),
 		"scan_shards":                                    4,
 		"scan_key_mismatch":                              1,
+		"scan_retry_oldest_age_seconds":                  3 * 3600,
+		"scan_window_length_seconds":                     48 * 3600,
+		"scan_attempts_per_key":                          1.5,
 	}
 	for name, want := range gauges {
 		if v, ok := metricstest.Value(g[name], nil); !ok || v != want {

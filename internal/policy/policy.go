@@ -102,14 +102,36 @@ func FormatDuration(d time.Duration) string {
 type Window struct {
 	OpenBefore  Duration `yaml:"open_before"`
 	CloseBefore Duration `yaml:"close_before"`
+	// Due, when set (a kind's due:), opens the window instead of
+	// OpenBefore: at a local time on a working day (issue 27).
+	Due *Due `yaml:"-"`
 }
 
-// Contains reports whether now lies in the window of a charge at renewsAt:
-// renewsAt-OpenBefore <= now < renewsAt-CloseBefore.
-func (w Window) Contains(renewsAt, now time.Time) bool {
-	open := renewsAt.Add(-time.Duration(w.OpenBefore))
+// Opens returns when the window of a charge at renewsAt opens for a
+// recipient in loc: renewsAt-OpenBefore, or the due rule's opening.
+func (w Window) Opens(renewsAt time.Time, loc *time.Location) time.Time {
+	if w.Due != nil {
+		return w.Due.Opens(renewsAt, loc)
+	}
+	return renewsAt.Add(-time.Duration(w.OpenBefore))
+}
+
+// Contains reports whether now lies in the window of a charge at renewsAt
+// for a recipient in loc: Opens(renewsAt, loc) <= now <
+// renewsAt-CloseBefore.
+func (w Window) Contains(renewsAt, now time.Time, loc *time.Location) bool {
 	close := renewsAt.Add(-time.Duration(w.CloseBefore))
-	return !now.Before(open) && now.Before(close)
+	return !now.Before(w.Opens(renewsAt, loc)) && now.Before(close)
+}
+
+// Rule is the window's rule as the ledger keeps it with each notice
+// (issue 27): "72h..24h before renews_at", or the due rule's text and its
+// close.
+func (w Window) Rule(anchor string) string {
+	if w.Due != nil {
+		return w.Due.Rule(anchor) + "; closes " + w.CloseBefore.String() + " before"
+	}
+	return w.OpenBefore.String() + ".." + w.CloseBefore.String() + " before " + anchor
 }
 
 // Kind is one kind of notice and its windows.
@@ -124,10 +146,14 @@ type Kind struct {
 	// Legal, when set, replaces the jurisdictions' legal bounds for this
 	// kind (issue 21).
 	Legal map[string]Legal `yaml:"legal"`
+	// Due, when set, replaces OpenBefore (both set is an error): the
+	// notice opens at a local time on a working day (issue 27). Windows
+	// in ByJurisdiction keep their own open_before.
+	Due *Due `yaml:"due"`
 }
 
 // Default returns the kind's window for jurisdictions without an override.
-func (k Kind) Default() Window { return Window{k.OpenBefore, k.CloseBefore} }
+func (k Kind) Default() Window { return Window{k.OpenBefore, k.CloseBefore, k.Due} }
 
 // WindowFor returns the window that applies in jurisdiction j ("" for none).
 func (k Kind) WindowFor(j string) Window {
@@ -446,7 +472,8 @@ func isExampleDomain(d string) bool {
 // could fall between two passes and never be scanned inside its window).
 // The gaps are those of the year that starts at now (MaxGap): a year, so
 // that both DST changes of the schedule's zone show. Validate changes
-// nothing in p.
+// nothing in p but the private fields it derives (a due rule's calendar
+// and measured leads, the quiet hours' minutes).
 func (p *Policy) Validate(now time.Time) error {
 	gap, err := MaxGap(p.Schedule, now.UTC())
 	if err != nil {
@@ -486,7 +513,7 @@ func (p *Policy) Validate(now time.Time) error {
 			return err
 		}
 	}
-	if err := p.validateKinds(gap); err != nil {
+	if err := p.validateKinds(now, gap); err != nil {
 		return err
 	}
 	if err := bucketError("rate.default", p.Rate.Default); err != nil {
@@ -522,7 +549,7 @@ func (p *Policy) Validate(now time.Time) error {
 // validateKinds checks every kind: its name, anchor and own legal rules,
 // and each of its windows against the legal rule that applies to it and
 // the schedule's longest gap.
-func (p *Policy) validateKinds(gap time.Duration) error {
+func (p *Policy) validateKinds(now time.Time, gap time.Duration) error {
 	seen := map[string]bool{}
 	for i, k := range p.Notices {
 		f := fmt.Sprintf("notices[%d]", i)
@@ -537,7 +564,7 @@ func (p *Policy) validateKinds(gap time.Duration) error {
 		if err := validateKindContent(f, k); err != nil {
 			return err
 		}
-		if err := p.checkWindow(f, k, "", k.Default(), gap); err != nil {
+		if err := p.checkDefault(f, k, "", now, gap); err != nil {
 			return err
 		}
 		for _, j := range k.Overrides() {
@@ -553,13 +580,30 @@ func (p *Policy) validateKinds(gap time.Duration) error {
 		// their rule too.
 		for _, j := range p.legalJurisdictions(k) {
 			if _, ok := k.ByJurisdiction[j]; !ok {
-				if err := p.checkWindow(f+" (default window used in "+j+")", k, j, k.Default(), gap); err != nil {
+				if err := p.checkDefault(f+" (default window used in "+j+")", k, j, now, gap); err != nil {
 					return err
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// checkDefault checks k's default window in jurisdiction j ("" for
+// none): its due rule (compiled on the first call), or its open_before.
+func (p *Policy) checkDefault(field string, k Kind, j string, now time.Time, gap time.Duration) error {
+	if k.Due == nil {
+		return p.checkWindow(field, k, j, k.Default(), gap)
+	}
+	if k.OpenBefore != 0 {
+		return &Error{Field: field, Msg: fmt.Sprintf("kind %s: due and open_before are exclusive: a kind opens either at a working-day deadline or a fixed lead before its anchor", k.Kind)}
+	}
+	if j == "" {
+		if err := k.Due.compile(field+".due", k.Kind); err != nil {
+			return err
+		}
+	}
+	return p.checkDue(field, k, j, now, gap)
 }
 
 // checkWindow checks one window of k in jurisdiction j ("" for the
@@ -662,11 +706,31 @@ func (p *Policy) LongestLead() time.Duration {
 	var lead Duration
 	for _, k := range p.Notices {
 		lead = max(lead, k.OpenBefore)
+		if k.Due != nil {
+			lead = max(lead, Duration(k.Due.MaxLead()))
+		}
 		for _, w := range k.ByJurisdiction {
 			lead = max(lead, w.OpenBefore)
 		}
 	}
 	return time.Duration(lead)
+}
+
+// LongestWindow is the widest window of any kind in any jurisdiction,
+// from its opening to its close (a due rule's by its longest lead).
+func (p *Policy) LongestWindow() time.Duration {
+	var width time.Duration
+	for _, k := range p.Notices {
+		open := time.Duration(k.OpenBefore)
+		if k.Due != nil {
+			open = k.Due.MaxLead()
+		}
+		width = max(width, open-time.Duration(k.CloseBefore))
+		for _, w := range k.ByJurisdiction {
+			width = max(width, time.Duration(w.OpenBefore-w.CloseBefore))
+		}
+	}
+	return width
 }
 
 // MinRetention is the shortest horizon `scan prune` accepts: the longest

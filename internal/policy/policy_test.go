@@ -191,7 +191,7 @@ func TestMaxGapSeesDST(t *testing.T) {
 
 func TestWindowContainsBoundaries(t *testing.T) {
 	t.Parallel()
-	w := Window{Duration(72 * time.Hour), Duration(24 * time.Hour)}
+	w := Window{OpenBefore: Duration(72 * time.Hour), CloseBefore: Duration(24 * time.Hour)}
 	renews := time.Date(2026, 12, 10, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		now  time.Time
@@ -203,7 +203,7 @@ func TestWindowContainsBoundaries(t *testing.T) {
 		{renews.Add(-24*time.Hour - time.Nanosecond), true},  // just before close
 		{renews.Add(-48 * time.Hour), true},
 	} {
-		if got := w.Contains(renews, tc.now); got != tc.want {
+		if got := w.Contains(renews, tc.now, time.UTC); got != tc.want {
 			t.Errorf("Contains at %s = %v, want %v", renews.Sub(tc.now), got, tc.want)
 		}
 	}

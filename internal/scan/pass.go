@@ -222,7 +222,13 @@ func (s *Pass) fillQuarantine(ctx context.Context, c *counters) {
 	c.add(func(x *Summary) {
 		x.Quarantine = q.Count
 		x.QuarantineSince = q.Oldest
+		x.WindowLength = s.cfg.Policy.LongestWindow()
 	})
+	if r, err := ledger.RetryOldest(qctx, s.db); err != nil {
+		s.log.Warn().Err(err).Msg("could not read the oldest retry row")
+	} else {
+		c.add(func(x *Summary) { x.RetryOldest = r })
+	}
 	if q.Count > 0 {
 		s.log.Warn().Int("quarantine", q.Count).Time("quarantine_since", *q.Oldest).
 			Msg("claims without a recorded outcome are waiting in quarantine: settle them with `scan reconcile` or `scan resolve`")
@@ -238,7 +244,7 @@ func (s *Pass) checkKeys(ctx context.Context) bool {
 	hi := s.cfg.Now
 	for _, group := range s.sels {
 		for _, sel := range group {
-			if o := s.cfg.Now.Add(sel.open); o.After(hi) {
+			if o := sel.hi(s.cfg.Now); o.After(hi) {
 				hi = o
 			}
 		}
@@ -456,6 +462,9 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 		var rp retryPage
 		rp, err = s.src.listRetry(ctx, db, st.sel, now, deref(after), s.cfg.BatchSize)
 		rows, read, last = rp.rows, rp.n, &rp.last
+		if err == nil {
+			err = s.cancelRetries(ctx, rp.cancelled, c)
+		}
 	} else {
 		rows, err = s.src.listOpen(ctx, db, st.sel, now, st.from, after, s.cfg.BatchSize)
 		read = len(rows)
@@ -475,22 +484,26 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 			id := r.ID
 			pg.last = &id
 		}
-		selKey := st.sel.key()
+		selKey, rule := st.sel.key(), st.sel.rule
 		if r.RenewsAt != nil && r.AnchorAt == nil {
 			continue // a NULL anchor: not due for this kind (not invalid)
 		}
 		if st.retry {
 			j := deref(r.Jurisdiction)
 			w = k.WindowFor(j)
-			if r.RenewsAt == nil || !w.Contains(*r.AnchorAt, now) {
+			if r.RenewsAt == nil || !w.Contains(*r.AnchorAt, now, s.content.zoneOf(r)) {
 				continue // no longer due under its current row; expires later
 			}
+			rule = w.Rule(k.AnchorColumn())
 			if _, ok := k.ByJurisdiction[j]; !ok {
 				j = ""
 			}
 			selKey = selection{kind: kind, jurisdiction: j}.key()
+		} else if st.sel.due != nil && r.AnchorAt != nil && !st.sel.due.open(*r.AnchorAt, s.content.zoneOf(r)) {
+			continue // read with the superset of a due rule: not yet due in its zone
 		}
 		dn, reason := s.validate(r, kind, w)
+		dn.claim.Rule = rule
 		if reason != "" {
 			if inv.note(r.ID, kind, reason) {
 				c.add(func(x *Summary) { x.Invalid++ })
@@ -513,6 +526,20 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 	}
 	pg.end = read < s.cfg.BatchSize
 	return pg, nil
+}
+
+// cancelRetries ends as cancelled the retry rows of keys, whose
+// subscriptions are no longer active: a recorded no-op, never sent.
+func (s *Pass) cancelRetries(ctx context.Context, keys []string, c *counters) error {
+	n, err := ledger.CancelRetries(ctx, s.db, keys, s.cfg.Now)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		c.add(func(x *Summary) { x.Cancelled += int(n) })
+		s.log.Info().Int64("cancelled", n).Msg("retry rows whose subscription is no longer active ended as cancelled; nothing sent")
+	}
+	return nil
 }
 
 // readInto reads st's next page into the planner, skipping (and noting
@@ -614,9 +641,12 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 		}
 		won = append(won, w...)
 	}
+	attempts := 0
 	for _, w := range won {
 		fl.claimed(send.DomainOf(byKey[w.Key].n), 1)
+		attempts += w.Attempt
 	}
+	c.add(func(x *Summary) { x.Attempts += attempts })
 	s.noteFallbacks(c, won, byKey)
 	return s.submit(ctx, d, won, byKey)
 }
@@ -786,6 +816,7 @@ func (s *Pass) missedClaims(sel selection, rows []sourceRow) []ledger.Claim {
 		claims = append(claims, ledger.Claim{
 			Key: s.keyer.Key(t), SubscriptionID: r.ID, Kind: sel.kind, PeriodStart: *r.PeriodStart,
 			Revision: r.Revision, RenewsAt: *r.RenewsAt, WindowClosesAt: r.AnchorAt.Add(-sel.close),
+			Rule: sel.rule, TimeZone: s.content.zoneOf(r).String(),
 		})
 	}
 	return claims
@@ -842,6 +873,9 @@ func (s *Pass) dryRunPage(sel selection, rows []sourceRow, inv *invalidLog, out 
 	for _, r := range rows {
 		if r.RenewsAt != nil && r.AnchorAt == nil {
 			continue // not due for this kind
+		}
+		if sel.due != nil && r.AnchorAt != nil && !sel.due.open(*r.AnchorAt, s.content.zoneOf(r)) {
+			continue // not yet due in its zone
 		}
 		dn, reason := s.validate(r, sel.kind, w)
 		if reason != "" {

@@ -99,7 +99,7 @@ func (s *Pass) previewKind(ctx context.Context, db sqlx.QueryerContext, id strin
 		p.Invalid = k.AnchorColumn() + " is NULL: not due for this kind"
 		return p, nil
 	}
-	p.Opens, p.Closes = r.AnchorAt.Add(-time.Duration(w.OpenBefore)), r.AnchorAt.Add(-time.Duration(w.CloseBefore))
+	p.Opens, p.Closes = w.Opens(*r.AnchorAt, s.content.zoneOf(r.sourceRow)), r.AnchorAt.Add(-time.Duration(w.CloseBefore))
 	for _, l := range ledgerRows {
 		if l.Kind == k.Kind && r.PeriodStart != nil && sameDay(l.PeriodStart, *r.PeriodStart) && l.Revision == r.Revision {
 			p.Ledger = l.State
@@ -154,7 +154,11 @@ func SampleNotice(pol *policy.Policy, s Sample, now time.Time) (send.Notice, err
 		cur = currency.USD
 	}
 	w := k.WindowFor(s.Jurisdiction)
-	anchor := now.Add((time.Duration(w.OpenBefore) + time.Duration(w.CloseBefore)) / 2).Truncate(time.Hour)
+	lead := time.Duration(w.OpenBefore)
+	if w.Due != nil {
+		lead = w.Due.MaxLead()
+	}
+	anchor := now.Add((lead + time.Duration(w.CloseBefore)) / 2).Truncate(time.Hour)
 	period := time.Date(anchor.Year(), anchor.Month(), anchor.Day(), 0, 0, 0, 0, time.UTC)
 	keyer, err := notice.NewKeyer([]byte(sampleSecret))
 	if err != nil {

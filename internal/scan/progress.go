@@ -36,7 +36,7 @@ func (s *Pass) CountDue(ctx context.Context) (int, error) {
 
 // countOpen runs subscriptionCountOpen.
 func (s *source) countOpen(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time) (int, error) {
-	args := s.group(sel, now.Add(sel.close), now.Add(sel.open), false, sel.kind, nil, nil)
+	args := s.group(sel, now.Add(sel.close), sel.hi(now), false, sel.kind, nil, nil)
 	var n int
 	if err := sqlx.GetContext(ctx, db, &n, s.byAnchor[sel.anchor].countOpen, args...); err != nil {
 		return 0, fmt.Errorf("count open notices: %w", err)

@@ -121,6 +121,9 @@ type Summary struct {
 	Failed     int    `json:"failed"`
 	Ambiguous  int    `json:"ambiguous"`
 	Missed     int    `json:"missed"`
+	// Cancelled counts the retry rows this pass ended as cancelled: their
+	// subscription was no longer active (issue 27).
+	Cancelled int `json:"cancelled"`
 	// Deferred counts the due notices this pass neither claimed nor found
 	// claimed because its time budget ended first, or because the quiet
 	// hours held them; a later pass takes them while their window is open.
@@ -141,6 +144,16 @@ type Summary struct {
 	// earlier run's); QuarantineSince the oldest claim among them.
 	Quarantine      int        `json:"quarantine"`
 	QuarantineSince *time.Time `json:"quarantine_since,omitempty"`
+	// RetryOldest is when the oldest row still in state retry was first
+	// claimed (nil: none); WindowLength the policy's longest window, from
+	// opening to close: a retry older than that outlived every window
+	// (metrics, issue 27).
+	RetryOldest  *time.Time    `json:"-"`
+	WindowLength time.Duration `json:"-"`
+	// Attempts is the sum of the attempt numbers of the claims this pass
+	// won (1 for a first claim, n for the n-th): over Minted+Retried, the
+	// attempts per unique key (metrics, issue 27).
+	Attempts int `json:"-"`
 	// KeyMismatch is set when NOTICE_KEY_SECRET no longer derives the keys
 	// in the ledger (a changed or rotated secret).
 	KeyMismatch bool `json:"key_mismatch,omitempty"`
@@ -241,19 +254,29 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 	if err := s.probeSource(ctx); err != nil {
 		return nil, err
 	}
+	s.selectGroups()
+	return s, nil
+}
+
+// selectGroups builds the pass's window groups: per kind, its default
+// window and each jurisdiction's override.
+func (s *Pass) selectGroups() {
+	cfg := s.cfg
 	s.kinds = map[string]policy.Kind{}
 	for i, k := range cfg.Policy.Notices {
 		s.kinds[k.Kind] = k
 		anchor := pq.QuoteIdentifier(k.AnchorColumn())
 		def := k.Default()
-		group := []selection{{kind: k.Kind, anchor: anchor, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: i == 0}}
+		group := []selection{{kind: k.Kind, anchor: anchor, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: i == 0, rule: def.Rule(k.AnchorColumn())}}
+		if def.Due != nil {
+			group[0].due = newDueBounds(def.Due, cfg.Now)
+		}
 		for _, j := range k.Overrides() {
 			w := k.ByJurisdiction[j]
-			group = append(group, selection{kind: k.Kind, anchor: anchor, open: time.Duration(w.OpenBefore), close: time.Duration(w.CloseBefore), jurisdiction: j})
+			group = append(group, selection{kind: k.Kind, anchor: anchor, open: time.Duration(w.OpenBefore), close: time.Duration(w.CloseBefore), jurisdiction: j, rule: w.Rule(k.AnchorColumn())})
 		}
 		s.sels = append(s.sels, group)
 	}
-	return s, nil
 }
 
 // newPassContent builds the pass's content resolver, with the schedule
@@ -401,6 +424,7 @@ func (s *Pass) validate(r sourceRow, kind string, w policy.Window) (due, string)
 		return due{}, reason
 	}
 	dn.fallbacks = fallbacks
+	dn.claim.TimeZone = dn.n.TimeZone.String()
 	return dn, ""
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/lib/pq"
 
 	"scan/internal/ledger"
+	"scan/internal/policy"
 )
 
 // The scan's source queries: the only SQL outside internal/ledger. They
@@ -63,6 +64,7 @@ type sourceRow struct {
 	Locale        *string    `db:"locale"`
 	TimeZone      *string    `db:"time_zone"`
 	LedgerKey     *string    `db:"notice_key"` // retry rows only
+	Status        *string    `db:"-"`          // retry rows only (subscriptionListRetry)
 }
 
 // selection is one window group of one kind: the default window (every
@@ -79,6 +81,48 @@ type selection struct {
 	// withNullTimes also returns active rows with NULL renews_at, so they
 	// are counted invalid (once per pass: only the first group asks).
 	withNullTimes bool
+	// due, when set, opens the window instead of open (issue 27): the
+	// statements then read a superset of the open rows (hi) and the pass
+	// keeps those due in each row's zone (dueAt).
+	due *dueBounds
+	// rule is the window's rule text, kept with each notice in the ledger.
+	rule string
+}
+
+// hi is the upper bound of the anchors the statements read as open at
+// now: now+open, or a due rule's bound over every zone.
+func (sel selection) hi(now time.Time) time.Time {
+	if sel.due != nil {
+		return sel.due.superset
+	}
+	return now.Add(sel.open)
+}
+
+// dueBounds is a due rule evaluated at a pass's now: per time zone, the
+// exclusive bound of the anchors that are due (policy.Due.Bound), found
+// once per zone. Not safe for concurrent use: the producer alone calls it.
+type dueBounds struct {
+	rule     *policy.Due
+	now      time.Time
+	superset time.Time
+	byZone   map[*time.Location]time.Time
+}
+
+func newDueBounds(d *policy.Due, now time.Time) *dueBounds {
+	return &dueBounds{rule: d, now: now, superset: d.SupersetBound(now), byZone: map[*time.Location]time.Time{}}
+}
+
+// open reports whether the notice of a row anchored at anchor, for a
+// recipient in loc, is due at the pass's now.
+func (b *dueBounds) open(anchor time.Time, loc *time.Location) bool {
+	bound, ok := b.byZone[loc]
+	if !ok {
+		bound = b.rule.Bound(b.now, loc)
+		if len(b.byZone) < maxZones {
+			b.byZone[loc] = bound
+		}
+	}
+	return anchor.Before(bound)
 }
 
 // key names the group among a pass's selections.
@@ -109,7 +153,10 @@ func (sel selection) key() string { return sel.kind + "\x00" + sel.jurisdiction 
 // 32 bits of md5(id), modulo the shards; the same in every PostgreSQL
 // version, unlike hashtext. $1 shards, $2 this shard.
 const inShard = `s.status = 'active'
-  AND ($1::int <= 1 OR mod(('x' || substr(md5(s.id::text), 1, 8))::bit(32)::bigint, $1::int) = $2::int)`
+  AND ` + shardOnly
+
+// shardOnly: the rows of this shard, whatever their status.
+const shardOnly = `($1::int <= 1 OR mod(('x' || substr(md5(s.id::text), 1, 8))::bit(32)::bigint, $1::int) = $2::int)`
 
 // inGroup: the active rows of this shard in one window group: of its
 // jurisdictions, with the anchor in (lo, hi]; or, when $7, with no
@@ -238,11 +285,12 @@ WHERE ` + inGroup + `
           AND l.run_id <> $9)`
 
 // subscriptionListRetry: the current rows of the retry rows'
-// subscriptions (ledger.Retries), looked up by id, when active and in
-// this shard. $1 shards, $2 this shard, $3 ids (text[]).
-const subscriptionListRetry = `SELECT {cols}
+// subscriptions (ledger.Retries), looked up by id, when in this shard,
+// with their status (a row no longer active ends its retry as
+// cancelled). $1 shards, $2 this shard, $3 ids (text[]).
+const subscriptionListRetry = `SELECT {cols}, s.status::text AS status
 FROM {rel} s
-WHERE s.id::text = ANY($3::text[]) AND ` + inShard
+WHERE s.id::text = ANY($3::text[]) AND ` + shardOnly
 
 // subscriptionGet: one subscription by id ($1), whatever its status, with
 // the anchor of one kind, as the other statements read it (scan preview).
@@ -392,7 +440,7 @@ func (s *source) listOpen(ctx context.Context, db sqlx.QueryerContext, sel selec
 // openQuery is subscriptionListOpen with its parameters.
 func (s *source) openQuery(sel selection, now time.Time, from *time.Time, after *string, limit int) (string, []any) {
 	return s.byAnchor[sel.anchor].listOpen,
-		s.group(sel, now.Add(sel.close), now.Add(sel.open), sel.withNullTimes, sel.kind, textParam(after), dateParam(from), limit)
+		s.group(sel, now.Add(sel.close), sel.hi(now), sel.withNullTimes, sel.kind, textParam(after), dateParam(from), limit)
 }
 
 // listClosed runs subscriptionListClosed. from is the closed window's
@@ -420,7 +468,7 @@ func (s *source) periodFrom(ctx context.Context, db sqlx.QueryerContext, sel sel
 
 // openFrom is periodFrom of the rows countDue and listOpen consider.
 func (s *source) openFrom(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time) (*time.Time, error) {
-	return s.periodFrom(ctx, db, sel, now.Add(sel.close), now.Add(sel.open), sel.withNullTimes)
+	return s.periodFrom(ctx, db, sel, now.Add(sel.close), sel.hi(now), sel.withNullTimes)
 }
 
 // closedFrom is periodFrom of the rows listClosed considers.
@@ -519,6 +567,8 @@ func (r *sourceRow) textField(c string) **string {
 		return &r.TimeZone
 	case "notice_key":
 		return &r.LedgerKey
+	case "status":
+		return &r.Status
 	}
 	return nil
 }
@@ -574,16 +624,20 @@ func (c intColumn) Scan(v any) error {
 // their subscriptions' current rows.
 type retryPage struct {
 	rows []sourceRow // the rows still this pass's to retry, each with its LedgerKey
-	last string      // the page's last ledger key: the next page's cursor
-	n    int         // ledger rows read: fewer than the limit ends the listing
+	// cancelled: the keys whose subscription is no longer active (at the
+	// row's period and revision): to end as cancelled, not to retry.
+	cancelled []string
+	last      string // the page's last ledger key: the next page's cursor
+	n         int    // ledger rows read: fewer than the limit ends the listing
 }
 
 // listRetry reads the retry rows of one kind whose window has not closed
 // (ledger.Retries), in key order after a cursor, each with its
 // subscription's current row (subscriptionListRetry). A row whose
-// subscription is no longer active, in this shard, or at the row's period
-// and revision is left out: it is no longer this pass's to retry, and
-// ExpireRetries marks it missed once its window closes.
+// subscription is not in this shard or no longer at the row's period and
+// revision is left out: it is no longer this pass's to retry, and
+// ExpireRetries marks it missed once its window closes. One whose
+// subscription is no longer active is named in cancelled.
 func (s *source) listRetry(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, after string, limit int) (retryPage, error) {
 	tks, err := ledger.Retries(ctx, db, sel.kind, now, after, limit)
 	if err != nil || len(tks) == 0 {
@@ -607,6 +661,10 @@ func (s *source) listRetry(ctx context.Context, db sqlx.QueryerContext, sel sele
 		if !ok || r.PeriodStart == nil || !sameDay(*r.PeriodStart, tk.PeriodStart) || r.Revision != tk.Revision {
 			continue
 		}
+		if deref(r.Status) != "active" {
+			pg.cancelled = append(pg.cancelled, tk.Key)
+			continue
+		}
 		key := tk.Key
 		r.LedgerKey = &key
 		pg.rows = append(pg.rows, r)
@@ -622,7 +680,7 @@ func sameDay(a, b time.Time) bool {
 // countDue runs subscriptionCountDue. from is the window's earliest
 // period (openFrom).
 func (s *source) countDue(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, runID string, from *time.Time) (due dueCount, _ error) {
-	args := s.group(sel, now.Add(sel.close), now.Add(sel.open), sel.withNullTimes, sel.kind, runID, dateParam(from))
+	args := s.group(sel, now.Add(sel.close), sel.hi(now), sel.withNullTimes, sel.kind, runID, dateParam(from))
 	if err := sqlx.GetContext(ctx, db, &due, s.byAnchor[sel.anchor].countDue, args...); err != nil {
 		return due, fmt.Errorf("count due: %w", err)
 	}
@@ -650,7 +708,7 @@ func (s *source) sampleKeys(ctx context.Context, db sqlx.QueryerContext, lo, hi 
 
 // countHandled runs subscriptionCountHandled.
 func (s *source) countHandled(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, runID string) (int, error) {
-	args := s.group(sel, now.Add(sel.close), now.Add(sel.open), false, sel.kind, runID)
+	args := s.group(sel, now.Add(sel.close), sel.hi(now), false, sel.kind, runID)
 	var n int
 	if err := sqlx.GetContext(ctx, db, &n, s.byAnchor[sel.anchor].countHandled, args...); err != nil {
 		return 0, fmt.Errorf("count handled: %w", err)

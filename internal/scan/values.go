@@ -246,6 +246,17 @@ func (c *content) zone(name string) *time.Location {
 	return loc
 }
 
+// zoneOf returns the zone of r's recipient: its time_zone, else the
+// policy's default_time_zone (as fill resolves it).
+func (c *content) zoneOf(r sourceRow) *time.Location {
+	if z := strings.TrimSpace(deref(r.TimeZone)); z != "" {
+		if loc := c.zone(z); loc != nil {
+			return loc
+		}
+	}
+	return c.defZone
+}
+
 // defers reports whether a notice to a recipient in loc whose window
 // closes at closes waits for a later pass: now lies inside the quiet
 // hours in loc, and the schedule fires outside them before the window
