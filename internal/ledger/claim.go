@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -25,6 +26,10 @@ type Claim struct {
 	Domain         string
 	MessageID      string // without angle brackets (notice.BareMessageID)
 	CancelToken    string
+	// AddressHMAC is the recipient's suppression digest
+	// (notice.AddressHasher.Digest), kept so that a hard bounce or
+	// complaint settled later suppresses the address; nil for none.
+	AddressHMAC []byte
 }
 
 // Won is a row that a claim statement inserted or re-claimed. Its
@@ -45,6 +50,7 @@ type ClaimOptions struct {
 	Now        time.Time // claimed_at
 	RunID      string
 	RedirectTo string // recorded when a staging redirect is in force
+	Channel    string // the batch's channel: "" or "email", or "sms"
 }
 
 // Insert adds a batch of rows in state opt.State, in one INSERT ... ON
@@ -65,7 +71,7 @@ func Insert(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claims []
 	var out []Won
 	err := sqlx.SelectContext(ctx, db, &out, noticeClaim,
 		a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
-		string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo)
+		string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo, opt.Channel, a[10])
 	if err != nil {
 		return nil, fmt.Errorf("claim batch: %w", err)
 	}
@@ -91,15 +97,16 @@ func claimMonths(claims []Claim) []string {
 	return months
 }
 
-// claimArrays returns noticeClaim's ten text[] parameters ($1-$10), the
+// claimArrays returns noticeClaim's eleven text[] parameters ($1-$10 and
+// $16, the address digests in hex), the
 // claims' columns: each the array literal pq.Array would send
 // ({"a","b"}: every element quoted, '"' and '\\' escaped), all ten written
 // into one buffer and made one string, with no string per element. A
 // batch of 1000 otherwise costs 10,000 element strings, ten literals
 // each grown by doubling, and their copies.
-func claimArrays(claims []Claim) [10]any {
-	b := make([]byte, 0, 20+len(claims)*(10*3+64+32+16+10+2+2*25+32+64+44))
-	var ends [10]int
+func claimArrays(claims []Claim) [11]any {
+	b := make([]byte, 0, 20+len(claims)*(11*3+64+32+16+10+2+2*25+32+64+44+64))
+	var ends [11]int
 	column := func(i int, elem func(b []byte, c *Claim) []byte) {
 		b = append(b, '{')
 		for j := range claims {
@@ -126,8 +133,9 @@ func claimArrays(claims []Claim) [10]any {
 	column(7, text(func(c *Claim) string { return c.Domain }))
 	column(8, text(func(c *Claim) string { return c.MessageID }))
 	column(9, text(func(c *Claim) string { return c.CancelToken }))
+	column(10, func(b []byte, c *Claim) []byte { return hex.AppendEncode(b, c.AddressHMAC) })
 	all := string(b)
-	var out [10]any
+	var out [11]any
 	start := 0
 	for i, end := range ends {
 		out[i], start = all[start:end], end

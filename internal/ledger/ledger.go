@@ -159,6 +159,12 @@ type Row struct {
 	// pass's own outcome: SettledByOperator, or the EventKind of the
 	// provider event that did.
 	SettledBy *string `db:"settled_by" json:"settled_by,omitempty"`
+	// Channel is the notice's channel: email or sms (issue 30).
+	Channel string `db:"channel" json:"channel"`
+	// AddressHMAC is the recipient's suppression digest
+	// (notice.AddressHasher), written with the claim; nil for rows claimed
+	// before it was kept. Never printed.
+	AddressHMAC []byte `db:"address_hmac" json:"-"`
 }
 
 // Digest returns MessageSHA256 in lower-case hex, "" when there is none.

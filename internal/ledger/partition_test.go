@@ -110,14 +110,15 @@ VALUES ($1, $2, 'renewal_notice_t72', $3, $4::int, $5::text, $6::timestamptz, CA
 VALUES ($1, 'claimed', 'sent', 'carol', 'seen in the provider console', $2)`, key(11), t0); err != nil {
 		t.Fatal(err)
 	}
-	// The columns 0006 adds (NULL on every row it finds) are left out.
-	const dump = `SELECT coalesce(string_agg((to_jsonb(l) - 'message_sha256' - 'settled_by')::text, E'\n' ORDER BY notice_key), '') FROM notice_ledger l`
+	// The columns 0006 adds (NULL on every row it finds) and 0021's
+	// (channel email, no digest) are left out.
+	const dump = `SELECT coalesce(string_agg((to_jsonb(l) - 'message_sha256' - 'settled_by' - 'channel' - 'address_hmac')::text, E'\n' ORDER BY notice_key), '') FROM notice_ledger l`
 	var before, after string
 	if err := db.Get(&before, dump); err != nil {
 		t.Fatal(err)
 	}
 
-	if n, err := ledger.Migrate(ctx, db.DB); err != nil || n != 5 { // 0002 (partitions), 0003 (the provider_id index), 0004 (dropping it), 0005 (the key check), 0006 (evidence)
+	if n, err := ledger.Migrate(ctx, db.DB); err != nil || n != 7 { // 0002 (partitions), 0003 (the provider_id index), 0004 (dropping it), 0005 (the key check), 0006 (evidence), 0020 (suppression), 0021 (channel)
 		t.Fatalf("migrate applied %d, %v", n, err)
 	}
 	if err := db.Get(&after, dump); err != nil {
