@@ -50,6 +50,9 @@ commands:
   preview      print the message a subscription would get now (--subscription ID [--kind K] [--now T]),
                or write sample notices for review (--kind K --locale L [--jurisdiction J] --out DIR);
                writes nothing to the ledger, sends nothing
+  suppress     the suppression list: add|remove (--email ADDR|--phone NUMBER --reason TEXT), list,
+               import (--from FILE.csv --channel email|sms); keeps and prints no address
+  undelivered  notices that reached the customer by no channel, with the reason (--since D, --format json|csv)
 
 Run 'scan COMMAND -h' for a command's flags.`
 )
@@ -157,7 +160,7 @@ var commands = []struct {
 	{"migrate", cmdMigrate}, {"run", cmdRun}, {"lookup", cmdLookup}, {"quarantine", cmdQuarantine},
 	{"reconcile", cmdReconcile}, {"resolve", cmdResolve}, {"backfill", cmdBackfill},
 	{"schedule", cmdSchedule}, {"key", cmdKey}, {"prune", cmdPrune}, {"preview", cmdPreview},
-	{"version", cmdVersion},
+	{"version", cmdVersion}, {"suppress", cmdSuppress}, {"undelivered", cmdUndelivered},
 }
 
 func exitCode(e *env, err error) int {

@@ -444,3 +444,28 @@ UPDATE notice_ledger
 SET state = 'failed', last_error = $2, updated_at = $3
 WHERE notice_key = ANY($1::text[]) AND state = 'retry'
 RETURNING notice_key`
+
+// noticeListUndelivered returns the notices that reached the customer by
+// no channel: grouped by business tuple, every channel's row failed,
+// missed or still claimed (quarantine), none sent and none retry (a retry
+// is still on its way), with the reason of the last channel tried (sms
+// after email), touched at or after $1, at most $2. No address: the
+// ledger holds none.
+const noticeListUndelivered = `
+SELECT subscription_id, kind, to_char(period_start, 'YYYY-MM-DD') AS period_start, revision,
+       string_agg(channel, ',' ORDER BY channel) AS channels,
+       (array_agg(reason ORDER BY channel DESC))[1] AS reason,
+       max(at) AS at
+FROM (SELECT subscription_id, kind, period_start, revision, channel, state,
+             COALESCE(updated_at, claimed_at) AS at,
+             CASE WHEN state = 'missed' THEN 'missed'
+                  WHEN state = 'claimed' THEN 'quarantine'
+                  WHEN last_error = 'suppressed_address' THEN 'suppressed'
+                  WHEN last_error = 'no_usable_address' THEN 'no_usable_address'
+                  WHEN settled_by IN ('bounce_hard', 'complaint') THEN 'bounced'
+                  ELSE 'failed' END AS reason
+      FROM notice_ledger) l
+GROUP BY subscription_id, kind, period_start, revision
+HAVING bool_and(state IN ('failed', 'missed', 'claimed')) AND max(at) >= $1
+ORDER BY max(at), subscription_id, kind, period_start, revision
+LIMIT $2`

@@ -200,7 +200,7 @@ func (s *Pass) countSuppressed(ctx context.Context, ps *passState, c *counters) 
 	}
 	c.add(func(x *Summary) {
 		x.Suppressed = suppressed
-		x.Eligible = x.Minted + x.Retried + x.Suppressed + x.Deferred
+		x.Eligible = x.Minted + x.Retried + x.Suppressed + x.Deferred + x.SuppressedAddress
 	})
 	return nil
 }
@@ -577,6 +577,10 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 			a.PeriodStart.Compare(b.PeriodStart), cmp.Compare(a.Revision, b.Revision))
 	})
 	slices.Sort(retryKeys)
+	claims, retryKeys, err := s.dropSuppressed(ctx, c, byKey, claims, retryKeys)
+	if err != nil {
+		return err
+	}
 	var won []ledger.Won
 	if len(retryKeys) > 0 {
 		w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {

@@ -121,6 +121,10 @@ type Summary struct {
 	Failed     int    `json:"failed"`
 	Ambiguous  int    `json:"ambiguous"`
 	Missed     int    `json:"missed"`
+	// SuppressedAddress counts the due notices not sent by their channel
+	// because the recipient is on the suppression list (recorded failed
+	// with reason suppressed_address; the kind's next channel takes them).
+	SuppressedAddress int `json:"suppressed_address"`
 	// Deferred counts the due notices this pass neither claimed nor found
 	// claimed because its time budget ended first, or because the quiet
 	// hours held them; a later pass takes them while their window is open.
@@ -166,6 +170,7 @@ type Pass struct {
 	log      zerolog.Logger
 	cfg      Config
 	keyer    *notice.Keyer
+	hasher   *notice.AddressHasher // the suppression list's digests
 	src      *source
 	sels     [][]selection // per kind: default group then overrides
 	kinds    map[string]policy.Kind
@@ -221,7 +226,8 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 	if err != nil {
 		return nil, &ConfigError{"source", err.Error()}
 	}
-	s := &Pass{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, maxMint: -1}
+	hasher, _ := notice.NewAddressHasher(cfg.Secret) // the secret's length is checked above
+	s := &Pass{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, hasher: hasher, maxMint: -1}
 	if cfg.MaxMint != nil {
 		if *cfg.MaxMint < 0 {
 			return nil, &ConfigError{"max-mint", fmt.Sprintf("must be 0 or more, got %d (leave it unset for no limit)", *cfg.MaxMint)}
@@ -336,6 +342,10 @@ type due struct {
 	// time_zone ("locale", "time_zone"); counted once the notice is
 	// claimed.
 	fallbacks []string
+	// addr is the recipient's address normalized for the suppression
+	// list ("" under a staging redirect: what is sent there says nothing
+	// of the customer's address); derive digests it.
+	addr string
 }
 
 // validate turns a source row into a due notice, or returns a reason the
@@ -401,6 +411,9 @@ func (s *Pass) validate(r sourceRow, kind string, w policy.Window) (due, string)
 		return due{}, reason
 	}
 	dn.fallbacks = fallbacks
+	if s.cfg.RedirectTo == "" {
+		dn.addr, _ = notice.NormalizeEmail(addr.Email)
+	}
 	return dn, ""
 }
 
@@ -416,6 +429,9 @@ func (s *Pass) derive(dn *due) {
 	}
 	dn.claim.MessageID = notice.BareMessageID(send.MessageID(dn.claim.Key, s.cfg.Policy.MessageIDDomain))
 	dn.claim.CancelToken = s.keyer.CancelToken(t)
+	if dn.addr != "" {
+		dn.claim.AddressHMAC = s.hasher.Digest(notice.ChannelEmail, dn.addr)
+	}
 }
 
 func deref(p *string) string {
