@@ -74,6 +74,10 @@ type Limits struct {
 	Default Bucket            `yaml:"default"`
 	Domains map[string]Bucket `yaml:"domains"`
 	Global  Bucket            `yaml:"global"`
+	// SMS is the sms channel's own bucket (issue 30), apart from every
+	// email domain's and from Global: Twilio paces a long code at about
+	// one message a second. The policy's default is 1/s, burst 1.
+	SMS Bucket `yaml:"sms"`
 }
 
 // For returns the bucket of a recipient domain: Domains[domain] when

@@ -3,8 +3,9 @@
 // classification of Twilio's answers and error codes into send's classes
 // (Outcome), the X-Twilio-Signature check of status callbacks
 // (VerifySignature) and their decoding into ledger.Settlements
-// (DecodeCallback), and the GSM-7/UCS-2 segment count of a body
-// (Segments). It holds no queue and touches no database.
+// (DecodeCallback). It holds no queue and touches no database; the body
+// and its GSM-7/UCS-2 segments are package send's (RenderSMS,
+// SMSSegments).
 //
 // net/http, not github.com/twilio/twilio-go: sending is one form-encoded
 // POST and one JSON answer, and the pipeline needs what the SDK's

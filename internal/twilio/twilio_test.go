@@ -73,7 +73,9 @@ func TestSendOutcomes(t *testing.T) {
 func TestSendWithMessagingService(t *testing.T) {
 	t.Parallel()
 	tw := twiliotest.New(t)
-	c := client(t, tw, func(c *twilio.Config) { c.From, c.MessagingServiceSID, c.StatusCallback = "", "MG"+strings.Repeat("1", 32), "" })
+	c := client(t, tw, func(c *twilio.Config) {
+		c.From, c.MessagingServiceSID, c.StatusCallback = "", "MG"+strings.Repeat("1", 32), ""
+	})
 	if _, err := c.Send(context.Background(), msg("+14155550100")); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package twilio
+package send
 
 import "unicode/utf16"
 
@@ -28,7 +28,7 @@ var gsmSeptets = func() map[rune]int {
 	return m
 }()
 
-// Segments says how an SMS body is encoded and into how many messages a
+// SMSSegments says how an SMS body is encoded and into how many messages a
 // phone receives it (each billed by Twilio as one): GSM-7 when every
 // character is in the GSM 03.38 alphabet or its extension table (those
 // count two septets), 160 septets in one message or 153 per part of a
@@ -37,7 +37,7 @@ var gsmSeptets = func() map[rune]int {
 // surrogate pair. An empty body is one segment. Twilio, "What the Heck is
 // a Segment?", https://www.twilio.com/blog/what-the-heck-is-a-segment-msg
 // and the Messaging "Encoding" docs.
-func Segments(body string) (encoding string, segments int) {
+func SMSSegments(body string) (encoding string, segments int) {
 	if gsm, ok := gsmUnits(body); ok {
 		return GSM7, count(gsm, 160, 153)
 	}
