@@ -160,7 +160,8 @@ SELECT (SELECT claimed_at FROM notice_ledger
        (SELECT count(*) FROM notice_ledger
         WHERE state = 'claimed' AND run_id <> $1) AS count`
 
-// noticeListRecent returns the business tuple and key of up to $3 rows
+// noticeListRecent returns the business tuple and key of up to $3 email
+// rows (an sms key is derived from other material)
 // of the billing periods in [$1, $2), so a pass can check that its secret
 // still derives the same keys. Recent walks the months newest first, so
 // that the look-up reads the first rows of one month, not a sort of the
@@ -168,7 +169,7 @@ SELECT (SELECT claimed_at FROM notice_ledger
 const noticeListRecent = `
 SELECT notice_key, subscription_id, kind, period_start, revision
 FROM notice_ledger
-WHERE period_start >= $1::date AND period_start < $2::date
+WHERE period_start >= $1::date AND period_start < $2::date AND channel = 'email'
 LIMIT $3`
 
 // noticeLockForResolve reads one row for an operator's decision.
@@ -348,7 +349,8 @@ ORDER BY notice_key, attempt, occurred_at NULLS FIRST, recorded_at, event`
 const noticeEvidencePrune = `
 DELETE FROM notice_evidence WHERE period_start < $1::date`
 
-// noticeListRetry returns one page of the rows of kind $1 in state retry
+// noticeListRetry returns one page of the email rows of kind $1 in state
+// retry (the sms channel re-claims its own, package scan's sms stage)
 // whose window is still open at $2, in key order after $3, at most $4:
 // what a pass may claim again. The pass looks up each row's subscription
 // itself (a row whose subscription moved to another period, revision or
@@ -356,7 +358,7 @@ DELETE FROM notice_evidence WHERE period_start < $1::date`
 const noticeListRetry = `
 SELECT notice_key, subscription_id, kind, period_start, revision
 FROM notice_ledger
-WHERE state = 'retry' AND kind = $1
+WHERE state = 'retry' AND kind = $1 AND channel = 'email'
   AND (window_closes_at IS NULL OR window_closes_at > $2)
   AND notice_key > $3
 ORDER BY notice_key

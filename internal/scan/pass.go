@@ -65,6 +65,9 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 			return finish(err)
 		}
 	}
+	if err := s.sendSMS(ctx, c); err != nil {
+		return finish(err)
+	}
 	return finish(s.countSuppressed(ctx, ps, c))
 }
 

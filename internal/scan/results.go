@@ -25,6 +25,8 @@ var Results = []Result{
 	{"ambiguous", func(s Summary) int { return s.Ambiguous }},
 	{"missed", func(s Summary) int { return s.Missed }},
 	{"suppressed_address", func(s Summary) int { return s.SuppressedAddress }},
+	{"no_usable_address", func(s Summary) int { return s.NoUsableAddress }},
+	{"sms", func(s Summary) int { return s.SMS }},
 	{"deferred", func(s Summary) int { return s.Deferred }},
 	{"deferred_quiet_hours", func(s Summary) int { return s.DeferredQuietHours }},
 	{"fallback", func(s Summary) int { return s.Fallback }},

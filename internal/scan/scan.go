@@ -94,6 +94,9 @@ type Config struct {
 	// fake (internal/send/sendtest).
 	Clock send.Clock
 	Hooks Hooks
+	// SMS is the sms channel's sender (package twilio's Client), used
+	// by kinds with channels [email, sms]; nil: no sms stage (issue 30).
+	SMS send.Sender
 
 	// Schedule is the cron expression passes run on: a notice due inside
 	// the quiet hours is deferred only when it fires outside them before
@@ -125,6 +128,13 @@ type Summary struct {
 	// because the recipient is on the suppression list (recorded failed
 	// with reason suppressed_address; the kind's next channel takes them).
 	SuppressedAddress int `json:"suppressed_address"`
+	// NoUsableAddress counts the notices recorded failed because the row
+	// had no address the channel can use (no or malformed email, no or
+	// non-E.164 phone) while the kind has a next channel.
+	NoUsableAddress int `json:"no_usable_address"`
+	// SMS counts the sms notices this pass claimed (part of Minted and
+	// Retried; their outcomes are in Sent, Retry, Failed, Ambiguous).
+	SMS int `json:"sms"`
 	// Deferred counts the due notices this pass neither claimed nor found
 	// claimed because its time budget ended first, or because the quiet
 	// hours held them; a later pass takes them while their window is open.

@@ -113,7 +113,7 @@ func (l Limits) Share(shards int) Limits {
 	div := func(b Bucket) Bucket {
 		return Bucket{PerSecond: b.PerSecond / n, Burst: max(1, int(float64(b.Burst)/n))}
 	}
-	s := Limits{Default: div(l.Default), Global: div(l.Global), Domains: make(map[string]Bucket, len(l.Domains))}
+	s := Limits{Default: div(l.Default), Global: div(l.Global), SMS: div(l.SMS), Domains: make(map[string]Bucket, len(l.Domains))}
 	for d, b := range l.Domains {
 		s.Domains[strings.ToLower(d)] = div(b)
 	}

@@ -217,6 +217,8 @@ func Outcome(status int, body []byte) (send.Receipt, error) {
 		return send.Receipt{}, &send.Error{Class: send.Transient, Code: status, Err: err}
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return send.Receipt{}, &send.Error{Class: send.Transient, Code: status, Err: fmt.Errorf("%w: %w", send.ErrMisconfigured, err)}
+	case status >= 400 && status < 500 && a.Code == Unsubscribed:
+		return send.Receipt{}, &send.Error{Class: send.Permanent, Code: status, Err: fmt.Errorf("%w: %w", send.ErrUnsubscribed, err)}
 	case status >= 400 && status < 500:
 		return send.Receipt{}, &send.Error{Class: send.Permanent, Code: status, Err: err}
 	}
@@ -228,11 +230,20 @@ func Outcome(status int, body []byte) (send.Receipt, error) {
 type APIError struct {
 	Status  int
 	Code    int
-	Message string
+	Message string // Twilio's text: it often quotes the number, so Error leaves it out
 }
 
+// Error names the status and code, and the code's title from the error
+// reference where codes.go has it; never Twilio's message, which quotes
+// the recipient's number ("The 'To' number +1... is not valid").
 func (e *APIError) Error() string {
-	return fmt.Sprintf("twilio: %d %d %s", e.Status, e.Code, cut(e.Message, 200))
+	s := fmt.Sprintf("twilio: HTTP %d, error %d", e.Status, e.Code)
+	if t, ok := permanent[e.Code]; ok {
+		s += ": " + t
+	} else if t, ok := retryable[e.Code]; ok {
+		s += ": " + t
+	}
+	return s
 }
 
 // Code returns the Twilio error code err carries (an *APIError), 0 if none.
@@ -242,11 +253,4 @@ func Code(err error) int {
 		return a.Code
 	}
 	return 0
-}
-
-func cut(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
