@@ -328,6 +328,7 @@ func registerSecrets(e *env) {
 	e.secrets.Add(e.getenv("NOTICE_KEY_SECRET"))
 	e.secrets.Add(e.getenv("AWS_SECRET_ACCESS_KEY"))
 	e.secrets.Add(e.getenv("AWS_SESSION_TOKEN"))
+	e.secrets.Add(e.getenv("TWILIO_AUTH_TOKEN"))
 	for _, v := range []string{"DATABASE_URL", "SMTP_URL", "SCAN_HTTP_URL", "PUSHGATEWAY_URL"} {
 		e.secrets.AddPasswords(e.getenv(v))
 	}

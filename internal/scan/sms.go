@@ -34,7 +34,8 @@ import (
 // missed is never sent by sms. Claim, send, record, as for email: the
 // claim commits before the request leaves, an answer that never came
 // stays in quarantine, and no statement here is per notice except the
-// outcome of each send (one a second at Twilio's pace).
+// outcome of each send (one a second at Twilio's pace). The pass's Hooks
+// run at the same boundaries as in the email stage.
 
 // subscriptionListFallback: the active rows of one group (the group
 // parameters, $7 false) with the window open (as subscriptionListOpen's
@@ -62,6 +63,10 @@ LIMIT $11`
 // Config.SMS or a kind with the sms channel.
 func (s *Pass) sendSMS(ctx context.Context, c *counters) error {
 	if s.cfg.SMS == nil || !s.cfg.Policy.UsesSMS() {
+		return nil
+	}
+	if s.cfg.RedirectTo != "" {
+		s.log.Warn().Msg("a staging redirect is in force: the sms channel sends nothing")
 		return nil
 	}
 	b := s.cfg.Policy.Rate.Share(s.cfg.Shards).SMS
@@ -185,9 +190,6 @@ func (s *Pass) smsNotice(r sourceRow, k policy.Kind, t notice.Tuple, anchor time
 		return
 	}
 	cl.AddressHMAC = s.hasher.Digest(notice.ChannelSMS, phone)
-	if s.cfg.RedirectTo != "" {
-		cl.AddressHMAC = nil // a staging redirect: see validate
-	}
 	bt.byKey[cl.Key] = n
 	if r.LedgerKey != nil {
 		bt.retried = append(bt.retried, cl)
@@ -262,12 +264,18 @@ func (s *Pass) smsClaim(ctx context.Context, c *counters, bt *smsBatch) ([]ledge
 		won = append(won, w...)
 	}
 	if len(bt.claims) > 0 {
+		if h := s.cfg.Hooks.BeforeClaim; h != nil {
+			h(len(bt.claims))
+		}
 		w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) { return ledger.Insert(ctx, s.db, opt, bt.claims) })
 		if err != nil {
 			return nil, err
 		}
 		c.add(func(x *Summary) { x.Minted += len(w); x.SMS += len(w) })
 		won = append(won, w...)
+	}
+	if h := s.cfg.Hooks.AfterClaimCommit; h != nil && len(won) > 0 {
+		h(len(won))
 	}
 	return won, nil
 }
@@ -285,14 +293,14 @@ func (s *Pass) smsSend(ctx context.Context, c *counters, lim *rate.Limiter, n se
 	case lim.Wait(ctx) != nil:
 		out.State, out.Error = ledger.Retry, "not attempted: the pass was stopped"
 	default:
-		if s.cfg.RedirectTo != "" {
-			n.To = s.cfg.RedirectTo
-		}
 		sum := sha256.Sum256([]byte(body))
 		out.Digest = sum[:]
 		var rec send.Receipt
 		rec, sendErr = s.cfg.SMS.Send(ctx, &send.Message{Notice: n, Text: body})
 		out.State, out.ProviderID, out.SentAt, out.Error = smsOutcome(rec, sendErr, s.cfg.Clock.Now())
+		if h := s.cfg.Hooks.AfterAccepted; h != nil && sendErr == nil {
+			h(n.Key)
+		}
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
@@ -300,6 +308,9 @@ func (s *Pass) smsSend(ctx context.Context, c *counters, lim *rate.Limiter, n se
 		return fmt.Errorf("record sms outcome: %w", err)
 	}
 	s.countOutcome(c, out.State)
+	if h := s.cfg.Hooks.AfterOutcomeCommit; h != nil {
+		h(1)
+	}
 	if errors.Is(sendErr, send.ErrUnsubscribed) {
 		d := s.hasher.Digest(notice.ChannelSMS, n.To)
 		if _, err := ledger.SuppressionAdd(rctx, s.db, s.cfg.Now, []ledger.Suppression{{Channel: notice.ChannelSMS, Digest: d,
