@@ -188,7 +188,7 @@ func pushedMetrics(t *testing.T) map[string]bool {
 
 var (
 	stringLit = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|` + "`[^`]*`")
-	token     = regexp.MustCompile(`[A-Za-z_:][A-Za-z0-9_:]*|\{[^}]*\}|\[[^\]]*\]|[0-9][0-9.eE]*|\S`)
+	token     = regexp.MustCompile(`[A-Za-z_:][A-Za-z0-9_:]*|\{[^}]*\}|\[[^\]]*\]|[0-9][0-9.eE]*(?:ms|[smhdwy])?|\S`)
 	// Keywords and the operators spelt as words; grouping modifiers take
 	// a parenthesised list of label names.
 	keywords = map[string]bool{"and": true, "or": true, "unless": true, "bool": true, "offset": true, "inf": true, "nan": true, "Inf": true, "NaN": true}

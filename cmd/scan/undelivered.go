@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"scan/internal/ledger"
+	"scan/internal/metrics"
 	"scan/internal/policy"
 )
 
 // cmdUndelivered is `scan undelivered`: the notices that reached the
 // customer by no channel, for whoever calls them. No addresses: the
-// ledger holds none.
+// ledger holds none. With PUSHGATEWAY_URL it also pushes their count by
+// reason (scan_undelivered_notices), which ScanUndeliveredGrowing watches.
 func cmdUndelivered(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "undelivered", "[--since D] [--format json|csv] [--limit N]")
 	since := fs.String("since", "30d", "notices whose rows last changed within this long, e.g. 7d or 36h")
@@ -40,6 +42,15 @@ func cmdUndelivered(ctx context.Context, e *env, args []string) error {
 	list, err := ledger.Undelivered(ctx, db, e.clockNow().UTC().Add(-d), *limit)
 	if err != nil {
 		return err
+	}
+	if gw := e.getenv("PUSHGATEWAY_URL"); gw != "" {
+		byReason := map[string]int{}
+		for _, u := range list {
+			byReason[u.Reason]++
+		}
+		if err := metrics.PushUndelivered(ctx, gw, nil, byReason); err != nil {
+			return err
+		}
 	}
 	if *format == "json" {
 		enc := json.NewEncoder(e.stdout)
