@@ -105,8 +105,14 @@ func New(cfg Config) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: cfg.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	endpoint := strings.TrimRight(cfg.BaseURL, "/") + "/2010-04-01/Accounts/" + cfg.AccountSID + "/Messages.json"
-	return &Client{cfg: cfg, endpoint: endpoint, http: hc}, nil
+	c := &Client{cfg: cfg, http: hc}
+	c.endpoint = c.accountURL() + "/Messages.json"
+	return c, nil
+}
+
+// accountURL is the account's resource URL.
+func (c *Client) accountURL() string {
+	return strings.TrimRight(c.cfg.BaseURL, "/") + "/2010-04-01/Accounts/" + c.cfg.AccountSID
 }
 
 // Form returns the request body for an SMS to to with body, for the

@@ -63,11 +63,15 @@ type Server struct {
 	mu         sync.Mutex
 	reqs       []Request
 	n          int
+	status     map[string][2]string // sid -> status, error code ("" for none)
+	// PageSize is the list's page size (default 50, Twilio's own default).
+	PageSize int
 }
 
 // New starts a stand-in for account sid and token, closed with the test.
 func New(t testing.TB) *Server {
-	s := &Server{AccountSID: "AC" + strings.Repeat("0", 31) + "1", AuthToken: "test-auth-token", hang: make(chan struct{})}
+	s := &Server{AccountSID: "AC" + strings.Repeat("0", 31) + "1", AuthToken: "test-auth-token", hang: make(chan struct{}),
+		status: map[string][2]string{}, PageSize: 50}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	t.Cleanup(func() { close(s.hang); s.srv.Close() })
@@ -98,12 +102,20 @@ func (s *Server) Config() twilio.Config {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/2010-04-01/Accounts/"+s.AccountSID+"/Messages.json" {
-		answerError(w, 404, 20404, "The requested resource "+r.URL.Path+" was not found")
-		return
-	}
+	base := "/2010-04-01/Accounts/" + s.AccountSID + "/Messages"
 	if u, p, ok := r.BasicAuth(); !ok || u != s.AccountSID || p != s.AuthToken {
 		answerError(w, 401, 20003, "Authenticate")
+		return
+	}
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == base+".json":
+		s.list(w, r)
+		return
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, base+"/") && strings.HasSuffix(r.URL.Path, ".json"):
+		s.fetch(w, strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, base+"/"), ".json"))
+		return
+	case r.Method != http.MethodPost || r.URL.Path != base+".json":
+		answerError(w, 404, 20404, "The requested resource "+r.URL.Path+" was not found")
 		return
 	}
 	if err := r.ParseForm(); err != nil {
@@ -113,7 +125,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	f := r.PostForm
 	req := Request{To: f.Get("To"), From: f.Get("From"), MessagingServiceSid: f.Get("MessagingServiceSid"), Body: f.Get("Body"), StatusCallback: f.Get("StatusCallback")}
 	if req.To == NeverAnswered {
-		s.record(req)
+		// Twilio created the Message; the answer is what is lost.
+		s.mu.Lock()
+		s.n++
+		req.SID = fmt.Sprintf("SM%032x", s.n)
+		s.status[req.SID] = [2]string{"delivered", ""}
+		s.reqs = append(s.reqs, req)
+		s.mu.Unlock()
 		select {
 		case <-r.Context().Done():
 		case <-s.hang:
@@ -137,6 +155,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	req.SID = fmt.Sprintf("SM%032x", s.n)
 	req.Status = 201
 	s.reqs = append(s.reqs, req)
+	s.status[req.SID] = [2]string{"queued", ""}
 	s.mu.Unlock()
 	var m map[string]any
 	_ = json.Unmarshal(created, &m)
@@ -171,4 +190,67 @@ func (s *Server) Callback(req Request, status string, code int) (fullURL string,
 		form.Set("ErrorCode", fmt.Sprint(code))
 	}
 	return req.StatusCallback, form, twilio.Signature(s.AuthToken, req.StatusCallback, form)
+}
+
+// SetStatus sets the status (and error code, "" for none) a later read of
+// Message sid answers.
+func (s *Server) SetStatus(sid, status, code string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status[sid] = [2]string{status, code}
+}
+
+// resource is the Message resource of req as reads answer it.
+func (s *Server) resource(req Request) map[string]any {
+	var m map[string]any
+	_ = json.Unmarshal(created, &m)
+	st := s.status[req.SID]
+	m["sid"], m["to"], m["from"], m["body"], m["account_sid"], m["status"] = req.SID, req.To, req.From, req.Body, s.AccountSID, st[0]
+	m["date_created"] = "Tue, 01 Dec 2026 02:00:00 +0000"
+	if st[1] != "" {
+		var code int
+		fmt.Sscan(st[1], &code)
+		m["error_code"] = code
+	}
+	return m
+}
+
+// list answers "Read multiple Message resources", newest first, paged by
+// PageSize with next_page_uri (Page, PageToken ignored but for the page
+// number) (https://www.twilio.com/docs/messaging/api/message-resource#read-multiple-message-resources).
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	var all []map[string]any
+	for i := len(s.reqs) - 1; i >= 0; i-- {
+		if s.reqs[i].SID != "" {
+			all = append(all, s.resource(s.reqs[i]))
+		}
+	}
+	size := s.PageSize
+	s.mu.Unlock()
+	page := 0
+	fmt.Sscan(r.URL.Query().Get("Page"), &page)
+	lo, hi := min(page*size, len(all)), min((page+1)*size, len(all))
+	out := map[string]any{"messages": all[lo:hi], "page": page, "page_size": size, "next_page_uri": nil}
+	if hi < len(all) {
+		q := r.URL.Query()
+		q.Set("Page", fmt.Sprint(page+1))
+		out["next_page_uri"] = r.URL.Path + "?" + q.Encode()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// fetch answers "Fetch a Message resource".
+func (s *Server) fetch(w http.ResponseWriter, sid string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, req := range s.reqs {
+		if req.SID == sid {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(s.resource(req))
+			return
+		}
+	}
+	answerError(w, 404, 20404, "The requested resource was not found")
 }
