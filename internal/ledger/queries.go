@@ -471,3 +471,8 @@ GROUP BY subscription_id, kind, period_start, revision
 HAVING bool_and(state IN ('failed', 'missed', 'claimed')) AND max(at) >= $1
 ORDER BY max(at), subscription_id, kind, period_start, revision
 LIMIT $2`
+
+// noticeSuppressionAny reports whether channel $1's list has any entry
+// (one probe of the primary key).
+const noticeSuppressionAny = `
+SELECT EXISTS (SELECT 1 FROM notice_suppression WHERE channel = $1)`

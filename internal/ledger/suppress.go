@@ -223,3 +223,13 @@ func suppressSettled(ctx context.Context, tx *sqlx.Tx, now time.Time, ss []Settl
 	}
 	return nil
 }
+
+// SuppressionAny reports whether channel's list has any entry: a pass
+// asks once, and an empty list costs its batches no probe.
+func SuppressionAny(ctx context.Context, db sqlx.QueryerContext, channel string) (bool, error) {
+	var ok bool
+	if err := sqlx.GetContext(ctx, db, &ok, noticeSuppressionAny, channel); err != nil {
+		return false, fmt.Errorf("suppression any: %w", err)
+	}
+	return ok, nil
+}

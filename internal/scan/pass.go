@@ -47,6 +47,10 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 		return finish(err)
 	}
 	c.KeyMismatch = s.checkKeys(ctx)
+	var err error
+	if s.suppressionEmail, err = ledger.SuppressionAny(ctx, s.db, notice.ChannelEmail); err != nil {
+		return finish(err)
+	}
 	if err := s.guardMaxMint(ctx, c); err != nil {
 		return finish(err)
 	}

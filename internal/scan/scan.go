@@ -181,13 +181,16 @@ type Pass struct {
 	cfg      Config
 	keyer    *notice.Keyer
 	hasher   *notice.AddressHasher // the suppression list's digests
-	src      *source
-	sels     [][]selection // per kind: default group then overrides
-	kinds    map[string]policy.Kind
-	content  *content
-	sawQuiet bool      // a row the quiet hours deferred was read (tallyDeferred)
-	start    time.Time // when Run started (the time budget's origin)
-	maxMint  int       // *cfg.MaxMint, or -1 for no limit
+	// suppressionEmail: the email suppression list had entries when the
+	// pass started (Run); without, batches are not probed.
+	suppressionEmail bool
+	src              *source
+	sels             [][]selection // per kind: default group then overrides
+	kinds            map[string]policy.Kind
+	content          *content
+	sawQuiet         bool      // a row the quiet hours deferred was read (tallyDeferred)
+	start            time.Time // when Run started (the time budget's origin)
+	maxMint          int       // *cfg.MaxMint, or -1 for no limit
 }
 
 // New validates cfg, checks the source relation's columns and returns a

@@ -13,8 +13,13 @@ import (
 // primary key per notice, no query per notice). New notices are recorded
 // failed with reason suppressed_address (ledger.RecordUnreached), retry
 // rows are failed the same way instead of re-claimed; both are counted in
-// Summary.SuppressedAddress. A kind's next channel takes them.
+// Summary.SuppressedAddress. A kind's next channel takes them. With an
+// empty list at the start of the pass (suppressionEmail false) nothing is
+// probed: an address listed during the pass counts from the next one.
 func (s *Pass) dropSuppressed(ctx context.Context, c *counters, byKey map[string]candidate, claims []ledger.Claim, retryKeys []string) ([]ledger.Claim, []string, error) {
+	if !s.suppressionEmail {
+		return claims, retryKeys, nil
+	}
 	digests := make([][]byte, 0, len(claims)+len(retryKeys))
 	for _, cl := range claims {
 		digests = append(digests, cl.AddressHMAC)
