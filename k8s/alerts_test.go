@@ -74,7 +74,7 @@ func writeRuleFile(t *testing.T, dir string, spec monitoringv1.PrometheusRuleSpe
 var wantAlerts = []string{
 	"ScanNoRecentSuccess", "ScanPassFailed", "ScanQuarantineStale", "ScanMissedNotices",
 	"ScanFailedShareHigh", "ScanKeyMismatch", "ScanDeferredTwice", "ScanShardsMissing",
-	"ScanBounceRateHigh", "ScanComplaintRateHigh",
+	"ScanBounceRateHigh", "ScanComplaintRateHigh", "ScanUndeliveredGrowing",
 	"ScanQuarantineNonZero", "ScanClaimToCommitGapGrowing", "ScanRetryAgeBeyondWindow", "ScanAttemptsPerKeyHigh",
 }
 
@@ -120,8 +120,9 @@ func TestAlertsAnnotated(t *testing.T) {
 
 // pushedElsewhere are the metrics an alert may name besides a pass's: the
 // Pushgateway's own time of a group's last push, and what each `scan
-// reconcile` run pushes (group job="scan_reconcile").
-var pushedElsewhere = []string{"push_time_seconds", "scan_reconcile_events_total"}
+// reconcile` run pushes (group job="scan_reconcile") and what `scan
+// undelivered` pushes (job="scan_undelivered").
+var pushedElsewhere = []string{"push_time_seconds", "scan_reconcile_events_total", "scan_undelivered_notices"}
 
 // Every alert names only metrics that are pushed: an alert on a misspelt
 // or renamed metric never fires.

@@ -51,6 +51,9 @@ commands:
   preview      print the message a subscription would get now (--subscription ID [--kind K] [--now T]),
                or write sample notices for review (--kind K --locale L [--jurisdiction J] --out DIR);
                writes nothing to the ledger, sends nothing
+  suppress     the suppression list: add|remove (--email ADDR|--phone NUMBER --reason TEXT), list,
+               import (--from FILE.csv --channel email|sms); keeps and prints no address
+  undelivered  notices that reached the customer by no channel, with the reason (--since D, --format json|csv)
 
 Run 'scan COMMAND -h' for a command's flags.`
 )
@@ -158,7 +161,7 @@ var commands = []struct {
 	{"migrate", cmdMigrate}, {"run", cmdRun}, {"lookup", cmdLookup}, {"quarantine", cmdQuarantine},
 	{"reconcile", cmdReconcile}, {"resolve", cmdResolve}, {"backfill", cmdBackfill},
 	{"schedule", cmdSchedule}, {"key", cmdKey}, {"prune", cmdPrune}, {"preview", cmdPreview},
-	{"version", cmdVersion}, {"shadow", cmdShadow},
+	{"version", cmdVersion}, {"shadow", cmdShadow}, {"suppress", cmdSuppress}, {"undelivered", cmdUndelivered},
 }
 
 func exitCode(e *env, err error) int {
@@ -326,7 +329,7 @@ func registerSecrets(e *env) {
 	e.secrets.Add(e.getenv("NOTICE_KEY_SECRET"))
 	e.secrets.Add(e.getenv("AWS_SECRET_ACCESS_KEY"))
 	e.secrets.Add(e.getenv("AWS_SESSION_TOKEN"))
-	for _, v := range []string{"POSTMARK_SERVER_TOKEN", "MAILGUN_API_KEY", "SENDGRID_API_KEY"} {
+	for _, v := range []string{"POSTMARK_SERVER_TOKEN", "MAILGUN_API_KEY", "SENDGRID_API_KEY", "TWILIO_AUTH_TOKEN"} {
 		e.secrets.Add(e.getenv(v))
 	}
 	for _, v := range []string{"DATABASE_URL", "SMTP_URL", "SCAN_HTTP_URL", "PUSHGATEWAY_URL"} {

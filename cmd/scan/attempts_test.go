@@ -89,6 +89,11 @@ func TestAnOlderAttemptsEventsNeverSettleTheNext(t *testing.T) {
 				if code, _, errOut := f.runIn(nil, "resolve", f.key(id, 0, testSecret), "--retry", "--reason", "address fixed"); code != 0 {
 					t.Fatalf("resolve --retry: exit %d\n%s", code, errOut)
 				}
+				// The hard bounce put the address on the suppression list
+				// (issue 30): the operator lifts it with the decision.
+				if code, _, errOut := f.runIn(nil, "suppress", "remove", "--email", "user1@example.net", "--reason", "address fixed"); code != 0 {
+					t.Fatalf("suppress remove: exit %d\n%s", code, errOut)
+				}
 			}
 			if st := f.rows()[id].State; st != ledger.Retry {
 				t.Fatalf("attempt 1 settled %s, want retry", st)

@@ -25,6 +25,7 @@ import (
 	"scan/internal/policy"
 	"scan/internal/scan"
 	"scan/internal/send"
+	"scan/internal/twilio"
 )
 
 var sqlOpenDB = sql.OpenDB
@@ -179,6 +180,7 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 		Policy: ps.pol, Secret: ps.secret, Source: f.source, RunID: runID, Now: now,
 		MaxMint: maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
 		MaxDuration: ps.maxDuration, Hooks: obs.hooks(failpointHooks()), Schedule: ps.schedule,
+		SMS: smsSender(ps.sms),
 	})
 	if err != nil {
 		sender.Close()
@@ -202,6 +204,7 @@ type preparedPass struct {
 	schedule             string // the cron passes run on, when not the policy's (scan schedule --cron)
 	production           bool   // SCAN_ENVIRONMENT=production
 	log                  zerolog.Logger
+	sms                  *twilio.Client // with a kind of channel sms (issue 30)
 }
 
 // preparePass is the prologue of `scan run` and `scan schedule`: it
@@ -233,6 +236,9 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags) (*preparedPass, error) {
 		}
 	}
 	if p.renderer, err = newRenderer(pol); err != nil {
+		return nil, err
+	}
+	if p.sms, err = newSMSSender(e, pol, p.production, p.redirect); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -341,6 +347,9 @@ func newRenderer(pol *policy.Policy) (*send.Renderer, error) {
 	r, err := send.NewRenderer(rc)
 	if err != nil {
 		return nil, usagef("config", "%v", err)
+	}
+	if err := checkSMSTemplates(r, pol); err != nil {
+		return nil, err
 	}
 	return r, nil
 }

@@ -76,8 +76,8 @@ func printEvidence(w io.Writer, rows []ledger.Row, ev map[string][]ledger.Eviden
 		if digest == "" {
 			digest = "- (no message handed over in this attempt)"
 		}
-		fmt.Fprintf(w, "\n%s %s %s rev %d: %d attempt(s), now %s\n  sha256 of the message handed over: %s\n",
-			notice.Short(r.NoticeKey), r.Kind, r.Period(), r.Revision, r.Attempts, r.State, digest)
+		fmt.Fprintf(w, "\n%s %s %s rev %d by %s: %d attempt(s), now %s\n  sha256 of the message handed over: %s\n",
+			notice.Short(r.NoticeKey), r.Kind, r.Period(), r.Revision, r.Channel, r.Attempts, r.State, digest)
 		if r.Rule != nil {
 			fmt.Fprintf(w, "  deadline: %s, in %s\n", *r.Rule, orDash(r.TimeZone))
 		}

@@ -32,6 +32,10 @@ type Claim struct {
 	ProviderID string    // the provider's message id, when the pass recorded one
 	Attempt    int       // the attempt the message carried
 	ClaimedAt  time.Time // when the attempt was claimed
+	// Digest is the SHA-256 of what the attempt handed over (the ledger's
+	// message_sha256); nil when unknown. An sms carries no key, so the
+	// twilio provider finds its message by the body's digest (issue 30).
+	Digest []byte
 }
 
 // Answer is what the provider said about one claim.

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -30,6 +31,10 @@ type Claim struct {
 	// records NULL.
 	Rule     string
 	TimeZone string
+	// AddressHMAC is the recipient's suppression digest
+	// (notice.AddressHasher.Digest), kept so that a hard bounce or
+	// complaint settled later suppresses the address; nil for none.
+	AddressHMAC []byte
 }
 
 // Won is a row that a claim statement inserted or re-claimed. Its
@@ -50,6 +55,7 @@ type ClaimOptions struct {
 	Now        time.Time // claimed_at
 	RunID      string
 	RedirectTo string // recorded when a staging redirect is in force
+	Channel    string // the batch's channel: "" or "email", or "sms"
 }
 
 // Insert adds a batch of rows in state opt.State, in one INSERT ... ON
@@ -70,7 +76,7 @@ func Insert(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claims []
 	var out []Won
 	err := sqlx.SelectContext(ctx, db, &out, noticeClaim,
 		a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
-		string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo, a[10], a[11])
+		string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo, a[10], a[11], opt.Channel, a[12])
 	if err != nil {
 		return nil, fmt.Errorf("claim batch: %w", err)
 	}
@@ -96,16 +102,16 @@ func claimMonths(claims []Claim) []string {
 	return months
 }
 
-// claimArrays returns noticeClaim's twelve text[] parameters ($1-$10,
-// $15-$16), the
+// claimArrays returns noticeClaim's thirteen text[] parameters ($1-$10,
+// $15-$16 the rules and zones, $18 the address digests in hex), the
 // claims' columns: each the array literal pq.Array would send
 // ({"a","b"}: every element quoted, '"' and '\\' escaped), all ten written
 // into one buffer and made one string, with no string per element. A
 // batch of 1000 otherwise costs 10,000 element strings, ten literals
 // each grown by doubling, and their copies.
-func claimArrays(claims []Claim) [12]any {
-	b := make([]byte, 0, 24+len(claims)*(12*3+64+32+16+10+2+2*25+32+64+44+80+20))
-	var ends [12]int
+func claimArrays(claims []Claim) [13]any {
+	b := make([]byte, 0, 26+len(claims)*(13*3+64+32+16+10+2+2*25+32+64+44+80+20+64))
+	var ends [13]int
 	column := func(i int, elem func(b []byte, c *Claim) []byte) {
 		b = append(b, '{')
 		for j := range claims {
@@ -134,8 +140,9 @@ func claimArrays(claims []Claim) [12]any {
 	column(9, text(func(c *Claim) string { return c.CancelToken }))
 	column(10, text(func(c *Claim) string { return c.Rule }))
 	column(11, text(func(c *Claim) string { return c.TimeZone }))
+	column(12, func(b []byte, c *Claim) []byte { return hex.AppendEncode(b, c.AddressHMAC) })
 	all := string(b)
-	var out [12]any
+	var out [13]any
 	start := 0
 	for i, end := range ends {
 		out[i], start = all[start:end], end

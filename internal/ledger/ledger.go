@@ -173,6 +173,12 @@ type Row struct {
 	// Reason says why the row ended as it did when State alone does not
 	// ("cancelled").
 	Reason *string `db:"reason" json:"reason,omitempty"`
+	// Channel is the notice's channel: email or sms (issue 30).
+	Channel string `db:"channel" json:"channel"`
+	// AddressHMAC is the recipient's suppression digest
+	// (notice.AddressHasher), written with the claim; nil for rows claimed
+	// before it was kept. Never printed.
+	AddressHMAC []byte `db:"address_hmac" json:"-"`
 }
 
 // Digest returns MessageSHA256 in lower-case hex, "" when there is none.

@@ -16,25 +16,27 @@ package ledger
 // $5 revisions, $6 renews_at, $7 window_closes_at, $8 domains,
 // $9 message ids, $10 cancel tokens (text[] each), $11 state,
 // $12 claimed_at, $13 run id, $14 redirect address or ”, $15 rules and
-// $16 time zones (text[] each, ” for NULL; issue 27).
+// $16 time zones (text[] each, ” for NULL; issue 27), $17 the batch's
+// channel (” is email), $18 address digests (hex, ” for none; issue 30).
 const noticeClaim = `
 INSERT INTO notice_ledger AS l (
     notice_key, subscription_id, kind, period_start, revision, state,
     claimed_at, run_id, renews_at, window_closes_at, domain, message_id,
     cancel_token, supersedes, redirected_to, attempts,
-    rule, time_zone, first_claimed_at)
+    rule, time_zone, first_claimed_at, channel, address_hmac)
 SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision::int, $11,
        $12, $13, c.renews_at::timestamptz, c.window_closes_at::timestamptz,
        NULLIF(c.domain, ''), NULLIF(c.message_id, ''),
        COALESCE(prev.cancel_token, NULLIF(c.cancel_token, '')), prev.notice_key,
        NULLIF($14, ''), CASE WHEN $11 = 'claimed' THEN 1 ELSE 0 END,
-       NULLIF(c.rule, ''), NULLIF(c.time_zone, ''), CASE WHEN $11 = 'claimed' THEN $12::timestamptz END
+       NULLIF(c.rule, ''), NULLIF(c.time_zone, ''), CASE WHEN $11 = 'claimed' THEN $12::timestamptz END,
+       COALESCE(NULLIF($17, ''), 'email'), decode(NULLIF(c.address_hmac, ''), 'hex')
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
             $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
-            $15::text[], $16::text[])
+            $15::text[], $16::text[], $18::text[])
      AS c(notice_key, subscription_id, kind, period_start, revision,
           renews_at, window_closes_at, domain, message_id, cancel_token,
-          rule, time_zone)
+          rule, time_zone, address_hmac)
 LEFT JOIN LATERAL (
     SELECT p.notice_key, p.cancel_token
     FROM notice_ledger p
@@ -43,6 +45,7 @@ LEFT JOIN LATERAL (
       AND p.kind = c.kind
       AND p.period_start = c.period_start::date
       AND p.revision < c.revision::int
+      AND p.channel = COALESCE(NULLIF($17, ''), 'email')
     ORDER BY p.revision DESC
     LIMIT 1) prev ON true
 ON CONFLICT DO NOTHING
@@ -174,7 +177,8 @@ SELECT (SELECT claimed_at FROM notice_ledger
        (SELECT count(*) FROM notice_ledger
         WHERE state = 'claimed' AND run_id <> $1) AS count`
 
-// noticeListRecent returns the business tuple and key of up to $3 rows
+// noticeListRecent returns the business tuple and key of up to $3 email
+// rows (an sms key is derived from other material)
 // of the billing periods in [$1, $2), so a pass can check that its secret
 // still derives the same keys. Recent walks the months newest first, so
 // that the look-up reads the first rows of one month, not a sort of the
@@ -182,7 +186,7 @@ SELECT (SELECT claimed_at FROM notice_ledger
 const noticeListRecent = `
 SELECT notice_key, subscription_id, kind, period_start, revision
 FROM notice_ledger
-WHERE period_start >= $1::date AND period_start < $2::date
+WHERE period_start >= $1::date AND period_start < $2::date AND channel = 'email'
 LIMIT $3`
 
 // noticeLockForResolve reads one row for an operator's decision.
@@ -362,7 +366,8 @@ ORDER BY notice_key, attempt, occurred_at NULLS FIRST, recorded_at, event`
 const noticeEvidencePrune = `
 DELETE FROM notice_evidence WHERE period_start < $1::date`
 
-// noticeListRetry returns one page of the rows of kind $1 in state retry
+// noticeListRetry returns one page of the email rows of kind $1 in state
+// retry (the sms channel re-claims its own, package scan's sms stage)
 // whose window is still open at $2, in key order after $3, at most $4:
 // what a pass may claim again. The pass looks up each row's subscription
 // itself (a row whose subscription moved to another period, revision or
@@ -370,7 +375,7 @@ DELETE FROM notice_evidence WHERE period_start < $1::date`
 const noticeListRetry = `
 SELECT notice_key, subscription_id, kind, period_start, revision
 FROM notice_ledger
-WHERE state = 'retry' AND kind = $1
+WHERE state = 'retry' AND kind = $1 AND channel = 'email'
   AND (window_closes_at IS NULL OR window_closes_at > $2)
   AND notice_key > $3
 ORDER BY notice_key
@@ -450,3 +455,115 @@ SELECT
 const noticeRetryOldest = `
 SELECT min(COALESCE(first_claimed_at, claimed_at)) FROM notice_ledger
 WHERE state = 'retry'`
+// noticeSuppressionAdd puts a batch of digests on the suppression list; a
+// digest already on it for that channel keeps its first row and is absent
+// from the result. $1 channels, $2 digests (hex), $3 reasons, $4 sources,
+// $5 notice keys (” for none) (text[] each), $6 created_at.
+const noticeSuppressionAdd = `
+INSERT INTO notice_suppression (channel, address_hmac, reason, source, notice_key, created_at)
+SELECT x.channel, decode(x.h, 'hex'), x.reason, x.source, NULLIF(x.notice_key, ''), $6
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+     AS x(channel, h, reason, source, notice_key)
+ON CONFLICT DO NOTHING
+RETURNING 1`
+
+// noticeSuppressionRemove takes one digest of one channel off the list.
+// $1 channel, $2 digest (bytea).
+const noticeSuppressionRemove = `
+DELETE FROM notice_suppression WHERE channel = $1 AND address_hmac = $2`
+
+// noticeSuppressionList returns the list, oldest first, each digest as its
+// first 12 hex characters (enough to tell entries apart; the address is
+// not recoverable from it), at most $1 rows.
+const noticeSuppressionList = `
+SELECT channel, left(encode(address_hmac, 'hex'), 12) AS digest, reason, source,
+       COALESCE(notice_key, '') AS notice_key, created_at
+FROM notice_suppression
+ORDER BY created_at, channel, address_hmac
+LIMIT $1`
+
+// noticeSuppressionCount counts the list's entries by channel.
+const noticeSuppressionCount = `
+SELECT channel, count(*) AS count FROM notice_suppression GROUP BY channel ORDER BY channel`
+
+// noticeSuppressionMatch returns the 1-based positions in $2 (bytea[]) of
+// the digests on channel $1's list: one probe of the primary key per
+// element, one statement per batch of a pass.
+const noticeSuppressionMatch = `
+SELECT x.i::int
+FROM unnest($2::bytea[]) WITH ORDINALITY AS x(h, i)
+WHERE EXISTS (SELECT 1 FROM notice_suppression s WHERE s.channel = $1 AND s.address_hmac = x.h)`
+
+// noticeSuppressionFromLedger puts on the list the recipients of the
+// notices named in $1 (keys), each with its reason $2 and source $3
+// (text[] each), from the digest the claim kept (rows without one add
+// nothing): what a hard bounce, complaint or provider suppression
+// settled by Settle adds, in Settle's transaction. $4 created_at.
+const noticeSuppressionFromLedger = `
+INSERT INTO notice_suppression (channel, address_hmac, reason, source, notice_key, created_at)
+SELECT l.channel, l.address_hmac, r.reason, r.source, l.notice_key, $4
+FROM unnest($1::text[], $2::text[], $3::text[]) AS r(notice_key, reason, source)
+JOIN notice_ledger l ON l.notice_key = r.notice_key
+WHERE l.address_hmac IS NOT NULL
+ON CONFLICT DO NOTHING`
+
+// noticeRecordUnreached records notices a pass will not send by their
+// channel (the address is suppressed, or the row has none), as failed with
+// the reason in last_error and no attempt: so that the next channel takes
+// them and scan undelivered lists them. A notice already in the ledger is
+// skipped. $1 keys, $2 subscription ids, $3 kinds, $4 period starts,
+// $5 revisions, $6 renews_at, $7 window_closes_at, $8 domains,
+// $9 digests (hex) (text[] each), $10 now, $11 run id, $12 channel,
+// $13 reason.
+const noticeRecordUnreached = `
+INSERT INTO notice_ledger (
+    notice_key, subscription_id, kind, period_start, revision, state,
+    claimed_at, run_id, renews_at, window_closes_at, domain, channel,
+    address_hmac, last_error, attempts, updated_at)
+SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision::int, 'failed',
+       $10, $11, c.renews_at::timestamptz, c.window_closes_at::timestamptz, NULLIF(c.domain, ''), $12,
+       decode(NULLIF(c.h, ''), 'hex'), $13, 0, $10
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+            $6::text[], $7::text[], $8::text[], $9::text[])
+     AS c(notice_key, subscription_id, kind, period_start, revision,
+          renews_at, window_closes_at, domain, h)
+ON CONFLICT DO NOTHING
+RETURNING notice_key`
+
+// noticeMarkUnreached fails the retry rows of $1 (keys) whose address is
+// now suppressed, instead of re-claiming them: reason $2, at $3.
+const noticeMarkUnreached = `
+UPDATE notice_ledger
+SET state = 'failed', last_error = $2, updated_at = $3
+WHERE notice_key = ANY($1::text[]) AND state = 'retry'
+RETURNING notice_key`
+
+// noticeListUndelivered returns the notices that reached the customer by
+// no channel: grouped by business tuple, every channel's row failed,
+// missed or still claimed (quarantine), none sent and none retry (a retry
+// is still on its way), with the reason of the last channel tried (sms
+// after email), touched at or after $1, at most $2. No address: the
+// ledger holds none.
+const noticeListUndelivered = `
+SELECT subscription_id, kind, to_char(period_start, 'YYYY-MM-DD') AS period_start, revision,
+       string_agg(channel, ',' ORDER BY channel) AS channels,
+       (array_agg(reason ORDER BY channel DESC))[1] AS reason,
+       max(at) AS at
+FROM (SELECT subscription_id, kind, period_start, revision, channel, state,
+             COALESCE(updated_at, claimed_at) AS at,
+             CASE WHEN state = 'missed' THEN 'missed'
+                  WHEN state = 'claimed' THEN 'quarantine'
+                  WHEN last_error = 'suppressed_address' THEN 'suppressed'
+                  WHEN last_error = 'no_usable_address' THEN 'no_usable_address'
+                  WHEN settled_by IN ('bounce_hard', 'complaint') THEN 'bounced'
+                  ELSE 'failed' END AS reason
+      FROM notice_ledger) l
+GROUP BY subscription_id, kind, period_start, revision
+HAVING bool_and(state IN ('failed', 'missed', 'claimed')) AND max(at) >= $1
+ORDER BY max(at), subscription_id, kind, period_start, revision
+LIMIT $2`
+
+// noticeSuppressionAny reports whether channel $1's list has any entry
+// (one probe of the primary key).
+const noticeSuppressionAny = `
+SELECT EXISTS (SELECT 1 FROM notice_suppression WHERE channel = $1)`

@@ -210,6 +210,9 @@ func Settle(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, ss []Set
 			kept.add(i, r, attempt, s)
 		}
 	}
+	if err := suppressSettled(ctx, tx, now, ss, find); err != nil {
+		return SettleResult{}, err
+	}
 	fresh, err := kept.insert(ctx, tx, now)
 	if err != nil {
 		return SettleResult{}, err

@@ -150,7 +150,15 @@ type Kind struct {
 	// notice opens at a local time on a working day (issue 27). Windows
 	// in ByJurisdiction keep their own open_before.
 	Due *Due `yaml:"due"`
+	// Channels are the channels the kind's notice may go by, in order
+	// (issue 30): the next is used when the one before cannot reach the
+	// customer while the window is open. Default [email]; this version
+	// takes [email] and [email, sms].
+	Channels []string `yaml:"channels"`
 }
+
+// HasSMS reports whether the kind may go by sms.
+func (k Kind) HasSMS() bool { return slices.Contains(k.Channels, notice.ChannelSMS) }
 
 // Default returns the kind's window for jurisdictions without an override.
 func (k Kind) Default() Window { return Window{k.OpenBefore, k.CloseBefore, k.Due} }
@@ -236,6 +244,23 @@ type Policy struct {
 	// QuietHours, optional, defers a notice due inside them in the
 	// recipient's time zone, unless its window closes first (issue 21).
 	QuietHours *QuietHours `yaml:"quiet_hours"`
+	// SMSMaxSegments bounds an sms body, in segments (each billed as one
+	// message): a template whose sample exceeds it is refused at load.
+	// Default DefaultSMSMaxSegments (issue 30).
+	SMSMaxSegments int `yaml:"sms_max_segments"`
+}
+
+// DefaultSMSMaxSegments is sms_max_segments' default.
+const DefaultSMSMaxSegments = 3
+
+// UsesSMS reports whether any kind goes by sms.
+func (p *Policy) UsesSMS() bool {
+	for _, k := range p.Notices {
+		if k.HasSMS() {
+			return true
+		}
+	}
+	return false
 }
 
 // Provider names.
@@ -341,8 +366,10 @@ func ParseAt(r io.Reader, now time.Time) (*Policy, error) {
 	// Defaults of the settings whose zero value is itself invalid: the
 	// decoder overwrites only what the file sets.
 	p := Policy{
-		Rate:        send.Limits{Default: send.Bucket{PerSecond: 5, Burst: 5}, Global: send.Bucket{PerSecond: 100, Burst: 100}},
-		Concurrency: 16,
+		Rate: send.Limits{Default: send.Bucket{PerSecond: 5, Burst: 5}, Global: send.Bucket{PerSecond: 100, Burst: 100},
+			SMS: send.Bucket{PerSecond: 1, Burst: 1}},
+		Concurrency:    16,
+		SMSMaxSegments: DefaultSMSMaxSegments,
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -522,6 +549,12 @@ func (p *Policy) Validate(now time.Time) error {
 	if err := bucketError("rate.global", p.Rate.Global); err != nil {
 		return err
 	}
+	if err := bucketError("rate.sms", p.Rate.SMS); err != nil {
+		return err
+	}
+	if p.SMSMaxSegments < 1 || p.SMSMaxSegments > 10 {
+		return &Error{Field: "sms_max_segments", Msg: fmt.Sprintf("%d: must be 1 to 10", p.SMSMaxSegments)}
+	}
 	for d, b := range p.Rate.Domains {
 		if d == "" || d != strings.ToLower(d) {
 			return &Error{Field: "rate.domains[" + d + "]", Msg: "domain must be non-empty and lower-case"}
@@ -562,6 +595,9 @@ func (p *Policy) validateKinds(now time.Time, gap time.Duration) error {
 		}
 		seen[k.Kind] = true
 		if err := validateKindContent(f, k); err != nil {
+			return err
+		}
+		if err := validateChannels(f, k.Channels); err != nil {
 			return err
 		}
 		if err := p.checkDefault(f, k, "", now, gap); err != nil {
@@ -763,4 +799,19 @@ func (p *Policy) KnownJurisdiction(j string) bool {
 		}
 	}
 	return false
+}
+
+// validateChannels checks a kind's channels: [email] (the default, also
+// when empty) or [email, sms].
+func validateChannels(f string, chs []string) error {
+	switch {
+	case len(chs) == 0, slices.Equal(chs, []string{notice.ChannelEmail}), slices.Equal(chs, []string{notice.ChannelEmail, notice.ChannelSMS}):
+		return nil
+	}
+	for _, c := range chs {
+		if !notice.ValidChannel(c) {
+			return &Error{Field: f + ".channels", Msg: fmt.Sprintf("%q is not a channel: use email or sms", c)}
+		}
+	}
+	return &Error{Field: f + ".channels", Msg: fmt.Sprintf("%v: this version takes [email] or [email, sms] (email first, sms when email cannot reach the customer)", chs)}
 }

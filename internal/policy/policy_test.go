@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -244,5 +245,26 @@ func TestCheckProduction(t *testing.T) {
 				t.Fatalf("err = %v, want a policy error naming %s", err, tc.field)
 			}
 		})
+	}
+}
+
+func TestChannels(t *testing.T) {
+	base := "notices:\n  - {kind: k, open_before: 72h, close_before: 24h, channels: %s}\n"
+	for ch, ok := range map[string]bool{"[email]": true, "[email, sms]": true, "[]": true, "[sms]": false, "[sms, email]": false, "[email, fax]": false, "[email, email]": false} {
+		p, err := Parse(strings.NewReader(fmt.Sprintf(base, ch)))
+		var pe *Error
+		if ok != (err == nil) || (err != nil && (!errors.As(err, &pe) || !strings.Contains(pe.Field, "channels"))) {
+			t.Errorf("channels %s: %v", ch, err)
+		}
+		if err == nil && p.UsesSMS() != strings.Contains(ch, "sms") {
+			t.Errorf("channels %s: UsesSMS %v", ch, p.UsesSMS())
+		}
+	}
+	p, err := Parse(strings.NewReader(""))
+	if err != nil || p.Rate.SMS.PerSecond != 1 || p.Rate.SMS.Burst != 1 || p.SMSMaxSegments != 3 {
+		t.Fatalf("defaults: %+v, %v", p, err)
+	}
+	if _, err := Parse(strings.NewReader("sms_max_segments: 0\n")); err == nil {
+		t.Fatal("sms_max_segments 0 accepted")
 	}
 }

@@ -47,6 +47,10 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 		return finish(err)
 	}
 	c.KeyMismatch = s.checkKeys(ctx)
+	var err error
+	if s.suppressionEmail, err = ledger.SuppressionAny(ctx, s.db, notice.ChannelEmail); err != nil {
+		return finish(err)
+	}
 	if err := s.guardMaxMint(ctx, c); err != nil {
 		return finish(err)
 	}
@@ -64,6 +68,9 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 		if err := s.tallyDeferred(ctx, ps, c); err != nil {
 			return finish(err)
 		}
+	}
+	if err := s.sendSMS(ctx, c); err != nil {
+		return finish(err)
 	}
 	return finish(s.countSuppressed(ctx, ps, c))
 }
@@ -200,7 +207,7 @@ func (s *Pass) countSuppressed(ctx context.Context, ps *passState, c *counters) 
 	}
 	c.add(func(x *Summary) {
 		x.Suppressed = suppressed
-		x.Eligible = x.Minted + x.Retried + x.Suppressed + x.Deferred
+		x.Eligible = x.Minted + x.Retried + x.Suppressed + x.Deferred + x.SuppressedAddress
 	})
 	return nil
 }
@@ -604,6 +611,10 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 			a.PeriodStart.Compare(b.PeriodStart), cmp.Compare(a.Revision, b.Revision))
 	})
 	slices.Sort(retryKeys)
+	claims, retryKeys, err := s.dropSuppressed(ctx, c, byKey, claims, retryKeys)
+	if err != nil {
+		return err
+	}
 	var won []ledger.Won
 	if len(retryKeys) > 0 {
 		w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {

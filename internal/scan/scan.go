@@ -94,6 +94,9 @@ type Config struct {
 	// fake (internal/send/sendtest).
 	Clock send.Clock
 	Hooks Hooks
+	// SMS is the sms channel's sender (package twilio's Client), used
+	// by kinds with channels [email, sms]; nil: no sms stage (issue 30).
+	SMS send.Sender
 
 	// Schedule is the cron expression passes run on: a notice due inside
 	// the quiet hours is deferred only when it fires outside them before
@@ -124,6 +127,17 @@ type Summary struct {
 	// Cancelled counts the retry rows this pass ended as cancelled: their
 	// subscription was no longer active (issue 27).
 	Cancelled int `json:"cancelled"`
+	// SuppressedAddress counts the due notices not sent by their channel
+	// because the recipient is on the suppression list (recorded failed
+	// with reason suppressed_address; the kind's next channel takes them).
+	SuppressedAddress int `json:"suppressed_address"`
+	// NoUsableAddress counts the notices recorded failed because the row
+	// had no address the channel can use (no or malformed email, no or
+	// non-E.164 phone) while the kind has a next channel.
+	NoUsableAddress int `json:"no_usable_address"`
+	// SMS counts the sms notices this pass claimed (part of Minted and
+	// Retried; their outcomes are in Sent, Retry, Failed, Ambiguous).
+	SMS int `json:"sms"`
 	// Deferred counts the due notices this pass neither claimed nor found
 	// claimed because its time budget ended first, or because the quiet
 	// hours held them; a later pass takes them while their window is open.
@@ -179,13 +193,17 @@ type Pass struct {
 	log      zerolog.Logger
 	cfg      Config
 	keyer    *notice.Keyer
-	src      *source
-	sels     [][]selection // per kind: default group then overrides
-	kinds    map[string]policy.Kind
-	content  *content
-	sawQuiet bool      // a row the quiet hours deferred was read (tallyDeferred)
-	start    time.Time // when Run started (the time budget's origin)
-	maxMint  int       // *cfg.MaxMint, or -1 for no limit
+	hasher   *notice.AddressHasher // the suppression list's digests
+	// suppressionEmail: the email suppression list had entries when the
+	// pass started (Run); without, batches are not probed.
+	suppressionEmail bool
+	src              *source
+	sels             [][]selection // per kind: default group then overrides
+	kinds            map[string]policy.Kind
+	content          *content
+	sawQuiet         bool      // a row the quiet hours deferred was read (tallyDeferred)
+	start            time.Time // when Run started (the time budget's origin)
+	maxMint          int       // *cfg.MaxMint, or -1 for no limit
 }
 
 // New validates cfg, checks the source relation's columns and returns a
@@ -234,7 +252,8 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 	if err != nil {
 		return nil, &ConfigError{"source", err.Error()}
 	}
-	s := &Pass{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, maxMint: -1}
+	hasher, _ := notice.NewAddressHasher(cfg.Secret) // the secret's length is checked above
+	s := &Pass{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, hasher: hasher, maxMint: -1}
 	if cfg.MaxMint != nil {
 		if *cfg.MaxMint < 0 {
 			return nil, &ConfigError{"max-mint", fmt.Sprintf("must be 0 or more, got %d (leave it unset for no limit)", *cfg.MaxMint)}
@@ -359,6 +378,10 @@ type due struct {
 	// time_zone ("locale", "time_zone"); counted once the notice is
 	// claimed.
 	fallbacks []string
+	// addr is the recipient's address normalized for the suppression
+	// list ("" under a staging redirect: what is sent there says nothing
+	// of the customer's address); derive digests it.
+	addr string
 }
 
 // validate turns a source row into a due notice, or returns a reason the
@@ -425,6 +448,9 @@ func (s *Pass) validate(r sourceRow, kind string, w policy.Window) (due, string)
 	}
 	dn.fallbacks = fallbacks
 	dn.claim.TimeZone = dn.n.TimeZone.String()
+	if s.cfg.RedirectTo == "" {
+		dn.addr, _ = notice.NormalizeEmail(addr.Email)
+	}
 	return dn, ""
 }
 
@@ -440,6 +466,9 @@ func (s *Pass) derive(dn *due) {
 	}
 	dn.claim.MessageID = notice.BareMessageID(send.MessageID(dn.claim.Key, s.cfg.Policy.MessageIDDomain))
 	dn.claim.CancelToken = s.keyer.CancelToken(t)
+	if dn.addr != "" {
+		dn.claim.AddressHMAC = s.hasher.Digest(notice.ChannelEmail, dn.addr)
+	}
 }
 
 func deref(p *string) string {

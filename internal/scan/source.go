@@ -24,7 +24,7 @@ var RequiredColumns = []string{"id", "email", "status", "renews_at", "period_sta
 // OptionalColumns are read when present (they reach the message); each
 // is read as text and checked by the pass (values.go), so that a bad value
 // is a bad row, never a failed query.
-var OptionalColumns = []string{"name", "plan", "amount", "currency", "billing_interval", "billing_interval_count", "locale", "time_zone"}
+var OptionalColumns = []string{"name", "plan", "amount", "currency", "billing_interval", "billing_interval_count", "locale", "time_zone", "phone"}
 
 // QuoteSource quotes a relation name, optionally schema-qualified
 // ("billing.subscriptions"), as SQL identifiers. Every character is allowed
@@ -65,6 +65,10 @@ type sourceRow struct {
 	TimeZone      *string    `db:"time_zone"`
 	LedgerKey     *string    `db:"notice_key"` // retry rows only
 	Status        *string    `db:"-"`          // retry rows only (subscriptionListRetry)
+	Phone         *string    `db:"phone"`      // the sms channel's number (issue 30)
+	// EmailState is the state of the notice's email row, read by the
+	// sms channel's statement only ("" for none).
+	EmailState *string `db:"email_state"`
 }
 
 // selection is one window group of one kind: the default window (every
@@ -170,9 +174,10 @@ const inGroup = inShard + `
        OR ($7::bool AND s.renews_at IS NULL))`
 
 // sameNotice matches a ledger row l with its subscription row s on the
-// business tuple, as the ledger's unique index has it; each statement
-// adds the kind. Every source statement that joins the ledger uses it.
-const sameNotice = `l.subscription_id = s.id::text AND l.period_start = s.period_start::date AND l.revision = COALESCE(s.notice_revision, 0)`
+// business tuple and the email channel, as the ledger's unique index has
+// it (an sms row is the sms channel's statements'); each statement adds
+// the kind. Every source statement that joins the ledger uses it.
+const sameNotice = `l.subscription_id = s.id::text AND l.period_start = s.period_start::date AND l.revision = COALESCE(s.notice_revision, 0) AND l.channel = 'email'`
 
 // fromPeriod bounds the ledger's side of a join by the window's earliest
 // billing period ($10, NULL when unknown; periodFrom). It is implied by
@@ -565,6 +570,10 @@ func (r *sourceRow) textField(c string) **string {
 		return &r.Locale
 	case "time_zone":
 		return &r.TimeZone
+	case "phone":
+		return &r.Phone
+	case "email_state":
+		return &r.EmailState
 	case "notice_key":
 		return &r.LedgerKey
 	case "status":

@@ -74,6 +74,10 @@ type Limits struct {
 	Default Bucket            `yaml:"default"`
 	Domains map[string]Bucket `yaml:"domains"`
 	Global  Bucket            `yaml:"global"`
+	// SMS is the sms channel's own bucket (issue 30), apart from every
+	// email domain's and from Global: Twilio paces a long code at about
+	// one message a second. The policy's default is 1/s, burst 1.
+	SMS Bucket `yaml:"sms"`
 }
 
 // For returns the bucket of a recipient domain: Domains[domain] when
@@ -109,7 +113,7 @@ func (l Limits) Share(shards int) Limits {
 	div := func(b Bucket) Bucket {
 		return Bucket{PerSecond: b.PerSecond / n, Burst: max(1, int(float64(b.Burst)/n))}
 	}
-	s := Limits{Default: div(l.Default), Global: div(l.Global), Domains: make(map[string]Bucket, len(l.Domains))}
+	s := Limits{Default: div(l.Default), Global: div(l.Global), SMS: div(l.SMS), Domains: make(map[string]Bucket, len(l.Domains))}
 	for d, b := range l.Domains {
 		s.Domains[strings.ToLower(d)] = div(b)
 	}

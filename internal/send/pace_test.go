@@ -52,6 +52,7 @@ func TestLimitsShare(t *testing.T) {
 		Default: send.Bucket{PerSecond: 2, Burst: 2},
 		Domains: map[string]send.Bucket{"gmail.com": {PerSecond: 5, Burst: 1}},
 		Global:  send.Bucket{Burst: 1},
+		SMS:     send.Bucket{Burst: 1},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Share(4) = %+v, want %+v", got, want)

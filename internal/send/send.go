@@ -64,6 +64,11 @@ var ErrMisconfigured = errors.New("send: sender misconfigured")
 // the provider is down and stop the pass.
 var ErrUnreachable = errors.New("send: provider unreachable")
 
+// ErrUnsubscribed is the cause of a Permanent *Error for a recipient who
+// told the provider to send them nothing more (Twilio's 21610, a STOP
+// reply): the caller puts the address on its suppression list.
+var ErrUnsubscribed = errors.New("send: the recipient unsubscribed from this sender")
+
 // Message is a rendered notice: the RFC 5322 bytes plus what the senders
 // need beside them.
 type Message struct {

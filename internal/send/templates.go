@@ -17,6 +17,7 @@ import (
 // canonical BCP 47 form, "de-AT").
 type templateSet struct {
 	subject, text, html map[string]*tmpl
+	sms                 map[string]*tmpl // <stem>.sms.tmpl: the sms channel's body (RenderSMS)
 }
 
 // A tmpl is one parsed template file, and its compiled form when it has
@@ -60,12 +61,13 @@ const (
 	subjectSuffix = ".subject.tmpl"
 	textSuffix    = ".txt.tmpl"
 	htmlSuffix    = ".html.tmpl"
+	smsSuffix     = ".sms.tmpl"
 )
 
 // parseTemplates parses every template file in fsys's top directory, and
 // compiles those it can. Other files are ignored.
 func parseTemplates(fsys fs.FS) (templateSet, error) {
-	s := templateSet{subject: map[string]*tmpl{}, text: map[string]*tmpl{}, html: map[string]*tmpl{}}
+	s := templateSet{subject: map[string]*tmpl{}, text: map[string]*tmpl{}, html: map[string]*tmpl{}, sms: map[string]*tmpl{}}
 	names, err := fs.Glob(fsys, "*.tmpl")
 	if err != nil {
 		return s, err
@@ -85,6 +87,8 @@ func parseTemplates(fsys fs.FS) (templateSet, error) {
 			stem, m = strings.TrimSuffix(base, textSuffix), s.text
 		case strings.HasSuffix(base, htmlSuffix):
 			stem, m = strings.TrimSuffix(base, htmlSuffix), s.html
+		case strings.HasSuffix(base, smsSuffix):
+			stem, m = strings.TrimSuffix(base, smsSuffix), s.sms
 		default:
 			continue
 		}

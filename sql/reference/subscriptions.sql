@@ -22,7 +22,8 @@ CREATE TABLE IF NOT EXISTS subscriptions (
     billing_interval_count integer,                      -- NULL: 1
     locale          text,                                -- BCP 47 (de-AT); NULL or unknown: the policy's default_locale
     time_zone       text,                                -- IANA (Europe/Vienna); NULL or unknown: the policy's default_time_zone
-    trial_ends_at   timestamptz                          -- the anchor of a trial_ending kind; NULL: no trial
+    trial_ends_at   timestamptz,                         -- the anchor of a trial_ending kind; NULL: no trial
+    phone           text                                 -- E.164 (+14155550100) for the sms channel; NULL: none
 );
 
 -- Idempotent for a table created before these columns existed.
@@ -33,7 +34,8 @@ ALTER TABLE subscriptions
     ADD COLUMN IF NOT EXISTS billing_interval_count integer,
     ADD COLUMN IF NOT EXISTS locale text,
     ADD COLUMN IF NOT EXISTS time_zone text,
-    ADD COLUMN IF NOT EXISTS trial_ends_at timestamptz;
+    ADD COLUMN IF NOT EXISTS trial_ends_at timestamptz,
+    ADD COLUMN IF NOT EXISTS phone text;
 
 -- The scan's window queries select active rows by a range of renews_at
 -- (renews_at > now+close AND renews_at <= now+open); the partial index keeps

@@ -216,15 +216,16 @@ func main() {
 }
 
 type config struct {
-	scan        string
-	n           int
-	latencyN    int
-	batches     []int
-	work        string
-	keep        bool
-	only        string
-	latency     time.Duration
-	concurrency int
+	scan         string
+	n            int
+	latencyN     int
+	suppressionN int
+	batches      []int
+	work         string
+	keep         bool
+	only         string
+	latency      time.Duration
+	concurrency  int
 
 	apiN           int
 	apiLatency     time.Duration
@@ -255,7 +256,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	batches := fs.String("batches", defBatches, "claim batch sizes of the first pass to compare, e.g. 1000,5000 (env BENCH_BATCHES); the first is also used for the other passes")
 	fs.StringVar(&c.work, "work", "", "work directory for policies, logs and the profile (default a new one in /dev/shm)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory")
-	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed, ledger, latency-api, due")
+	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed, ledger, latency-api, due, suppression")
+	fs.IntVar(&c.suppressionN, "suppression-n", 50000, "due subscriptions of the suppression scenario (a first pass with an empty and with a 1M-entry suppression list)")
 	fs.DurationVar(&c.latency, "latency", 5*time.Millisecond, "the SMTP sink's time per message in the fixed-latency scenario")
 	fs.IntVar(&c.concurrency, "concurrency", 8, "policy concurrency (SMTP connections) of the fixed-latency scenario")
 	fs.IntVar(&c.apiN, "api-n", 20000, "due subscriptions of each latency-api pass")
@@ -523,7 +525,7 @@ func (b *bench) all(ctx context.Context) error {
 	for _, sc := range []struct {
 		name string
 		run  func(context.Context) error
-	}{{"throughput", b.throughput}, {"latency", b.latency}, {"rate", b.rateLimited}, {"skewed", b.skewed}, {"ledger", b.ledgerScale}, {"latency-api", b.latencyAPI}, {"due", b.due}} {
+	}{{"throughput", b.throughput}, {"latency", b.latency}, {"rate", b.rateLimited}, {"skewed", b.skewed}, {"ledger", b.ledgerScale}, {"latency-api", b.latencyAPI}, {"due", b.due}, {"suppression", b.suppression}} {
 		if b.cfg.only != "" && !strings.Contains(","+b.cfg.only+",", ","+sc.name+",") {
 			continue
 		}

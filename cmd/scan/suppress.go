@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+
+	"scan/internal/ledger"
+	"scan/internal/notice"
+	"scan/internal/suppress"
+)
+
+// cmdSuppress is `scan suppress add|remove|list|import`: the suppression
+// list, which keeps digests (notice.AddressHasher, keyed from
+// NOTICE_KEY_SECRET) and never an address; nothing it prints holds one.
+func cmdSuppress(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 {
+		return usagef("suppress", "give add, remove, list or import (e.g. scan suppress add --email ADDR --reason TEXT)")
+	}
+	switch args[0] {
+	case "add", "remove":
+		return suppressOne(ctx, e, args[0], args[1:])
+	case "list":
+		return suppressList(ctx, e, args[1:])
+	case "import":
+		return suppressImport(ctx, e, args[1:])
+	}
+	return usagef("suppress", "unknown subcommand %q: use add, remove, list or import", e.redact(args[0]))
+}
+
+// suppressOne adds or removes one address.
+func suppressOne(ctx context.Context, e *env, verb string, args []string) error {
+	fs := newFlags(e, "suppress "+verb, "--email ADDR|--phone NUMBER --reason TEXT")
+	email := fs.String("email", "", "an email address (case does not matter)")
+	phone := fs.String("phone", "", "a phone number in E.164 (+14155550100)")
+	reason := fs.String("reason", "", "why (required; recorded with the entry, never the address)")
+	if err := parseNoArgs(fs, args, ""); err != nil {
+		return err
+	}
+	channel, raw := notice.ChannelEmail, *email
+	switch {
+	case (*email == "") == (*phone == ""):
+		return usagef("--email", "give exactly one of --email ADDR or --phone NUMBER")
+	case *phone != "":
+		channel, raw = notice.ChannelSMS, *phone
+	}
+	norm, ok := suppress.Normalize(channel, raw)
+	if !ok {
+		field := map[string]string{notice.ChannelEmail: "--email", notice.ChannelSMS: "--phone"}[channel]
+		return usagef(field, "not a usable %s address (a phone number must be E.164, e.g. +14155550100)", channel)
+	}
+	if strings.TrimSpace(*reason) == "" {
+		return usagef("--reason", "required: say why; it is recorded")
+	}
+	h, err := addressHasher(e)
+	if err != nil {
+		return err
+	}
+	db, err := openDB(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	d := h.Digest(channel, norm)
+	out := map[string]any{"channel": channel, "digest": digestPrefix(d)}
+	if verb == "remove" {
+		removed, err := ledger.SuppressionRemove(ctx, db, channel, d)
+		if err != nil {
+			return err
+		}
+		out["removed"] = removed
+	} else {
+		n, err := ledger.SuppressionAdd(ctx, db, e.clockNow().UTC(), []ledger.Suppression{{Channel: channel, Digest: d, Reason: *reason, Source: ledger.SuppressedByOperator}})
+		if err != nil {
+			return err
+		}
+		out["added"] = n == 1
+	}
+	return json.NewEncoder(e.stdout).Encode(out)
+}
+
+// suppressList prints the entries, one JSON object a line, without
+// addresses: the digest's first 12 hex characters tell entries apart.
+func suppressList(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "suppress list", "[--limit N]")
+	limit := fs.Int("limit", 1000, "print at most N entries, oldest first (the counts per channel go to stderr)")
+	if err := parseNoArgs(fs, args, ""); err != nil {
+		return err
+	}
+	if *limit < 1 {
+		return usagef("--limit", "must be at least 1")
+	}
+	db, err := openDB(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	list, err := ledger.SuppressionList(ctx, db, *limit)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(e.stdout)
+	for _, s := range list {
+		if err := enc.Encode(s); err != nil {
+			return err
+		}
+	}
+	counts, err := ledger.SuppressionCount(ctx, db)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(e.stderr).Encode(map[string]any{"total": counts})
+}
+
+// suppressImport reads a provider's suppression export.
+func suppressImport(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "suppress import", "--from FILE.csv --channel email|sms [--reason TEXT]")
+	from := fs.String("from", "", "a provider's suppression export, CSV with a header (SendGrid, Mailgun, Postmark, or any with an email/address/phone column)")
+	channel := fs.String("channel", "", "the channel the list is for: email or sms")
+	reason := fs.String("reason", "", "the reason for rows whose export gives none (default: imported from FILE)")
+	if err := parseNoArgs(fs, args, "; use --from FILE.csv"); err != nil {
+		return err
+	}
+	if !notice.ValidChannel(*channel) {
+		return usagef("--channel", "required: email or sms")
+	}
+	if *from == "" {
+		return usagef("--from", "required: a CSV file")
+	}
+	h, err := addressHasher(e)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(*from)
+	if err != nil {
+		return usagef("--from", "%v", err)
+	}
+	defer f.Close()
+	dflt := *reason
+	if dflt == "" {
+		dflt = "imported"
+	}
+	res, err := suppress.Read(f, *channel, dflt, h)
+	if err != nil {
+		return usagef("--from", "%s: %v; nothing was written", *from, err)
+	}
+	db, err := openDB(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	added := 0
+	for start := 0; start < len(res.Entries); start += 1000 {
+		n, err := ledger.SuppressionAdd(ctx, db, e.clockNow().UTC(), res.Entries[start:min(start+1000, len(res.Entries))])
+		if err != nil {
+			return err
+		}
+		added += n
+	}
+	return json.NewEncoder(e.stdout).Encode(map[string]any{"rows": res.Rows, "addresses": len(res.Entries),
+		"added": added, "already_listed": len(res.Entries) - added, "invalid_lines": res.Invalid})
+}
+
+// addressHasher returns the suppression list's hasher from NOTICE_KEY_SECRET.
+func addressHasher(e *env) (*notice.AddressHasher, error) {
+	sec, err := secret(e)
+	if err != nil {
+		return nil, err
+	}
+	return notice.NewAddressHasher(sec)
+}
+
+func digestPrefix(d []byte) string {
+	const hexdigits = "0123456789abcdef"
+	b := make([]byte, 0, 12)
+	for _, c := range d[:6] {
+		b = append(b, hexdigits[c>>4], hexdigits[c&15])
+	}
+	return string(b)
+}

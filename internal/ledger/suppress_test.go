@@ -1,0 +1,135 @@
+package ledger_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+
+	"scan/internal/ledger"
+)
+
+func digest(s string) []byte { d := sha256.Sum256([]byte(s)); return d[:] }
+
+func TestSuppressionAddListRemoveMatch(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	n, err := ledger.SuppressionAdd(ctx, db, t0, []ledger.Suppression{
+		{Channel: "email", Digest: digest("a"), Reason: "court order", Source: ledger.SuppressedByOperator},
+		{Channel: "sms", Digest: digest("a"), Reason: "21610", Source: ledger.SuppressedByProvider},
+		{Channel: "email", Digest: digest("a"), Reason: "again", Source: ledger.SuppressedByImport},
+	})
+	if err != nil || n != 2 {
+		t.Fatalf("add: %d, %v", n, err)
+	}
+	list, err := ledger.SuppressionList(ctx, db, 10)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+	for _, e := range list {
+		if len(e.Digest) != 12 {
+			t.Fatalf("digest printed whole: %+v", e)
+		}
+		if e.Channel == "email" && e.Reason != "court order" {
+			t.Fatalf("first entry did not stand: %+v", e)
+		}
+	}
+	m, err := ledger.SuppressionMatch(ctx, db, "email", [][]byte{digest("b"), digest("a"), nil})
+	if err != nil || m[0] || !m[1] || m[2] {
+		t.Fatalf("match: %v, %v", m, err)
+	}
+	ok, err := ledger.SuppressionRemove(ctx, db, "email", digest("a"))
+	if err != nil || !ok {
+		t.Fatalf("remove: %v, %v", ok, err)
+	}
+	m, _ = ledger.SuppressionMatch(ctx, db, "email", [][]byte{digest("a")})
+	if m[0] {
+		t.Fatal("still suppressed after remove")
+	}
+	c, err := ledger.SuppressionCount(ctx, db)
+	if err != nil || c["sms"] != 1 || c["email"] != 0 {
+		t.Fatalf("count: %v, %v", c, err)
+	}
+}
+
+// Each channel's notice is its own row: the same business tuple claims
+// once by email and once by sms, never twice by one channel.
+func TestClaimPerChannel(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	c := claim(1, 0)
+	c.AddressHMAC = digest("ann@example.com")
+	if w, err := ledger.Insert(ctx, db, opt("r1"), []ledger.Claim{c}); err != nil || len(w) != 1 {
+		t.Fatalf("email claim: %v, %v", w, err)
+	}
+	s := c
+	s.Key = key(99)
+	o := opt("r1")
+	o.Channel = "sms"
+	if w, err := ledger.Insert(ctx, db, o, []ledger.Claim{s}); err != nil || len(w) != 1 {
+		t.Fatalf("sms claim: %v, %v", w, err)
+	}
+	s.Key = key(98) // another key (a rotated secret), same tuple and channel
+	if w, err := ledger.Insert(ctx, db, o, []ledger.Claim{s}); err != nil || len(w) != 0 {
+		t.Fatalf("second sms claim of one tuple: %v, %v", w, err)
+	}
+	if r := get(t, db, key(99)); r.Channel != "sms" || !bytes.Equal(r.AddressHMAC, c.AddressHMAC) {
+		t.Fatalf("sms row: %+v", r)
+	}
+	if r := get(t, db, c.Key); r.Channel != "email" {
+		t.Fatalf("email row: %+v", r)
+	}
+}
+
+// A hard bounce settled by evidence puts the notice's recipient on the
+// list in Settle's transaction; a delivery does not.
+func TestSettleHardBounceSuppresses(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	a, b := claim(1, 0), claim(2, 0)
+	a.AddressHMAC, b.AddressHMAC = digest("a@x"), digest("b@x")
+	if _, err := ledger.Insert(ctx, db, opt("r1"), []ledger.Claim{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	err := ledger.WithTx(ctx, db, func(tx *sqlx.Tx) error {
+		_, err := ledger.Settle(ctx, tx, "test", t0, []ledger.Settlement{
+			{Key: a.Key, To: ledger.Failed, Kind: ledger.KindBounceHard, Event: "bounce", At: t0},
+			{Key: b.Key, To: ledger.Sent, Kind: ledger.KindDelivered, Event: "delivered", At: t0},
+		})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ledger.SuppressionMatch(ctx, db, "email", [][]byte{digest("a@x"), digest("b@x")})
+	if err != nil || !m[0] || m[1] {
+		t.Fatalf("after settle: %v, %v", m, err)
+	}
+	list, _ := ledger.SuppressionList(ctx, db, 10)
+	if len(list) != 1 || list[0].Source != ledger.SuppressedByEvidence || list[0].NoticeKey != a.Key {
+		t.Fatalf("entry: %+v", list)
+	}
+}
+
+func TestRecordUnreached(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	c := claim(1, 0)
+	got, err := ledger.RecordUnreached(ctx, db, opt("r1"), ledger.ReasonSuppressed, []ledger.Claim{c})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("record: %v, %v", got, err)
+	}
+	r := get(t, db, c.Key)
+	if r.State != ledger.Failed || r.Attempts != 0 || r.LastError == nil || *r.LastError != ledger.ReasonSuppressed || r.Channel != "email" {
+		t.Fatalf("row: %+v", r)
+	}
+	if got, _ := ledger.RecordUnreached(ctx, db, opt("r2"), ledger.ReasonSuppressed, []ledger.Claim{c}); len(got) != 0 {
+		t.Fatal("recorded twice")
+	}
+}

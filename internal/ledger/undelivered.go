@@ -1,0 +1,41 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// The reasons Undelivered gives.
+const (
+	UndeliveredFailed     = "failed"            // the provider refused it for good
+	UndeliveredBounced    = "bounced"           // a hard bounce (or complaint) by evidence
+	UndeliveredSuppressed = "suppressed"        // the address was on the suppression list
+	UndeliveredNoAddress  = "no_usable_address" // the row had no address the channel can use
+	UndeliveredMissed     = "missed"            // the window closed before any pass claimed it
+	UndeliveredQuarantine = "quarantine"        // claimed, outcome unknown (scan reconcile, resolve)
+)
+
+// Unreached is one notice that reached the customer by no channel.
+type Unreached struct {
+	SubscriptionID string    `db:"subscription_id" json:"subscription_id"`
+	Kind           string    `db:"kind" json:"kind"`
+	PeriodStart    string    `db:"period_start" json:"period_start"`
+	Revision       int       `db:"revision" json:"revision"`
+	Channels       string    `db:"channels" json:"channels"` // the channels tried, comma-separated
+	Reason         string    `db:"reason" json:"reason"`     // the last channel's (see the Undelivered* reasons)
+	At             time.Time `db:"at" json:"at"`             // when the last of its rows changed
+}
+
+// Undelivered returns up to limit notices that reached the customer by
+// no channel and whose rows last changed at or after since, oldest first.
+// It reads the whole ledger (a support report, not a pass's statement).
+func Undelivered(ctx context.Context, db sqlx.QueryerContext, since time.Time, limit int) ([]Unreached, error) {
+	var out []Unreached
+	if err := sqlx.SelectContext(ctx, db, &out, noticeListUndelivered, since.UTC(), limit); err != nil {
+		return nil, fmt.Errorf("list undelivered: %w", err)
+	}
+	return out, nil
+}

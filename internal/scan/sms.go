@@ -1,0 +1,356 @@
+package scan
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"scan/internal/address"
+	"scan/internal/ledger"
+	"scan/internal/notice"
+	"scan/internal/policy"
+	"scan/internal/send"
+)
+
+// The sms channel (issue 30): a kind with channels [email, sms] goes by
+// sms when email cannot reach the customer while its window is open. The
+// pass's sms stage runs after the email stage, so the email half of a
+// pass keeps its own pace and buckets; sms has its own bucket (rate.sms)
+// and sender (Config.SMS). An sms notice is a notice of its own: its key
+// is the email key's material + "|sms", with its own claim, attempts,
+// quarantine and evidence. The stage takes, per window group:
+//   - the notices whose email row is failed (suppressed, no usable
+//     address, refused for good, or hard-bounced by evidence, which a
+//     later pass finds: "in the next pass at the latest");
+//   - the rows with no email row whose address is unusable (none or
+//     malformed): their email notice is recorded failed
+//     no_usable_address first;
+//   - the sms rows in retry, re-claimed by compare-and-set.
+// A notice whose email row is sent, claimed (quarantine), retry or
+// missed is never sent by sms. Claim, send, record, as for email: the
+// claim commits before the request leaves, an answer that never came
+// stays in quarantine, and no statement here is per notice except the
+// outcome of each send (one a second at Twilio's pace). The pass's Hooks
+// run at the same boundaries as in the email stage.
+
+// subscriptionListFallback: the active rows of one group (the group
+// parameters, $7 false) with the window open (as subscriptionListOpen's
+// $3, $4), of kind $8, whose email row is failed or absent and whose sms
+// row is absent or retry (its key as notice_key), after the cursor $9,
+// from the period $10 (NULL: every month), at most $11.
+const subscriptionListFallback = `SELECT {cols}, e.state::text AS email_state, m.notice_key
+FROM {rel} s
+LEFT JOIN notice_ledger e
+       ON e.subscription_id = s.id::text AND e.period_start = s.period_start::date
+      AND e.revision = COALESCE(s.notice_revision, 0) AND e.kind = $8 AND e.channel = 'email'
+      AND ($10::date IS NULL OR e.period_start >= $10::date)
+LEFT JOIN notice_ledger m
+       ON m.subscription_id = s.id::text AND m.period_start = s.period_start::date
+      AND m.revision = COALESCE(s.notice_revision, 0) AND m.kind = $8 AND m.channel = 'sms'
+      AND ($10::date IS NULL OR m.period_start >= $10::date)
+WHERE ` + inGroup + `
+  AND (e.state = 'failed' OR e.subscription_id IS NULL)
+  AND (m.subscription_id IS NULL OR m.state = 'retry')
+  AND ($9::text IS NULL OR s.id::text > $9::text)
+ORDER BY s.id::text
+LIMIT $11`
+
+// sendSMS is the pass's sms stage (see above); nothing without
+// Config.SMS or a kind with the sms channel.
+func (s *Pass) sendSMS(ctx context.Context, c *counters) error {
+	if s.cfg.SMS == nil || !s.cfg.Policy.UsesSMS() {
+		return nil
+	}
+	if s.cfg.RedirectTo != "" {
+		s.log.Warn().Msg("a staging redirect is in force: the sms channel sends nothing")
+		return nil
+	}
+	b := s.cfg.Policy.Rate.Share(s.cfg.Shards).SMS
+	lim := rate.NewLimiter(rate.Limit(b.PerSecond), max(b.Burst, 1))
+	for _, group := range s.sels {
+		for _, sel := range group {
+			if !s.kinds[sel.kind].HasSMS() {
+				continue
+			}
+			q := fill(subscriptionListFallback, s.src.rel, s.src.cols(), sel.anchor)
+			list := func(after *string) ([]sourceRow, error) {
+				return s.src.page(ctx, s.db, q, s.src.group(sel, s.cfg.Now.Add(sel.close), s.cfg.Now.Add(sel.open), false,
+					sel.kind, textParam(after), nil, s.cfg.BatchSize))
+			}
+			err := eachRowPage(s.cfg.BatchSize, list, func(rows []sourceRow) error { return s.smsPage(ctx, c, lim, sel, rows) })
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// smsBatch is what one page of the sms stage found.
+type smsBatch struct {
+	noEmail []ledger.Claim // email notices to record failed no_usable_address
+	noPhone []ledger.Claim // sms notices to record failed no_usable_address
+	claims  []ledger.Claim // sms notices to claim
+	retried []ledger.Claim // sms rows in retry (key and digest) to re-claim
+	retries []string       // their keys, once the suppressed are out
+	byKey   map[string]send.Notice
+	quiet   int
+}
+
+// smsPage claims and sends one page of the sms stage.
+func (s *Pass) smsPage(ctx context.Context, c *counters, lim *rate.Limiter, sel selection, rows []sourceRow) error {
+	bt := s.smsSort(sel, rows)
+	if bt.quiet > 0 {
+		c.add(func(x *Summary) { x.Deferred += bt.quiet; x.DeferredQuietHours += bt.quiet })
+	}
+	if err := s.smsUnreached(ctx, c, &bt); err != nil {
+		return err
+	}
+	if s.cfg.MaxDuration > 0 && s.cfg.Clock.Now().Sub(s.start) >= s.cfg.MaxDuration {
+		n := len(bt.claims) + len(bt.retries)
+		c.add(func(x *Summary) { x.Deferred += n })
+		return nil
+	}
+	won, err := s.smsClaim(ctx, c, &bt)
+	if err != nil {
+		return err
+	}
+	for _, w := range won {
+		n := bt.byKey[w.Key]
+		n.Attempt, n.ClaimedAt = w.Attempt, s.cfg.Clock.Now()
+		if w.CancelToken != "" {
+			n.CancelToken = w.CancelToken
+		}
+		if err := s.smsSend(ctx, c, lim, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// smsSort sorts a page's rows into what to record, claim or re-claim.
+func (s *Pass) smsSort(sel selection, rows []sourceRow) smsBatch {
+	bt := smsBatch{byKey: map[string]send.Notice{}}
+	k := s.kinds[sel.kind]
+	w := k.WindowFor(sel.jurisdiction)
+	for _, r := range rows {
+		if r.RenewsAt == nil || r.PeriodStart == nil || r.ID == "" || r.Revision < 0 {
+			continue
+		}
+		anchor := *r.RenewsAt
+		if r.AnchorAt != nil {
+			anchor = *r.AnchorAt
+		}
+		t := notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: sel.kind, Revision: r.Revision}
+		base := ledger.Claim{SubscriptionID: r.ID, Kind: sel.kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
+			RenewsAt: *r.RenewsAt, WindowClosesAt: anchor.Add(-time.Duration(w.CloseBefore))}
+		if r.EmailState == nil {
+			if _, err := address.Parse(deref(r.Email)); err == nil {
+				continue // a usable address with no email row yet: the email stage's (deferred)
+			}
+			e := base
+			e.Key = s.keyer.Key(t)
+			bt.noEmail = append(bt.noEmail, e)
+		}
+		s.smsNotice(r, k, t, anchor, base, &bt)
+	}
+	return bt
+}
+
+// smsNotice adds row r's sms notice to bt (to claim, re-claim, or record
+// without a usable number), unless its content is invalid or the quiet
+// hours defer it.
+func (s *Pass) smsNotice(r sourceRow, k policy.Kind, t notice.Tuple, anchor time.Time, base ledger.Claim, bt *smsBatch) {
+	cl := base
+	cl.Key = s.keyer.ChannelKey(t, notice.ChannelSMS)
+	if r.LedgerKey != nil {
+		cl.Key = *r.LedgerKey
+	}
+	phone, err := notice.NormalizePhone(deref(r.Phone))
+	if err != nil {
+		if r.Phone != nil && *r.Phone != "" {
+			s.log.Warn().Str("subscription_id", logID(r.ID)).Str("kind", k.Kind).Msg("phone is not E.164: the sms channel is unusable for the row")
+		}
+		if r.LedgerKey == nil {
+			bt.noPhone = append(bt.noPhone, cl)
+		}
+		return
+	}
+	n := send.Notice{Key: cl.Key, SubscriptionID: r.ID, Kind: k.Kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
+		RenewsAt: *r.RenewsAt, AnchorAt: anchor, To: phone, Name: deref(r.Name), Plan: deref(r.Plan), CancelToken: s.keyer.CancelToken(t)}
+	if reason, _ := s.content.fill(r, k, &n); reason != "" {
+		return
+	}
+	if s.content.defers(n.TimeZone, cl.WindowClosesAt) {
+		bt.quiet++
+		return
+	}
+	cl.AddressHMAC = s.hasher.Digest(notice.ChannelSMS, phone)
+	bt.byKey[cl.Key] = n
+	if r.LedgerKey != nil {
+		bt.retried = append(bt.retried, cl)
+		return
+	}
+	bt.claims = append(bt.claims, cl)
+}
+
+// smsUnreached records the page's notices without a usable address and
+// takes the suppressed numbers out of what it will claim.
+func (s *Pass) smsUnreached(ctx context.Context, c *counters, bt *smsBatch) error {
+	emailOpt := ledger.ClaimOptions{Now: s.cfg.Now, RunID: s.cfg.RunID, Channel: notice.ChannelEmail}
+	smsOpt := emailOpt
+	smsOpt.Channel = notice.ChannelSMS
+	a, err := ledger.RecordUnreached(ctx, s.db, emailOpt, ledger.ReasonNoAddress, bt.noEmail)
+	if err != nil {
+		return err
+	}
+	b, err := ledger.RecordUnreached(ctx, s.db, smsOpt, ledger.ReasonNoAddress, bt.noPhone)
+	if err != nil {
+		return err
+	}
+	c.add(func(x *Summary) { x.NoUsableAddress += len(a) + len(b) })
+	all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
+	digests := make([][]byte, len(all))
+	for i, cl := range all {
+		digests[i] = cl.AddressHMAC
+	}
+	hit, err := ledger.SuppressionMatch(ctx, s.db, notice.ChannelSMS, digests)
+	if err != nil {
+		return err
+	}
+	var keep, drop []ledger.Claim
+	var keepR, dropR []string
+	for i, cl := range all {
+		retry := i >= len(bt.claims)
+		switch {
+		case retry && hit[i]:
+			dropR = append(dropR, cl.Key)
+		case retry:
+			keepR = append(keepR, cl.Key)
+		case hit[i]:
+			drop = append(drop, cl)
+		default:
+			keep = append(keep, cl)
+		}
+	}
+	rec, err := ledger.RecordUnreached(ctx, s.db, smsOpt, ledger.ReasonSuppressed, drop)
+	if err != nil {
+		return err
+	}
+	marked, err := ledger.MarkUnreached(ctx, s.db, s.cfg.Now, ledger.ReasonSuppressed, dropR)
+	if err != nil {
+		return err
+	}
+	c.add(func(x *Summary) { x.SuppressedAddress += len(rec) + len(marked) })
+	bt.claims, bt.retries = keep, keepR
+	return nil
+}
+
+// smsClaim claims the page's sms notices (one statement) and re-claims
+// its retry rows (one more), each committed before anything is sent.
+func (s *Pass) smsClaim(ctx context.Context, c *counters, bt *smsBatch) ([]ledger.Won, error) {
+	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: s.cfg.Now, RunID: s.cfg.RunID, RedirectTo: s.cfg.RedirectTo, Channel: notice.ChannelSMS}
+	var won []ledger.Won
+	if len(bt.retries) > 0 {
+		w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) { return ledger.Reclaim(ctx, s.db, opt, bt.retries) })
+		if err != nil {
+			return nil, err
+		}
+		c.add(func(x *Summary) { x.Retried += len(w); x.SMS += len(w) })
+		won = append(won, w...)
+	}
+	if len(bt.claims) > 0 {
+		if h := s.cfg.Hooks.BeforeClaim; h != nil {
+			h(len(bt.claims))
+		}
+		w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) { return ledger.Insert(ctx, s.db, opt, bt.claims) })
+		if err != nil {
+			return nil, err
+		}
+		c.add(func(x *Summary) { x.Minted += len(w); x.SMS += len(w) })
+		won = append(won, w...)
+	}
+	if h := s.cfg.Hooks.AfterClaimCommit; h != nil && len(won) > 0 {
+		h(len(won))
+	}
+	return won, nil
+}
+
+// smsSend renders and sends one claimed sms notice at the sms bucket's
+// pace and records its outcome. A sender refusing its credentials stops
+// the pass (the notice is released as retry).
+func (s *Pass) smsSend(ctx context.Context, c *counters, lim *rate.Limiter, n send.Notice) error {
+	out := ledger.Outcome{Key: n.Key, PeriodStart: n.PeriodStart}
+	body, err := s.renderer.RenderSMS(n)
+	var sendErr error
+	switch {
+	case err != nil:
+		out.State, out.Error = ledger.Failed, "render: "+err.Error()
+	case lim.Wait(ctx) != nil:
+		out.State, out.Error = ledger.Retry, "not attempted: the pass was stopped"
+	default:
+		sum := sha256.Sum256([]byte(body))
+		out.Digest = sum[:]
+		var rec send.Receipt
+		rec, sendErr = s.cfg.SMS.Send(ctx, &send.Message{Notice: n, Text: body})
+		out.State, out.ProviderID, out.SentAt, out.Error = smsOutcome(rec, sendErr, s.cfg.Clock.Now())
+		if h := s.cfg.Hooks.AfterAccepted; h != nil && sendErr == nil {
+			h(n.Key)
+		}
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if _, err := ledger.RecordOutcomes(rctx, s.db, s.cfg.RunID, s.cfg.Clock.Now(), []ledger.Outcome{out}); err != nil {
+		return fmt.Errorf("record sms outcome: %w", err)
+	}
+	s.countOutcome(c, out.State)
+	if h := s.cfg.Hooks.AfterOutcomeCommit; h != nil {
+		h(1)
+	}
+	if errors.Is(sendErr, send.ErrUnsubscribed) {
+		d := s.hasher.Digest(notice.ChannelSMS, n.To)
+		if _, err := ledger.SuppressionAdd(rctx, s.db, s.cfg.Now, []ledger.Suppression{{Channel: notice.ChannelSMS, Digest: d,
+			Reason: "twilio 21610: the recipient replied STOP", Source: ledger.SuppressedByProvider, NoticeKey: n.Key}}); err != nil {
+			return err
+		}
+	}
+	if errors.Is(sendErr, send.ErrMisconfigured) {
+		return &ConfigError{"TWILIO_AUTH_TOKEN", "Twilio refused the account's credentials: " + sendErr.Error()}
+	}
+	return nil
+}
+
+// smsOutcome maps a send's result to the ledger's: sent, retry (Twilio
+// did not take it), failed (refused for good) or claimed (the answer was
+// lost: quarantine, never resent blindly).
+func smsOutcome(rec send.Receipt, err error, now time.Time) (ledger.State, string, time.Time, string) {
+	switch send.Classify(err) {
+	case 0:
+		return ledger.Sent, rec.ProviderID, now, ""
+	case send.Transient:
+		return ledger.Retry, "", time.Time{}, err.Error()
+	case send.Permanent:
+		return ledger.Failed, "", time.Time{}, err.Error()
+	}
+	return ledger.Claimed, "", time.Time{}, err.Error()
+}
+
+// countOutcome adds one outcome to the summary.
+func (s *Pass) countOutcome(c *counters, st ledger.State) {
+	c.add(func(x *Summary) {
+		switch st {
+		case ledger.Sent:
+			x.Sent++
+		case ledger.Retry:
+			x.Retry++
+		case ledger.Failed:
+			x.Failed++
+		default:
+			x.Ambiguous++
+		}
+	})
+}

@@ -1,0 +1,199 @@
+package scan_test
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"scan/internal/ledger"
+	"scan/internal/notice"
+	"scan/internal/policy"
+	"scan/internal/scan"
+	"scan/internal/twilio"
+	"scan/internal/twilio/twiliotest"
+)
+
+const smsPolicy = `
+schedule: "0 2 * * *"
+message_id_domain: n.example.com
+notices:
+  - kind: renewal_notice_t72
+    open_before: 72h
+    close_before: 24h
+    channels: [email, sms]
+rate:
+  default: {per_second: 10000, burst: 1000}
+  global: {per_second: 100000, burst: 10000}
+  sms: {per_second: 1000, burst: 100}
+concurrency: 8
+`
+
+func smsSetup(t *testing.T) (*env, *twiliotest.Server, *twilio.Client) {
+	t.Helper()
+	e := setup(t)
+	pol, err := policy.Parse(strings.NewReader(smsPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.pol = pol
+	tw := twiliotest.New(t)
+	cfg := tw.Config()
+	cfg.StatusCallback = "https://hooks.example.com/events/twilio"
+	cfg.Timeout = 300 * time.Millisecond
+	c, err := twilio.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, tw, c
+}
+
+func (e *env) setPhone(id, phone string) {
+	e.t.Helper()
+	if _, err := e.db.Exec(`UPDATE subscriptions SET phone = $2 WHERE id = $1`, id, phone); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func smsKeyOf(id string) string {
+	k, _ := notice.NewKeyer([]byte(secret))
+	return k.ChannelKey(notice.Tuple{SubscriptionID: id, PeriodStart: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Kind: "renewal_notice_t72"}, notice.ChannelSMS)
+}
+
+func rowsOf(t *testing.T, db *sqlx.DB, id string) map[string]ledger.Row {
+	t.Helper()
+	rows, err := ledger.BySubscription(context.Background(), db, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]ledger.Row{}
+	for _, r := range rows {
+		out[r.Channel] = r
+	}
+	return out
+}
+
+// Rows whose email is suppressed, missing, or hard-bounced by evidence
+// each get one SMS over several passes; a row mailed successfully gets
+// none; a row with neither a usable email nor a phone is recorded
+// unreached on both channels; scan undelivered lists exactly that one.
+func TestSMSFallback(t *testing.T) {
+	t.Parallel()
+	e, tw, c := smsSetup(t)
+	e.insert(
+		sub{id: "mailed", email: "ok@x.com", renewsIn: 48 * time.Hour},
+		sub{id: "suppressed", email: "gone@x.com", renewsIn: 48 * time.Hour},
+		sub{id: "noemail", email: "", renewsIn: 48 * time.Hour},
+		sub{id: "bounces", email: "bounce@x.com", renewsIn: 48 * time.Hour},
+		sub{id: "nobody", email: "not an address", renewsIn: 48 * time.Hour},
+	)
+	for id, p := range map[string]string{"mailed": "+14155550101", "suppressed": "+14155550102", "noemail": "+1 415 555 0103", "bounces": "+14155550104"} {
+		e.setPhone(id, p)
+	}
+	suppressEmail(t, e, "gone@x.com")
+	withSMS := func(cfg *scan.Config) { cfg.SMS = c }
+	s := e.mustPass(withSMS)
+	if s.SMS != 2 || s.SuppressedAddress != 1 || s.NoUsableAddress != 3 {
+		t.Fatalf("first pass %+v", s)
+	}
+	if tw.To("+14155550102") != 1 || tw.To("+14155550103") != 1 || tw.To("+14155550101") != 0 || tw.To("+14155550104") != 0 {
+		t.Fatalf("twilio got %+v", tw.Requests())
+	}
+	// The mailed address hard-bounces, as a provider's event says.
+	settle(t, e.db, ledger.Settlement{Key: keyOf("bounces", 0), To: ledger.Failed, Kind: ledger.KindBounceHard, Event: "bounce/hard", At: now})
+	if r := rowsOf(t, e.db, "bounces")["email"]; r.State != ledger.Failed {
+		t.Fatalf("bounced email row %+v", r)
+	}
+	s = e.mustPass(withSMS)
+	if s.SMS != 1 || tw.To("+14155550104") != 1 {
+		t.Fatalf("second pass %+v, %+v", s, tw.Requests())
+	}
+	s = e.mustPass(withSMS)
+	if s.SMS != 0 || s.Minted != 0 || len(tw.Requests()) != 3 {
+		t.Fatalf("third pass %+v, twilio %d", s, len(tw.Requests()))
+	}
+	for _, id := range []string{"suppressed", "noemail", "bounces"} {
+		r := rowsOf(t, e.db, id)["sms"]
+		if r.State != ledger.Sent || r.NoticeKey != smsKeyOf(id) || r.ProviderID == nil || !strings.HasPrefix(*r.ProviderID, "SM") || r.Attempts != 1 {
+			t.Errorf("%s sms row %+v", id, r)
+		}
+	}
+	if _, ok := rowsOf(t, e.db, "mailed")["sms"]; ok {
+		t.Error("the mailed row has an sms row")
+	}
+	nb := rowsOf(t, e.db, "nobody")
+	if nb["email"].State != ledger.Failed || nb["sms"].State != ledger.Failed || *nb["sms"].LastError != ledger.ReasonNoAddress {
+		t.Errorf("nobody rows %+v", nb)
+	}
+	un, err := ledger.Undelivered(context.Background(), e.db, now.Add(-time.Hour), 100)
+	if err != nil || len(un) != 1 || un[0].SubscriptionID != "nobody" || un[0].Reason != "no_usable_address" || un[0].Channels != "email,sms" {
+		t.Fatalf("undelivered %+v, %v", un, err)
+	}
+	if e.smtp.Total() != 2 {
+		t.Fatalf("SMTP got %d, want 2 (mailed, bounces)", e.smtp.Total())
+	}
+}
+
+// A number that replied STOP (21610) is failed and suppressed; a request
+// Twilio never answers stays in quarantine and no later pass sends it
+// again; a signed status callback settles it.
+func TestSMSRefusedAndLost(t *testing.T) {
+	t.Parallel()
+	e, tw, c := smsSetup(t)
+	e.insert(sub{id: "stop", email: "", renewsIn: 48 * time.Hour}, sub{id: "lost", email: "", renewsIn: 48 * time.Hour})
+	e.setPhone("stop", twiliotest.Unsubscribed)
+	e.setPhone("lost", twiliotest.NeverAnswered)
+	withSMS := func(cfg *scan.Config) { cfg.SMS = c }
+	s := e.mustPass(withSMS)
+	if s.Failed != 1 || s.Ambiguous != 1 || s.SMS != 2 {
+		t.Fatalf("pass %+v", s)
+	}
+	h, _ := notice.NewAddressHasher([]byte(secret))
+	hit, err := ledger.SuppressionMatch(context.Background(), e.db, "sms", [][]byte{h.Digest("sms", twiliotest.Unsubscribed)})
+	if err != nil || !hit[0] {
+		t.Fatalf("21610 not suppressed: %v, %v", hit, err)
+	}
+	lost := rowsOf(t, e.db, "lost")["sms"]
+	if lost.State != ledger.Claimed || lost.MessageSHA256 == nil {
+		t.Fatalf("lost row %+v", lost)
+	}
+	for range 2 {
+		e.mustPass(withSMS)
+	}
+	if tw.To(twiliotest.NeverAnswered) != 1 || tw.To(twiliotest.Unsubscribed) != 1 {
+		t.Fatalf("resent: %+v", tw.Requests())
+	}
+	// Twilio did take it: its status callback, verified, settles it.
+	req := tw.Requests()[1]
+	if req.To != twiliotest.NeverAnswered {
+		req = tw.Requests()[0]
+	}
+	req.SID = "SM" + strings.Repeat("7", 32)
+	u, form, sig := tw.Callback(req, "delivered", 0)
+	if twilio.VerifySignature(tw.AuthToken, u, form, sig+"x") || !twilio.VerifySignature(tw.AuthToken, u, form, sig) {
+		t.Fatal("signature check")
+	}
+	pu, _ := url.Parse(u)
+	st, ok, err := twilio.DecodeCallback(pu.Query(), form)
+	if err != nil || !ok {
+		t.Fatal(err)
+	}
+	settle(t, e.db, st)
+	if r := rowsOf(t, e.db, "lost")["sms"]; r.State != ledger.Sent {
+		t.Fatalf("after the callback %+v", r)
+	}
+}
+
+func settle(t *testing.T, db *sqlx.DB, ss ...ledger.Settlement) {
+	t.Helper()
+	err := ledger.WithTx(context.Background(), db, func(tx *sqlx.Tx) error {
+		_, err := ledger.Settle(context.Background(), tx, "test", now, ss)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// SuppressionSeed puts $1 entries on the email suppression list: digests
+// of addresses that are no subscription's (sha256 of a number), as a
+// provider's export of a large account's bounces would. The pass probes
+// the list's primary key once per notice.
+const SuppressionSeed = `
+INSERT INTO notice_suppression (channel, address_hmac, reason, source, created_at)
+SELECT 'email', sha256(('bench-suppressed-' || g)::bytea), 'bench', 'import', now()
+FROM generate_series(1, $1::int) g`
+
+// SuppressionAnalyze refreshes the list's statistics after the seed.
+const SuppressionAnalyze = `VACUUM ANALYZE notice_suppression`
+
+// suppressionEntries is the list's size in the suppression scenario.
+const suppressionEntries = 1_000_000
+
+// suppression compares the first pass with an empty suppression list
+// and with one of suppressionEntries entries, in two databases seeded
+// alike, run alternately (none, 1M, none, 1M) so that the machine's noise
+// falls on both: wall time and PostgreSQL CPU per notice, target at most
+// 5% more with the list.
+func (b *bench) suppression(ctx context.Context) error {
+	total, due := population(b.cfg.suppressionN)
+	dbs := map[string]*sql.DB{}
+	for _, name := range []string{"bench_supp_none", "bench_supp_1m"} {
+		db, err := b.database(ctx, name)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		if err := b.seedMix(ctx, db, total); err != nil {
+			return err
+		}
+		if _, err := db.ExecContext(ctx, SubscriptionAnalyze); err != nil {
+			return err
+		}
+		dbs[name] = db
+	}
+	fmt.Fprintf(b.log, "bench: suppression list of %d entries\n", suppressionEntries)
+	if _, err := dbs["bench_supp_1m"].ExecContext(ctx, SuppressionSeed, suppressionEntries); err != nil {
+		return fmt.Errorf("seed the suppression list: %w", err)
+	}
+	if _, err := dbs["bench_supp_1m"].ExecContext(ctx, SuppressionAnalyze); err != nil {
+		return err
+	}
+	policy, err := b.writePolicy("suppression.yaml", policyThroughput)
+	if err != nil {
+		return err
+	}
+	outbox := filepath.Join(b.cfg.work, "outbox-suppression")
+	env := []string{"SCAN_CONFIG=" + policy, "SCAN_SENDER=outbox", "SCAN_OUTBOX_DIR=" + outbox}
+	sum := map[string]result{}
+	for round := 0; round < 2; round++ {
+		for _, name := range []string{"bench_supp_none", "bench_supp_1m"} {
+			if _, err := dbs[name].ExecContext(ctx, LedgerTruncate); err != nil {
+				return err
+			}
+			if err := os.RemoveAll(outbox); err != nil {
+				return err
+			}
+			fmt.Fprintf(b.log, "bench: first pass, %d notices, %s, round %d\n", due, name, round+1)
+			r, err := b.scan(ctx, name, "run", b.runArgs(b.cfg.batches[0]), env)
+			if err != nil {
+				return err
+			}
+			if r.int("sent") != due {
+				return fmt.Errorf("%s: sent %d, want %d", name, r.int("sent"), due)
+			}
+			s := sum[name]
+			s.wall += r.wall
+			s.cpu += r.cpu
+			s.pgCPU += r.pgCPU
+			sum[name] = s
+		}
+	}
+	none, full := sum["bench_supp_none"], sum["bench_supp_1m"]
+	per := func(r result) string {
+		return fmt.Sprintf("%.1f us wall, %.1f us PostgreSQL CPU, %.1f us scan CPU a notice",
+			float64(r.wall.Microseconds())/float64(2*due), float64(r.pgCPU.Microseconds())/float64(2*due), float64(r.cpu.Microseconds())/float64(2*due))
+	}
+	b.add(figure{fmt.Sprintf("first pass with a suppression list of %d (N=%d, 2 runs each, alternated)", suppressionEntries, due),
+		per(full), "empty list: " + per(none),
+		fmt.Sprintf("wall %+.1f%%, PostgreSQL CPU %+.1f%%", 100*(full.wall.Seconds()/none.wall.Seconds()-1), 100*(full.pgCPU.Seconds()/none.pgCPU.Seconds()-1)),
+		"at most +5%"})
+	return nil
+}
