@@ -78,7 +78,7 @@ func (s *Pass) sendSMS(ctx context.Context, c *counters) error {
 			}
 			q := fill(subscriptionListFallback, s.src.rel, s.src.cols(), sel.anchor)
 			list := func(after *string) ([]sourceRow, error) {
-				return s.src.page(ctx, s.db, q, s.src.group(sel, s.cfg.Now.Add(sel.close), s.cfg.Now.Add(sel.open), false,
+				return s.src.page(ctx, s.db, q, s.src.group(sel, s.cfg.Now.Add(sel.close), sel.hi(s.cfg.Now), false,
 					sel.kind, textParam(after), nil, s.cfg.BatchSize))
 			}
 			err := eachRowPage(s.cfg.BatchSize, list, func(rows []sourceRow) error { return s.smsPage(ctx, c, lim, sel, rows) })
@@ -145,9 +145,14 @@ func (s *Pass) smsSort(sel selection, rows []sourceRow) smsBatch {
 		if r.AnchorAt != nil {
 			anchor = *r.AnchorAt
 		}
+		zone := s.content.zoneOf(r)
+		if sel.due != nil && !sel.due.open(anchor, zone) {
+			continue // read with the superset of a due rule: not yet due in its zone
+		}
 		t := notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: sel.kind, Revision: r.Revision}
 		base := ledger.Claim{SubscriptionID: r.ID, Kind: sel.kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
-			RenewsAt: *r.RenewsAt, WindowClosesAt: anchor.Add(-time.Duration(w.CloseBefore))}
+			RenewsAt: *r.RenewsAt, WindowClosesAt: anchor.Add(-time.Duration(w.CloseBefore)),
+			Rule: sel.rule, TimeZone: zone.String()}
 		if r.EmailState == nil {
 			if _, err := address.Parse(deref(r.Email)); err == nil {
 				continue // a usable address with no email row yet: the email stage's (deferred)

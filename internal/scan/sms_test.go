@@ -197,3 +197,37 @@ func settle(t *testing.T, db *sqlx.DB, ss ...ledger.Settlement) {
 		t.Fatal(err)
 	}
 }
+
+// A kind due at a local time on a working day (issue 27) goes by sms on
+// the same rule as by email: the customer without a usable email is
+// texted at 09:00 in their zone on the due day, not at 08:59, and the sms
+// row keeps the rule and the zone its deadline used.
+func TestSMSFollowsADueRule(t *testing.T) {
+	t.Parallel()
+	e, tw, c := smsSetup(t)
+	pol := mustPolicy(t, strings.Replace(duePolicy(`{working_days_before: 3, at: "09:00", calendar: DE}`),
+		"    close_before: 1h\n", "    close_before: 1h\n    channels: [email, sms]\n", 1)+"  sms: {per_second: 1000, burst: 100}\n")
+	e.pol = pol
+	berlin := zone(t, "Europe/Berlin")
+	charge := time.Date(2026, 12, 28, 10, 0, 0, 0, berlin) // due Tuesday 22 December, 09:00
+	if _, err := e.db.Exec(`INSERT INTO subscriptions (id, email, renews_at, period_start, time_zone, phone)
+		VALUES ('texted', '', $1, $2, 'Europe/Berlin', '+14155550109')`, charge, charge.Format(time.DateOnly)); err != nil {
+		t.Fatal(err)
+	}
+	at := func(t0 time.Time) passOpt { return func(cfg *scan.Config) { cfg.SMS = c; cfg.Now = t0 } }
+	e.mustPass(at(time.Date(2026, 12, 22, 8, 59, 0, 0, berlin)))
+	if n := len(tw.Requests()); n != 0 {
+		t.Fatalf("at 08:59 twilio got %d requests, want none: not yet due", n)
+	}
+	if rows := rowsOf(t, e.db, "texted"); len(rows) != 0 {
+		t.Fatalf("at 08:59 the ledger has %+v, want nothing", rows)
+	}
+	e.mustPass(at(time.Date(2026, 12, 22, 9, 0, 0, 0, berlin)))
+	if n := tw.To("+14155550109"); n != 1 {
+		t.Fatalf("at 09:00 twilio got %d requests for the number, want 1", n)
+	}
+	r := rowsOf(t, e.db, "texted")["sms"]
+	if r.State != ledger.Sent || r.Rule == nil || !strings.Contains(*r.Rule, "09:00") || r.TimeZone == nil || *r.TimeZone != "Europe/Berlin" {
+		t.Fatalf("sms row %+v (rule %v, zone %v)", r, r.Rule, r.TimeZone)
+	}
+}
