@@ -133,6 +133,19 @@ type Server struct {
 	endpoints []endpoint
 }
 
+// Validate checks everything in cfg but DB, without I/O, and returns the
+// providers whose endpoint it configures (a *ConfigError names the
+// setting that is wrong). cmd/scan calls it before connecting.
+func (cfg Config) Validate() ([]string, error) {
+	probe := cfg
+	probe.DB = &sqlx.DB{}
+	s, err := New(probe)
+	if err != nil {
+		return nil, err
+	}
+	return s.Configured(), nil
+}
+
 // New validates cfg, fills its defaults and returns the server. It does
 // no I/O: the database is first used by a request (or /readyz).
 func New(cfg Config) (*Server, error) {

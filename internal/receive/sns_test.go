@@ -136,7 +136,7 @@ func notification(h *snsHost, topicArn, message string) map[string]string {
 // (https://docs.aws.amazon.com/sns/latest/dg/http-subscription-confirmation-json.html).
 func confirmation(h *snsHost, topicArn string) map[string]string {
 	return map[string]string{"Type": "SubscriptionConfirmation", "MessageId": "165545c9-2a5c-472c-8df2-7ff2be2b3b1b",
-		"Token": "2336412f37fb687f5d51e6e241d09c805a5a57b30d712f794cc5f6a988666d92768dd60a747ba6f3beb71854e285d6ad02428b09ceece29417f1f02d609c582afbacc99c583a916b9981dd2728f4ae6fdb82efd087cc3b7849e05798d2d2785c03b0879594eeac82c01f235d0e717736",
+		"Token":    "2336412f37fb687f5d51e6e241d09c805a5a57b30d712f794cc5f6a988666d92768dd60a747ba6f3beb71854e285d6ad02428b09ceece29417f1f02d609c582afbacc99c583a916b9981dd2728f4ae6fdb82efd087cc3b7849e05798d2d2785c03b0879594eeac82c01f235d0e717736",
 		"TopicArn": topicArn, "Message": "You have chosen to subscribe to the topic " + topicArn + ".\nTo confirm the subscription, visit the SubscribeURL included in this message.",
 		"SubscribeURL": h.srv.URL + "/confirm?Action=ConfirmSubscription&TopicArn=" + url.QueryEscape(topicArn) + "&Token=2336412f37",
 		"Timestamp":    "2026-11-30T02:00:00.000Z", "SigningCertURL": h.certURL()}
