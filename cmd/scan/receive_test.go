@@ -129,12 +129,13 @@ func freeAddr(t *testing.T) string {
 
 // startReceiver runs `scan receive` on addr against dsn and returns once
 // it listens.
-func startReceiver(t *testing.T, dsn, addr string) *receiver {
+func startReceiver(t *testing.T, dsn, addr string, env ...string) *receiver {
 	t.Helper()
 	r := &receiver{t: t, url: "http://" + addr, logs: &watcher{}, done: make(chan struct{})}
 	r.cmd = exec.Command(scanBinary(t), "receive", "--listen", addr, "--grace", "20s")
 	r.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "DATABASE_URL=" + dsn, "LOG_LEVEL=info",
 		"POSTMARK_WEBHOOK_USER=" + recvUser, "POSTMARK_WEBHOOK_PASSWORD=" + recvPass}
+	r.cmd.Env = append(r.cmd.Env, env...)
 	r.cmd.Stderr = r.logs
 	r.cmd.Stdout = r.logs
 	listening := r.logs.on("scan receive: listening")
