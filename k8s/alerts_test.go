@@ -75,6 +75,7 @@ var wantAlerts = []string{
 	"ScanNoRecentSuccess", "ScanPassFailed", "ScanQuarantineStale", "ScanMissedNotices",
 	"ScanFailedShareHigh", "ScanKeyMismatch", "ScanDeferredTwice", "ScanShardsMissing",
 	"ScanBounceRateHigh", "ScanComplaintRateHigh",
+	"ScanReceiverDown", "ScanReceiveRejectionsHigh",
 }
 
 // Every alert has a severity, a summary and a runbook link to a section of
@@ -122,11 +123,15 @@ func TestAlertsAnnotated(t *testing.T) {
 // reconcile` run pushes (group job="scan_reconcile").
 var pushedElsewhere = []string{"push_time_seconds", "scan_reconcile_events_total"}
 
+// scraped are the metrics of `scan receive`, a server that Prometheus
+// scrapes: its own, and the scrape's up.
+var scraped = []string{"up", "scan_receive_requests_total"}
+
 // Every alert names only metrics that are pushed: an alert on a misspelt
 // or renamed metric never fires.
 func TestAlertsNamePushedMetrics(t *testing.T) {
 	pushed := pushedMetrics(t)
-	for _, n := range pushedElsewhere {
+	for _, n := range append(slices.Clone(pushedElsewhere), scraped...) {
 		pushed[n] = true
 	}
 	for _, g := range prometheusRule(t).Spec.Groups {
