@@ -60,6 +60,9 @@ type snsVerifier struct {
 
 	mu    sync.Mutex
 	certs map[string]*x509.Certificate
+	// fetching is held while a certificate is fetched, so that requests
+	// arriving together fetch it once.
+	fetching sync.Mutex
 }
 
 // newSNSVerifier checks the topics' ARNs and fills the default hosts:
@@ -204,20 +207,22 @@ func verifySignature(m *snsMessage, cert *x509.Certificate) error {
 // from a loopback host), a refusal.
 func (v *snsVerifier) cert(r *http.Request, u *url.URL, now time.Time) (*x509.Certificate, error) {
 	key := u.String()
-	v.mu.Lock()
-	c := v.certs[key]
-	v.mu.Unlock()
+	c := v.cached(key)
 	if c == nil {
-		var err error
-		if c, err = v.fetch(r, key); err != nil {
-			return nil, err
+		v.fetching.Lock()
+		defer v.fetching.Unlock()
+		if c = v.cached(key); c == nil {
+			var err error
+			if c, err = v.fetch(r, key); err != nil {
+				return nil, err
+			}
+			v.mu.Lock()
+			if len(v.certs) >= maxCerts {
+				clear(v.certs)
+			}
+			v.certs[key] = c
+			v.mu.Unlock()
 		}
-		v.mu.Lock()
-		if len(v.certs) >= maxCerts {
-			clear(v.certs)
-		}
-		v.certs[key] = c
-		v.mu.Unlock()
 	}
 	// An emulator's certificate (goaws makes one valid for 5 seconds from
 	// its start) is taken outside its validity; SNS's own never is.
@@ -225,6 +230,12 @@ func (v *snsVerifier) cert(r *http.Request, u *url.URL, now time.Time) (*x509.Ce
 		return nil, refused("signing certificate is outside its validity")
 	}
 	return c, nil
+}
+
+func (v *snsVerifier) cached(key string) *x509.Certificate {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.certs[key]
 }
 
 func (v *snsVerifier) fetch(r *http.Request, u string) (*x509.Certificate, error) {

@@ -257,3 +257,29 @@ func TestSNSSubscriptionConfirmation(t *testing.T) {
 	w.counted("ses", "unsubscribed", 1)
 	w.counted("ses", "refused", 2)
 }
+
+// Requests arriving together fetch the certificate once.
+func TestSNSCertificateFetchedOnceUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	h := newSNSHost(t)
+	w := snsWorld(t, 8, h)
+	bodies := make([][]byte, 8)
+	for i := range bodies {
+		bodies[i] = sign(t, notification(h, topic, sesDelivery(i+1)), h.key, "2")
+	}
+	done := make(chan int, len(bodies))
+	for _, b := range bodies {
+		go func() {
+			st, _ := w.post("ses", b)
+			done <- st
+		}()
+	}
+	for range bodies {
+		if st := <-done; st != 200 {
+			t.Errorf("answered %d", st)
+		}
+	}
+	if n := h.fetches.Load(); n != 1 {
+		t.Errorf("the certificate was fetched %d times by 8 requests together, want once", n)
+	}
+}
