@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"io"
 	"net/http"
 	"time"
 
@@ -103,7 +102,7 @@ func (s *Server) serveEvents(ep endpoint) http.Handler {
 		case <-r.Context().Done():
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, ep.limit))
+		body, err := readBody(w, r, ep.limit)
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
@@ -193,4 +192,17 @@ func (s *Server) apply(ctx context.Context, ep endpoint, v verdict, digest [sha2
 		return nil
 	})
 	return out, err
+}
+
+// readBody reads the request's body up to limit bytes (an
+// *http.MaxBytesError beyond), into one buffer of the announced length
+// when there is one, so that a batch is not copied as the buffer grows.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	size := int64(bytes.MinRead)
+	if r.ContentLength > 0 {
+		size = min(r.ContentLength, limit) + bytes.MinRead
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	return buf.Bytes(), err
 }
