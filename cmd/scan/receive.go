@@ -68,11 +68,20 @@ func cmdReceive(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
+	// One transaction per request in flight: the pool holds one
+	// connection for each.
+	db.SetMaxOpenConns(*inFlight)
+	db.SetMaxIdleConns(*inFlight)
 	cfg.DB = db
 	srv, err := receive.New(cfg)
 	if err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(e)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)

@@ -48,7 +48,6 @@ const (
 
 const (
 	receiveBatch   = 500 // SendGrid events per POST
-	receiveClients = 8   // concurrent posters, as scan receive's default --max-in-flight
 	snsTopic       = "arn:aws:sns:us-east-1:123456789012:ses-events"
 )
 
@@ -138,7 +137,7 @@ func (b *bench) startReceiver(ctx context.Context, db string, extra []string) (*
 		return nil, err
 	}
 	defer logf.Close()
-	c := exec.CommandContext(ctx, b.cfg.scan, "receive", "--listen", addr)
+	c := exec.CommandContext(ctx, b.cfg.scan, "receive", "--listen", addr, "--max-in-flight", strconv.Itoa(b.cfg.receiveClients))
 	c.Env = append(append([]string{"PATH=" + os.Getenv("PATH"), "DATABASE_URL=" + b.dsn(db), "LOG_LEVEL=warn"}, extra...), goRuntimeEnv()...)
 	c.Stderr, c.Stdout = logf, logf
 	if err := c.Start(); err != nil {
@@ -201,15 +200,15 @@ type request struct {
 	header http.Header
 }
 
-// postAll posts every request from receiveClients goroutines and returns
+// postAll posts every request from clients goroutines and returns
 // the wall time; any answer but 200 is an error.
-func postAll(ctx context.Context, base string, reqs []request) (time.Duration, error) {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: receiveClients}, Timeout: time.Minute}
+func postAll(ctx context.Context, base string, reqs []request, clients int) (time.Duration, error) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}, Timeout: time.Minute}
 	var next atomic.Int64
 	var failed atomic.Value
 	var wg sync.WaitGroup
 	start := time.Now()
-	for range receiveClients {
+	for range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -384,18 +383,18 @@ func (b *bench) receiveScenario(ctx context.Context) error {
 		return err
 	}
 	rcv, err := b.startReceiver(ctx, "bench_receive", []string{"SENDGRID_WEBHOOK_PUBLIC_KEY=" + pub,
-		"SNS_TOPIC_ARNS=" + snsTopic, "SNS_CERT_HOSTS=127.0.0.1"})
+		"SNS_TOPIC_ARNS=" + snsTopic, "SNS_CERT_HOSTS=127.0.0.1", "SCAN_CPUPROFILE=" + filepath.Join(b.cfg.work, "receive.cpu.pprof")})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(b.log, "bench: receive: %d signed SendGrid batches of %d, then %d signed SNS notifications, %d clients\n", len(sg), receiveBatch, snsN, receiveClients)
-	sgTook, err := postAll(ctx, rcv.url, sg)
+	fmt.Fprintf(b.log, "bench: receive: %d signed SendGrid batches of %d, then %d signed SNS notifications, %d clients\n", len(sg), receiveBatch, snsN, b.cfg.receiveClients)
+	sgTook, err := postAll(ctx, rcv.url, sg, b.cfg.receiveClients)
 	if err == nil {
 		err = wantSent(ctx, db, n+snsN)
 	}
 	var snsTook time.Duration
 	if err == nil {
-		snsTook, err = postAll(ctx, rcv.url, sns)
+		snsTook, err = postAll(ctx, rcv.url, sns, b.cfg.receiveClients)
 	}
 	if err == nil {
 		err = wantEvidence(ctx, db, n+snsN)
@@ -405,11 +404,11 @@ func (b *bench) receiveScenario(ctx context.Context) error {
 		return fmt.Errorf("receive: %w", err)
 	}
 	recRate, sgRate := float64(n)/rec.wall.Seconds(), float64(n)/sgTook.Seconds()
-	b.add(figure{fmt.Sprintf("receive: %d SendGrid events in signed batches of %d, %d clients", n, receiveBatch, receiveClients),
+	b.add(figure{fmt.Sprintf("receive: %d SendGrid events in signed batches of %d, %d clients", n, receiveBatch, b.cfg.receiveClients),
 		fmt.Sprintf("%.0f events/s (%.2f s)", sgRate, sgTook.Seconds()),
 		fmt.Sprintf("scan reconcile --format sendgrid --events on the same events: %.0f events/s (%.2f s, process start included)", recRate, rec.wall.Seconds()),
 		fmt.Sprintf("%.2fx", sgRate/recRate), ">= 0.8x"})
-	b.add(figure{fmt.Sprintf("receive: %d single signed SNS notifications (SignatureVersion 1), each an SES Delivery of a notice the pass recorded sent (kept as evidence), %d clients", snsN, receiveClients),
+	b.add(figure{fmt.Sprintf("receive: %d single signed SNS notifications (SignatureVersion 1), each an SES Delivery of a notice the pass recorded sent (kept as evidence), %d clients", snsN, b.cfg.receiveClients),
 		fmt.Sprintf("%.0f requests/s (%.2f s); certificate fetched %d time(s)", float64(snsN)/snsTook.Seconds(), snsTook.Seconds(), host.fetches.Load()),
 		"-", "-", ">= 500 requests/s, certificate cached"})
 	b.add(figure{"receive: peak RSS of scan receive over both (VmHWM)", fmt.Sprintf("%.1f MiB (%s)", float64(rss)/1024, rcv.mem), "-", "-", "<= 64 MiB"})
