@@ -47,8 +47,8 @@ const (
 )
 
 const (
-	receiveBatch   = 500 // SendGrid events per POST
-	snsTopic       = "arn:aws:sns:us-east-1:123456789012:ses-events"
+	receiveBatch = 500 // SendGrid events per POST
+	snsTopic     = "arn:aws:sns:us-east-1:123456789012:ses-events"
 )
 
 // receiveKey is the notice key of claim i of the scenario.
