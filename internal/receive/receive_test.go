@@ -469,3 +469,35 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// Two replicas share the replay tokens through PostgreSQL: the same
+// Mailgun request posted to both at once is applied by one and answered
+// duplicate by the other, and its event is kept once.
+func TestMailgunTokenSharedByReplicas(t *testing.T) {
+	t.Parallel()
+	const signing = "key-shared"
+	now := t0.Add(time.Hour)
+	w := newWorld(t, 1, receive.Config{MailgunSigningKey: signing, Now: func() time.Time { return now }})
+	other, err := receive.New(receive.Config{DB: w.db, Log: zerolog.Nop(), MailgunSigningKey: signing, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(other.Handler())
+	defer hs.Close()
+	replica := &world{t: t, db: w.db, srv: other, url: hs.URL, n: 1}
+	body := mailgunDelivered(1, signing, now.Unix(), strings.Repeat("r", 50))
+	results := make(chan string, 2)
+	for _, r := range []*world{w, replica} {
+		go func() {
+			st, res := r.post("mailgun", body)
+			results <- fmt.Sprint(st, " ", res)
+		}()
+	}
+	got := []string{<-results, <-results}
+	if !(got[0] == "200 ok" && got[1] == "200 duplicate" || got[0] == "200 duplicate" && got[1] == "200 ok") {
+		t.Fatalf("the two replicas answered %v, want one 200 ok and one 200 duplicate", got)
+	}
+	if n := w.evidence(); n != 1 || w.states() != "s" {
+		t.Fatalf("kept %d events, states %s; want 1, s", n, w.states())
+	}
+}
