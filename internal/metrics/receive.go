@@ -25,7 +25,8 @@ var (
 	//   - unverified: no credentials or signature (401);
 	//   - refused: a wrong signature or credentials, a foreign topic or
 	//     certificate host, a stale or reused token, or an endpoint whose
-	//     secret is not configured (403);
+	//     secret is not configured (403; Postmark's wrong credentials 401,
+	//     since Postmark stops retrying at a 403);
 	//   - malformed: verified but not readable (400);
 	//   - too_large: a body over the endpoint's limit (413);
 	//   - busy: no worker free in time (503);

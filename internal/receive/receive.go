@@ -25,7 +25,9 @@
 //
 // Nothing unverified is written anywhere: a request without credentials
 // is answered 401, a request whose credentials are wrong (or whose
-// endpoint has no secret configured) 403. Logs and metric labels carry the
+// endpoint has no secret configured) 403 (Postmark's wrong credentials
+// 401: Postmark stops retrying at a 403). SNS counts any 4xx as delivered
+// and does not retry it. Logs and metric labels carry the
 // provider, the result and the reason, never an address or a secret.
 //
 // A Server is safe for concurrent use; its handler serves at most

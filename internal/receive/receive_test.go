@@ -195,9 +195,9 @@ func TestPostmarkBasicAuth(t *testing.T) {
 	st, res := w.post("postmark", postmarkDelivery(1))
 	w.want("no credentials", st, res, 401, "unverified", "cc")
 	st, res = w.post("postmark", postmarkDelivery(1), "Authorization", auth("hook", "wrong"))
-	w.want("wrong password", st, res, 403, "refused", "cc")
+	w.want("wrong password", st, res, 401, "refused", "cc")
 	st, res = w.post("postmark", postmarkDelivery(1), "Authorization", auth("other", "s3cret-pass"))
-	w.want("wrong user", st, res, 403, "refused", "cc")
+	w.want("wrong user", st, res, 401, "refused", "cc")
 	if n := w.evidence(); n != 0 {
 		t.Fatalf("refused requests kept %d events", n)
 	}
