@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +46,9 @@ const (
 	snsSubscribe    = "SubscriptionConfirmation"
 	snsUnsubscribe  = "UnsubscribeConfirmation"
 )
+
+// topicARN is the shape of an SNS topic ARN.
+var topicARN = regexp.MustCompile(`^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_.-]{1,256}$`)
 
 // maxCerts bounds the certificate cache: SNS signs with one certificate
 // per region at a time, and rotates it rarely.
@@ -283,10 +287,15 @@ func (s *Server) verifySNS(r *http.Request, body []byte) (verdict, error) {
 		return verdict{}, unverified("SNS message without a signature")
 	}
 	if h := r.Header.Get("X-Amz-Sns-Message-Type"); h != "" && h != m.Type {
-		return verdict{}, refused("x-amz-sns-message-type %q does not match the message's Type", h)
+		return verdict{}, refused("x-amz-sns-message-type does not match the message's Type")
 	}
 	if !s.sns.topics[m.TopicArn] {
-		return verdict{}, refused("topic %q is not one of SNS_TOPIC_ARNS", m.TopicArn)
+		// The topic is named in the log only when it looks like one: what
+		// a sender puts there is not ours to log.
+		if topicARN.MatchString(m.TopicArn) {
+			return verdict{}, refused("topic %s is not one of SNS_TOPIC_ARNS", m.TopicArn)
+		}
+		return verdict{}, refused("TopicArn is not a topic ARN")
 	}
 	cu, err := s.sns.checkURL("SigningCertURL", m.SigningCertURL)
 	if err != nil {
@@ -313,7 +322,7 @@ func (s *Server) verifySNS(r *http.Request, body []byte) (verdict, error) {
 		log.Warn().Msg("UnsubscribeConfirmation: this endpoint no longer receives the topic's events; subscribe it again to resume")
 		return verdict{result: "unsubscribed"}, nil
 	}
-	return verdict{}, refused("SNS message Type %q is not handled", m.Type)
+	return verdict{}, refused("SNS message Type not handled")
 }
 
 // errConfirm is a SubscribeURL visit that failed: 503, so that SNS (or
