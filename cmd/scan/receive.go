@@ -44,24 +44,10 @@ func cmdReceive(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg := receive.Config{
-		Log: log, Now: e.clockNow, MaxInFlight: *inFlight,
-		SendGridPublicKey: e.getenv("SENDGRID_WEBHOOK_PUBLIC_KEY"),
-		MailgunSigningKey: e.getenv("MAILGUN_WEBHOOK_SIGNING_KEY"),
-		PostmarkUser:      e.getenv("POSTMARK_WEBHOOK_USER"), PostmarkPassword: e.getenv("POSTMARK_WEBHOOK_PASSWORD"),
-		SNSTopics: splitList(e.getenv("SNS_TOPIC_ARNS")), SNSCertHosts: splitList(e.getenv("SNS_CERT_HOSTS")),
-	}
-	providers, err := cfg.Validate()
-	var ce *receive.ConfigError
-	if errors.As(err, &ce) {
-		return usagef(ce.Field, "%s", ce.Msg)
-	}
+	cfg := receive.Config{Log: log, Now: e.clockNow, MaxInFlight: *inFlight}
+	providers, err := receiveConfig(e, &cfg)
 	if err != nil {
 		return err
-	}
-	if len(providers) == 0 {
-		return usagef("SENDGRID_WEBHOOK_PUBLIC_KEY, MAILGUN_WEBHOOK_SIGNING_KEY, POSTMARK_WEBHOOK_USER, SNS_TOPIC_ARNS",
-			"none is set: configure at least one provider's endpoint (an endpoint without its secret accepts nothing)")
 	}
 	db, err := openDB(ctx, e)
 	if err != nil {
@@ -103,6 +89,29 @@ func cmdReceive(ctx context.Context, e *env, args []string) error {
 	case <-ctx.Done():
 	}
 	return drain(ctx, e, srv, hs, *grace)
+}
+
+// receiveConfig fills cfg's providers from the environment, validates it
+// without I/O and returns the providers it configures; a mistake is a
+// usage error naming the variable, and so is no provider at all.
+func receiveConfig(e *env, cfg *receive.Config) ([]string, error) {
+	cfg.SendGridPublicKey = e.getenv("SENDGRID_WEBHOOK_PUBLIC_KEY")
+	cfg.MailgunSigningKey = e.getenv("MAILGUN_WEBHOOK_SIGNING_KEY")
+	cfg.PostmarkUser, cfg.PostmarkPassword = e.getenv("POSTMARK_WEBHOOK_USER"), e.getenv("POSTMARK_WEBHOOK_PASSWORD")
+	cfg.SNSTopics, cfg.SNSCertHosts = splitList(e.getenv("SNS_TOPIC_ARNS")), splitList(e.getenv("SNS_CERT_HOSTS"))
+	providers, err := cfg.Validate()
+	var ce *receive.ConfigError
+	if errors.As(err, &ce) {
+		return nil, usagef(ce.Field, "%s", ce.Msg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(providers) == 0 {
+		return nil, usagef("SENDGRID_WEBHOOK_PUBLIC_KEY, MAILGUN_WEBHOOK_SIGNING_KEY, POSTMARK_WEBHOOK_USER, SNS_TOPIC_ARNS",
+			"none is set: configure at least one provider's endpoint (an endpoint without its secret accepts nothing)")
+	}
+	return providers, nil
 }
 
 // drain stops taking requests (readyz 503, the listener closed) and waits
