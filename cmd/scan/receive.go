@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"scan/internal/receive"
 )
 
@@ -88,7 +90,7 @@ func cmdReceive(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	return drain(ctx, e, srv, hs, *grace)
+	return drain(ctx, log, srv, hs, *grace)
 }
 
 // receiveConfig fills cfg's providers from the environment, validates it
@@ -117,8 +119,7 @@ func receiveConfig(e *env, cfg *receive.Config) ([]string, error) {
 // drain stops taking requests (readyz 503, the listener closed) and waits
 // up to grace for in-flight ones; past it, their connections are cut and
 // their transactions roll back (the providers retry what got no answer).
-func drain(ctx context.Context, e *env, srv *receive.Server, hs *http.Server, grace time.Duration) error {
-	log, _ := newLogger(e)
+func drain(ctx context.Context, log zerolog.Logger, srv *receive.Server, hs *http.Server, grace time.Duration) error {
 	srv.Drain()
 	log.Info().Dur("grace", grace).Msg("scan receive: draining in-flight requests")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
