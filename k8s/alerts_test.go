@@ -76,6 +76,7 @@ var wantAlerts = []string{
 	"ScanFailedShareHigh", "ScanKeyMismatch", "ScanDeferredTwice", "ScanShardsMissing",
 	"ScanBounceRateHigh", "ScanComplaintRateHigh", "ScanUndeliveredGrowing",
 	"ScanQuarantineNonZero", "ScanClaimToCommitGapGrowing", "ScanRetryAgeBeyondWindow", "ScanAttemptsPerKeyHigh",
+	"ScanReceiverDown", "ScanReceiveRejectionsHigh",
 }
 
 // Every alert has a severity, a summary and a runbook link to a section of
@@ -124,11 +125,15 @@ func TestAlertsAnnotated(t *testing.T) {
 // undelivered` pushes (job="scan_undelivered").
 var pushedElsewhere = []string{"push_time_seconds", "scan_reconcile_events_total", "scan_undelivered_notices"}
 
+// scraped are the metrics of `scan receive`, a server that Prometheus
+// scrapes: its own, and the scrape's up.
+var scraped = []string{"up", "scan_receive_requests_total"}
+
 // Every alert names only metrics that are pushed: an alert on a misspelt
 // or renamed metric never fires.
 func TestAlertsNamePushedMetrics(t *testing.T) {
 	pushed := pushedMetrics(t)
-	for _, n := range pushedElsewhere {
+	for _, n := range append(slices.Clone(pushedElsewhere), scraped...) {
 		pushed[n] = true
 	}
 	for _, g := range prometheusRule(t).Spec.Groups {

@@ -12,8 +12,11 @@ import (
 	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
@@ -73,6 +76,16 @@ func newObject(raw []byte) (any, error) {
 		obj = &corev1.ConfigMap{}
 	case "monitoring.coreos.com/v1 PrometheusRule":
 		obj = &monitoringv1.PrometheusRule{}
+	case "monitoring.coreos.com/v1 ServiceMonitor":
+		obj = &monitoringv1.ServiceMonitor{}
+	case "apps/v1 Deployment":
+		obj = &appsv1.Deployment{}
+	case "v1 Service":
+		obj = &corev1.Service{}
+	case "policy/v1 PodDisruptionBudget":
+		obj = &policyv1.PodDisruptionBudget{}
+	case "networking.k8s.io/v1 NetworkPolicy":
+		obj = &networkingv1.NetworkPolicy{}
 	default:
 		return nil, &unknownKind{tm}
 	}
@@ -143,7 +156,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 			files = append(files, d.file)
 		}
 	}
-	for _, want := range []string{"configmap.yaml", "cronjob.yaml", "cronjob-indexed.yaml", "cronjob-reconcile-sqs.yaml", "prometheusrule.yaml"} {
+	for _, want := range []string{"configmap.yaml", "cronjob.yaml", "cronjob-indexed.yaml", "cronjob-reconcile-sqs.yaml", "prometheusrule.yaml", "receive.yaml"} {
 		if !slices.Contains(files, want) {
 			t.Errorf("%s: no document decoded", want)
 		}

@@ -48,6 +48,7 @@ commands:
   key          print a notice key
   version      version, commit and build time (also --version)
   prune        remove billing periods older than the retention (--older-than D, --dry-run)
+  receive      serve the providers' event webhooks: verify, apply, commit, then answer 2xx (--listen ADDR)
   preview      print the message a subscription would get now (--subscription ID [--kind K] [--now T]),
                or write sample notices for review (--kind K --locale L [--jurisdiction J] --out DIR);
                writes nothing to the ledger, sends nothing
@@ -162,6 +163,7 @@ var commands = []struct {
 	{"reconcile", cmdReconcile}, {"resolve", cmdResolve}, {"backfill", cmdBackfill},
 	{"schedule", cmdSchedule}, {"key", cmdKey}, {"prune", cmdPrune}, {"preview", cmdPreview},
 	{"version", cmdVersion}, {"shadow", cmdShadow}, {"suppress", cmdSuppress}, {"undelivered", cmdUndelivered},
+	{"receive", cmdReceive},
 }
 
 func exitCode(e *env, err error) int {
@@ -329,7 +331,8 @@ func registerSecrets(e *env) {
 	e.secrets.Add(e.getenv("NOTICE_KEY_SECRET"))
 	e.secrets.Add(e.getenv("AWS_SECRET_ACCESS_KEY"))
 	e.secrets.Add(e.getenv("AWS_SESSION_TOKEN"))
-	for _, v := range []string{"POSTMARK_SERVER_TOKEN", "MAILGUN_API_KEY", "SENDGRID_API_KEY", "TWILIO_AUTH_TOKEN"} {
+	for _, v := range []string{"POSTMARK_SERVER_TOKEN", "MAILGUN_API_KEY", "SENDGRID_API_KEY", "TWILIO_AUTH_TOKEN",
+		"MAILGUN_WEBHOOK_SIGNING_KEY", "POSTMARK_WEBHOOK_PASSWORD"} {
 		e.secrets.Add(e.getenv(v))
 	}
 	for _, v := range []string{"DATABASE_URL", "SMTP_URL", "SCAN_HTTP_URL", "PUSHGATEWAY_URL"} {

@@ -455,6 +455,7 @@ SELECT
 const noticeRetryOldest = `
 SELECT min(COALESCE(first_claimed_at, claimed_at)) FROM notice_ledger
 WHERE state = 'retry'`
+
 // noticeSuppressionAdd puts a batch of digests on the suppression list; a
 // digest already on it for that channel keeps its first row and is absent
 // from the result. $1 channels, $2 digests (hex), $3 reasons, $4 sources,

@@ -231,7 +231,10 @@ type config struct {
 	apiLatency     time.Duration
 	apiConcurrency []int
 
-	dueN int
+	dueN           int
+	receiveN       int
+	receiveSNS     int
+	receiveClients int
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -256,13 +259,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	batches := fs.String("batches", defBatches, "claim batch sizes of the first pass to compare, e.g. 1000,5000 (env BENCH_BATCHES); the first is also used for the other passes")
 	fs.StringVar(&c.work, "work", "", "work directory for policies, logs and the profile (default a new one in /dev/shm)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory")
-	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed, ledger, latency-api, due, suppression")
+	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed, ledger, latency-api, due, suppression, receive")
 	fs.IntVar(&c.suppressionN, "suppression-n", 50000, "due subscriptions of the suppression scenario (a first pass with an empty and with a 1M-entry suppression list)")
 	fs.DurationVar(&c.latency, "latency", 5*time.Millisecond, "the SMTP sink's time per message in the fixed-latency scenario")
 	fs.IntVar(&c.concurrency, "concurrency", 8, "policy concurrency (SMTP connections) of the fixed-latency scenario")
 	fs.IntVar(&c.apiN, "api-n", 20000, "due subscriptions of each latency-api pass")
 	fs.IntVar(&c.dueN, "due-n", 60000, "subscriptions of the due scenario (two in three due)")
 	fs.DurationVar(&c.apiLatency, "api-latency", 50*time.Millisecond, "the API stand-in's time per request in the latency-api scenario")
+	fs.IntVar(&c.receiveN, "receive-n", 50000, "SendGrid events of the receive scenario (in batches of 500)")
+	fs.IntVar(&c.receiveSNS, "receive-sns", 5000, "single SNS notifications of the receive scenario")
+	fs.IntVar(&c.receiveClients, "receive-clients", 8, "concurrent posters of the receive scenario, and scan receive's --max-in-flight")
 	apiConc := fs.String("api-concurrency", "64,256", "policy concurrencies of the latency-api scenario, comma-separated")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -525,7 +531,7 @@ func (b *bench) all(ctx context.Context) error {
 	for _, sc := range []struct {
 		name string
 		run  func(context.Context) error
-	}{{"throughput", b.throughput}, {"latency", b.latency}, {"rate", b.rateLimited}, {"skewed", b.skewed}, {"ledger", b.ledgerScale}, {"latency-api", b.latencyAPI}, {"due", b.due}, {"suppression", b.suppression}} {
+	}{{"throughput", b.throughput}, {"latency", b.latency}, {"rate", b.rateLimited}, {"skewed", b.skewed}, {"ledger", b.ledgerScale}, {"latency-api", b.latencyAPI}, {"due", b.due}, {"suppression", b.suppression}, {"receive", b.receiveScenario}} {
 		if b.cfg.only != "" && !strings.Contains(","+b.cfg.only+",", ","+sc.name+",") {
 			continue
 		}

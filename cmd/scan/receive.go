@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"scan/internal/receive"
+)
+
+// The receiver's HTTP limits: a slow client cannot hold a worker longer
+// than these.
+const (
+	receiveReadHeaderTimeout = 10 * time.Second
+	receiveReadTimeout       = 30 * time.Second
+	receiveWriteTimeout      = 60 * time.Second
+	receiveIdleTimeout       = 120 * time.Second
+	receiveMaxHeaderBytes    = 64 << 10
+)
+
+func cmdReceive(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "receive", "[--listen ADDR] [--grace D]")
+	listen := fs.String("listen", ":8080", "address to listen on (SCAN_RECEIVE_ADDR)")
+	grace := fs.Duration("grace", 25*time.Second, "on SIGTERM, how long in-flight requests may take to finish (below the pod's terminationGracePeriodSeconds)")
+	inFlight := fs.Int("max-in-flight", receive.DefaultMaxInFlight, "requests served at once (each holds one database connection)")
+	if err := parseNoArgs(fs, args, ""); err != nil {
+		return err
+	}
+	addr := flagOrEnv(fs, "listen", *listen, e, "SCAN_RECEIVE_ADDR")
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return usagef(fieldOf(fs, "listen", "SCAN_RECEIVE_ADDR"), "%q is not host:port (e.g. :8080)", addr)
+	}
+	if *grace <= 0 {
+		return usagef("--grace", "must be positive")
+	}
+	if *inFlight <= 0 {
+		return usagef("--max-in-flight", "must be positive")
+	}
+	log, err := newLogger(e)
+	if err != nil {
+		return err
+	}
+	cfg := receive.Config{Log: log, Now: e.clockNow, MaxInFlight: *inFlight}
+	providers, err := receiveConfig(e, &cfg)
+	if err != nil {
+		return err
+	}
+	db, err := openDB(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	// One transaction per request in flight: the pool holds one
+	// connection for each.
+	db.SetMaxOpenConns(*inFlight)
+	db.SetMaxIdleConns(*inFlight)
+	cfg.DB = db
+	srv, err := receive.New(cfg)
+	if err != nil {
+		return err
+	}
+	stopProfile, err := startCPUProfile(e)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: receiveReadHeaderTimeout, ReadTimeout: receiveReadTimeout,
+		WriteTimeout: receiveWriteTimeout, IdleTimeout: receiveIdleTimeout, MaxHeaderBytes: receiveMaxHeaderBytes,
+		// A request's transaction is not cancelled by SIGTERM: Shutdown
+		// lets it commit and answer within the grace period.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	log.Info().Str("addr", ln.Addr().String()).Strs("providers", providers).Msg("scan receive: listening")
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	return shutdownReceiver(ctx, log, srv, hs, *grace)
+}
+
+// receiveConfig fills cfg's providers from the environment, validates it
+// without I/O and returns the providers it configures; a mistake is a
+// usage error naming the variable, and so is no provider at all.
+func receiveConfig(e *env, cfg *receive.Config) ([]string, error) {
+	cfg.SendGridPublicKey = e.getenv("SENDGRID_WEBHOOK_PUBLIC_KEY")
+	cfg.MailgunSigningKey = e.getenv("MAILGUN_WEBHOOK_SIGNING_KEY")
+	cfg.PostmarkUser, cfg.PostmarkPassword = e.getenv("POSTMARK_WEBHOOK_USER"), e.getenv("POSTMARK_WEBHOOK_PASSWORD")
+	cfg.SNSTopics, cfg.SNSCertHosts = splitList(e.getenv("SNS_TOPIC_ARNS")), splitList(e.getenv("SNS_CERT_HOSTS"))
+	providers, err := cfg.Validate()
+	var ce *receive.ConfigError
+	if errors.As(err, &ce) {
+		return nil, usagef(ce.Field, "%s", ce.Msg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(providers) == 0 {
+		return nil, usagef("SENDGRID_WEBHOOK_PUBLIC_KEY, MAILGUN_WEBHOOK_SIGNING_KEY, POSTMARK_WEBHOOK_USER, SNS_TOPIC_ARNS",
+			"none is set: configure at least one provider's endpoint (an endpoint without its secret accepts nothing)")
+	}
+	return providers, nil
+}
+
+// shutdownReceiver stops taking requests (readyz 503, the listener closed) and waits
+// up to grace for in-flight ones; past it, their connections are cut and
+// their transactions roll back (the providers retry what got no answer).
+func shutdownReceiver(ctx context.Context, log zerolog.Logger, srv *receive.Server, hs *http.Server, grace time.Duration) error {
+	srv.Drain()
+	log.Info().Dur("grace", grace).Msg("scan receive: draining in-flight requests")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		_ = hs.Close()
+		log.Warn().Err(err).Msg("scan receive: grace period over; cut the requests still in flight (not acknowledged: the providers retry them)")
+		return nil
+	}
+	log.Info().Msg("scan receive: drained")
+	return nil
+}
+
+// splitList splits a comma-separated setting, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
