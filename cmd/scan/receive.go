@@ -101,6 +101,7 @@ func receiveConfig(e *env, cfg *receive.Config) ([]string, error) {
 	cfg.MailgunSigningKey = e.getenv("MAILGUN_WEBHOOK_SIGNING_KEY")
 	cfg.PostmarkUser, cfg.PostmarkPassword = e.getenv("POSTMARK_WEBHOOK_USER"), e.getenv("POSTMARK_WEBHOOK_PASSWORD")
 	cfg.SNSTopics, cfg.SNSCertHosts = splitList(e.getenv("SNS_TOPIC_ARNS")), splitList(e.getenv("SNS_CERT_HOSTS"))
+	cfg.TwilioAuthToken, cfg.TwilioCallbackURL = e.getenv("TWILIO_AUTH_TOKEN"), e.getenv("SCAN_TWILIO_STATUS_CALLBACK")
 	providers, err := cfg.Validate()
 	var ce *receive.ConfigError
 	if errors.As(err, &ce) {
@@ -110,7 +111,7 @@ func receiveConfig(e *env, cfg *receive.Config) ([]string, error) {
 		return nil, err
 	}
 	if len(providers) == 0 {
-		return nil, usagef("SENDGRID_WEBHOOK_PUBLIC_KEY, MAILGUN_WEBHOOK_SIGNING_KEY, POSTMARK_WEBHOOK_USER, SNS_TOPIC_ARNS",
+		return nil, usagef("SENDGRID_WEBHOOK_PUBLIC_KEY, MAILGUN_WEBHOOK_SIGNING_KEY, POSTMARK_WEBHOOK_USER, SNS_TOPIC_ARNS, TWILIO_AUTH_TOKEN with SCAN_TWILIO_STATUS_CALLBACK",
 			"none is set: configure at least one provider's endpoint (an endpoint without its secret accepts nothing)")
 	}
 	return providers, nil

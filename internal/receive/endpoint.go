@@ -44,8 +44,11 @@ type endpoint struct {
 // verdict is what a verified request asks for.
 type verdict struct {
 	events []byte // the events to apply (format); nil: nothing to apply
-	result string // with events nil: what to answer (subscribed, unsubscribed)
-	token  *token // a replay token to record with the events
+	// settlements are events already decoded (a form post, Twilio's):
+	// applied by ledger.Settle as reconcile applies the decoded events.
+	settlements []ledger.Settlement
+	result      string // with neither: what to answer (subscribed, unsubscribed)
+	token       *token // a replay token to record with the events
 }
 
 // token is a replay token (Mailgun's) to record in the transaction that
@@ -55,15 +58,16 @@ type token struct {
 	signedAt time.Time
 }
 
-// makeEndpoints lists the providers' endpoints. A new provider (Twilio's
-// status callbacks, /events/twilio) is one more entry: a format that
-// package reconcile reads and a verifier.
+// makeEndpoints lists the providers' endpoints. A new provider is one
+// more entry: a format that package reconcile reads (or settlements the
+// verifier decodes, as Twilio's status callbacks) and a verifier.
 func (s *Server) makeEndpoints() []endpoint {
 	eps := []endpoint{
 		{name: "ses", format: "ses", limit: limitSNS},
 		{name: "sendgrid", format: "sendgrid", limit: limitSendGrid},
 		{name: "mailgun", format: "mailgun", limit: limitMailgun},
 		{name: "postmark", format: "postmark", limit: limitPostmark},
+		{name: "twilio", format: "twilio", limit: limitTwilio},
 	}
 	if s.sns != nil {
 		eps[0].verify = s.verifySNS
@@ -76,6 +80,9 @@ func (s *Server) makeEndpoints() []endpoint {
 	}
 	if s.cfg.PostmarkUser != "" {
 		eps[3].verify = s.verifyPostmark
+	}
+	if s.cfg.TwilioAuthToken != "" && s.cfg.TwilioCallbackURL != "" {
+		eps[4].verify = s.verifyTwilio
 	}
 	return eps
 }
@@ -143,7 +150,7 @@ func (s *Server) handle(ctx context.Context, ep endpoint, r *http.Request, body 
 	if err != nil {
 		return applied{}, err
 	}
-	if v.events == nil {
+	if v.events == nil && v.settlements == nil {
 		return applied{result: v.result}, nil
 	}
 	return s.apply(ctx, ep, v, sha256.Sum256(body))
@@ -169,6 +176,11 @@ func (s *Server) apply(ctx context.Context, ep endpoint, v verdict, digest [sha2
 			case ledger.TokenReused:
 				return refused("token seen before on another request")
 			}
+		}
+		if v.settlements != nil {
+			var err error
+			out, err = s.settle(ctx, tx, now, v.settlements)
+			return err
 		}
 		res, _, err := reconcile.ApplyTx(ctx, tx, bytes.NewReader(v.events), reconcile.Options{Format: ep.format, By: s.cfg.By, Now: s.now})
 		if err != nil {
@@ -205,4 +217,23 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	buf := bytes.NewBuffer(make([]byte, 0, size))
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
 	return buf.Bytes(), err
+}
+
+// settle applies settlements a verifier decoded, in the request's
+// transaction tx, by the rules every event goes by (ledger.Settle).
+func (s *Server) settle(ctx context.Context, tx *sqlx.Tx, now time.Time, ss []ledger.Settlement) (applied, error) {
+	sr, err := ledger.Settle(ctx, tx, s.cfg.By, now, ss)
+	if err != nil {
+		return applied{}, err
+	}
+	out := applied{result: "ok", events: len(ss), settled: len(sr.Changed)}
+	for _, r := range sr.Each {
+		if r == ledger.ResultDuplicate {
+			out.duplicate++
+		}
+	}
+	if out.duplicate == len(ss) {
+		out.result = "duplicate"
+	}
+	return out, nil
 }

@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -102,6 +103,11 @@ type Config struct {
 	// name; empty is sns.<region>.amazonaws.com and .com.cn for the
 	// region of each topic. https only, except for a loopback host.
 	SNSCertHosts []string
+	// TwilioAuthToken verifies /events/twilio (X-Twilio-Signature), and
+	// TwilioCallbackURL is the public URL Twilio posts it to (the
+	// StatusCallback the pass names, SCAN_TWILIO_STATUS_CALLBACK): the URL
+	// Twilio signs. Both are required for the endpoint.
+	TwilioAuthToken, TwilioCallbackURL string
 	// HTTPClient fetches signing certificates and visits SubscribeURLs;
 	// nil is a client with a 10s timeout that follows no redirect.
 	HTTPClient *http.Client
@@ -183,6 +189,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	if (cfg.PostmarkUser == "") != (cfg.PostmarkPassword == "") {
 		return nil, &ConfigError{"POSTMARK_WEBHOOK_USER, POSTMARK_WEBHOOK_PASSWORD", "set both or neither"}
+	}
+	if cfg.TwilioCallbackURL != "" {
+		if u, err := url.Parse(cfg.TwilioCallbackURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, &ConfigError{"SCAN_TWILIO_STATUS_CALLBACK", "not an absolute http(s) URL: the public URL of /events/twilio"}
+		}
 	}
 	if len(cfg.SNSTopics) > 0 {
 		v, err := newSNSVerifier(cfg.SNSTopics, cfg.SNSCertHosts, cfg.HTTPClient)
