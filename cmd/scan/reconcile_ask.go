@@ -15,7 +15,7 @@ import (
 
 // askProviders are the providers --ask knows, in the order a usage error
 // lists them.
-var askProviders = []string{"postmark", "mailgun", "sendgrid"}
+var askProviders = []string{"postmark", "mailgun", "sendgrid", "twilio"}
 
 // reconcileAsk is `scan reconcile --ask PROVIDER`: it asks the provider's
 // API about each claim in quarantine older than --older-than
@@ -116,6 +116,8 @@ func newAskProvider(e *env, name string) (ask.Provider, error) {
 			return nil, err
 		}
 		return ask.NewSendGrid(key, cfg)
+	case "twilio":
+		return newTwilioAsker(e)
 	}
 	return nil, usagef("--ask", "%q is not one of %v (ses has no such API)", name, askProviders)
 }

@@ -112,7 +112,7 @@ func Reconcile(ctx context.Context, db *sqlx.DB, p Provider, cfg RunConfig, chan
 
 // claimOf is what a provider is told of a ledger row.
 func claimOf(r ledger.Row) Claim {
-	c := Claim{Key: r.NoticeKey, Attempt: max(r.Attempts, 1), ClaimedAt: r.ClaimedAt}
+	c := Claim{Key: r.NoticeKey, Attempt: max(r.Attempts, 1), ClaimedAt: r.ClaimedAt, Digest: r.MessageSHA256}
 	if r.MessageID != nil {
 		c.MessageID = *r.MessageID
 	}

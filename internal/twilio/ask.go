@@ -56,9 +56,19 @@ type messagePage struct {
 // created since the day of the claim and matching the SHA-256 of each body
 // against c.Digest (an sms carries no key; a number is not kept, so the
 // list is not filtered by To). Found: its status as a status callback
-// would say it (DecodeCallback). Not found after IndexDelay: one "not
-// sent" settlement (retry). Not found before: Pending.
+// would say it (DecodeCallback). Its sid not found after IndexDelay: one
+// "not sent" settlement (retry); before: Pending.
+//
+// A claim with neither a sid nor a digest (the pass died before it
+// recorded the attempt's outcome), or whose body matches no listed
+// Message, is Unknown and stays in quarantine: Twilio may change a body
+// it sends (a Messaging Service's opt-out text, a smart-encoded
+// character), so not finding ours is no evidence that it was never sent,
+// and a retry on that ground could text the customer twice.
 func (a *Asker) About(ctx context.Context, c ask.Claim, now time.Time) (ask.Answer, error) {
+	if c.ProviderID == "" && len(c.Digest) != sha256.Size {
+		return ask.Answer{Unknown: "no Message sid and no digest of the body recorded: nothing to look it up by"}, nil
+	}
 	m, found, err := a.find(ctx, c)
 	if err != nil {
 		return ask.Answer{}, err
@@ -67,8 +77,11 @@ func (a *Asker) About(ctx context.Context, c ask.Claim, now time.Time) (ask.Answ
 		if now.Sub(c.ClaimedAt) < IndexDelay {
 			return ask.Answer{Pending: true}, nil
 		}
+		if c.ProviderID == "" {
+			return ask.Answer{Unknown: "no listed Message has this body (Twilio may have changed it): not evidence either way"}, nil
+		}
 		return ask.Answer{Settlements: []ledger.Settlement{{Key: c.Key, Attempt: c.Attempt, To: ledger.Retry,
-			Kind: ledger.KindNotSent, Event: "twilio/not_listed", Detail: "no Message with this body since the claim"}}}, nil
+			Kind: ledger.KindNotSent, Event: "twilio/not_found", Detail: "no Message with the sid the pass recorded"}}}, nil
 	}
 	form := url.Values{"MessageSid": {m.SID}, "MessageStatus": {m.Status}}
 	if m.ErrorCode != nil {
@@ -91,9 +104,6 @@ func (a *Asker) find(ctx context.Context, c ask.Claim) (message, bool, error) {
 			return message{}, false, nil
 		}
 		return m, err == nil, err
-	}
-	if len(c.Digest) != sha256.Size {
-		return message{}, false, fmt.Errorf("twilio: claim %.12s has no digest of its body to look it up by", c.Key)
 	}
 	q := url.Values{"DateSent>": {c.ClaimedAt.UTC().Add(-24 * time.Hour).Format(time.DateOnly)}, "PageSize": {"1000"}}
 	next := a.c.accountURL() + "/Messages.json?" + q.Encode()
