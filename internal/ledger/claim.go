@@ -53,7 +53,9 @@ type ClaimOptions struct {
 // before sending anything); with Missed it records notices whose window
 // closed unclaimed (nothing is sent for those). A notice already in the
 // ledger is not an error: it is absent from the result, and the caller
-// counts it as suppressed.
+// counts it as suppressed. The claim commits synchronously whatever the
+// server's default (durably): in its own transaction when db is the pool,
+// else at the caller's COMMIT.
 func Insert(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claims []Claim) ([]Won, error) {
 	if len(claims) == 0 {
 		return nil, nil
@@ -63,13 +65,39 @@ func Insert(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claims []
 	}
 	a := claimArrays(claims)
 	var out []Won
-	err := sqlx.SelectContext(ctx, db, &out, noticeClaim,
-		a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
-		string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo)
+	err := durably(ctx, db, func(q sqlx.ExtContext) error {
+		return sqlx.SelectContext(ctx, q, &out, noticeClaim,
+			a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
+			string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("claim batch: %w", err)
 	}
 	return out, nil
+}
+
+// durably runs fn, a claiming statement, so that its transaction commits
+// synchronously (synchronous_commit at least on) whatever the server's,
+// database's or role's default: a claim is durable when its statement
+// returns, before anything of it leaves the process. Given the pool
+// (*sqlx.DB), it runs fn in a transaction of its own (BEGIN, the setting,
+// fn, COMMIT: three round trips more per batch of claims, not per claim);
+// given a transaction, it sets it there and the caller's COMMIT is the
+// synchronous one.
+func durably(ctx context.Context, db sqlx.ExtContext, fn func(sqlx.ExtContext) error) error {
+	pool, ok := db.(*sqlx.DB)
+	if !ok {
+		if _, err := db.ExecContext(ctx, noticeClaimDurable); err != nil {
+			return fmt.Errorf("synchronous commit: %w", err)
+		}
+		return fn(db)
+	}
+	return WithTx(ctx, pool, func(tx *sqlx.Tx) error {
+		if _, err := tx.ExecContext(ctx, noticeClaimDurable); err != nil {
+			return fmt.Errorf("synchronous commit: %w", err)
+		}
+		return fn(tx)
+	})
 }
 
 // claimMonths returns the first day of each month the claims' periods
@@ -149,14 +177,17 @@ func appendArrayEscaped(b []byte, s string) []byte {
 	}
 }
 
-// Reclaim takes back, by compare-and-set, the rows of keys that are in state
+// Reclaim takes back, durably as Insert claims (durably), the rows of keys that are in state
 // retry with their window still open at opt.Now; it returns those it won.
 func Reclaim(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, keys []string) ([]Won, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
 	var out []Won
-	if err := sqlx.SelectContext(ctx, db, &out, noticeReclaim, pq.Array(keys), opt.Now.UTC(), opt.RunID, opt.RedirectTo); err != nil {
+	err := durably(ctx, db, func(q sqlx.ExtContext) error {
+		return sqlx.SelectContext(ctx, q, &out, noticeReclaim, pq.Array(keys), opt.Now.UTC(), opt.RunID, opt.RedirectTo)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("reclaim retries: %w", err)
 	}
 	return out, nil

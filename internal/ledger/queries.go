@@ -43,6 +43,16 @@ LEFT JOIN LATERAL (
 ON CONFLICT DO NOTHING
 RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token, attempts`
 
+// noticeClaimDurable makes the transaction it runs in commit
+// synchronously: synchronous_commit at least on (remote_apply, stronger,
+// is kept), for this transaction only, whatever the server's, database's
+// or role's default. A claim then waits for its WAL flush (and for
+// synchronous standbys, where there are any) before its statement returns.
+const noticeClaimDurable = `
+SELECT set_config('synchronous_commit',
+    CASE current_setting('synchronous_commit') WHEN 'remote_apply' THEN 'remote_apply' ELSE 'on' END,
+    true)`
+
 // noticeReclaim re-claims rows in state retry by compare-and-set: only the
 // pass whose UPDATE sees state = 'retry' gets the row back. The window
 // must still be open at $2. Each re-claim is a new attempt: attempts
