@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"scan/internal/clock"
+	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/redact"
@@ -33,6 +34,7 @@ const (
 	exitAborted  = 1
 	exitUsage    = 2
 	exitRefused  = 3
+	exitRestored = 4
 	usageSummary = `usage: scan COMMAND [flags]
 
 commands:
@@ -176,6 +178,9 @@ func exitCode(e *env, err error) int {
 	case errors.Is(err, scan.ErrMaxMint):
 		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
 		return exitRefused
+	case errors.Is(err, ledger.ErrRestored):
+		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
+		return exitRestored
 	default:
 		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
 		return exitAborted

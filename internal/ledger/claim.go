@@ -33,10 +33,16 @@ type Claim struct {
 // claims of the notice: 1 for the first, one more for each re-claim (0
 // for a row inserted Missed); the message carries it beside the key, so
 // that a provider event names the attempt it is about.
+//
+// Witnessed is set for a claim that the second witness settled: the
+// provider's evidence of its key, kept before the ledger had the notice
+// (see Settle), proves it went out, so it was recorded sent (failed for a
+// hard bounce) and must not be sent; it is never set by Reclaim.
 type Won struct {
 	Key         string `db:"notice_key"`
 	CancelToken string `db:"cancel_token"`
 	Attempt     int    `db:"attempts"`
+	Witnessed   bool   `db:"witnessed"`
 }
 
 // ClaimOptions are the per-pass values every claim of a batch shares.

@@ -93,11 +93,15 @@ type Settlement struct {
 
 // SettleResult says what a batch of settlements did.
 type SettleResult struct {
-	Changed   []Change // rows whose state changed (settled or overruled)
-	Each      []Result // what each settlement did, by index
-	Unknown   int      // settlements that match no notice
-	Unchanged int      // settlements kept as evidence only (recorded or duplicate)
-	Stale     int      // settlements about an earlier attempt
+	Changed []Change // rows whose state changed (settled or overruled)
+	Each    []Result // what each settlement did, by index
+	Unknown int      // settlements that match no notice
+	// KeptUnknown counts the settlements among Unknown that were kept as
+	// the second witness (notice_evidence_unmatched) for the first time:
+	// those that named a key or a Message-ID of the notice-key form.
+	KeptUnknown int
+	Unchanged   int // settlements kept as evidence only (recorded or duplicate)
+	Stale       int // settlements about an earlier attempt
 }
 
 // Change is one row whose state an event changed.
@@ -180,6 +184,12 @@ func (r *settleRow) decide(kind EventKind, to State) (next State, overrule bool)
 // its row by notice key, else by provider id (claims in quarantine only,
 // unless several share that id), else by Message-ID. Events for the same
 // row are applied in order. Each change is recorded with by as its author.
+// An event that matches no notice is not dropped: when it names a key or
+// a Message-ID of the notice-key form it is kept as the second witness
+// (notice_evidence_unmatched, under the key's first 32 hex characters), so
+// that a claim later minted for that key (after a restore lost it) is
+// recorded sent from it instead of being sent again (noticeClaim). It
+// still counts as ResultUnknown.
 // All of it is written in the caller's transaction tx (WithTx), so that
 // the batch is applied whole or not at all.
 func Settle(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, ss []Settlement) (SettleResult, error) {
@@ -192,11 +202,13 @@ func Settle(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, ss []Set
 		return SettleResult{}, err
 	}
 	var kept evidenceBatch
+	var witness unmatchedBatch
 	for i, s := range ss {
 		s = s.normalized()
 		r := find(s)
 		if r == nil {
 			res.Each[i] = ResultUnknown
+			witness.add(s)
 			continue
 		}
 		attempt, result := r.triage(s)
@@ -212,6 +224,9 @@ func Settle(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, ss []Set
 	}
 	fresh, err := kept.insert(ctx, tx, now)
 	if err != nil {
+		return SettleResult{}, err
+	}
+	if res.KeptUnknown, err = witness.insert(ctx, tx, by, now); err != nil {
 		return SettleResult{}, err
 	}
 	res.count(fresh)
