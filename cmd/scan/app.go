@@ -48,6 +48,8 @@ commands:
   schedule     run passes in-process on a cron schedule
   key          print a notice key
   version      version, commit and build time (also --version)
+  recover      after a restore or failover (exit 4): record the provider's record since T
+               (--since T --events FILE|- [--format F] | --ask PROVIDER), or --none-lost --reason TEXT --by NAME
   prune        remove billing periods older than the retention (--older-than D, --dry-run)
   preview      print the message a subscription would get now (--subscription ID [--kind K] [--now T]),
                or write sample notices for review (--kind K --locale L [--jurisdiction J] --out DIR);
@@ -159,7 +161,7 @@ var commands = []struct {
 	{"migrate", cmdMigrate}, {"run", cmdRun}, {"lookup", cmdLookup}, {"quarantine", cmdQuarantine},
 	{"reconcile", cmdReconcile}, {"resolve", cmdResolve}, {"backfill", cmdBackfill},
 	{"schedule", cmdSchedule}, {"key", cmdKey}, {"prune", cmdPrune}, {"preview", cmdPreview},
-	{"version", cmdVersion},
+	{"version", cmdVersion}, {"recover", cmdRecover},
 }
 
 func exitCode(e *env, err error) int {

@@ -149,17 +149,17 @@ func (b *unmatchedBatch) add(s Settlement) {
 	b.detail = append(b.detail, s.Detail)
 }
 
-// insert keeps the batch (a replay once) and returns how many events it
-// kept for the first time.
-func (b *unmatchedBatch) insert(ctx context.Context, tx *sqlx.Tx, by string, now time.Time) (int, error) {
+// insert keeps the batch (a replay once) and returns the key32 of each
+// event it kept for the first time.
+func (b *unmatchedBatch) insert(ctx context.Context, tx *sqlx.Tx, by string, now time.Time) ([]string, error) {
 	if len(b.keys) == 0 {
-		return 0, nil
+		return nil, nil
 	}
-	r, err := tx.ExecContext(ctx, noticeEvidenceUnmatchedInsert, pq.Array(b.keys), pq.Array(b.provs), pq.Array(b.attempts),
+	var fresh []string
+	err := sqlx.SelectContext(ctx, tx, &fresh, noticeEvidenceUnmatchedInsert, pq.Array(b.keys), pq.Array(b.provs), pq.Array(b.attempts),
 		pq.Array(b.kinds), pq.Array(b.states), pq.Array(b.events), pq.Array(b.times), pq.Array(b.detail), now.UTC(), by)
 	if err != nil {
-		return 0, fmt.Errorf("keep unmatched evidence: %w", err)
+		return nil, fmt.Errorf("keep unmatched evidence: %w", err)
 	}
-	n, err := r.RowsAffected()
-	return int(n), err
+	return fresh, nil
 }

@@ -117,7 +117,7 @@ VALUES ($1, 'claimed', 'sent', 'carol', 'seen in the provider console', $2)`, ke
 		t.Fatal(err)
 	}
 
-	if n, err := ledger.Migrate(ctx, db.DB); err != nil || n != 5 { // 0002 (partitions), 0003 (the provider_id index), 0004 (dropping it), 0005 (the key check), 0006 (evidence)
+	if n, err := ledger.Migrate(ctx, db.DB); err != nil || n != 7 { // 0002 (partitions), 0003 (the provider_id index), 0004 (dropping it), 0005 (the key check), 0006 (evidence), 0007 (epochs), 0008 (unmatched evidence)
 		t.Fatalf("migrate applied %d, %v", n, err)
 	}
 	if err := db.Get(&after, dump); err != nil {

@@ -379,7 +379,8 @@ RETURNING notice_key, attempt, event, occurred_at`
 
 // noticeEvidenceUnmatchedInsert keeps a batch of provider events that
 // name no notice the ledger holds (the second witness), under the first 32
-// hex characters of the key; a replay is skipped by the unique index.
+// hex characters of the key, and returns the key32 of each it kept; a
+// replay is skipped by the unique index.
 //
 // $1 key32s, $2 provider ids, $3 attempts (0: none named), $4 kinds,
 // $5 states the events prove, $6 events, $7 occurred_at (text or ”),
@@ -391,7 +392,8 @@ SELECT e.key32, NULLIF(e.provider_id, ''), e.attempt::int, e.kind, e.state, e.ev
        NULLIF(e.occurred_at, '')::timestamptz, NULLIF(e.detail, ''), $9, $10
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
      AS e(key32, provider_id, attempt, kind, state, event, occurred_at, detail)
-ON CONFLICT DO NOTHING`
+ON CONFLICT DO NOTHING
+RETURNING key32`
 
 // noticeEvidenceUnmatchedPrune removes the unmatched evidence recorded
 // before $1 (prune's horizon) and returns how many.

@@ -100,6 +100,8 @@ type SettleResult struct {
 	// the second witness (notice_evidence_unmatched) for the first time:
 	// those that named a key or a Message-ID of the notice-key form.
 	KeptUnknown int
+	// freshUnmatched are the key32s of the events KeptUnknown counts.
+	freshUnmatched []string
 	Unchanged   int // settlements kept as evidence only (recorded or duplicate)
 	Stale       int // settlements about an earlier attempt
 }
@@ -226,9 +228,10 @@ func Settle(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, ss []Set
 	if err != nil {
 		return SettleResult{}, err
 	}
-	if res.KeptUnknown, err = witness.insert(ctx, tx, by, now); err != nil {
+	if res.freshUnmatched, err = witness.insert(ctx, tx, by, now); err != nil {
 		return SettleResult{}, err
 	}
+	res.KeptUnknown = len(res.freshUnmatched)
 	res.count(fresh)
 	return res, nil
 }

@@ -90,3 +90,27 @@ func TestUnmatchedEventsWitnessALaterClaim(t *testing.T) {
 		t.Fatalf("missed: %+v, %v", won, err)
 	}
 }
+
+// Prune removes the unmatched evidence recorded before its horizon, and
+// keeps what is newer.
+func TestPruneRemovesOldUnmatchedEvidence(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	old, recent := claim(1, 0), claim(2, 0)
+	witnessSettle(t, db, ledger.Settlement{Key: old.Key, To: ledger.Sent, Event: "Delivery", Kind: ledger.KindDelivered})
+	err := ledger.WithTx(context.Background(), db, func(tx *sqlx.Tx) error {
+		_, err := ledger.Settle(context.Background(), tx, "test", t0.Add(48*time.Hour),
+			[]ledger.Settlement{{Key: recent.Key, To: ledger.Sent, Event: "Delivery", Kind: ledger.KindDelivered}})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ledger.Prune(context.Background(), db, ledger.PruneOptions{Before: t0.Add(24 * time.Hour)})
+	if err != nil || res.Unmatched != 1 {
+		t.Fatalf("prune: %+v, %v", res, err)
+	}
+	if n := count(t, db, `SELECT count(*) FROM notice_evidence_unmatched WHERE key32 = '`+recent.Key[:32]+`'`); n != 1 {
+		t.Fatalf("the recent event was removed too")
+	}
+}

@@ -24,6 +24,7 @@ var Results = []Result{
 	{"failed", func(s Summary) int { return s.Failed }},
 	{"ambiguous", func(s Summary) int { return s.Ambiguous }},
 	{"missed", func(s Summary) int { return s.Missed }},
+	{"witnessed", func(s Summary) int { return s.Witnessed }},
 	{"deferred", func(s Summary) int { return s.Deferred }},
 	{"deferred_quiet_hours", func(s Summary) int { return s.DeferredQuietHours }},
 	{"fallback", func(s Summary) int { return s.Fallback }},

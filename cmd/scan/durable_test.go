@@ -1,0 +1,226 @@
+package main
+
+// Issue 29: the ledger keeps its word through the database's own
+// failures. Real clusters (cluster_test.go), the real binary, a real SMTP
+// server; what the SMTP server received, per Message-ID, is the proof.
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"scan/internal/pgtest"
+	"scan/internal/smtptest"
+)
+
+// walSyncs is the server's count of WAL fsyncs (pg_stat_wal).
+func (c *cluster) walSyncs() int {
+	c.t.Helper()
+	n, err := strconv.Atoi(c.query(`SELECT wal_sync::text FROM pg_stat_wal`))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return n
+}
+
+// A server whose default is synchronous_commit = off (ALTER SYSTEM, the
+// WAL writer flushing every 2s): each claim statement still waits for its
+// flush (pg_stat_wal.wal_sync rises with the claim batches), and crashes
+// of the server (`pg_ctl stop -m immediate`) at random moments of passes
+// lose no claim whose notice went out: over every round, nothing twice.
+func TestClaimsSurviveCrashesOfAnAsyncServer(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	c.configure("synchronous_commit = off", "wal_writer_delay = '2s'")
+	f := newFixture(t, 100, c.dsn)
+
+	before := c.walSyncs()
+	r := f.scan(f.env(), "run", "--batch-size", "20")
+	if r.code != 0 {
+		t.Fatalf("first pass: exit %d\n%s", r.code, tail(r.stderr))
+	}
+	batches := strings.Count(r.stderr, `"batch claimed"`)
+	if syncs := c.walSyncs() - before; batches < 5 || syncs < batches {
+		t.Fatalf("%d claim batches, but the WAL was flushed %d times: the claims did not wait for their flush", batches, syncs)
+	}
+
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 29))
+	for round := range 4 {
+		f.add(120)
+		k := int64(1 + rng.IntN(100))
+		crashAt, down := make(chan struct{}), make(chan struct{})
+		var once, downOnce sync.Once
+		var seen atomic.Int64
+		f.onMessage(func(smtptest.Received) {
+			if seen.Add(1) == k {
+				once.Do(func() { close(crashAt) })
+				<-down // the reply waits for the crash: the pass cannot finish first
+			}
+		})
+		release := func() { downOnce.Do(func() { close(down) }) }
+		ch := f.start(f.env(), "run", "--batch-size", "20")
+		select {
+		case <-crashAt:
+		case <-time.After(2 * time.Minute):
+			ch.kill()
+			release()
+			t.Fatalf("round %d: the pass did not reach message %d\n%s", round, k, tail(ch.wait().stderr))
+		}
+		f.db.Close()
+		c.crash()
+		release()
+		res := ch.wait()
+		f.onMessage(nil)
+		if res.code != 1 {
+			t.Fatalf("round %d: database crashed mid-pass: exit %d, want 1\n%s", round, res.code, tail(res.stderr))
+		}
+		c.start()
+		f.db = pgtest.Open(t, c.dsn)
+		t.Logf("round %d: crashed at message %d; %v", round, k, f.check(false))
+	}
+	s := f.mustRun(f.env())
+	tl := f.check(true)
+	t.Logf("after 4 crashes: %v; last summary %+v", tl, s)
+	if tl.sent+tl.quarantined != f.subs {
+		t.Fatalf("want every notice sent once or in quarantine: %v of %d", tl, f.subs)
+	}
+}
+
+// deliveredEvents is the provider's record of every message the SMTP
+// server received, as jsonl events (what a provider's event archive
+// holds).
+func (f *fixture) deliveredEvents() string {
+	var b strings.Builder
+	for _, m := range f.smtp.Messages() {
+		line, _ := json.Marshal(map[string]any{"message_id": "<" + m.MessageID + ">", "event": "delivered"})
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// recoverFrom runs `scan recover` with args and the provider's record on
+// stdin, and decodes its report.
+func (f *fixture) recoverFrom(events string, args ...string) recoverReport {
+	f.t.Helper()
+	path := filepath.Join(f.t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(path, []byte(events), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	r := f.scan(f.env(), append([]string{"recover", "--events", path}, args...)...)
+	if r.code != 0 {
+		f.t.Fatalf("scan recover: exit %d\n%s", r.code, tail(r.stderr))
+	}
+	var rep recoverReport
+	if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &rep); err != nil {
+		f.t.Fatalf("scan recover printed %q: %v", r.stdout, err)
+	}
+	return rep
+}
+
+// wantRefused runs a pass that must refuse with exit 4, naming scan
+// recover, and send nothing.
+func (f *fixture) wantRefused(what string) {
+	f.t.Helper()
+	before := f.smtp.Total()
+	r := f.scan(f.env(), "run", "--batch-size", "20")
+	if r.code != exitRestored || !strings.Contains(r.stderr, "scan recover") || f.smtp.Total() != before {
+		f.t.Fatalf("%s: exit %d, %d sent (want 4 and none)\n%s", what, r.code, f.smtp.Total()-before, tail(r.stderr))
+	}
+	if n := f.ledgerClaimedBy(); n != 0 {
+		f.t.Fatalf("%s: the refused pass claimed %d", what, n)
+	}
+}
+
+// ledgerClaimedBy counts rows in state claimed (a refused pass claims none).
+func (f *fixture) ledgerClaimedBy() int {
+	f.t.Helper()
+	var n int
+	if err := f.db.Get(&n, `SELECT count(*) FROM notice_ledger WHERE state = 'claimed'`); err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+// pitr takes a base backup of c (WAL archived since), lets fn write what
+// the restore will lose after a named restore point, then restores the
+// backup to that point and promotes it, as an operator's point-in-time
+// recovery does. It returns the restore point's time.
+func (c *cluster) pitr(fn func()) time.Time {
+	c.t.Helper()
+	backup := filepath.Join(c.dir, "backup")
+	if out, err := c.tool("pg_basebackup", "-h", c.dir, "-p", "5432", "-U", "postgres", "-D", backup, "-X", "fetch", "--no-sync"); err != nil {
+		c.t.Fatalf("pg_basebackup: %v\n%s", err, out)
+	}
+	at, err := time.Parse(time.RFC3339Nano, c.query(`SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') FROM (SELECT pg_create_restore_point('before')) p`))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	fn()
+	c.archiveUpTo()
+	c.crash()
+	if err := os.Rename(c.data(), c.data()+".lost"); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := os.Rename(backup, c.data()); err != nil {
+		c.t.Fatal(err)
+	}
+	c.touch(filepath.Join(c.data(), "recovery.signal"))
+	c.confLines(c.data(),
+		"restore_command = "+quoteLit("cp "+filepath.Join(c.dir, "archive")+"/%f %p"),
+		"recovery_target_name = 'before'",
+		"recovery_target_action = 'promote'")
+	c.start()
+	c.waitPrimary(c.dsn)
+	return at
+}
+
+// newArchivingCluster is a durable server archiving its WAL.
+func newArchivingCluster(t *testing.T) *cluster {
+	c := newCluster(t)
+	arch := c.mkdir("archive")
+	c.configure("archive_mode = on", "archive_command = "+quoteLit("cp %p "+arch+"/%f"))
+	return c
+}
+
+// PITR: a pass, a base backup, a second pass, then a point-in-time
+// recovery to before the second pass and its promotion. The next pass
+// refuses (exit 4) and sends nothing; `scan recover` from the provider's
+// record records what the second pass sent; then nothing goes out twice,
+// and the notices due since go out.
+func TestPITRRefusesThenRecoversFromTheProvidersRecord(t *testing.T) {
+	t.Parallel()
+	c := newArchivingCluster(t)
+	f := newFixture(t, 40, c.dsn)
+	f.mustRun(f.env())
+	f.add(30) // due now; the second pass sends them
+	since := c.pitr(func() {
+		f.mustRun(f.env()) // what the restore loses
+	})
+	f.db = pgtest.Open(t, c.dsn)
+	if n := f.counts(); n["sent"] != 40 {
+		t.Fatalf("after the restore the ledger holds %v, want the first pass's 40 only", n)
+	}
+	f.add(10) // due since the restore
+	f.wantRefused("after PITR")
+	rep := f.recoverFrom(f.deliveredEvents(), "--since", since.Format(time.RFC3339))
+	if rep.Recorded != 30 || rep.AlreadyKnown != 40 || rep.Epoch == nil {
+		t.Fatalf("recover: %+v, want 30 recorded, 40 already known", rep)
+	}
+	s := f.mustRun(f.env())
+	tl := f.check(true)
+	t.Logf("PITR: recover %+v; pass after %+v; %v", rep, s, tl)
+	if s.Minted != 10 || s.Witnessed != 30 || tl.sent != 80 || f.smtp.Total() != 80 {
+		t.Fatalf("after recover: summary %+v, %v", s, tl)
+	}
+}
+
+var _ = fmt.Sprint
