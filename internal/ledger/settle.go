@@ -102,8 +102,8 @@ type SettleResult struct {
 	KeptUnknown int
 	// freshUnmatched are the key32s of the events KeptUnknown counts.
 	freshUnmatched []string
-	Unchanged   int // settlements kept as evidence only (recorded or duplicate)
-	Stale       int // settlements about an earlier attempt
+	Unchanged      int // settlements kept as evidence only (recorded or duplicate)
+	Stale          int // settlements about an earlier attempt
 }
 
 // Change is one row whose state an event changed.
