@@ -5,8 +5,8 @@ package main
 // server; what the SMTP server received, per Message-ID, is the proof.
 
 import (
+	"database/sql"
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -223,4 +224,129 @@ func TestPITRRefusesThenRecoversFromTheProvidersRecord(t *testing.T) {
 	}
 }
 
-var _ = fmt.Sprint
+// Restore with the record arriving late: after the PITR the operator
+// acknowledges with --none-lost (no record yet); the provider's events of
+// the lost pass arrive (scan reconcile, as the receiver or the SQS drain
+// would apply them) before the pass that would re-send: the second witness
+// records them sent, and nothing goes out twice.
+func TestLateRecordAfterRestoreIsTheSecondWitness(t *testing.T) {
+	t.Parallel()
+	c := newArchivingCluster(t)
+	f := newFixture(t, 20, c.dsn)
+	f.mustRun(f.env())
+	f.add(25)
+	c.pitr(func() { f.mustRun(f.env()) })
+	f.db = pgtest.Open(t, c.dsn)
+	f.wantRefused("after PITR")
+	if r := f.scan(f.env(), "recover", "--none-lost"); r.code != exitUsage || !strings.Contains(r.stderr, "--reason") {
+		t.Fatalf("--none-lost without a reason: exit %d\n%s", r.code, tail(r.stderr))
+	}
+	if r := f.scan(f.env(), "recover", "--none-lost", "--reason", "no provider record yet", "--by", "ops"); r.code != 0 {
+		t.Fatalf("recover --none-lost: exit %d\n%s", r.code, tail(r.stderr))
+	}
+	if r := f.reconcile(f.deliveredEvents()); r.code != 0 || !strings.Contains(r.stdout, `"kept_unknown":25`) {
+		t.Fatalf("late events: exit %d\n%s\n%s", r.code, r.stdout, tail(r.stderr))
+	}
+	s := f.mustRun(f.env())
+	tl := f.check(true)
+	t.Logf("late record: %+v; %v", s, tl)
+	if s.Minted != 0 || s.Witnessed != 25 || f.smtp.Total() != 45 {
+		t.Fatalf("after the late record: summary %+v, %v", s, tl)
+	}
+}
+
+// standby makes a streaming standby of c (pg_basebackup -R) in its own
+// directory, started and caught up with c, and returns its DSN, its data
+// directory and its walreceiver's pid.
+func (c *cluster) standby() (dsn, data string, walreceiver int) {
+	c.t.Helper()
+	dir := c.mkdir("standby")
+	data = filepath.Join(dir, "data")
+	if out, err := c.tool("pg_basebackup", "-h", c.dir, "-p", "5432", "-U", "postgres", "-D", data, "-R", "-X", "stream", "--no-sync"); err != nil {
+		c.t.Fatalf("pg_basebackup -R: %v\n%s", err, out)
+	}
+	c.confLines(data, "unix_socket_directories = "+quoteLit(dir))
+	c.pgctlOn(data, "start", "-l", filepath.Join(dir, "standby.log"))
+	c.t.Cleanup(func() { _, _ = c.tool("pg_ctl", "-D", data, "-w", "-t", "60", "stop", "-m", "immediate") })
+	dsn = strings.Replace(c.dsn, "host="+c.dir, "host="+dir, 1)
+	sb := &cluster{t: c.t, srv: c.srv, dir: dir, dsn: dsn, cred: c.cred}
+	c.caughtUp(sb)
+	pid, err := strconv.Atoi(sb.query(`SELECT pid::text FROM pg_stat_wal_receiver`))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return dsn, data, pid
+}
+
+// caughtUp waits, with a deadline, until the standby sb has replayed
+// everything c has written so far.
+func (c *cluster) caughtUp(sb *cluster) {
+	c.t.Helper()
+	lsn := c.query(`SELECT pg_current_wal_lsn()::text`)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		db, err := sql.Open("postgres", sb.dsn)
+		if err == nil {
+			var ok bool
+			err = db.QueryRow(`SELECT COALESCE(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)
+				AND EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming')`, lsn).Scan(&ok)
+			db.Close()
+			if err == nil && ok {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the standby did not replay up to %s: %v", lsn, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polls the standby's own progress
+	}
+}
+
+// Failover to an asynchronous standby: the standby, caught up with the
+// subscriptions, is kept behind (its walreceiver stopped with SIGSTOP)
+// while a pass sends; the primary dies and the standby is promoted. The
+// pass warned that every standby is asynchronous; the next pass, on the
+// promoted standby, refuses (exit 4) and sends nothing; `scan recover`
+// from the provider's record follows; then nothing goes out twice and the
+// notices due since go out.
+func TestFailoverToAnAsyncStandbyRefusesThenRecovers(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	f := newFixture(t, 20, c.dsn)
+	f.mustRun(f.env())
+	f.add(25)
+	sbDSN, sbData, walreceiver := c.standby()
+	if err := syscall.Kill(walreceiver, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	since := time.Now().UTC().Truncate(time.Second)
+	r := f.scan(f.env(), "run", "--batch-size", "20")
+	if r.code != 0 || !strings.Contains(r.stderr, "asynchronous standbys") {
+		t.Fatalf("pass on the primary: exit %d, want 0 and a warning about the asynchronous standby\n%s", r.code, tail(r.stderr))
+	}
+	f.db.Close()
+	c.crash()
+	// What the stopped walreceiver holds unread dies with it.
+	if err := syscall.Kill(walreceiver, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c.pgctlOn(sbData, "promote")
+	c.waitPrimary(sbDSN)
+	f.dsn = sbDSN
+	f.db = pgtest.Open(t, sbDSN)
+	if n := f.counts(); n["sent"] != 20 {
+		t.Fatalf("the promoted standby holds %v, want the first pass's 20 only", n)
+	}
+	f.add(5) // due since the failover
+	f.wantRefused("after the failover")
+	rep := f.recoverFrom(f.deliveredEvents(), "--since", since.Format(time.RFC3339))
+	if rep.Recorded != 25 || rep.AlreadyKnown != 20 {
+		t.Fatalf("recover: %+v, want 25 recorded, 20 already known", rep)
+	}
+	s := f.mustRun(f.env())
+	tl := f.check(true)
+	t.Logf("failover: recover %+v; pass after %+v; %v", rep, s, tl)
+	if s.Minted != 5 || s.Witnessed != 25 || f.smtp.Total() != 50 {
+		t.Fatalf("after recover: summary %+v, %v", s, tl)
+	}
+}

@@ -114,3 +114,46 @@ func TestPruneRemovesOldUnmatchedEvidence(t *testing.T) {
 		t.Fatalf("the recent event was removed too")
 	}
 }
+
+// Recover: a retry row that the provider's record shows delivered (of an
+// attempt the restored row never had) becomes sent, settled by recovery,
+// with the evidence kept; a notice the ledger lacks is kept as a witness;
+// a settled one is already known; a provider id alone is unknown.
+func TestRecoverRecordsWhatTheLedgerLacksOrHoldsClaimable(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	retry, sent, lacked := claim(1, 0), claim(2, 0), claim(3, 0)
+	if _, err := ledger.Insert(ctx, db, opt("a"), []ledger.Claim{retry, sent}); err != nil {
+		t.Fatal(err)
+	}
+	outs := []ledger.Outcome{{Key: retry.Key, PeriodStart: retry.PeriodStart, State: ledger.Retry, Error: "451"},
+		{Key: sent.Key, PeriodStart: sent.PeriodStart, State: ledger.Sent, SentAt: t0}}
+	if _, err := ledger.RecordOutcomes(ctx, db, "a", t0, outs); err != nil {
+		t.Fatal(err)
+	}
+	var res ledger.RecoverResult
+	err := ledger.WithTx(ctx, db, func(tx *sqlx.Tx) error {
+		var err error
+		res, err = ledger.Recover(ctx, tx, "recover", t0.Add(time.Hour), []ledger.Settlement{
+			{MessageID: retry.MessageID, To: ledger.Sent, Event: "Delivery", Kind: ledger.KindDelivered, Attempt: 2, At: t0.Add(time.Minute)},
+			{MessageID: sent.MessageID, To: ledger.Sent, Event: "Delivery", Kind: ledger.KindDelivered, At: t0.Add(time.Minute)},
+			{MessageID: lacked.MessageID, To: ledger.Sent, Event: "Delivery", Kind: ledger.KindDelivered, At: t0.Add(time.Minute)},
+			{ProviderID: "nobody", To: ledger.Sent, Event: "Delivery", Kind: ledger.KindDelivered},
+		})
+		return err
+	})
+	if err != nil || res.Recorded != 2 || res.AlreadyKnown != 1 || res.Unknown != 1 {
+		t.Fatalf("recover: %+v, %v", res, err)
+	}
+	r := get(t, db, retry.Key)
+	if r.State != ledger.Sent || r.SettledBy == nil || *r.SettledBy != ledger.SettledByRecovery {
+		t.Fatalf("the proven retry: %s settled by %v", r.State, r.SettledBy)
+	}
+	if ev, _ := ledger.EvidenceOf(ctx, db, []string{retry.Key}); len(ev[retry.Key]) != 1 || ev[retry.Key][0].Attempt != 2 {
+		t.Fatalf("evidence of the proven retry: %+v", ev)
+	}
+	if won, err := ledger.Insert(ctx, db, opt("b"), []ledger.Claim{lacked}); err != nil || len(won) != 1 || !won[0].Witnessed {
+		t.Fatalf("the lacked notice's claim: %+v, %v", won, err)
+	}
+}
