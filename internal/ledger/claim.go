@@ -70,11 +70,12 @@ func Insert(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claims []
 		return nil, fmt.Errorf("claim batch: %w", err)
 	}
 	a := claimArrays(claims)
+	k32 := key32Array(claims)
 	var out []Won
 	err := durably(ctx, db, func(q sqlx.ExtContext) error {
 		return sqlx.SelectContext(ctx, q, &out, noticeClaim,
 			a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
-			string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo)
+			string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo, k32)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim batch: %w", err)
@@ -167,6 +168,24 @@ func claimArrays(claims []Claim) [10]any {
 		out[i], start = all[start:end], end
 	}
 	return out
+}
+
+// key32Array returns the array literal of the first 32 characters of each
+// claim's key: what the claim's second witness looks the unmatched
+// evidence up by. A key shorter than 32 stays whole (it matches nothing).
+func key32Array(claims []Claim) string {
+	b := make([]byte, 0, 2+len(claims)*35)
+	b = append(b, '{')
+	for i := range claims {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k := claims[i].Key
+		b = append(b, '"')
+		b = appendArrayEscaped(b, k[:min(32, len(k))])
+		b = append(b, '"')
+	}
+	return string(append(b, '}'))
 }
 
 // appendArrayEscaped appends s as the inside of a quoted element of an

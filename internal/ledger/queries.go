@@ -19,12 +19,15 @@ package ledger
 // settled_by 'witness', the evidence's time and provider id, and is
 // returned with witnessed: the pass does not send it. That evidence moves
 // to notice_evidence under the notice, in the same statement. The look-up
-// is one probe of the unmatched index per claim (LATERAL: never a scan).
+// is one index scan of the unmatched events for the whole batch, by the
+// keys' first 32 characters ($15, = ANY: the index's array search, then
+// a hash join), never a scan of the table.
 //
 // $1 keys, $2 subscription ids, $3 kinds, $4 period starts (YYYY-MM-DD),
 // $5 revisions, $6 renews_at, $7 window_closes_at, $8 domains,
 // $9 message ids, $10 cancel tokens (text[] each), $11 state,
-// $12 claimed_at, $13 run id, $14 redirect address or ”.
+// $12 claimed_at, $13 run id, $14 redirect address or ”, $15 the keys'
+// first 32 characters (text[]).
 const noticeClaim = `
 WITH ins AS (
 INSERT INTO notice_ledger AS l (
@@ -33,13 +36,13 @@ INSERT INTO notice_ledger AS l (
     cancel_token, supersedes, redirected_to, attempts,
     sent_at, provider_id, settled_by, updated_at)
 SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision::int,
-       CASE WHEN w.n = 0 THEN $11 WHEN w.hard THEN 'failed' ELSE 'sent' END,
+       CASE WHEN w.n IS NULL THEN $11 WHEN w.hard THEN 'failed' ELSE 'sent' END,
        $12, $13, c.renews_at::timestamptz, c.window_closes_at::timestamptz,
        NULLIF(c.domain, ''), NULLIF(c.message_id, ''),
        COALESCE(prev.cancel_token, NULLIF(c.cancel_token, '')), prev.notice_key,
        NULLIF($14, ''), CASE WHEN $11 = 'claimed' THEN 1 ELSE 0 END,
        CASE WHEN w.n > 0 THEN COALESCE(w.at, $12) END, w.provider_id,
-       CASE WHEN w.n > 0 THEN 'witness' END, CASE WHEN w.n > 0 THEN $12 END
+       CASE WHEN w.n > 0 THEN 'witness' END, CASE WHEN w.n > 0 THEN $12::timestamptz END
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
             $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
      AS c(notice_key, subscription_id, kind, period_start, revision,
@@ -54,14 +57,15 @@ LEFT JOIN LATERAL (
       AND p.revision < c.revision::int
     ORDER BY p.revision DESC
     LIMIT 1) prev ON true
-CROSS JOIN LATERAL (
-    SELECT count(*) AS n, bool_or(u.kind = 'bounce_hard') AS hard,
+LEFT JOIN (
+    SELECT u.key32, count(*) AS n, bool_or(u.kind = 'bounce_hard') AS hard,
            min(u.occurred_at) AS at, max(u.provider_id) AS provider_id
     FROM notice_evidence_unmatched u
     WHERE $11 = 'claimed'
-      AND u.key32 = left(c.notice_key, 32)
+      AND u.key32 = ANY($15::text[])
       AND u.kind IN ('accepted', 'delivered', 'deferred', 'bounce_soft', 'bounce_hard',
-                     'complaint', 'engagement')) w
+                     'complaint', 'engagement')
+    GROUP BY u.key32) w ON w.key32 = left(c.notice_key, 32)
 ON CONFLICT DO NOTHING
 RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token, attempts,
           settled_by IS NOT DISTINCT FROM 'witness' AS witnessed, period_start),
