@@ -83,7 +83,8 @@ kept AS (
     ON CONFLICT DO NOTHING)
 SELECT notice_key, cancel_token, attempts, witnessed FROM ins`
 
-// noticeClaimDurable makes the transaction it runs in commit
+// noticeClaimDurable makes the transaction it runs in (a claim's, and
+// Settle's: the evidence a provider's webhook was answered for) commit
 // synchronously: synchronous_commit at least on (remote_apply, stronger,
 // is kept), for this transaction only, whatever the server's, database's
 // or role's default. A claim then waits for its WAL flush (and for

@@ -199,6 +199,12 @@ func Settle(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, ss []Set
 	if len(ss) == 0 {
 		return res, nil
 	}
+	// What the provider told is committed synchronously, as claims are: a
+	// receiver answers 2xx once it commits, and a second witness lost in a
+	// crash after that answer could let a restored ledger send twice.
+	if _, err := tx.ExecContext(ctx, noticeClaimDurable); err != nil {
+		return SettleResult{}, fmt.Errorf("settle: synchronous commit: %w", err)
+	}
 	find, err := settleRows(ctx, tx, ss)
 	if err != nil {
 		return SettleResult{}, err
