@@ -149,6 +149,13 @@ func (c *cluster) mkdir(name string) string {
 // (recovery over, promoted).
 func (c *cluster) waitPrimary(dsn string) {
 	c.t.Helper()
+	c.waitRecovery(dsn, false)
+}
+
+// waitRecovery waits, with a deadline, until the server at dsn answers
+// with pg_is_in_recovery() = want.
+func (c *cluster) waitRecovery(dsn string, want bool) {
+	c.t.Helper()
 	db, err := sql.Open("postgres", dsn)
 	if err != nil {
 		c.t.Fatal(err)
@@ -160,11 +167,38 @@ func (c *cluster) waitPrimary(dsn string) {
 	for {
 		var inRecovery bool
 		err := db.QueryRow(`SELECT pg_is_in_recovery()`).Scan(&inRecovery)
-		if err == nil && !inRecovery {
+		if err == nil && inRecovery == want {
 			return
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("the server did not become a primary: in recovery %v, %v", inRecovery, err)
+			c.t.Fatalf("the server did not reach in recovery = %v: %v, %v", want, inRecovery, err)
+		}
+		<-tick.C
+	}
+}
+
+// waitRestarted waits, with a deadline, until the standby at dsn, whose
+// walreceiver pid was killed, has restarted its processes and accepts
+// connections again in recovery (its shared memory then no longer lists
+// that walreceiver).
+func (c *cluster) waitRestarted(dsn string, pid int) {
+	c.t.Helper()
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(2 * time.Minute)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var ok bool
+		err := db.QueryRow(`SELECT pg_is_in_recovery() AND NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE pid = $1)`, pid).Scan(&ok)
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the standby did not restart after its walreceiver was killed: %v", err)
 		}
 		<-tick.C
 	}

@@ -326,10 +326,13 @@ func TestFailoverToAnAsyncStandbyRefusesThenRecovers(t *testing.T) {
 	}
 	f.db.Close()
 	c.crash()
-	// What the stopped walreceiver holds unread dies with it.
+	// What the stopped walreceiver holds unread dies with it. The
+	// standby's postmaster restarts its processes (a child was killed);
+	// a promotion asked for before it is back in recovery would be lost.
 	if err := syscall.Kill(walreceiver, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	c.waitRestarted(sbDSN, walreceiver)
 	c.pgctlOn(sbData, "promote")
 	c.waitPrimary(sbDSN)
 	f.dsn = sbDSN
