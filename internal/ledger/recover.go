@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -54,12 +53,10 @@ func Recover(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, ss []Se
 			rest = append(rest, s)
 			continue
 		}
-		d := Decision{Key: r.Key, To: Sent, By: by, Reason: "recovery: provider record " + s.Event, At: now, SentAt: s.At,
-			settledBy: SettledByRecovery}
-		if err := resolveLocked(ctx, tx, d, Retry, r.PeriodStart); err != nil && !errors.Is(err, ErrStateChanged) {
+		var sr SettleResult
+		if err := settleLost(ctx, tx, by, now, r, s, SettledByRecovery, &sr); err != nil {
 			return res, err
 		}
-		r.State, r.SettledBy = Sent, SettledByRecovery
 		kept.add(i, r, max(s.Attempt, r.current()), s)
 		recorded[r.Key[:min(32, len(r.Key))]] = true
 	}

@@ -219,6 +219,14 @@ func Settle(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, ss []Set
 			witness.add(s)
 			continue
 		}
+		if r.lostAttempt(s) {
+			if err := settleLost(ctx, tx, by, now, r, s, string(s.Kind), &res); err != nil {
+				return SettleResult{}, err
+			}
+			res.Each[i] = ResultSettled
+			kept.add(i, r, s.Attempt, s)
+			continue
+		}
 		attempt, result := r.triage(s)
 		if result == "" {
 			if result, err = settleOne(ctx, tx, by, now, r, s, &res); err != nil {
@@ -240,6 +248,34 @@ func Settle(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, ss []Set
 	res.KeptUnknown = len(res.freshUnmatched)
 	res.count(fresh)
 	return res, nil
+}
+
+// lostAttempt reports whether s proves that an attempt r never had went
+// out: r is a retry, and s names a later attempt that the provider
+// accepted or delivered. Only a ledger that lost state (restored, or
+// failed over) can be behind the attempts its messages carried; left a
+// retry, the next pass would send the notice again.
+func (r *settleRow) lostAttempt(s Settlement) bool {
+	return r.State == Retry && r.SettledBy != SettledByOperator && s.Attempt > r.current() &&
+		(s.Kind == KindAccepted || s.Kind.LeftProvider())
+}
+
+// settleLost records r sent from s, an acceptance of an attempt the row
+// may not know of (lostAttempt, or `scan recover`'s record), with
+// settledBy; a row that changed meanwhile is left alone.
+func settleLost(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, r *settleRow, s Settlement, settledBy string, res *SettleResult) error {
+	d := Decision{Key: r.Key, To: Sent, By: by, Reason: "provider record " + s.Event + " of a later attempt", At: now, SentAt: s.At,
+		settledBy: settledBy}
+	err := resolveLocked(ctx, tx, d, r.State, r.PeriodStart)
+	if errors.Is(err, ErrStateChanged) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	res.Changed = append(res.Changed, Change{Key: r.Key, MessageID: r.MessageID, Attempt: max(s.Attempt, r.current()), From: r.State, To: Sent, Event: s.Event})
+	r.State, r.SettledBy = Sent, settledBy
+	return nil
 }
 
 // normalized returns s as the ledger keeps it: At to the microsecond, as

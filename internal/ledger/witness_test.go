@@ -157,3 +157,37 @@ func TestRecoverRecordsWhatTheLedgerLacksOrHoldsClaimable(t *testing.T) {
 		t.Fatalf("the lacked notice's claim: %+v, %v", won, err)
 	}
 }
+
+// A restored retry row is behind the attempts its messages carried: an
+// acceptance or a delivery of a later attempt proves the notice went out,
+// so Settle records it sent (no pass re-sends it); a "not sent" event of
+// such an attempt changes nothing.
+func TestSettleOfALaterAttemptOfARetryRecordsItSent(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	lost, dropped := claim(1, 0), claim(2, 0)
+	if _, err := ledger.Insert(ctx, db, opt("a"), []ledger.Claim{lost, dropped}); err != nil {
+		t.Fatal(err)
+	}
+	outs := []ledger.Outcome{{Key: lost.Key, PeriodStart: lost.PeriodStart, State: ledger.Retry, Error: "451"},
+		{Key: dropped.Key, PeriodStart: dropped.PeriodStart, State: ledger.Retry, Error: "451"}}
+	if _, err := ledger.RecordOutcomes(ctx, db, "a", t0, outs); err != nil {
+		t.Fatal(err)
+	}
+	res := witnessSettle(t, db,
+		ledger.Settlement{Key: lost.Key, To: ledger.Sent, Event: "Delivery", Kind: ledger.KindDelivered, Attempt: 2, At: t0.Add(time.Hour)},
+		ledger.Settlement{Key: dropped.Key, To: ledger.Retry, Event: "dropped", Kind: ledger.KindNotSent, Attempt: 2, At: t0.Add(time.Hour)})
+	if len(res.Changed) != 1 || res.Each[0] != ledger.ResultSettled || res.Each[1] != ledger.ResultUnknown {
+		t.Fatalf("settle: %+v", res)
+	}
+	if r := get(t, db, lost.Key); r.State != ledger.Sent || r.SettledBy == nil || *r.SettledBy != string(ledger.KindDelivered) {
+		t.Fatalf("the lost attempt's row: %s settled by %v", r.State, r.SettledBy)
+	}
+	if ev, _ := ledger.EvidenceOf(ctx, db, []string{lost.Key}); len(ev[lost.Key]) != 1 || ev[lost.Key][0].Attempt != 2 {
+		t.Fatalf("evidence: %+v", ev)
+	}
+	if r := get(t, db, dropped.Key); r.State != ledger.Retry {
+		t.Fatalf("a not-sent event of a later attempt moved the row to %s", r.State)
+	}
+}
