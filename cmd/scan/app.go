@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"scan/internal/clock"
+	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/redact"
@@ -33,6 +34,7 @@ const (
 	exitAborted  = 1
 	exitUsage    = 2
 	exitRefused  = 3
+	exitRestored = 4
 	usageSummary = `usage: scan COMMAND [flags]
 
 commands:
@@ -47,6 +49,8 @@ commands:
   schedule     run passes in-process on a cron schedule
   key          print a notice key
   version      version, commit and build time (also --version)
+  recover      after a restore or failover (exit 4): record the provider's record since T
+               (--since T --events FILE|- [--format F] | --ask PROVIDER), or --none-lost --reason TEXT --by NAME
   prune        remove billing periods older than the retention (--older-than D, --dry-run)
   receive      serve the providers' event webhooks: verify, apply, commit, then answer 2xx (--listen ADDR)
   preview      print the message a subscription would get now (--subscription ID [--kind K] [--now T]),
@@ -163,7 +167,7 @@ var commands = []struct {
 	{"reconcile", cmdReconcile}, {"resolve", cmdResolve}, {"backfill", cmdBackfill},
 	{"schedule", cmdSchedule}, {"key", cmdKey}, {"prune", cmdPrune}, {"preview", cmdPreview},
 	{"version", cmdVersion}, {"shadow", cmdShadow}, {"suppress", cmdSuppress}, {"undelivered", cmdUndelivered},
-	{"receive", cmdReceive},
+	{"receive", cmdReceive}, {"recover", cmdRecover},
 }
 
 func exitCode(e *env, err error) int {
@@ -182,6 +186,9 @@ func exitCode(e *env, err error) int {
 	case errors.Is(err, scan.ErrMaxMint):
 		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
 		return exitRefused
+	case errors.Is(err, ledger.ErrRestored):
+		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
+		return exitRestored
 	default:
 		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
 		return exitAborted

@@ -131,6 +131,9 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
+	if !f.dryRun {
+		warnAsyncStandbys(ctx, ps.log, db)
+	}
 	sc, obs, closeSender, err := ps.newPass(ctx, e, db, &f, now)
 	if err != nil {
 		return err

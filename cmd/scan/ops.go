@@ -247,7 +247,9 @@ func cmdReconcile(ctx context.Context, e *env, args []string) error {
 // reconcileSummary is the JSON object `scan reconcile` ends with.
 // unknown_message_id keeps its name from the jsonl days: it counts events
 // that match no notice by key, provider id or Message-ID (or name an
-// attempt the notice never had); already_settled counts the events kept
+// attempt the notice never had), and kept_unknown those of them kept as
+// the second witness (a claim later minted for their key is recorded sent
+// from them, not sent); already_settled counts the events kept
 // as evidence only (recorded and duplicate). events counts the usable
 // events by kind; stale those of an earlier attempt, which changed nothing.
 func reconcileSummary(format string, res reconcile.Result) map[string]any {
@@ -257,7 +259,7 @@ func reconcileSummary(format string, res reconcile.Result) map[string]any {
 	}
 	return map[string]any{
 		"format": format, "lines": res.Lines, "payloads": res.Payloads, "settled": res.Settled,
-		"unknown_message_id": res.Unknown, "already_settled": res.Unchanged,
+		"unknown_message_id": res.Unknown, "kept_unknown": res.KeptUnknown, "already_settled": res.Unchanged,
 		"malformed": res.Malformed, "oversized": res.Oversized, "irrelevant": res.Irrelevant,
 		"overruled": res.Overruled, "duplicate": res.Duplicate, "stale": res.Stale, "events": events,
 	}

@@ -65,6 +65,9 @@ func reconcileAsk(ctx context.Context, e *env, src *reconcileSources, by string)
 // newAskProvider builds the provider --ask names from its environment.
 // SES has no API that answers for one message: a usage error says so.
 func newAskProvider(e *env, name string) (ask.Provider, error) {
+	if build, ok := testAskProviders[name]; ok {
+		return build(e)
+	}
 	switch name {
 	case "ses":
 		return nil, usagef("--ask", "Amazon SES has no API that tells what became of one message: settle SES claims from its events (--sqs QUEUE_URL, --events FILE --format ses, or scan receive)")

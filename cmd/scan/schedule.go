@@ -47,6 +47,7 @@ func cmdSchedule(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
+	warnAsyncStandbys(ctx, ps.log, db)
 	enc := json.NewEncoder(e.stdout)
 	log := ps.log
 	loop, err := schedule.New(schedule.Config{

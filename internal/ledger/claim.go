@@ -43,10 +43,16 @@ type Claim struct {
 // claims of the notice: 1 for the first, one more for each re-claim (0
 // for a row inserted Missed); the message carries it beside the key, so
 // that a provider event names the attempt it is about.
+//
+// Witnessed is set for a claim that the second witness settled: the
+// provider's evidence of its key, kept before the ledger had the notice
+// (see Settle), proves it went out, so it was recorded sent (failed for a
+// hard bounce) and must not be sent; it is never set by Reclaim.
 type Won struct {
 	Key         string `db:"notice_key"`
 	CancelToken string `db:"cancel_token"`
 	Attempt     int    `db:"attempts"`
+	Witnessed   bool   `db:"witnessed"`
 }
 
 // ClaimOptions are the per-pass values every claim of a batch shares.
@@ -64,7 +70,9 @@ type ClaimOptions struct {
 // before sending anything); with Missed it records notices whose window
 // closed unclaimed (nothing is sent for those). A notice already in the
 // ledger is not an error: it is absent from the result, and the caller
-// counts it as suppressed.
+// counts it as suppressed. The claim commits synchronously whatever the
+// server's default (durably): in its own transaction when db is the pool,
+// else at the caller's COMMIT.
 func Insert(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claims []Claim) ([]Won, error) {
 	if len(claims) == 0 {
 		return nil, nil
@@ -73,14 +81,41 @@ func Insert(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claims []
 		return nil, fmt.Errorf("claim batch: %w", err)
 	}
 	a := claimArrays(claims)
+	k32 := key32Array(claims)
 	var out []Won
-	err := sqlx.SelectContext(ctx, db, &out, noticeClaim,
-		a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
-		string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo, a[10], a[11], opt.Channel, a[12])
+	err := durably(ctx, db, func(q sqlx.ExtContext) error {
+		return sqlx.SelectContext(ctx, q, &out, noticeClaim,
+			a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
+			string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo, a[10], a[11], opt.Channel, a[12], k32)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("claim batch: %w", err)
 	}
 	return out, nil
+}
+
+// durably runs fn, a claiming statement, so that its transaction commits
+// synchronously (synchronous_commit at least on) whatever the server's,
+// database's or role's default: a claim is durable when its statement
+// returns, before anything of it leaves the process. Given the pool
+// (*sqlx.DB), it runs fn in a transaction of its own (BEGIN, the setting,
+// fn, COMMIT: three round trips more per batch of claims, not per claim);
+// given a transaction, it sets it there and the caller's COMMIT is the
+// synchronous one.
+func durably(ctx context.Context, db sqlx.ExtContext, fn func(sqlx.ExtContext) error) error {
+	pool, ok := db.(*sqlx.DB)
+	if !ok {
+		if _, err := db.ExecContext(ctx, noticeClaimDurable); err != nil {
+			return fmt.Errorf("synchronous commit: %w", err)
+		}
+		return fn(db)
+	}
+	return WithTx(ctx, pool, func(tx *sqlx.Tx) error {
+		if _, err := tx.ExecContext(ctx, noticeClaimDurable); err != nil {
+			return fmt.Errorf("synchronous commit: %w", err)
+		}
+		return fn(tx)
+	})
 }
 
 // claimMonths returns the first day of each month the claims' periods
@@ -150,6 +185,24 @@ func claimArrays(claims []Claim) [13]any {
 	return out
 }
 
+// key32Array returns the array literal of the first 32 characters of each
+// claim's key: what the claim's second witness looks the unmatched
+// evidence up by. A key shorter than 32 stays whole (it matches nothing).
+func key32Array(claims []Claim) string {
+	b := make([]byte, 0, 2+len(claims)*35)
+	b = append(b, '{')
+	for i := range claims {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k := claims[i].Key
+		b = append(b, '"')
+		b = appendArrayEscaped(b, k[:min(32, len(k))])
+		b = append(b, '"')
+	}
+	return string(append(b, '}'))
+}
+
 // appendArrayEscaped appends s as the inside of a quoted element of an
 // array literal: '"' and '\\' preceded by a backslash.
 func appendArrayEscaped(b []byte, s string) []byte {
@@ -164,14 +217,17 @@ func appendArrayEscaped(b []byte, s string) []byte {
 	}
 }
 
-// Reclaim takes back, by compare-and-set, the rows of keys that are in state
+// Reclaim takes back, durably as Insert claims (durably), the rows of keys that are in state
 // retry with their window still open at opt.Now; it returns those it won.
 func Reclaim(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, keys []string) ([]Won, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
 	var out []Won
-	if err := sqlx.SelectContext(ctx, db, &out, noticeReclaim, pq.Array(keys), opt.Now.UTC(), opt.RunID, opt.RedirectTo); err != nil {
+	err := durably(ctx, db, func(q sqlx.ExtContext) error {
+		return sqlx.SelectContext(ctx, q, &out, noticeReclaim, pq.Array(keys), opt.Now.UTC(), opt.RunID, opt.RedirectTo)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("reclaim retries: %w", err)
 	}
 	return out, nil

@@ -27,6 +27,13 @@ var (
 	// (ResolveRun).
 	ErrNoClaims = errors.New("no claims without an outcome")
 
+	// ErrRestored: the ledger's database was restored or failed over since
+	// the last pass it knows of (a new WAL timeline, or a WAL position
+	// behind the last recorded): claims may be lost with their notices
+	// sent, so a pass refuses to claim until `scan recover` (CheckPass,
+	// as a *RestoredError).
+	ErrRestored = errors.New("the ledger's database was restored or failed over since the last pass")
+
 	// ErrNotMigrated: the database has no notice_ledger table; run
 	// `scan migrate` (Probe).
 	ErrNotMigrated = errors.New("the database has no notice_ledger table: run `scan migrate` first")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -95,6 +96,70 @@ func (b *evidenceBatch) insert(ctx context.Context, tx *sqlx.Tx, now time.Time) 
 			fresh[i] = true
 			delete(inserted, id) // a second copy in the batch is a duplicate
 		}
+	}
+	return fresh, nil
+}
+
+// Key32 returns the part of a notice that a provider event names when the
+// ledger does not hold the notice: the first 32 hex characters of the key
+// it echoed, else the local part of its Message-ID (the same characters,
+// as the contract builds it), else "".
+func Key32(key, messageID string) string {
+	if len(key) >= 32 && isLowerHex(key[:32]) {
+		return key[:32]
+	}
+	local, _, found := strings.Cut(messageID, "@")
+	if found && len(local) == 32 && isLowerHex(local) {
+		return local
+	}
+	return ""
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// unmatchedBatch gathers one Settle call's events of unknown notices for
+// one INSERT into notice_evidence_unmatched.
+type unmatchedBatch struct {
+	keys, provs, attempts, kinds, states, events, times, detail []string
+}
+
+func (b *unmatchedBatch) add(s Settlement) {
+	k := Key32(s.Key, s.MessageID)
+	if k == "" {
+		return // a provider id alone: nothing a claim could be matched by
+	}
+	at := ""
+	if !s.At.IsZero() {
+		at = s.At.UTC().Format(tsLayout)
+	}
+	b.keys = append(b.keys, k)
+	b.provs = append(b.provs, s.ProviderID)
+	b.attempts = append(b.attempts, strconv.Itoa(s.Attempt))
+	b.kinds = append(b.kinds, string(s.Kind))
+	b.states = append(b.states, string(s.To))
+	b.events = append(b.events, s.Event)
+	b.times = append(b.times, at)
+	b.detail = append(b.detail, s.Detail)
+}
+
+// insert keeps the batch (a replay once) and returns the key32 of each
+// event it kept for the first time.
+func (b *unmatchedBatch) insert(ctx context.Context, tx *sqlx.Tx, by string, now time.Time) ([]string, error) {
+	if len(b.keys) == 0 {
+		return nil, nil
+	}
+	var fresh []string
+	err := sqlx.SelectContext(ctx, tx, &fresh, noticeEvidenceUnmatchedInsert, pq.Array(b.keys), pq.Array(b.provs), pq.Array(b.attempts),
+		pq.Array(b.kinds), pq.Array(b.states), pq.Array(b.events), pq.Array(b.times), pq.Array(b.detail), now.UTC(), by)
+	if err != nil {
+		return nil, fmt.Errorf("keep unmatched evidence: %w", err)
 	}
 	return fresh, nil
 }

@@ -20,3 +20,7 @@ func MigrateTo(ctx context.Context, db *sql.DB, version int64) error {
 	_, err = p.UpTo(ctx, version)
 	return err
 }
+
+// Durably is durably, for the tests that look inside a claiming
+// transaction.
+var Durably = durably

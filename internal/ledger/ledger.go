@@ -12,7 +12,13 @@
 //   - claim.go: a pass's claims (Insert, Reclaim) and its retry rows
 //     (Retries, ExpireRetries); outcome.go: its outcomes (RecordOutcomes);
 //   - settle.go: provider events applied to their attempt (Settle), and
-//     evidence.go: the events kept (EvidenceOf);
+//     evidence.go: the events kept (EvidenceOf), those of unknown notices
+//     too (the second witness, which the claim statement consults);
+//   - epoch.go: where each pass found the database (CheckPass: a new
+//     timeline after a failover or a restore refuses the pass,
+//     ErrRestored) and the acknowledgements that lift it (Acknowledge);
+//     recover.go: the provider's record applied after such a restore
+//     (Recover);
 //   - resolve.go: an operator's decisions (NewDecision, Resolve,
 //     ResolveKey, ResolveRun);
 //   - backfill.go: notices an earlier system sent (Backfill);

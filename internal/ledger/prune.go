@@ -49,12 +49,17 @@ type PruneResult struct {
 	Resolutions int64       `json:"resolutions"` // decision records removed with them
 	Evidence    int64       `json:"evidence"`    // provider events kept on their rows, removed with them
 	Shadow      int64       `json:"shadow"`      // shadow passes' rows of periods before the horizon (issue 27)
+	// Unmatched counts the events of notices the ledger never held (the
+	// second witness) recorded before the horizon, removed with it; a dry
+	// run does not count them.
+	Unmatched int64 `json:"unmatched_evidence"`
 }
 
 // Prune removes, in one transaction, the months of the ledger whose
 // periods all start before opt.Before: it detaches and drops each month's
 // partition and deletes the decisions recorded on its rows; then, in a
-// statement of its own, the provider evidence kept on them. It refuses
+// statement of its own, the provider evidence kept on them, and the
+// evidence of notices the ledger never held recorded before opt.Before. It refuses
 // with a *ClaimedError, removing nothing, when one of those months still
 // holds a claimed row. The DEFAULT partition is never removed.
 //
@@ -106,8 +111,12 @@ func Prune(ctx context.Context, db *sqlx.DB, opt PruneOptions) (PruneResult, err
 		return res, err
 	}
 	// The shadow rows of the same periods, whether or not the ledger has
-	// months to remove: beside a legacy sender it may have none.
-	if res.Shadow, err = pruneShadow(ctx, db, before); err != nil || len(res.Removed) == 0 {
+	// months to remove: beside a legacy sender it may have none; and the
+	// unmatched evidence recorded before the horizon.
+	if res.Shadow, err = pruneShadow(ctx, db, before); err != nil {
+		return res, err
+	}
+	if err := pruneUnmatched(ctx, db, opt.Before, &res); err != nil || len(res.Removed) == 0 {
 		return res, err
 	}
 	// The evidence of the removed months, after the ledger's lock is gone:
@@ -119,6 +128,18 @@ func Prune(ctx context.Context, db *sqlx.DB, opt PruneOptions) (PruneResult, err
 	}
 	res.Evidence, _ = r.RowsAffected()
 	return res, nil
+}
+
+// pruneUnmatched removes the evidence of unknown notices recorded before
+// the horizon: a claim minted for such a key now would be of a billing
+// period prune removes anyway.
+func pruneUnmatched(ctx context.Context, db *sqlx.DB, before time.Time, res *PruneResult) error {
+	r, err := db.ExecContext(ctx, noticeEvidenceUnmatchedPrune, before.UTC())
+	if err != nil {
+		return fmt.Errorf("prune: unmatched evidence: %w", err)
+	}
+	res.Unmatched, _ = r.RowsAffected()
+	return nil
 }
 
 // lockForPrune takes the ledger's ACCESS EXCLUSIVE lock in tx, waiting at

@@ -10,27 +10,46 @@ package ledger
 // already there under another key, after a secret rotation) is skipped by
 // ON CONFLICT DO NOTHING and is simply absent from the result. A claim of
 // a later revision reuses the cancellation token of the revision it
-// supersedes and points at it.
+// supersedes (of the same channel) and points at it. Each row keeps the
+// rule and zone its deadline used, its first claim time, its channel and
+// its recipient's suppression digest.
+//
+// The second witness: a claim (state claimed) whose key has provider
+// evidence kept in notice_evidence_unmatched that the provider had the
+// message (accepted, delivered, deferred, bounced, complained, opened) is
+// inserted settled instead, sent (failed for a hard bounce) with
+// settled_by 'witness', the evidence's time and provider id, and is
+// returned with witnessed: the pass does not send it. That evidence moves
+// to notice_evidence under the notice, in the same statement. The look-up
+// is one index scan of the unmatched events for the whole batch, by the
+// keys' first 32 characters ($19, = ANY: the index's array search, then
+// a hash join), never a scan of the table.
 //
 // $1 keys, $2 subscription ids, $3 kinds, $4 period starts (YYYY-MM-DD),
 // $5 revisions, $6 renews_at, $7 window_closes_at, $8 domains,
 // $9 message ids, $10 cancel tokens (text[] each), $11 state,
-// $12 claimed_at, $13 run id, $14 redirect address or ”, $15 rules and
-// $16 time zones (text[] each, ” for NULL; issue 27), $17 the batch's
-// channel (” is email), $18 address digests (hex, ” for none; issue 30).
+// $12 claimed_at, $13 run id, $14 redirect address or empty, $15 rules
+// and $16 time zones (text[] each, empty for NULL; issue 27), $17 the
+// batch's channel (empty is email), $18 address digests (hex, empty for
+// none; issue 30), $19 the keys' first 32 characters (text[]).
 const noticeClaim = `
+WITH ins AS (
 INSERT INTO notice_ledger AS l (
     notice_key, subscription_id, kind, period_start, revision, state,
     claimed_at, run_id, renews_at, window_closes_at, domain, message_id,
     cancel_token, supersedes, redirected_to, attempts,
-    rule, time_zone, first_claimed_at, channel, address_hmac)
-SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision::int, $11,
+    rule, time_zone, first_claimed_at, channel, address_hmac,
+    sent_at, provider_id, settled_by, updated_at)
+SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision::int,
+       CASE WHEN w.n IS NULL THEN $11 WHEN w.hard THEN 'failed' ELSE 'sent' END,
        $12, $13, c.renews_at::timestamptz, c.window_closes_at::timestamptz,
        NULLIF(c.domain, ''), NULLIF(c.message_id, ''),
        COALESCE(prev.cancel_token, NULLIF(c.cancel_token, '')), prev.notice_key,
        NULLIF($14, ''), CASE WHEN $11 = 'claimed' THEN 1 ELSE 0 END,
        NULLIF(c.rule, ''), NULLIF(c.time_zone, ''), CASE WHEN $11 = 'claimed' THEN $12::timestamptz END,
-       COALESCE(NULLIF($17, ''), 'email'), decode(NULLIF(c.address_hmac, ''), 'hex')
+       COALESCE(NULLIF($17, ''), 'email'), decode(NULLIF(c.address_hmac, ''), 'hex'),
+       CASE WHEN w.n > 0 THEN COALESCE(w.at, $12) END, w.provider_id,
+       CASE WHEN w.n > 0 THEN 'witness' END, CASE WHEN w.n > 0 THEN $12::timestamptz END
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
             $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
             $15::text[], $16::text[], $18::text[])
@@ -48,8 +67,42 @@ LEFT JOIN LATERAL (
       AND p.channel = COALESCE(NULLIF($17, ''), 'email')
     ORDER BY p.revision DESC
     LIMIT 1) prev ON true
+LEFT JOIN (
+    SELECT u.key32, count(*) AS n, bool_or(u.kind = 'bounce_hard') AS hard,
+           min(u.occurred_at) AS at, max(u.provider_id) AS provider_id
+    FROM notice_evidence_unmatched u
+    WHERE $11 = 'claimed'
+      AND u.key32 = ANY($19::text[])
+      AND u.kind IN ('accepted', 'delivered', 'deferred', 'bounce_soft', 'bounce_hard',
+                     'complaint', 'engagement')
+    GROUP BY u.key32) w ON w.key32 = left(c.notice_key, 32)
 ON CONFLICT DO NOTHING
-RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token, attempts`
+RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token, attempts,
+          settled_by IS NOT DISTINCT FROM 'witness' AS witnessed, period_start),
+moved AS (
+    DELETE FROM notice_evidence_unmatched u
+    USING ins
+    WHERE ins.witnessed AND u.key32 = left(ins.notice_key, 32)
+    RETURNING ins.notice_key, ins.period_start, u.attempt, u.kind, u.event, u.occurred_at,
+              u.detail, u.recorded_at),
+kept AS (
+    INSERT INTO notice_evidence
+        (notice_key, period_start, attempt, kind, event, occurred_at, detail, recorded_at)
+    SELECT notice_key, period_start, GREATEST(attempt, 1), kind, event, occurred_at, detail, recorded_at
+    FROM moved
+    ON CONFLICT DO NOTHING)
+SELECT notice_key, cancel_token, attempts, witnessed FROM ins`
+
+// noticeClaimDurable makes the transaction it runs in (a claim's, and
+// Settle's: the evidence a provider's webhook was answered for) commit
+// synchronously: synchronous_commit at least on (remote_apply, stronger,
+// is kept), for this transaction only, whatever the server's, database's
+// or role's default. A claim then waits for its WAL flush (and for
+// synchronous standbys, where there are any) before its statement returns.
+const noticeClaimDurable = `
+SELECT set_config('synchronous_commit',
+    CASE current_setting('synchronous_commit') WHEN 'remote_apply' THEN 'remote_apply' ELSE 'on' END,
+    true)`
 
 // noticeReclaim re-claims rows in state retry by compare-and-set: only the
 // pass whose UPDATE sees state = 'retry' gets the row back. The window
@@ -352,6 +405,29 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text
 ON CONFLICT DO NOTHING
 RETURNING notice_key, attempt, event, occurred_at`
 
+// noticeEvidenceUnmatchedInsert keeps a batch of provider events that
+// name no notice the ledger holds (the second witness), under the first 32
+// hex characters of the key, and returns the key32 of each it kept; a
+// replay is skipped by the unique index.
+//
+// $1 key32s, $2 provider ids, $3 attempts (0: none named), $4 kinds,
+// $5 states the events prove, $6 events, $7 occurred_at (text or ”),
+// $8 details (text[] each), $9 recorded_at, $10 recorded_by.
+const noticeEvidenceUnmatchedInsert = `
+INSERT INTO notice_evidence_unmatched
+    (key32, provider_id, attempt, kind, state, event, occurred_at, detail, recorded_at, recorded_by)
+SELECT e.key32, NULLIF(e.provider_id, ''), e.attempt::int, e.kind, e.state, e.event,
+       NULLIF(e.occurred_at, '')::timestamptz, NULLIF(e.detail, ''), $9, $10
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+     AS e(key32, provider_id, attempt, kind, state, event, occurred_at, detail)
+ON CONFLICT DO NOTHING
+RETURNING key32`
+
+// noticeEvidenceUnmatchedPrune removes the unmatched evidence recorded
+// before $1 (prune's horizon) and returns how many.
+const noticeEvidenceUnmatchedPrune = `
+DELETE FROM notice_evidence_unmatched WHERE recorded_at < $1`
+
 // noticeEvidenceList returns the evidence kept for the notices of keys,
 // by notice, attempt and time.
 const noticeEvidenceList = `
@@ -568,3 +644,60 @@ LIMIT $2`
 // (one probe of the primary key).
 const noticeSuppressionAny = `
 SELECT EXISTS (SELECT 1 FROM notice_suppression WHERE channel = $1)`
+
+// The epoch statements find where the database is now from its WAL
+// timeline (the first 8 hex digits of the WAL file name of its current
+// position) and that position. Both functions are open to every role; on
+// a standby pg_current_wal_lsn fails (recovery is in progress).
+
+// noticeEpochCheckPass records a pass's epoch where the database is now,
+// unless the last epoch recorded is on another timeline or ahead of the
+// current WAL position (then it records nothing). It returns where the
+// database is, whether the epoch was recorded, and the last epoch before
+// it (NULLs when there is none). One statement per pass.
+// $1 run id, $2 recorded_at.
+const noticeEpochCheckPass = `
+WITH here AS (
+    SELECT ('x' || lpad(left(pg_walfile_name(pg_current_wal_lsn()), 8), 16, '0'))::bit(64)::bigint AS timeline,
+           pg_current_wal_lsn() AS lsn),
+last AS (
+    SELECT id, kind, run_id, timeline, lsn, recorded_at
+    FROM notice_ledger_epoch ORDER BY id DESC LIMIT 1),
+ins AS (
+    INSERT INTO notice_ledger_epoch (kind, run_id, timeline, lsn, recorded_at)
+    SELECT 'pass', $1, here.timeline, here.lsn, $2 FROM here
+    WHERE NOT EXISTS (SELECT 1 FROM last
+                      WHERE last.timeline IS NOT NULL
+                        AND (last.timeline <> here.timeline OR last.lsn > here.lsn))
+    RETURNING id)
+SELECT here.timeline, here.lsn::text AS lsn, EXISTS (SELECT 1 FROM ins) AS recorded,
+       last.id, last.kind, last.run_id, last.timeline AS last_timeline, last.lsn::text AS last_lsn,
+       last.recorded_at
+FROM here LEFT JOIN last ON true`
+
+// noticeEpochAcknowledge records an acknowledged epoch (scan recover)
+// where the database is now.
+// $1 kind, $2 run id, $3 recorded_by, $4 reason, $5 since, $6 recorded_at.
+const noticeEpochAcknowledge = `
+INSERT INTO notice_ledger_epoch (kind, run_id, timeline, lsn, recorded_at, recorded_by, reason, since)
+SELECT $1, $2, ('x' || lpad(left(pg_walfile_name(pg_current_wal_lsn()), 8), 16, '0'))::bit(64)::bigint,
+       pg_current_wal_lsn(), $6, $3, $4, $5
+RETURNING id, kind, run_id, timeline, lsn::text AS lsn, recorded_at, recorded_by, reason, since`
+
+// noticeEpochLast returns the last epoch recorded.
+const noticeEpochLast = `
+SELECT id, kind, run_id, timeline, lsn::text AS lsn, recorded_at, recorded_by, reason, since
+FROM notice_ledger_epoch ORDER BY id DESC LIMIT 1`
+
+// noticeReplication says whether the server is a standby, and of its
+// standbys how many there are, how many are synchronous, and how many
+// this role may not see the state of (pg_stat_replication shows a role
+// without pg_read_all_stats only the walsenders' pids).
+const noticeReplication = `
+SELECT pg_is_in_recovery() AS standby,
+       current_setting('synchronous_standby_names') AS sync_names,
+       count(r.pid)::int AS standbys,
+       count(r.pid) FILTER (WHERE r.sync_state IN ('sync', 'quorum'))::int AS synchronous,
+       count(r.pid) FILTER (WHERE r.sync_state IS NULL)::int AS hidden,
+       current_setting('synchronous_commit') AS commit_local
+FROM pg_stat_replication r`

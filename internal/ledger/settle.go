@@ -93,11 +93,17 @@ type Settlement struct {
 
 // SettleResult says what a batch of settlements did.
 type SettleResult struct {
-	Changed   []Change // rows whose state changed (settled or overruled)
-	Each      []Result // what each settlement did, by index
-	Unknown   int      // settlements that match no notice
-	Unchanged int      // settlements kept as evidence only (recorded or duplicate)
-	Stale     int      // settlements about an earlier attempt
+	Changed []Change // rows whose state changed (settled or overruled)
+	Each    []Result // what each settlement did, by index
+	Unknown int      // settlements that match no notice
+	// KeptUnknown counts the settlements among Unknown that were kept as
+	// the second witness (notice_evidence_unmatched) for the first time:
+	// those that named a key or a Message-ID of the notice-key form.
+	KeptUnknown int
+	// freshUnmatched are the key32s of the events KeptUnknown counts.
+	freshUnmatched []string
+	Unchanged      int // settlements kept as evidence only (recorded or duplicate)
+	Stale          int // settlements about an earlier attempt
 }
 
 // Change is one row whose state an event changed.
@@ -180,6 +186,12 @@ func (r *settleRow) decide(kind EventKind, to State) (next State, overrule bool)
 // its row by notice key, else by provider id (claims in quarantine only,
 // unless several share that id), else by Message-ID. Events for the same
 // row are applied in order. Each change is recorded with by as its author.
+// An event that matches no notice is not dropped: when it names a key or
+// a Message-ID of the notice-key form it is kept as the second witness
+// (notice_evidence_unmatched, under the key's first 32 hex characters), so
+// that a claim later minted for that key (after a restore lost it) is
+// recorded sent from it instead of being sent again (noticeClaim). It
+// still counts as ResultUnknown.
 // All of it is written in the caller's transaction tx (WithTx), so that
 // the batch is applied whole or not at all.
 func Settle(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, ss []Settlement) (SettleResult, error) {
@@ -187,16 +199,32 @@ func Settle(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, ss []Set
 	if len(ss) == 0 {
 		return res, nil
 	}
+	// What the provider told is committed synchronously, as claims are: a
+	// receiver answers 2xx once it commits, and a second witness lost in a
+	// crash after that answer could let a restored ledger send twice.
+	if _, err := tx.ExecContext(ctx, noticeClaimDurable); err != nil {
+		return SettleResult{}, fmt.Errorf("settle: synchronous commit: %w", err)
+	}
 	find, err := settleRows(ctx, tx, ss)
 	if err != nil {
 		return SettleResult{}, err
 	}
 	var kept evidenceBatch
+	var witness unmatchedBatch
 	for i, s := range ss {
 		s = s.normalized()
 		r := find(s)
 		if r == nil {
 			res.Each[i] = ResultUnknown
+			witness.add(s)
+			continue
+		}
+		if r.lostAttempt(s) {
+			if err := settleLost(ctx, tx, by, now, r, s, string(s.Kind), &res); err != nil {
+				return SettleResult{}, err
+			}
+			res.Each[i] = ResultSettled
+			kept.add(i, r, s.Attempt, s)
 			continue
 		}
 		attempt, result := r.triage(s)
@@ -217,8 +245,40 @@ func Settle(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, ss []Set
 	if err != nil {
 		return SettleResult{}, err
 	}
+	if res.freshUnmatched, err = witness.insert(ctx, tx, by, now); err != nil {
+		return SettleResult{}, err
+	}
+	res.KeptUnknown = len(res.freshUnmatched)
 	res.count(fresh)
 	return res, nil
+}
+
+// lostAttempt reports whether s proves that an attempt r never had went
+// out: r is a retry, and s names a later attempt that the provider
+// accepted or delivered. Only a ledger that lost state (restored, or
+// failed over) can be behind the attempts its messages carried; left a
+// retry, the next pass would send the notice again.
+func (r *settleRow) lostAttempt(s Settlement) bool {
+	return r.State == Retry && r.SettledBy != SettledByOperator && s.Attempt > r.current() &&
+		(s.Kind == KindAccepted || s.Kind.LeftProvider())
+}
+
+// settleLost records r sent from s, an acceptance of an attempt the row
+// may not know of (lostAttempt, or `scan recover`'s record), with
+// settledBy; a row that changed meanwhile is left alone.
+func settleLost(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, r *settleRow, s Settlement, settledBy string, res *SettleResult) error {
+	d := Decision{Key: r.Key, To: Sent, By: by, Reason: "provider record " + s.Event + " of a later attempt", At: now, SentAt: s.At,
+		settledBy: settledBy}
+	err := resolveLocked(ctx, tx, d, r.State, r.PeriodStart)
+	if errors.Is(err, ErrStateChanged) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	res.Changed = append(res.Changed, Change{Key: r.Key, MessageID: r.MessageID, Attempt: max(s.Attempt, r.current()), From: r.State, To: Sent, Event: s.Event})
+	r.State, r.SettledBy = Sent, settledBy
+	return nil
 }
 
 // normalized returns s as the ledger keeps it: At to the microsecond, as

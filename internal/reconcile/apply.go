@@ -29,9 +29,13 @@ type Result struct {
 	Settled   int // rows whose state an event changed (overruled included)
 	Overruled int // rows settled sent from an acceptance that "not sent" moved to retry or failed
 	Unknown   int // events that matched no notice (or an attempt it never had)
-	Unchanged int // events kept as evidence only: recorded or duplicate
-	Duplicate int // events already kept (replays); counted in Unchanged too
-	Stale     int // events of an earlier attempt: they changed nothing
+	// KeptUnknown counts the events among Unknown kept as the second
+	// witness (ledger.SettleResult.KeptUnknown): a claim later minted for
+	// their key is recorded sent from them instead of being sent.
+	KeptUnknown int
+	Unchanged   int // events kept as evidence only: recorded or duplicate
+	Duplicate   int // events already kept (replays); counted in Unchanged too
+	Stale       int // events of an earlier attempt: they changed nothing
 	// Events counts the usable events read, by kind (ledger.EventKind).
 	Events map[ledger.EventKind]int
 	// Tally counts every event by what it was and what it did, for the
@@ -112,6 +116,7 @@ func Apply(ctx context.Context, db *sqlx.DB, r io.Reader, opt Options, changed f
 // add counts what one batch did.
 func (res *Result) add(provider string, batch []ledger.Settlement, sr ledger.SettleResult) {
 	res.Unknown += sr.Unknown
+	res.KeptUnknown += sr.KeptUnknown
 	res.Unchanged += sr.Unchanged
 	res.Stale += sr.Stale
 	res.Settled += len(sr.Changed)

@@ -29,7 +29,8 @@ const keyCheckSample = 20
 // context's error on shutdown, or a database or sender failure. A pass that
 // ends in error is safe to run again.
 //
-// Its steps: check the secret against the ledger's keys, refuse a pass
+// Its steps: check that the ledger's database was not restored or failed
+// over since the last pass (ledger.ErrRestored: nothing claimed), check the secret against the ledger's keys, refuse a pass
 // that would mint more than --max-mint, expire the retries whose window
 // closed, send (claim, dispatch and record) the due notices, then count
 // what the pass left: the missed, the deferred and the suppressed.
@@ -44,6 +45,9 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 		return sum, err
 	}
 	if err := ctx.Err(); err != nil {
+		return finish(err)
+	}
+	if err := s.checkEpoch(ctx); err != nil {
 		return finish(err)
 	}
 	c.KeyMismatch = s.checkKeys(ctx)
@@ -73,6 +77,30 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 		return finish(err)
 	}
 	return finish(s.countSuppressed(ctx, ps, c))
+}
+
+// checkEpoch records where the pass found the ledger's database, in one
+// statement, and refuses the pass (ledger.ErrRestored, nothing claimed)
+// when it is on another timeline than the last pass found it: restored or
+// failed over, it may have lost claims whose notices went out. A server
+// that does not tell its timeline is not checked; the pass says so.
+func (s *Pass) checkEpoch(ctx context.Context) error {
+	here, err := ledger.CheckPass(ctx, s.db, s.cfg.RunID, s.start)
+	var re *ledger.RestoredError
+	switch {
+	case errors.Is(err, ledger.ErrNoTimeline):
+		s.log.Warn().Err(err).Msg("the ledger's server does not tell its WAL timeline: this pass cannot notice a restore or a failover")
+		return nil
+	case errors.As(err, &re):
+		s.log.Error().Int64("timeline", here.Timeline).Str("lsn", here.LSN).
+			Str("last_run_id", re.Last.RunID).Time("last_recorded_at", re.Last.RecordedAt).Str("last_kind", re.Last.Kind).
+			Msg("refusing to claim: the ledger's database was restored or failed over since the last pass it knows of; run `scan recover`")
+		return err
+	case err != nil:
+		return err
+	}
+	s.log.Debug().Int64("timeline", here.Timeline).Str("lsn", here.LSN).Msg("ledger epoch recorded")
+	return nil
 }
 
 // guardMaxMint refuses (ErrMaxMint, nothing claimed) a pass whose dry run
@@ -207,7 +235,7 @@ func (s *Pass) countSuppressed(ctx context.Context, ps *passState, c *counters) 
 	}
 	c.add(func(x *Summary) {
 		x.Suppressed = suppressed
-		x.Eligible = x.Minted + x.Retried + x.Suppressed + x.Deferred + x.SuppressedAddress
+		x.Eligible = x.Minted + x.Retried + x.Suppressed + x.Deferred + x.SuppressedAddress + x.Witnessed
 	})
 	return nil
 }
@@ -644,9 +672,14 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 		if err != nil {
 			return err
 		}
-		c.add(func(x *Summary) { x.Minted += len(w) })
+		w, witnessed := splitWitnessed(w)
+		c.add(func(x *Summary) { x.Minted += len(w); x.Witnessed += witnessed })
 		s.log.Info().Int("candidates", len(claims)).Int("claimed", len(w)).
-			Int("conflicts", len(claims)-len(w)).Msg("batch claimed")
+			Int("conflicts", len(claims)-len(w)-witnessed).Int("witnessed", witnessed).Msg("batch claimed")
+		if witnessed > 0 {
+			s.log.Warn().Int("witnessed", witnessed).
+				Msg("notices the ledger did not have but the provider's events show sent (a restore or failover lost their claims): recorded sent from that evidence, not sent again")
+		}
 		if h := s.cfg.Hooks.AfterClaimCommit; h != nil {
 			h(len(w))
 		}
@@ -660,6 +693,19 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 	c.add(func(x *Summary) { x.Attempts += attempts })
 	s.noteFallbacks(c, won, byKey)
 	return s.submit(ctx, d, won, byKey)
+}
+
+// splitWitnessed returns the claims of won to send, and how many the
+// second witness settled instead (ledger.Won.Witnessed: recorded sent
+// from the provider's evidence; never sent).
+func splitWitnessed(won []ledger.Won) ([]ledger.Won, int) {
+	out := won[:0:0]
+	for _, w := range won {
+		if !w.Witnessed {
+			out = append(out, w)
+		}
+	}
+	return out, len(won) - len(out)
 }
 
 // noteFallbacks counts and logs, by subscription id, the claimed notices

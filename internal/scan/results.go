@@ -28,6 +28,7 @@ var Results = []Result{
 	{"suppressed_address", func(s Summary) int { return s.SuppressedAddress }},
 	{"no_usable_address", func(s Summary) int { return s.NoUsableAddress }},
 	{"sms", func(s Summary) int { return s.SMS }},
+	{"witnessed", func(s Summary) int { return s.Witnessed }},
 	{"deferred", func(s Summary) int { return s.Deferred }},
 	{"deferred_quiet_hours", func(s Summary) int { return s.DeferredQuietHours }},
 	{"fallback", func(s Summary) int { return s.Fallback }},

@@ -138,6 +138,14 @@ type Summary struct {
 	// SMS counts the sms notices this pass claimed (part of Minted and
 	// Retried; their outcomes are in Sent, Retry, Failed, Ambiguous).
 	SMS int `json:"sms"`
+	// Witnessed counts the due notices this pass found with no ledger row
+	// but with the provider's evidence that they went out (kept by
+	// reconcile, receive or recover before the ledger had them: after a
+	// restore or a failover lost their claims). Each is recorded sent (or
+	// failed, for a hard bounce) from that evidence and is not sent; it is
+	// not in Minted, so minted + retried == sent + retry + failed +
+	// ambiguous still holds, and eligible counts it.
+	Witnessed int `json:"witnessed"`
 	// Deferred counts the due notices this pass neither claimed nor found
 	// claimed because its time budget ended first, or because the quiet
 	// hours held them; a later pass takes them while their window is open.

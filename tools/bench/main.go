@@ -224,6 +224,7 @@ type config struct {
 	work         string
 	keep         bool
 	only         string
+	scanBefore   string
 	latency      time.Duration
 	concurrency  int
 
@@ -250,6 +251,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defN = n
 	}
 	fs.StringVar(&c.scan, "scan", "bin/scan", "the scan binary to run")
+	fs.StringVar(&c.scanBefore, "scan-before", "", "an older scan binary the durable scenario compares with (built from an earlier commit)")
 	fs.IntVar(&c.n, "n", defN, "due subscriptions of the throughput scenario (env BENCH_N); N/2 more are not yet due")
 	fs.IntVar(&c.latencyN, "latency-n", 20000, "due subscriptions of the fixed-latency scenario")
 	defBatches := "1000"
@@ -259,7 +261,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	batches := fs.String("batches", defBatches, "claim batch sizes of the first pass to compare, e.g. 1000,5000 (env BENCH_BATCHES); the first is also used for the other passes")
 	fs.StringVar(&c.work, "work", "", "work directory for policies, logs and the profile (default a new one in /dev/shm)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory")
-	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed, ledger, latency-api, due, suppression, receive")
+	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed, ledger, latency-api, due, suppression, receive, durable")
 	fs.IntVar(&c.suppressionN, "suppression-n", 50000, "due subscriptions of the suppression scenario (a first pass with an empty and with a 1M-entry suppression list)")
 	fs.DurationVar(&c.latency, "latency", 5*time.Millisecond, "the SMTP sink's time per message in the fixed-latency scenario")
 	fs.IntVar(&c.concurrency, "concurrency", 8, "policy concurrency (SMTP connections) of the fixed-latency scenario")
@@ -292,6 +294,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	c.scan = scanBin
+	if c.scanBefore != "" {
+		if c.scanBefore, err = filepath.Abs(c.scanBefore); err != nil {
+			return err
+		}
+	}
 	if _, err := os.Stat(c.scan); err != nil {
 		return fmt.Errorf("scan binary: %w (build it with: go build -o bin/scan ./cmd/scan)", err)
 	}
@@ -531,7 +538,7 @@ func (b *bench) all(ctx context.Context) error {
 	for _, sc := range []struct {
 		name string
 		run  func(context.Context) error
-	}{{"throughput", b.throughput}, {"latency", b.latency}, {"rate", b.rateLimited}, {"skewed", b.skewed}, {"ledger", b.ledgerScale}, {"latency-api", b.latencyAPI}, {"due", b.due}, {"suppression", b.suppression}, {"receive", b.receiveScenario}} {
+	}{{"throughput", b.throughput}, {"latency", b.latency}, {"rate", b.rateLimited}, {"skewed", b.skewed}, {"ledger", b.ledgerScale}, {"latency-api", b.latencyAPI}, {"due", b.due}, {"suppression", b.suppression}, {"receive", b.receiveScenario}, {"durable", b.durable}} {
 		if b.cfg.only != "" && !strings.Contains(","+b.cfg.only+",", ","+sc.name+",") {
 			continue
 		}

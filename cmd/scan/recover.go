@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"scan/internal/ask"
+	"scan/internal/ledger"
+	"scan/internal/reconcile"
+)
+
+// testAskProviders are providers that only tests register (in init),
+// consulted by newAskProvider before the real ones: the seam `scan
+// recover --ask` and `scan reconcile --ask` are exercised through without
+// a provider's API. Written only at initialisation; read-only after.
+var testAskProviders = map[string]func(e *env) (ask.Provider, error){}
+
+// recoverBatch is how many events of the provider's record one
+// transaction applies.
+const recoverBatch = 1000
+
+// recoverFlags are scan recover's flags.
+type recoverFlags struct {
+	since, events, format, askName string
+	noneLost                       bool
+	reason, by                     string
+}
+
+// cmdRecover: after the ledger's database was restored or failed over,
+// records what the provider's record says went out since --since (from
+// --events in any --format, or from --ask PROVIDER's API), so that no pass
+// sends it again, then records an acknowledged epoch, which lifts the
+// passes' refusal (exit 4). --none-lost records the acknowledgement alone,
+// with who and why, where no record exists.
+func cmdRecover(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "recover", "--since T (--events FILE|- [--format F] | --ask PROVIDER) | --none-lost --reason TEXT --by NAME")
+	var f recoverFlags
+	fs.StringVar(&f.since, "since", "", "RFC3339 instant: the restore point, or the last pass the ledger knows of")
+	fs.StringVar(&f.events, "events", "", "the provider's record of what went out, in --format; - for stdin")
+	fs.StringVar(&f.format, "format", "jsonl", "jsonl, or the payloads ses, sendgrid, mailgun or postmark post")
+	fs.StringVar(&f.askName, "ask", "", "list what the provider accepted since --since through its API")
+	fs.BoolVar(&f.noneLost, "none-lost", false, "acknowledge that nothing can have been lost (no record exists)")
+	fs.StringVar(&f.reason, "reason", "", "why (recorded with the acknowledgement)")
+	fs.StringVar(&f.by, "by", "", "who (recorded with the acknowledgement; default $USER)")
+	if err := parseNoArgs(fs, args, ""); err != nil {
+		return err
+	}
+	since, err := f.validate(e)
+	if err != nil {
+		return err
+	}
+	var provider ask.Provider
+	if f.askName != "" {
+		if provider, err = newAskProvider(e, f.askName); err != nil {
+			return err
+		}
+	}
+	in, closeIn, err := f.input(e)
+	if err != nil {
+		return err
+	}
+	defer closeIn()
+	db, err := openDB(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return runRecover(ctx, e, db, f, since, in, provider)
+}
+
+// validate checks the flags without I/O and returns --since.
+func (f *recoverFlags) validate(e *env) (time.Time, error) {
+	if f.by == "" {
+		f.by = e.getenv("USER")
+	}
+	if f.noneLost {
+		if f.events != "" || f.askName != "" {
+			return time.Time{}, usagef("--none-lost", "takes no --events or --ask: it records that nothing was lost")
+		}
+		if strings.TrimSpace(f.reason) == "" {
+			return time.Time{}, usagef("--reason", "required with --none-lost")
+		}
+		if strings.TrimSpace(f.by) == "" {
+			return time.Time{}, usagef("--by", "required with --none-lost when $USER is not set")
+		}
+	}
+	var since time.Time
+	if f.since != "" {
+		t, err := time.Parse(time.RFC3339, f.since)
+		if err != nil {
+			return time.Time{}, usagef("--since", "%q is not an RFC3339 instant (e.g. 2026-11-30T02:00:00Z)", f.since)
+		}
+		since = t
+	}
+	if f.noneLost {
+		return since, nil
+	}
+	switch {
+	case f.since == "":
+		return time.Time{}, usagef("--since", "required: the restore point, or the last pass the ledger knows of")
+	case (f.events == "") == (f.askName == ""):
+		return time.Time{}, usagef("--events", "give the provider's record with --events FILE|- or --ask PROVIDER (one of them)")
+	case !slices.Contains(reconcile.Formats, f.format):
+		return time.Time{}, usagef("--format", "%q is not one of %s", f.format, strings.Join(reconcile.Formats, ", "))
+	}
+	if f.by == "" {
+		f.by = "recover"
+	}
+	return since, nil
+}
+
+// input opens --events (nil without it).
+func (f *recoverFlags) input(e *env) (io.Reader, func(), error) {
+	switch f.events {
+	case "":
+		return nil, func() {}, nil
+	case "-":
+		return e.stdin, func() {}, nil
+	}
+	fh, err := os.Open(f.events)
+	if err != nil {
+		return nil, nil, usagef("--events", "%v", err)
+	}
+	return fh, func() { fh.Close() }, nil
+}
+
+// recoverReport is the JSON object scan recover prints.
+type recoverReport struct {
+	Since        *time.Time    `json:"since,omitempty"`
+	Events       int           `json:"events"`
+	Recorded     int           `json:"recorded"`
+	AlreadyKnown int           `json:"already_known"`
+	Unknown      int           `json:"unknown"`
+	Epoch        *ledger.Epoch `json:"epoch,omitempty"`
+}
+
+// runRecover applies the record in batches, each in a transaction, then
+// records the acknowledged epoch (after the whole record is in: a
+// recovery that stopped half-way lifts nothing), and prints the report.
+func runRecover(ctx context.Context, e *env, db *sqlx.DB, f recoverFlags, since time.Time, in io.Reader, p ask.Provider) error {
+	var rep recoverReport
+	if !since.IsZero() {
+		rep.Since = &since
+	}
+	runID := newRunID(e.clockNow().UTC())
+	kind, reason := ledger.EpochNoneLost, f.reason
+	if !f.noneLost {
+		var err error
+		if rep, err = applyRecord(ctx, e, db, f, in, p, rep); err != nil {
+			return err
+		}
+		kind = ledger.EpochRecover
+		if reason == "" {
+			reason = fmt.Sprintf("provider record since %s: %d recorded, %d already known, %d unknown",
+				since.UTC().Format(time.RFC3339), rep.Recorded, rep.AlreadyKnown, rep.Unknown)
+		}
+	}
+	ep, err := ledger.Acknowledge(ctx, db, kind, runID, f.by, reason, since, e.clockNow().UTC())
+	switch {
+	case errors.Is(err, ledger.ErrNoTimeline):
+		// Such a server's passes check nothing: there is no refusal to lift.
+		fmt.Fprintf(e.stderr, "scan recover: no epoch recorded: %s\n", e.redact(err.Error()))
+	case err != nil:
+		return err
+	default:
+		rep.Epoch = &ep
+	}
+	return json.NewEncoder(e.stdout).Encode(rep)
+}
+
+// applyRecord reads the provider's record (the file's events, or the
+// provider's answers) and applies it with ledger.Recover in batches.
+func applyRecord(ctx context.Context, e *env, db *sqlx.DB, f recoverFlags, in io.Reader, p ask.Provider, rep recoverReport) (recoverReport, error) {
+	batch := make([]ledger.Settlement, 0, recoverBatch)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := ledger.WithTx(ctx, db, func(tx *sqlx.Tx) error {
+			r, err := ledger.Recover(ctx, tx, f.by, e.clockNow().UTC(), batch)
+			rep.Recorded += r.Recorded
+			rep.AlreadyKnown += r.AlreadyKnown
+			rep.Unknown += r.Unknown
+			return err
+		})
+		rep.Events += len(batch)
+		batch = batch[:0]
+		return err
+	}
+	add := func(s ledger.Settlement) error {
+		batch = append(batch, s)
+		if len(batch) >= recoverBatch {
+			return flush()
+		}
+		return nil
+	}
+	var err error
+	if p != nil {
+		since, _ := time.Parse(time.RFC3339, f.since)
+		err = p.Since(ctx, since, add)
+	} else {
+		var st reconcile.Stats
+		st, err = reconcile.ReadClassified(in, f.format, add)
+		for _, pr := range st.Problems {
+			fmt.Fprintf(e.stderr, "scan recover: line %d skipped: %s\n", pr.Line, pr.Reason)
+		}
+	}
+	if err == nil {
+		err = flush()
+	}
+	return rep, err
+}

@@ -1,0 +1,198 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Epochs: where each pass found the ledger's database (notice_ledger_epoch,
+// sql/0007). A promotion (a failover) or a point-in-time recovery starts a
+// new WAL timeline; a pass that finds one other than the last recorded
+// refuses to claim (ErrRestored) until `scan recover` records an
+// acknowledged epoch on the new timeline (Acknowledge).
+//
+// What it cannot see: a restore that keeps the timeline (a volume
+// snapshot, a copy of the data directory, a dump restored into a cluster
+// on the same timeline number) restores this table with the ledger, so
+// the last pass it knows of is the snapshot's; and a managed service that
+// hides the WAL functions (where they fail, a pass checks nothing and says
+// so).
+
+// The kinds of epoch.
+const (
+	EpochPass     = "pass"      // a pass found the database here and went on
+	EpochRecover  = "recover"   // `scan recover` recorded the provider's record, then lifted the refusal
+	EpochNoneLost = "none_lost" // an operator acknowledged that nothing was lost
+)
+
+// Epoch is one row of notice_ledger_epoch: where a pass, or a recovery,
+// found the database.
+type Epoch struct {
+	ID         int64      `db:"id" json:"id"`
+	Kind       string     `db:"kind" json:"kind"`
+	RunID      string     `db:"run_id" json:"run_id"`
+	Timeline   *int64     `db:"timeline" json:"timeline,omitempty"`
+	LSN        *string    `db:"lsn" json:"lsn,omitempty"`
+	RecordedAt time.Time  `db:"recorded_at" json:"recorded_at"`
+	RecordedBy *string    `db:"recorded_by" json:"recorded_by,omitempty"`
+	Reason     *string    `db:"reason" json:"reason,omitempty"`
+	Since      *time.Time `db:"since" json:"since,omitempty"`
+}
+
+// Where is where the database is now: its WAL timeline and position.
+type Where struct {
+	Timeline int64  `db:"timeline" json:"timeline"`
+	LSN      string `db:"lsn" json:"lsn"`
+}
+
+// RestoredError is a pass's refusal: the database is not where the last
+// epoch left it. It wraps ErrRestored.
+type RestoredError struct {
+	Last Epoch // the last epoch recorded (the last pass the ledger knows of)
+	Now  Where // where the database is now
+}
+
+func (e *RestoredError) Error() string {
+	tl := "unknown"
+	if e.Last.Timeline != nil {
+		tl = fmt.Sprint(*e.Last.Timeline)
+	}
+	lsn := ""
+	if e.Last.LSN != nil {
+		lsn = *e.Last.LSN
+	}
+	return fmt.Sprintf("%s: the database is on timeline %d at %s, but the last pass it knows of (%s %s at %s) found it on timeline %s at %s; "+
+		"claims recorded after that may be lost with notices already sent: nothing was claimed or sent. "+
+		"Run `scan recover --since %s` with the provider's record (--events FILE or --ask PROVIDER), "+
+		"or `scan recover --none-lost --reason TEXT --by NAME` if nothing can have been lost",
+		ErrRestored.Error(), e.Now.Timeline, e.Now.LSN, e.Last.Kind, e.Last.RunID, e.Last.RecordedAt.UTC().Format(time.RFC3339),
+		tl, lsn, e.Last.RecordedAt.UTC().Format(time.RFC3339))
+}
+
+func (e *RestoredError) Unwrap() error { return ErrRestored }
+
+// ErrNoTimeline says that the server does not tell its WAL timeline (a
+// standby, or a managed service that hides the WAL functions): no epoch
+// can be checked or recorded.
+var ErrNoTimeline = errors.New("the server does not tell its WAL timeline")
+
+// CheckPass records that the pass runID found the database where it is,
+// in one statement, unless the database went back in time since the last
+// epoch recorded: on another timeline, or behind its WAL position. Then it
+// records nothing and returns a *RestoredError (errors.Is ErrRestored). A
+// ledger with no epoch yet (fresh, or migrated by an older release)
+// refuses nothing. Where the server does not tell its timeline it returns
+// ErrNoTimeline: the caller goes on unchecked.
+func CheckPass(ctx context.Context, db sqlx.QueryerContext, runID string, now time.Time) (Where, error) {
+	var r struct {
+		Where
+		Recorded bool
+	}
+	var last struct {
+		ID         *int64     `db:"id"`
+		Kind       *string    `db:"kind"`
+		RunID      *string    `db:"run_id"`
+		Timeline   *int64     `db:"last_timeline"`
+		LSN        *string    `db:"last_lsn"`
+		RecordedAt *time.Time `db:"recorded_at"`
+	}
+	rows, err := db.QueryxContext(ctx, noticeEpochCheckPass, runID, now.UTC())
+	if err != nil {
+		return Where{}, epochErr(err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return Where{}, epochErr(err)
+		}
+		return Where{}, fmt.Errorf("check timeline: no row")
+	}
+	if err := rows.Scan(&r.Timeline, &r.LSN, &r.Recorded, &last.ID, &last.Kind, &last.RunID, &last.Timeline, &last.LSN, &last.RecordedAt); err != nil {
+		return Where{}, epochErr(err)
+	}
+	if r.Recorded || last.ID == nil {
+		return r.Where, nil
+	}
+	return r.Where, &RestoredError{Now: r.Where, Last: Epoch{ID: *last.ID, Kind: *last.Kind, RunID: *last.RunID,
+		Timeline: last.Timeline, LSN: last.LSN, RecordedAt: *last.RecordedAt}}
+}
+
+// epochErr turns a server that cannot tell its timeline into ErrNoTimeline.
+func epochErr(err error) error {
+	var pe *pq.Error
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "55000", // object_not_in_prerequisite_state: recovery is in progress (a standby)
+			"0A000", // feature_not_supported (a managed service's own engine)
+			"42501", // insufficient_privilege
+			"42883": // undefined_function
+			return fmt.Errorf("%w: %v", ErrNoTimeline, err)
+		}
+	}
+	return fmt.Errorf("check timeline: %w", err)
+}
+
+// Acknowledge records an acknowledged epoch where the database is now
+// (kind EpochRecover or EpochNoneLost, with who, why and the point the
+// recovery read the provider's record from): the passes after it compare
+// with it, so it lifts the refusal. Where the server does not tell its
+// timeline it returns ErrNoTimeline (and passes there check nothing).
+func Acknowledge(ctx context.Context, db sqlx.ExtContext, kind, runID, by, reason string, since, now time.Time) (Epoch, error) {
+	var e Epoch
+	var s *time.Time
+	if !since.IsZero() {
+		u := since.UTC()
+		s = &u
+	}
+	if err := sqlx.GetContext(ctx, db, &e, noticeEpochAcknowledge, kind, runID, by, reason, s, now.UTC()); err != nil {
+		return Epoch{}, epochErr(err)
+	}
+	return e, nil
+}
+
+// LastEpoch returns the last epoch recorded, nil when there is none.
+func LastEpoch(ctx context.Context, db sqlx.QueryerContext) (*Epoch, error) {
+	var es []Epoch
+	if err := sqlx.SelectContext(ctx, db, &es, noticeEpochLast); err != nil {
+		return nil, fmt.Errorf("last epoch: %w", err)
+	}
+	if len(es) == 0 {
+		return nil, nil
+	}
+	return &es[0], nil
+}
+
+// Replication is what the ledger's server says of its standbys.
+type Replication struct {
+	Standby      bool   `db:"standby"`      // the server is itself a standby (in recovery)
+	SyncNames    string `db:"sync_names"`   // synchronous_standby_names
+	Standbys     int    `db:"standbys"`     // walsenders streaming to standbys
+	Synchronous  int    `db:"synchronous"`  // of those, sync or quorum
+	Hidden       int    `db:"hidden"`       // of those, whose sync_state this role may not read
+	CommitOnHere string `db:"commit_local"` // this session's synchronous_commit
+}
+
+// AllAsync reports whether the server is a primary with standbys of which
+// none is synchronous: a failover to one of them can lose the last claims.
+// When the role may not read the standbys' states (no pg_read_all_stats)
+// it can tell only when synchronous_standby_names is empty.
+func (r Replication) AllAsync() bool {
+	if r.Standby || r.Standbys == 0 || r.Synchronous > 0 {
+		return false
+	}
+	return r.Hidden == 0 || r.SyncNames == ""
+}
+
+// ReplicationOf reads what the server says of its standbys.
+func ReplicationOf(ctx context.Context, db sqlx.QueryerContext) (Replication, error) {
+	var r Replication
+	if err := sqlx.GetContext(ctx, db, &r, noticeReplication); err != nil {
+		return Replication{}, fmt.Errorf("replication: %w", err)
+	}
+	return r, nil
+}
