@@ -156,7 +156,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 			files = append(files, d.file)
 		}
 	}
-	for _, want := range []string{"configmap.yaml", "cronjob.yaml", "cronjob-indexed.yaml", "cronjob-reconcile-sqs.yaml", "prometheusrule.yaml", "receive.yaml"} {
+	for _, want := range []string{"configmap.yaml", "cronjob.yaml", "cronjob-indexed.yaml", "cronjob-reconcile-sqs.yaml", "cronjob-undelivered.yaml", "prometheusrule.yaml", "receive.yaml"} {
 		if !slices.Contains(files, want) {
 			t.Errorf("%s: no document decoded", want)
 		}
@@ -437,7 +437,7 @@ func TestScheduleMatchesPolicy(t *testing.T) {
 		t.Fatalf("the sample policy is refused: %v", err)
 	}
 	for file, cj := range cronJobs(t, docs) {
-		if file == "cronjob-reconcile.yaml" || file == "cronjob-reconcile-sqs.yaml" {
+		if file == "cronjob-reconcile.yaml" || file == "cronjob-reconcile-sqs.yaml" || file == "cronjob-undelivered.yaml" {
 			continue // not a pass: it runs on its own schedule
 		}
 		if cj.Spec.Schedule != p.Schedule {
@@ -583,5 +583,60 @@ func TestReconcileSQSCronJob(t *testing.T) {
 	d := js.ActiveDeadlineSeconds
 	if d == nil || time.Duration(*d)*time.Second < budget+20*time.Second || *d >= 300 {
 		t.Errorf("activeDeadlineSeconds = %v with --max-duration %v: want room for the budget and a last long poll, and less than 5 minutes", d, budget)
+	}
+}
+
+// The undelivered CronJob runs `scan undelivered` once a day, after the
+// pass, and pushes its counts: the alert ScanUndeliveredGrowing compares
+// them with the day before, so without the push it could never fire. It
+// reads the ledger only: the database secret and nothing else.
+func TestUndeliveredCronJob(t *testing.T) {
+	docs := load(t)
+	cjs := cronJobs(t, docs)
+	cj := cjs["cronjob-undelivered.yaml"]
+	if cj == nil {
+		t.Fatal("cronjob-undelivered.yaml has no CronJob")
+	}
+	sched, err := policy.ParseSchedule(cj.Spec.Schedule)
+	if err != nil {
+		t.Fatalf("schedule %q: %v", cj.Spec.Schedule, err)
+	}
+	pass, err := policy.ParseSchedule(cjs["cronjob.yaml"].Spec.Schedule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	first, passAt := sched.Next(day), pass.Next(day)
+	if sched.Next(first).Sub(first) != 24*time.Hour {
+		t.Errorf("schedule %q does not fire once a day (the alert compares with a day before)", cj.Spec.Schedule)
+	}
+	if !first.After(passAt) || first.Sub(passAt) >= 24*time.Hour {
+		t.Errorf("undelivered at %s, the pass at %s: want it after the day's pass", first.Format("15:04"), passAt.Format("15:04"))
+	}
+	if cj.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || cj.Spec.TimeZone == nil || *cj.Spec.TimeZone != "Etc/UTC" {
+		t.Errorf("concurrencyPolicy %q, timeZone %v", cj.Spec.ConcurrencyPolicy, cj.Spec.TimeZone)
+	}
+	js := cj.Spec.JobTemplate.Spec
+	checkFailurePolicy(t, js.PodFailurePolicy)
+	pod := js.Template.Spec
+	if pod.RestartPolicy != corev1.RestartPolicyNever || pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Errorf("restartPolicy %q, automountServiceAccountToken %v", pod.RestartPolicy, pod.AutomountServiceAccountToken)
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("%d containers, want 1", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	checkContainer(t, c)
+	checkSecretEnv(t, c, "DATABASE_URL", "database-url")
+	for _, name := range []string{"NOTICE_KEY_SECRET", "SMTP_URL", "SCAN_SENDER", "TWILIO_AUTH_TOKEN"} {
+		if env(c, name) != nil {
+			t.Errorf("undelivered gets %s, which it does not need", name)
+		}
+	}
+	if gw := env(c, "PUSHGATEWAY_URL"); gw == nil || gw.Value == "" {
+		t.Error("no PUSHGATEWAY_URL: the counts ScanUndeliveredGrowing reads would never be pushed")
+	}
+	if len(c.Args) < 3 || c.Args[0] != "undelivered" || !slices.Contains(c.Args, "--since") {
+		t.Errorf("args = %q, want undelivered --since D", c.Args)
 	}
 }
