@@ -61,6 +61,32 @@ type Tally struct {
 // ledger stops Apply. Apply is safe to run while a pass records outcomes:
 // a claim the pass settled first is left as the pass recorded it.
 func Apply(ctx context.Context, db *sqlx.DB, r io.Reader, opt Options, changed func(ledger.Change) error) (Result, error) {
+	return applyBatches(r, opt, func(now time.Time, batch []ledger.Settlement) (ledger.SettleResult, error) {
+		var sr ledger.SettleResult
+		err := ledger.WithTx(ctx, db, func(tx *sqlx.Tx) error {
+			var err error
+			sr, err = ledger.Settle(ctx, tx, opt.By, now, batch)
+			return err
+		})
+		if err != nil {
+			return sr, err
+		}
+		for _, c := range sr.Changed {
+			if changed != nil {
+				if err := changed(c); err != nil {
+					return sr, err
+				}
+			}
+		}
+		return sr, nil
+	})
+}
+
+// applyBatches reads the events in r as opt.Format, classifies each and
+// hands them to settle in batches of opt.BatchSize (at opt.Now, read once
+// per batch), counting what each batch did: the one reading and counting
+// loop of Apply (a transaction per batch) and ApplyTx (the caller's).
+func applyBatches(r io.Reader, opt Options, settle func(now time.Time, batch []ledger.Settlement) (ledger.SettleResult, error)) (Result, error) {
 	size := opt.BatchSize
 	if size <= 0 {
 		size = DefaultBatchSize
@@ -76,21 +102,9 @@ func Apply(ctx context.Context, db *sqlx.DB, r io.Reader, opt Options, changed f
 	res := Result{Events: map[ledger.EventKind]int{}, Tally: map[Tally]int{}}
 	batch := make([]ledger.Settlement, 0, min(size, DefaultBatchSize))
 	flush := func() error {
-		var sr ledger.SettleResult
-		err := ledger.WithTx(ctx, db, func(tx *sqlx.Tx) error {
-			var err error
-			sr, err = ledger.Settle(ctx, tx, opt.By, now().UTC(), batch)
-			return err
-		})
+		sr, err := settle(now().UTC(), batch)
 		if err != nil {
 			return err
-		}
-		for _, c := range sr.Changed {
-			if changed != nil {
-				if err := changed(c); err != nil {
-					return err
-				}
-			}
 		}
 		res.add(provider, batch, sr)
 		batch = batch[:0]

@@ -26,44 +26,11 @@ import (
 // server. opt.Now is read once per batch. Safe for concurrent use with
 // distinct transactions.
 func ApplyTx(ctx context.Context, tx *sqlx.Tx, r io.Reader, opt Options) (Result, []ledger.Change, error) {
-	size := opt.BatchSize
-	if size <= 0 {
-		size = DefaultBatchSize
-	}
-	now := opt.Now
-	if now == nil {
-		now = time.Now
-	}
-	provider := opt.Format
-	if provider == "" {
-		provider = "jsonl"
-	}
-	res := Result{Events: map[ledger.EventKind]int{}, Tally: map[Tally]int{}}
 	var changes []ledger.Change
-	batch := make([]ledger.Settlement, 0, min(size, DefaultBatchSize))
-	flush := func() error {
-		sr, err := ledger.Settle(ctx, tx, opt.By, now().UTC(), batch)
-		if err != nil {
-			return err
-		}
+	res, err := applyBatches(r, opt, func(now time.Time, batch []ledger.Settlement) (ledger.SettleResult, error) {
+		sr, err := ledger.Settle(ctx, tx, opt.By, now, batch)
 		changes = append(changes, sr.Changed...)
-		res.add(provider, batch, sr)
-		batch = batch[:0]
-		return nil
-	}
-	st, err := ReadFormat(r, opt.Format, func(s ledger.Settlement) error {
-		classify(&s)
-		batch = append(batch, s)
-		if len(batch) >= size {
-			return flush()
-		}
-		return nil
+		return sr, err
 	})
-	res.Stats = st
-	if err == nil {
-		err = flush()
-	}
-	res.Tally[Tally{provider, ledger.KindOther, "irrelevant"}] += st.Irrelevant
-	res.Tally[Tally{provider, ledger.KindOther, "malformed"}] += st.Malformed + st.Oversized
 	return res, changes, err
 }
