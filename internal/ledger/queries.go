@@ -271,33 +271,65 @@ INSERT INTO notice_ledger_resolution
     (notice_key, from_state, to_state, resolved_by, reason, resolved_at, period_start)
 VALUES ($1, $2, $3, $4, $5, $6, $7::date)`
 
-// noticeListForSettlement finds the rows a batch of provider events may
-// name: by notice key ($1, each month's primary key), provider id ($2,
+// noticeListForSettlement makes Settle's transaction durable and finds
+// the rows a batch of provider events may name, in one round trip.
+//
+// Durable: synchronous_commit as noticeClaimDurable sets it (the evidence
+// a provider's webhook was answered for), evaluated once per statement by
+// the outer side of the LEFT JOIN, which is read whatever the look-up
+// finds. The statement therefore always returns at least one row; a row
+// whose notice_key is ” found nothing and is skipped.
+//
+// Look-up: by notice key ($1, each month's primary key), provider id ($2,
 // among the claims in quarantine, through the quarantine index: a provider
 // id is stored with a sent outcome only, and no index on every sent row
-// pays for finding notices already settled) or Message-ID without angle
-// brackets ($3). A Message-ID is
-// the key's first 32 hex characters @ a domain, so it is found by a range
-// on the primary key (hex sorts below 'g' in the "C" collation) and then
-// compared whole: there is no index on message_id for every claim to write.
+// pays for finding notices already settled) or Message-ID
+// without angle brackets ($3). A Message-ID is the key's first 32 hex
+// characters @ a domain, so it is found by a range on the primary key (hex
+// sorts below 'g' in the "C" collation) and then compared whole: there is
+// no index on message_id for every claim to write.
+//
+// A settlement is found by its key first (Settle's find), so the provider
+// id and Message-ID branches matter only when one of the batch's events
+// names no key ($4) or a key the ledger lacks: otherwise their one-time
+// filter (the miss CTE) skips them, and the statement reads the primary
+// key only, which is what most webhook events (they echo the key) cost.
 const noticeListForSettlement = `
-SELECT notice_key, COALESCE(message_id, '') AS message_id,
-       COALESCE(provider_id, '') AS provider_id, state, period_start,
-       attempts, claimed_at, COALESCE(settled_by, '') AS settled_by
-FROM notice_ledger WHERE notice_key = ANY($1::text[])
-UNION
-SELECT notice_key, COALESCE(message_id, ''), COALESCE(provider_id, ''), state, period_start,
-       attempts, claimed_at, COALESCE(settled_by, '')
-FROM notice_ledger WHERE state = 'claimed' AND provider_id = ANY($2::text[])
-UNION
-SELECT l.notice_key, l.message_id, COALESCE(l.provider_id, ''), l.state, l.period_start,
-       l.attempts, l.claimed_at, COALESCE(l.settled_by, '')
-FROM unnest($3::text[]) AS m(id)
-JOIN notice_ledger l
-  ON l.notice_key >= split_part(m.id, '@', 1) COLLATE "C"
- AND l.notice_key < split_part(m.id, '@', 1) || 'g' COLLATE "C"
- AND l.message_id = m.id
-WHERE split_part(m.id, '@', 1) ~ '^[0-9a-f]{32}$'`
+SELECT COALESCE(r.notice_key, '') AS notice_key, COALESCE(r.message_id, '') AS message_id,
+       COALESCE(r.provider_id, '') AS provider_id, COALESCE(r.state, '') AS state,
+       COALESCE(r.period_start, 'epoch') AS period_start, COALESCE(r.attempts, 0) AS attempts,
+       COALESCE(r.claimed_at, 'epoch') AS claimed_at, COALESCE(r.settled_by, '') AS settled_by
+FROM (SELECT set_config('synchronous_commit',
+          CASE current_setting('synchronous_commit') WHEN 'remote_apply' THEN 'remote_apply' ELSE 'on' END,
+          true)) AS durable(setting)
+LEFT JOIN LATERAL (
+    WITH k AS (
+        SELECT notice_key, COALESCE(message_id, '') AS message_id,
+               COALESCE(provider_id, '') AS provider_id, state, period_start,
+               attempts, claimed_at, COALESCE(settled_by, '') AS settled_by
+        FROM notice_ledger WHERE notice_key = ANY($1::text[])),
+    miss AS (
+        SELECT 1 WHERE $4::boolean
+           OR EXISTS (SELECT 1 FROM unnest($1::text[]) AS q(key)
+                      WHERE NOT EXISTS (SELECT 1 FROM k WHERE k.notice_key = q.key)))
+    SELECT * FROM k
+    UNION
+    SELECT notice_key, COALESCE(message_id, ''), provider_id, state, period_start,
+           attempts, claimed_at, COALESCE(settled_by, '')
+    FROM notice_ledger
+    WHERE state = 'claimed' AND provider_id IS NOT NULL AND provider_id = ANY($2::text[])
+      AND EXISTS (SELECT 1 FROM miss)
+    UNION
+    SELECT l.notice_key, l.message_id, COALESCE(l.provider_id, ''), l.state, l.period_start,
+           l.attempts, l.claimed_at, COALESCE(l.settled_by, '')
+    FROM unnest($3::text[]) AS m(id)
+    JOIN notice_ledger l
+      ON l.notice_key >= split_part(m.id, '@', 1) COLLATE "C"
+     AND l.notice_key < split_part(m.id, '@', 1) || 'g' COLLATE "C"
+     AND l.message_id = m.id
+    WHERE split_part(m.id, '@', 1) ~ '^[0-9a-f]{32}$'
+      AND EXISTS (SELECT 1 FROM miss)
+) AS r ON true`
 
 // noticePartitionsEnsure creates the monthly partitions of the given
 // dates that do not exist yet (see sql/0002); the common call, when they

@@ -201,10 +201,8 @@ func Settle(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, ss []Set
 	}
 	// What the provider told is committed synchronously, as claims are: a
 	// receiver answers 2xx once it commits, and a second witness lost in a
-	// crash after that answer could let a restored ledger send twice.
-	if _, err := tx.ExecContext(ctx, noticeClaimDurable); err != nil {
-		return SettleResult{}, fmt.Errorf("settle: synchronous commit: %w", err)
-	}
+	// crash after that answer could let a restored ledger send twice. The
+	// look-up sets it (noticeListForSettlement), one round trip for both.
 	find, err := settleRows(ctx, tx, ss)
 	if err != nil {
 		return SettleResult{}, err
@@ -328,13 +326,16 @@ func (res *SettleResult) count(fresh map[int]bool) {
 	}
 }
 
-// settleRows reads the rows a batch may name and returns how to find the
-// row of one settlement (nil: none).
+// settleRows makes tx commit synchronously, reads the rows a batch may
+// name and returns how to find the row of one settlement (nil: none).
 func settleRows(ctx context.Context, tx *sqlx.Tx, ss []Settlement) (func(Settlement) *settleRow, error) {
 	var keys, provs, ids []string
+	keyless := false
 	for _, s := range ss {
 		if s.Key != "" {
 			keys = append(keys, s.Key)
+		} else {
+			keyless = true
 		}
 		if s.ProviderID != "" {
 			provs = append(provs, s.ProviderID)
@@ -344,9 +345,16 @@ func settleRows(ctx context.Context, tx *sqlx.Tx, ss []Settlement) (func(Settlem
 		}
 	}
 	var rows []settleRow
-	if err := sqlx.SelectContext(ctx, tx, &rows, noticeListForSettlement, pq.Array(keys), pq.Array(provs), pq.Array(ids)); err != nil {
+	if err := sqlx.SelectContext(ctx, tx, &rows, noticeListForSettlement, pq.Array(keys), pq.Array(provs), pq.Array(ids), keyless); err != nil {
 		return nil, fmt.Errorf("settle: %w", err)
 	}
+	found := rows[:0]
+	for _, r := range rows {
+		if r.Key != "" { // the one row of a look-up that found nothing
+			found = append(found, r)
+		}
+	}
+	rows = found
 	byKey := make(map[string]*settleRow, len(rows))
 	byProv := map[string]*settleRow{}
 	byID := map[string]*settleRow{}

@@ -236,6 +236,7 @@ type config struct {
 	receiveN       int
 	receiveSNS     int
 	receiveClients int
+	receiveQuar    int
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -270,6 +271,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&c.apiLatency, "api-latency", 50*time.Millisecond, "the API stand-in's time per request in the latency-api scenario")
 	fs.IntVar(&c.receiveN, "receive-n", 50000, "SendGrid events of the receive scenario (in batches of 500)")
 	fs.IntVar(&c.receiveSNS, "receive-sns", 5000, "single SNS notifications of the receive scenario")
+	fs.IntVar(&c.receiveQuar, "receive-quarantine", 0, "more claims left in quarantine beside the receive scenario's SNS phase (which nothing settles)")
 	fs.IntVar(&c.receiveClients, "receive-clients", 8, "concurrent posters of the receive scenario, and scan receive's --max-in-flight")
 	apiConc := fs.String("api-concurrency", "64,256", "policy concurrencies of the latency-api scenario, comma-separated")
 	if err := fs.Parse(args); err != nil {
