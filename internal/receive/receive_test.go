@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"scan/internal/ledger"
+	"scan/internal/ledger/ledgertest"
 	"scan/internal/pgtest"
 	"scan/internal/receive"
 )
@@ -32,28 +33,16 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 var t0 = time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
 
-func key(i int) string { return fmt.Sprintf("%032x%032x", i, i) }
+func key(i int) string { return ledgertest.Key(i) }
 
-func msgID(i int) string { return key(i)[:32] + "@n.example.com" }
+func msgID(i int) string { return ledgertest.MessageID(i) }
 
 // setup returns a migrated ledger holding n claims (keys 1..n) in
 // quarantine: a pass claimed them and died.
 func setup(t *testing.T, n int) *sqlx.DB {
 	t.Helper()
 	db := pgtest.New(t)
-	ctx := context.Background()
-	if _, err := ledger.Migrate(ctx, db.DB); err != nil {
-		t.Fatal(err)
-	}
-	cs := make([]ledger.Claim, n)
-	for i := range cs {
-		cs[i] = ledger.Claim{Key: key(i + 1), SubscriptionID: fmt.Sprintf("sub_%d", i+1), Kind: "renewal_notice_t72",
-			PeriodStart: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), RenewsAt: t0.Add(48 * time.Hour),
-			WindowClosesAt: t0.Add(24 * time.Hour), Domain: "example.com", MessageID: msgID(i + 1)}
-	}
-	if won, err := ledger.Insert(ctx, db, ledger.ClaimOptions{State: ledger.Claimed, Now: t0, RunID: "crashed"}, cs); err != nil || len(won) != n {
-		t.Fatalf("claim %d: won %d, %v", n, len(won), err)
-	}
+	ledgertest.Crashed(t, db, n, t0)
 	return db
 }
 
