@@ -32,26 +32,6 @@ func (c *cluster) walSyncs() int {
 	return n
 }
 
-// backendsGone waits until no backend of application name app is left
-// (at most deadline, then the test fails). A backend reports its WAL
-// statistics to pg_stat_wal when idle (at most once a second) or as it
-// exits, which it does after its client has gone, and it leaves
-// pg_stat_activity only after that report: once none is left, every
-// flush it made is counted.
-func (c *cluster) backendsGone(app string, deadline time.Duration) {
-	c.t.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	timeout := time.After(deadline)
-	for c.query(`SELECT count(*)::text FROM pg_stat_activity WHERE application_name = $1`, app) != "0" {
-		select {
-		case <-tick.C:
-		case <-timeout:
-			c.t.Fatalf("backends of %s still there after %v", app, deadline)
-		}
-	}
-}
-
 // A server whose default is synchronous_commit = off (ALTER SYSTEM, the
 // WAL writer flushing every 2s): each claim statement still waits for its
 // flush (pg_stat_wal.wal_sync rises with the claim batches), and crashes
@@ -64,13 +44,16 @@ func TestClaimsSurviveCrashesOfAnAsyncServer(t *testing.T) {
 	f := newFixture(t, 100, c.dsn)
 
 	before := c.walSyncs()
+	// A backend reports its WAL flushes when idle (at most once a second)
+	// or as it exits, after its client has gone: the pass connects under
+	// a name of its own, and the count is read once none of it is left.
 	const app = "scan-first-pass"
-	r := f.scan(append(f.env(), "DATABASE_URL="+f.dsn+" application_name="+app), "run", "--batch-size", "20")
+	r := f.scan(append(f.env(), "DATABASE_URL="+withParam(t, f.dsn, "application_name", app)), "run", "--batch-size", "20")
 	if r.code != 0 {
 		t.Fatalf("first pass: exit %d\n%s", r.code, tail(r.stderr))
 	}
 	batches := strings.Count(r.stderr, `"batch claimed"`)
-	c.backendsGone(app, 15*time.Second)
+	f.settle(app)
 	if syncs := c.walSyncs() - before; batches < 5 || syncs < batches {
 		t.Fatalf("%d claim batches, but the WAL was flushed %d times: the claims did not wait for their flush", batches, syncs)
 	}
