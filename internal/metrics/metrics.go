@@ -274,9 +274,9 @@ func (p *Pass) Gatherer() prometheus.Gatherer { return p.reg }
 // so the last success time of an earlier pass is kept. The error never
 // contains the URL's password.
 func (p *Pass) Push(ctx context.Context, gatewayURL string, completed bool) error {
-	u, err := url.Parse(gatewayURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return errors.New("PUSHGATEWAY_URL: not an http(s) URL")
+	u, err := pushURL(gatewayURL)
+	if err != nil {
+		return err
 	}
 	var g prometheus.Gatherer = p.reg
 	if !completed {
@@ -322,4 +322,27 @@ func (w without) Gather() ([]*dto.MetricFamily, error) {
 		}
 	}
 	return out, err
+}
+
+// pushURL parses a Pushgateway URL (PUSHGATEWAY_URL): http or https with a
+// host, or an error that names the variable and never holds the URL.
+func pushURL(gatewayURL string) (*url.URL, error) {
+	u, err := url.Parse(gatewayURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("PUSHGATEWAY_URL: not an http(s) URL")
+	}
+	return u, nil
+}
+
+// pushTarget is pushURL and the client to push with: client, or a
+// 10s-timeout client when it is nil.
+func pushTarget(gatewayURL string, client *http.Client) (*url.URL, *http.Client, error) {
+	u, err := pushURL(gatewayURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	return u, client, nil
 }

@@ -2,10 +2,7 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"net/http"
-	"net/url"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
@@ -41,12 +38,9 @@ type ReconcileCount struct {
 // "duplicate" marks those already kept. client nil is a 10s-timeout client.
 // The error never contains the URL's password.
 func PushReconcile(ctx context.Context, gatewayURL string, client *http.Client, provider string, counts []ReconcileCount) error {
-	u, err := url.Parse(gatewayURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return errors.New("PUSHGATEWAY_URL: not an http(s) URL")
-	}
-	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Second}
+	u, client, err := pushTarget(gatewayURL, client)
+	if err != nil {
+		return err
 	}
 	reg := prometheus.NewRegistry()
 	events := prometheus.NewCounterVec(prometheus.CounterOpts{
