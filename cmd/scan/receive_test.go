@@ -407,9 +407,16 @@ func TestReceiveSIGTERMDrains(t *testing.T) {
 	}
 	req.ContentLength = int64(len(body))
 	req.SetBasicAuth(recvUser, recvPass)
+	// With Expect: 100-continue the client sends the body only once the
+	// server's handler reads it: the first Write below returns when the
+	// request is in the handler's hands, not merely in the client's
+	// buffer (else SIGTERM could close the listener before the server
+	// accepted the connection). No timeout sends it earlier.
+	req.Header.Set("Expect", "100-continue")
+	client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Hour}}
 	answered := make(chan int, 1)
 	go func() {
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			answered <- 0
 			return
@@ -417,7 +424,7 @@ func TestReceiveSIGTERMDrains(t *testing.T) {
 		resp.Body.Close()
 		answered <- resp.StatusCode
 	}()
-	if _, err := pw.Write(body[:10]); err != nil { // the request is in flight
+	if _, err := pw.Write(body[:10]); err != nil { // the handler is reading: the request is in flight
 		t.Fatal(err)
 	}
 	draining := r.logs.on("draining in-flight requests")
