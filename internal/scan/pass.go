@@ -61,7 +61,19 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 	if err := s.expireRetries(ctx, c); err != nil {
 		return finish(err)
 	}
+	// The sms stage runs beside the email stage (sms.go): neither waits
+	// for the other; an error of either stops both.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	sms := s.startSMS(ctx, stop, c)
+	s.smsQ = sms.queue()
 	ps, err := s.sendDue(ctx, c)
+	if err != nil {
+		stop(err)
+	}
+	if smsErr := sms.wait(); err == nil {
+		err = smsErr
+	}
 	if err != nil {
 		return finish(err)
 	}
@@ -72,9 +84,6 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 		if err := s.tallyDeferred(ctx, ps, c); err != nil {
 			return finish(err)
 		}
-	}
-	if err := s.sendSMS(ctx, c); err != nil {
-		return finish(err)
 	}
 	return finish(s.countSuppressed(ctx, ps, c))
 }
@@ -178,7 +187,7 @@ func (s *Pass) startDispatcher(ctx context.Context, limits send.Limits) (*send.D
 // the returned channel receives its error. Outcomes are written even after
 // ctx is cancelled (recorder.run).
 func (s *Pass) startRecorder(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, cancel context.CancelCauseFunc) <-chan error {
-	rec := &recorder{db: s.db, runID: s.cfg.RunID, clock: s.cfg.Clock, log: s.log, hooks: s.cfg.Hooks, c: c, cancel: cancel, grace: s.cfg.ShutdownGrace, flow: fl}
+	rec := &recorder{db: s.db, runID: s.cfg.RunID, clock: s.cfg.Clock, log: s.log, hooks: s.cfg.Hooks, c: c, cancel: cancel, grace: s.cfg.ShutdownGrace, flow: fl, sms: s.smsQ}
 	recDone := make(chan error, 1)
 	go func() {
 		// A panic here would kill the process outside run()'s recover (and

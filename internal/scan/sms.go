@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
+	"github.com/lib/pq"
 	"golang.org/x/time/rate"
 
 	"scan/internal/address"
@@ -18,11 +20,14 @@ import (
 
 // The sms channel (issue 30): a kind with channels [email, sms] goes by
 // sms when email cannot reach the customer while its window is open. The
-// pass's sms stage runs after the email stage, so the email half of a
-// pass keeps its own pace and buckets; sms has its own bucket (rate.sms)
-// and sender (Config.SMS). An sms notice is a notice of its own: its key
-// is the email key's material + "|sms", with its own claim, attempts,
-// quarantine and evidence. The stage takes, per window group:
+// pass's sms stage runs beside the email stage, in its own goroutine,
+// with its own bucket (rate.sms) and sender (Config.SMS): neither waits
+// for the other (no head-of-line blocking between channels). An sms
+// notice is a notice of its own: its key is the email key's material +
+// "|sms", with its own claim, attempts, quarantine and evidence.
+//
+// Its first sweep takes, per window group, what the ledger and the
+// source already say:
 //   - the notices whose email row is failed (suppressed, no usable
 //     address, refused for good, or hard-bounced by evidence, which a
 //     later pass finds: "in the next pass at the latest");
@@ -30,6 +35,15 @@ import (
 //     malformed): their email notice is recorded failed
 //     no_usable_address first;
 //   - the sms rows in retry, re-claimed by compare-and-set.
+//
+// Then it takes what the email stage of the same pass fails (suppressed,
+// refused for good): the email stage hands the subscription ids over
+// through smsHandoff, which never blocks it, and the sms stage reads them
+// set-based (the same statement restricted to those ids, a page of ids
+// at a time). When the email stage ends, the sms stage drains what is
+// queued and returns; a time budget that ends first defers (counted) the
+// rest to the next pass.
+//
 // A notice whose email row is sent, claimed (quarantine), retry or
 // missed is never sent by sms. Claim, send, record, as for email: the
 // claim commits before the request leaves, an answer that never came
@@ -41,7 +55,8 @@ import (
 // parameters, $7 false) with the window open (as subscriptionListOpen's
 // $3, $4), of kind $8, whose email row is failed or absent and whose sms
 // row is absent or retry (its key as notice_key), after the cursor $9,
-// from the period $10 (NULL: every month), at most $11.
+// from the period $10 (NULL: every month), at most $11, restricted to
+// the subscription ids $12 (NULL: every row).
 const subscriptionListFallback = `SELECT {cols}, e.state::text AS email_state, m.notice_key
 FROM {rel} s
 LEFT JOIN notice_ledger e
@@ -56,12 +71,80 @@ WHERE ` + inGroup + `
   AND (e.state = 'failed' OR e.subscription_id IS NULL)
   AND (m.subscription_id IS NULL OR m.state = 'retry')
   AND ($9::text IS NULL OR s.id::text > $9::text)
+  AND ($12::text[] IS NULL OR s.id::text = ANY($12::text[]))
 ORDER BY s.id::text
 LIMIT $11`
 
-// sendSMS is the pass's sms stage (see above); nothing without
-// Config.SMS or a kind with the sms channel.
-func (s *Pass) sendSMS(ctx context.Context, c *counters) error {
+// smsHandoff carries the subscription ids whose email notice the email
+// stage failed to the sms stage, without ever blocking the email stage:
+// an unbounded list under a mutex and a one-slot wake-up signal. A nil
+// *smsHandoff takes nothing (no sms stage in the pass).
+type smsHandoff struct {
+	mu     sync.Mutex
+	ids    []string
+	closed bool
+	wake   chan struct{}
+}
+
+func newSMSHandoff() *smsHandoff { return &smsHandoff{wake: make(chan struct{}, 1)} }
+
+// push queues ids for the sms stage and wakes it.
+func (h *smsHandoff) push(ids ...string) {
+	if h == nil || len(ids) == 0 {
+		return
+	}
+	h.mu.Lock()
+	h.ids = append(h.ids, ids...)
+	h.mu.Unlock()
+	h.signal()
+}
+
+// close says the email stage has ended: nothing more comes.
+func (h *smsHandoff) close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.signal()
+}
+
+func (h *smsHandoff) signal() {
+	select {
+	case h.wake <- struct{}{}:
+	default: // already signalled
+	}
+}
+
+// next waits until ids are queued or the email stage has ended, and
+// takes at most n of them; done is true once it has ended and nothing is
+// left.
+func (h *smsHandoff) next(ctx context.Context, n int) (ids []string, done bool, _ error) {
+	for {
+		h.mu.Lock()
+		k := min(n, len(h.ids))
+		ids, h.ids = h.ids[:k:k], h.ids[k:]
+		closed := h.closed && len(h.ids) == 0
+		h.mu.Unlock()
+		if len(ids) > 0 || closed {
+			return ids, closed && len(ids) == 0, nil
+		}
+		select {
+		case <-h.wake:
+		case <-ctx.Done():
+			return nil, true, ctx.Err()
+		}
+	}
+}
+
+// smsStage is the pass's running sms stage (startSMS).
+type smsStage struct {
+	handoff *smsHandoff
+	done    chan error
+}
+
+// startSMS starts the pass's sms stage beside the email stage (see
+// above); nil without Config.SMS or a kind with the sms channel. An
+// error of the stage cancels the pass with that cause.
+func (s *Pass) startSMS(ctx context.Context, cancel context.CancelCauseFunc, c *counters) *smsStage {
 	if s.cfg.SMS == nil || !s.cfg.Policy.UsesSMS() {
 		return nil
 	}
@@ -69,8 +152,62 @@ func (s *Pass) sendSMS(ctx context.Context, c *counters) error {
 		s.log.Warn().Msg("a staging redirect is in force: the sms channel sends nothing")
 		return nil
 	}
+	st := &smsStage{handoff: newSMSHandoff(), done: make(chan error, 1)}
+	go func() {
+		err := s.sendSMS(ctx, c, st.handoff)
+		if err != nil {
+			cancel(err)
+		}
+		st.done <- err
+	}()
+	return st
+}
+
+// queue is where the email stage hands the sms stage its failures; nil
+// (taking nothing) for a pass without an sms stage.
+func (st *smsStage) queue() *smsHandoff {
+	if st == nil {
+		return nil
+	}
+	return st.handoff
+}
+
+// wait tells the sms stage that the email stage has ended and waits for
+// it to drain; nil for a pass without one.
+func (st *smsStage) wait() error {
+	if st == nil {
+		return nil
+	}
+	st.handoff.close()
+	return <-st.done
+}
+
+// sendSMS is the sms stage: the first sweep, then what the email stage
+// hands over until it ends.
+func (s *Pass) sendSMS(ctx context.Context, c *counters, h *smsHandoff) error {
 	b := s.cfg.Policy.Rate.Share(s.cfg.Shards).SMS
 	lim := rate.NewLimiter(rate.Limit(b.PerSecond), max(b.Burst, 1))
+	if err := s.smsSweep(ctx, c, lim, nil); err != nil {
+		return err
+	}
+	for {
+		ids, done, err := h.next(ctx, s.cfg.BatchSize)
+		if err != nil || done {
+			return err
+		}
+		if err := s.smsSweep(ctx, c, lim, ids); err != nil {
+			return err
+		}
+	}
+}
+
+// smsSweep runs the fallback statement over every sms window group,
+// restricted to the subscription ids ids unless nil.
+func (s *Pass) smsSweep(ctx context.Context, c *counters, lim *rate.Limiter, ids []string) error {
+	var only any // NULL: every row
+	if ids != nil {
+		only = pq.Array(ids)
+	}
 	for _, group := range s.sels {
 		for _, sel := range group {
 			if !s.kinds[sel.kind].HasSMS() {
@@ -79,7 +216,7 @@ func (s *Pass) sendSMS(ctx context.Context, c *counters) error {
 			q := fill(subscriptionListFallback, s.src.rel, s.src.cols(), sel.anchor)
 			list := func(after *string) ([]sourceRow, error) {
 				return s.src.page(ctx, s.db, q, s.src.group(sel, s.cfg.Now.Add(sel.close), sel.hi(s.cfg.Now), false,
-					sel.kind, textParam(after), nil, s.cfg.BatchSize))
+					sel.kind, textParam(after), nil, s.cfg.BatchSize, only))
 			}
 			err := eachRowPage(s.cfg.BatchSize, list, func(rows []sourceRow) error { return s.smsPage(ctx, c, lim, sel, rows) })
 			if err != nil {

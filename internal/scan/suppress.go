@@ -70,6 +70,20 @@ func (s *Pass) dropSuppressed(ctx context.Context, c *counters, byKey map[string
 	}
 	n := len(recorded) + len(marked)
 	c.add(func(x *Summary) { x.SuppressedAddress += n })
+	s.smsQ.push(suppressedIDs(dropC, dropR, byKey)...) // the kind's next channel, in this pass
 	s.log.Info().Int("suppressed_address", n).Msg("recipients on the suppression list: not sent by email")
 	return keepC, keepR, nil
+}
+
+// suppressedIDs are the subscription ids of the claims and retry rows
+// dropSuppressed failed, for the sms stage.
+func suppressedIDs(claims []ledger.Claim, retryKeys []string, byKey map[string]candidate) []string {
+	ids := make([]string, 0, len(claims)+len(retryKeys))
+	for _, cl := range claims {
+		ids = append(ids, cl.SubscriptionID)
+	}
+	for _, k := range retryKeys {
+		ids = append(ids, byKey[k].claim.SubscriptionID)
+	}
+	return ids
 }

@@ -1,0 +1,116 @@
+package scan_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"scan/internal/ledger"
+	"scan/internal/policy"
+	"scan/internal/scan"
+	"scan/internal/send"
+	"scan/internal/smtptest"
+)
+
+// gatedSMS is an sms sender that says when it is first called (entered)
+// and answers only once released.
+type gatedSMS struct {
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+	n       atomic.Int64
+}
+
+func (g *gatedSMS) Send(ctx context.Context, _ *send.Message) (send.Receipt, error) {
+	g.once.Do(func() { close(g.entered) })
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return send.Receipt{}, ctx.Err()
+	}
+	return send.Receipt{ProviderID: fmt.Sprintf("SM%032d", g.n.Add(1))}, nil
+}
+
+func (g *gatedSMS) Close() error { return nil }
+
+// No head-of-line blocking between channels: in one pass, the sms stage
+// runs beside the email stage and neither waits for the other. The SMTP
+// server answers no message before the sms sender has been called (an sms
+// stage that waited for the email stage never is), and the sms sender
+// answers nothing before every email notice of the pass is recorded sent
+// (an email stage that waited for the sms bucket never is). Either way
+// round, the test's deadline is what fails it.
+func TestSMSDoesNotBlockEmail(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g := &gatedSMS{entered: make(chan struct{}), release: make(chan struct{})}
+	gate := smtptest.WithReply(func(smtptest.Received) string {
+		select {
+		case <-g.entered:
+		case <-ctx.Done():
+		}
+		return "ok"
+	})
+	e := setup(t, gate)
+	pol, err := policy.Parse(strings.NewReader(smsPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.pol = pol
+	const mailed, texted = 20, 5
+	var subs []sub
+	for i := range mailed {
+		subs = append(subs, sub{id: fmt.Sprintf("m%02d", i), email: fmt.Sprintf("u%d@x.com", i), renewsIn: 48 * time.Hour})
+	}
+	for i := range texted {
+		subs = append(subs, sub{id: fmt.Sprintf("t%02d", i), email: "", renewsIn: 48 * time.Hour})
+	}
+	e.insert(subs...)
+	for i := range texted {
+		e.setPhone(fmt.Sprintf("t%02d", i), fmt.Sprintf("+1415555%04d", i))
+	}
+	emailDone := make(chan struct{})
+	var sent atomic.Int64
+	hooks := scan.Hooks{Outcome: func(st ledger.State, _ string, _, _, _ time.Duration) {
+		if st == ledger.Sent && sent.Add(1) == mailed {
+			close(emailDone)
+		}
+	}}
+	type result struct {
+		s   scan.Summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := e.pass(ctx, func(cfg *scan.Config) { cfg.SMS, cfg.Hooks = g, hooks })
+		done <- result{s, err}
+	}()
+	select {
+	case <-emailDone:
+	case <-ctx.Done():
+		t.Fatalf("the email notices were not all sent while the sms sender held its first request (%d of %d; sms sender called by then: %v)",
+			sent.Load(), mailed, isClosed(g.entered))
+	}
+	close(g.release)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.s.Sent != mailed+texted || r.s.SMS != texted || g.n.Load() != texted {
+		t.Fatalf("summary %+v, sms sent %d", r.s, g.n.Load())
+	}
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
