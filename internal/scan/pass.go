@@ -80,6 +80,9 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 	if err := s.recordMissed(ctx, c); err != nil {
 		return finish(err)
 	}
+	if err := s.recordMissedSMS(ctx, c); err != nil {
+		return finish(err)
+	}
 	if ps.stopped || s.sawQuiet {
 		if err := s.tallyDeferred(ctx, ps, c); err != nil {
 			return finish(err)

@@ -207,11 +207,13 @@ type Pass struct {
 	suppressionEmail bool
 	src              *source
 	sels             [][]selection // per kind: default group then overrides
+	smsSels          [][]selection // the same, of the kinds that go by sms first ([sms]): the sms stage's
 	kinds            map[string]policy.Kind
 	content          *content
 	sawQuiet         bool        // a row the quiet hours deferred was read (tallyDeferred)
 	start            time.Time   // when Run started (the time budget's origin)
 	maxMint          int         // *cfg.MaxMint, or -1 for no limit
+	smsc             *smsTools   // this run's sms stage's own resolvers (startSMS)
 	smsQ             *smsHandoff // this run's sms stage's: the email stage's failures go there
 }
 
@@ -291,17 +293,21 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 func (s *Pass) selectGroups() {
 	cfg := s.cfg
 	s.kinds = map[string]policy.Kind{}
-	for i, k := range cfg.Policy.Notices {
+	for _, k := range cfg.Policy.Notices {
 		s.kinds[k.Kind] = k
 		anchor := pq.QuoteIdentifier(k.AnchorColumn())
 		def := k.Default()
-		group := []selection{{kind: k.Kind, anchor: anchor, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: i == 0, rule: def.Rule(k.AnchorColumn())}}
+		group := []selection{{kind: k.Kind, anchor: anchor, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: len(s.sels) == 0 && !k.SMSFirst(), rule: def.Rule(k.AnchorColumn())}}
 		if def.Due != nil {
 			group[0].due = newDueBounds(def.Due, cfg.Now)
 		}
 		for _, j := range k.Overrides() {
 			w := k.ByJurisdiction[j]
 			group = append(group, selection{kind: k.Kind, anchor: anchor, open: time.Duration(w.OpenBefore), close: time.Duration(w.CloseBefore), jurisdiction: j, rule: w.Rule(k.AnchorColumn())})
+		}
+		if k.SMSFirst() {
+			s.smsSels = append(s.smsSels, group) // the sms stage's alone
+			continue
 		}
 		s.sels = append(s.sels, group)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -74,6 +75,55 @@ WHERE ` + inGroup + `
   AND ($12::text[] IS NULL OR s.id::text = ANY($12::text[]))
 ORDER BY s.id::text
 LIMIT $11`
+
+// subscriptionListClosedSMS: the active rows of one group of a kind that
+// goes by sms first (the group parameters, $7 false) whose window closed
+// (as subscriptionListClosed's $3, $4) with no sms row of kind $8, after
+// the cursor $9, at most $11 ($10 unused: NULL).
+const subscriptionListClosedSMS = `SELECT {cols}
+FROM {rel} s
+WHERE ` + inGroup + `
+  AND s.period_start IS NOT NULL
+  AND NOT EXISTS (
+        SELECT 1 FROM notice_ledger m
+        WHERE m.subscription_id = s.id::text AND m.period_start = s.period_start::date
+          AND m.revision = COALESCE(s.notice_revision, 0) AND m.kind = $8 AND m.channel = 'sms')
+  AND ($9::text IS NULL OR s.id::text > $9::text)
+  AND ($10::date IS NULL OR s.period_start::date >= $10::date)
+ORDER BY s.id::text
+LIMIT $11`
+
+// recordMissedSMS records as missed (channel sms, the sms key) every
+// notice of a kind that goes by sms first whose window closed with no sms
+// row while the charge is still ahead, as recordMissed does for email.
+func (s *Pass) recordMissedSMS(ctx context.Context, c *counters) error {
+	opt := ledger.ClaimOptions{State: ledger.Missed, Now: s.cfg.Now, RunID: s.cfg.RunID, Channel: notice.ChannelSMS}
+	for _, group := range s.smsSels {
+		for _, sel := range group {
+			q := fill(subscriptionListClosedSMS, s.src.rel, s.src.cols(), sel.anchor)
+			list := func(after *string) ([]sourceRow, error) {
+				return s.src.page(ctx, s.db, q, s.src.group(sel, s.cfg.Now, s.cfg.Now.Add(sel.close), false,
+					sel.kind, textParam(after), nil, s.cfg.BatchSize))
+			}
+			err := eachRowPage(s.cfg.BatchSize, list, func(rows []sourceRow) error {
+				claims := s.missedClaims(sel, rows)
+				for i, cl := range claims {
+					claims[i].Key = s.keyer.ChannelKey(notice.Tuple{SubscriptionID: cl.SubscriptionID, PeriodStart: cl.PeriodStart, Kind: cl.Kind, Revision: cl.Revision}, notice.ChannelSMS)
+				}
+				won, err := ledger.Insert(ctx, s.db, opt, claims)
+				if err != nil {
+					return err
+				}
+				c.add(func(x *Summary) { x.Missed += len(won) })
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 // smsHandoff carries the subscription ids whose email notice the email
 // stage failed to the sms stage, without ever blocking the email stage:
@@ -153,6 +203,9 @@ func (s *Pass) startSMS(ctx context.Context, cancel context.CancelCauseFunc, c *
 		return nil
 	}
 	st := &smsStage{handoff: newSMSHandoff(), done: make(chan error, 1)}
+	keyer, _ := notice.NewKeyer(s.cfg.Secret) // checked by New
+	hasher, _ := notice.NewAddressHasher(s.cfg.Secret)
+	s.smsc = &smsTools{content: s.content.fork(), keyer: keyer, hasher: hasher, due: map[string]*dueBounds{}}
 	go func() {
 		err := s.sendSMS(ctx, c, st.handoff)
 		if err != nil {
@@ -208,11 +261,12 @@ func (s *Pass) smsSweep(ctx context.Context, c *counters, lim *rate.Limiter, ids
 	if ids != nil {
 		only = pq.Array(ids)
 	}
-	for _, group := range s.sels {
+	for _, group := range slices.Concat(s.smsSels, s.sels) {
 		for _, sel := range group {
 			if !s.kinds[sel.kind].HasSMS() {
 				continue
 			}
+			sel.due = s.smsc.dueOf(sel)
 			q := fill(subscriptionListFallback, s.src.rel, s.src.cols(), sel.anchor)
 			list := func(after *string) ([]sourceRow, error) {
 				return s.src.page(ctx, s.db, q, s.src.group(sel, s.cfg.Now.Add(sel.close), sel.hi(s.cfg.Now), false,
@@ -225,6 +279,34 @@ func (s *Pass) smsSweep(ctx context.Context, c *counters, lim *rate.Limiter, ids
 		}
 	}
 	return nil
+}
+
+// smsTools are the sms stage's own resolvers, none of which is safe for
+// concurrent use with the email stage's.
+type smsTools struct {
+	content *content
+	keyer   *notice.Keyer
+	hasher  *notice.AddressHasher
+	due     map[string]*dueBounds // by selection key: sel.due's, with a cache of its own
+}
+
+// dueOf is the stage's own copy of sel's due rule (nil without one).
+func (t *smsTools) dueOf(sel selection) *dueBounds {
+	if sel.due == nil {
+		return nil
+	}
+	if t.due[sel.key()] == nil {
+		t.due[sel.key()] = newDueBounds(sel.due.rule, sel.due.now)
+	}
+	return t.due[sel.key()]
+}
+
+// fork is a content resolver of the same pass with caches of its own,
+// for the sms stage: content is not safe for concurrent use.
+func (c *content) fork() *content {
+	d := *c
+	d.zones, d.locales, d.quiet = map[string]*time.Location{}, map[string]string{}, map[string]quietVerdict{}
+	return &d
 }
 
 // smsBatch is what one page of the sms stage found.
@@ -282,7 +364,7 @@ func (s *Pass) smsSort(sel selection, rows []sourceRow) smsBatch {
 		if r.AnchorAt != nil {
 			anchor = *r.AnchorAt
 		}
-		zone := s.content.zoneOf(r)
+		zone := s.smsc.content.zoneOf(r)
 		if sel.due != nil && !sel.due.open(anchor, zone) {
 			continue // read with the superset of a due rule: not yet due in its zone
 		}
@@ -290,12 +372,12 @@ func (s *Pass) smsSort(sel selection, rows []sourceRow) smsBatch {
 		base := ledger.Claim{SubscriptionID: r.ID, Kind: sel.kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
 			RenewsAt: *r.RenewsAt, WindowClosesAt: anchor.Add(-time.Duration(w.CloseBefore)),
 			Rule: sel.rule, TimeZone: zone.String()}
-		if r.EmailState == nil {
+		if r.EmailState == nil && !k.SMSFirst() {
 			if _, err := address.Parse(deref(r.Email)); err == nil {
 				continue // a usable address with no email row yet: the email stage's (deferred)
 			}
 			e := base
-			e.Key = s.keyer.Key(t)
+			e.Key = s.smsc.keyer.Key(t)
 			bt.noEmail = append(bt.noEmail, e)
 		}
 		s.smsNotice(r, k, t, anchor, base, &bt)
@@ -308,7 +390,7 @@ func (s *Pass) smsSort(sel selection, rows []sourceRow) smsBatch {
 // hours defer it.
 func (s *Pass) smsNotice(r sourceRow, k policy.Kind, t notice.Tuple, anchor time.Time, base ledger.Claim, bt *smsBatch) {
 	cl := base
-	cl.Key = s.keyer.ChannelKey(t, notice.ChannelSMS)
+	cl.Key = s.smsc.keyer.ChannelKey(t, notice.ChannelSMS)
 	if r.LedgerKey != nil {
 		cl.Key = *r.LedgerKey
 	}
@@ -323,15 +405,15 @@ func (s *Pass) smsNotice(r sourceRow, k policy.Kind, t notice.Tuple, anchor time
 		return
 	}
 	n := send.Notice{Key: cl.Key, SubscriptionID: r.ID, Kind: k.Kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
-		RenewsAt: *r.RenewsAt, AnchorAt: anchor, To: phone, Name: deref(r.Name), Plan: deref(r.Plan), CancelToken: s.keyer.CancelToken(t)}
-	if reason, _ := s.content.fill(r, k, &n); reason != "" {
+		RenewsAt: *r.RenewsAt, AnchorAt: anchor, To: phone, Name: deref(r.Name), Plan: deref(r.Plan), CancelToken: s.smsc.keyer.CancelToken(t)}
+	if reason, _ := s.smsc.content.fill(r, k, &n); reason != "" {
 		return
 	}
-	if s.content.defers(n.TimeZone, cl.WindowClosesAt) {
+	if s.smsc.content.defers(n.TimeZone, cl.WindowClosesAt) {
 		bt.quiet++
 		return
 	}
-	cl.AddressHMAC = s.hasher.Digest(notice.ChannelSMS, phone)
+	cl.AddressHMAC = s.smsc.hasher.Digest(notice.ChannelSMS, phone)
 	bt.byKey[cl.Key] = n
 	if r.LedgerKey != nil {
 		bt.retried = append(bt.retried, cl)
@@ -454,7 +536,7 @@ func (s *Pass) smsSend(ctx context.Context, c *counters, lim *rate.Limiter, n se
 		h(1)
 	}
 	if errors.Is(sendErr, send.ErrUnsubscribed) {
-		d := s.hasher.Digest(notice.ChannelSMS, n.To)
+		d := s.smsc.hasher.Digest(notice.ChannelSMS, n.To)
 		if _, err := ledger.SuppressionAdd(rctx, s.db, s.cfg.Now, []ledger.Suppression{{Channel: notice.ChannelSMS, Digest: d,
 			Reason: "twilio 21610: the recipient replied STOP", Source: ledger.SuppressedByProvider, NoticeKey: n.Key}}); err != nil {
 			return err

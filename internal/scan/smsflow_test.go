@@ -114,3 +114,44 @@ func isClosed(c chan struct{}) bool {
 		return false
 	}
 }
+
+// A kind that goes by sms only (channels: [sms], India's pre-debit
+// notices): the sms stage is its primary stage. A row with a phone is
+// texted once under the sms key, whatever its email, and never mailed; a
+// row with no usable phone is recorded failed no_usable_address; a row
+// whose window closed unsent is recorded missed on the sms channel; a
+// second pass sends nothing.
+func TestSMSOnlyKind(t *testing.T) {
+	t.Parallel()
+	e, tw, c := smsSetup(t)
+	e.pol = mustPolicy(t, strings.Replace(smsPolicy, "channels: [email, sms]", "channels: [sms]", 1))
+	e.insert(
+		sub{id: "texted", email: "ok@x.com", renewsIn: 48 * time.Hour},
+		sub{id: "nophone", email: "ok2@x.com", renewsIn: 48 * time.Hour},
+		sub{id: "closed", email: "ok3@x.com", renewsIn: 12 * time.Hour},
+	)
+	e.setPhone("texted", "+14155550111")
+	e.setPhone("closed", "+14155550112")
+	withSMS := func(cfg *scan.Config) { cfg.SMS = c }
+	s := e.mustPass(withSMS)
+	if s.SMS != 1 || s.Sent != 1 || s.NoUsableAddress != 1 || s.Missed != 1 {
+		t.Fatalf("first pass %+v", s)
+	}
+	if tw.To("+14155550111") != 1 || tw.To("+14155550112") != 0 || e.smtp.Total() != 0 {
+		t.Fatalf("twilio got %+v, SMTP %d", tw.Requests(), e.smtp.Total())
+	}
+	r := rowsOf(t, e.db, "texted")
+	if len(r) != 1 || r["sms"].State != ledger.Sent || r["sms"].NoticeKey != smsKeyOf("texted") {
+		t.Fatalf("texted rows %+v", r)
+	}
+	if r := rowsOf(t, e.db, "nophone"); len(r) != 1 || r["sms"].State != ledger.Failed || *r["sms"].LastError != ledger.ReasonNoAddress {
+		t.Fatalf("nophone rows %+v", r)
+	}
+	if r := rowsOf(t, e.db, "closed"); len(r) != 1 || r["sms"].State != ledger.Missed || r["sms"].NoticeKey != smsKeyOf("closed") {
+		t.Fatalf("closed rows %+v", r)
+	}
+	s = e.mustPass(withSMS)
+	if s.SMS != 0 || s.Minted != 0 || s.Missed != 0 || len(tw.Requests()) != 1 || e.smtp.Total() != 0 {
+		t.Fatalf("second pass %+v, twilio %d", s, len(tw.Requests()))
+	}
+}
