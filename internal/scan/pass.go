@@ -931,6 +931,9 @@ func (s *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 		return out, err
 	}
 	out.WouldMiss += expiring
+	if err := s.smsDryRun(ctx, tx, &out); err != nil {
+		return out, err
+	}
 	out.Eligible = out.WouldMint + out.AlreadyClaimed + out.WouldDefer
 	return out, nil
 }

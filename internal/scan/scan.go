@@ -190,6 +190,12 @@ type DryRunSummary struct {
 	WouldMiss      int `json:"would_miss"`
 	// WouldDefer: due notices the quiet hours would hold for a later pass.
 	WouldDefer int `json:"would_defer"`
+	// WouldSMS: sms notices the pass's sms stage would send (new, and sms
+	// rows in retry), from what the ledger and the source say now;
+	// WouldSMSUnreached: those it would record failed for want of a
+	// usable phone number. Neither is in Eligible or WouldMint.
+	WouldSMS          int `json:"would_sms"`
+	WouldSMSUnreached int `json:"would_sms_no_usable_address"`
 }
 
 // Pass is one pass of the job against one database, at one instant

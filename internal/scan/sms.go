@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 	"golang.org/x/time/rate"
 
@@ -203,9 +204,7 @@ func (s *Pass) startSMS(ctx context.Context, cancel context.CancelCauseFunc, c *
 		return nil
 	}
 	st := &smsStage{handoff: newSMSHandoff(), done: make(chan error, 1)}
-	keyer, _ := notice.NewKeyer(s.cfg.Secret) // checked by New
-	hasher, _ := notice.NewAddressHasher(s.cfg.Secret)
-	s.smsc = &smsTools{content: s.content.fork(), keyer: keyer, hasher: hasher, due: map[string]*dueBounds{}}
+	s.smsc = s.newSMSTools()
 	go func() {
 		err := s.sendSMS(ctx, c, st.handoff)
 		if err != nil {
@@ -290,6 +289,12 @@ type smsTools struct {
 	due     map[string]*dueBounds // by selection key: sel.due's, with a cache of its own
 }
 
+func (s *Pass) newSMSTools() *smsTools {
+	keyer, _ := notice.NewKeyer(s.cfg.Secret) // checked by New
+	hasher, _ := notice.NewAddressHasher(s.cfg.Secret)
+	return &smsTools{content: s.content.fork(), keyer: keyer, hasher: hasher, due: map[string]*dueBounds{}}
+}
+
 // dueOf is the stage's own copy of sel's due rule (nil without one).
 func (t *smsTools) dueOf(sel selection) *dueBounds {
 	if sel.due == nil {
@@ -307,6 +312,55 @@ func (c *content) fork() *content {
 	d := *c
 	d.zones, d.locales, d.quiet = map[string]*time.Location{}, map[string]string{}, map[string]quietVerdict{}
 	return &d
+}
+
+// smsDryRun counts, inside the dry run's read-only transaction, what the
+// sms stage's first sweep would send now (WouldSMS: new sms notices and
+// sms rows in retry, less the numbers on the sms suppression list) and
+// the notices it would record without a usable address. The email
+// notices the email stage would fail during the pass (suppressed,
+// refused) are not foreseen.
+func (s *Pass) smsDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
+	if !s.cfg.Policy.UsesSMS() {
+		return nil
+	}
+	s.smsc = s.newSMSTools()
+	for _, group := range slices.Concat(s.smsSels, s.sels) {
+		for _, sel := range group {
+			if !s.kinds[sel.kind].HasSMS() {
+				continue
+			}
+			sel.due = s.smsc.dueOf(sel)
+			q := fill(subscriptionListFallback, s.src.rel, s.src.cols(), sel.anchor)
+			list := func(after *string) ([]sourceRow, error) {
+				return s.src.page(ctx, tx, q, s.src.group(sel, s.cfg.Now.Add(sel.close), sel.hi(s.cfg.Now), false,
+					sel.kind, textParam(after), nil, s.cfg.BatchSize, nil))
+			}
+			err := eachRowPage(s.cfg.BatchSize, list, func(rows []sourceRow) error {
+				bt := s.smsSort(sel, rows)
+				all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
+				digests := make([][]byte, len(all))
+				for i, cl := range all {
+					digests[i] = cl.AddressHMAC
+				}
+				hit, err := ledger.SuppressionMatch(ctx, tx, notice.ChannelSMS, digests)
+				if err != nil {
+					return err
+				}
+				for _, h := range hit {
+					if !h {
+						out.WouldSMS++
+					}
+				}
+				out.WouldSMSUnreached += len(bt.noPhone)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // smsBatch is what one page of the sms stage found.

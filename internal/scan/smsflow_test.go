@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"scan/internal/ledger"
+	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/scan"
 	"scan/internal/send"
@@ -153,5 +156,49 @@ func TestSMSOnlyKind(t *testing.T) {
 	s = e.mustPass(withSMS)
 	if s.SMS != 0 || s.Minted != 0 || s.Missed != 0 || len(tw.Requests()) != 1 || e.smtp.Total() != 0 {
 		t.Fatalf("second pass %+v, twilio %d", s, len(tw.Requests()))
+	}
+}
+
+// The dry run counts what would go by sms: the row with no email but a
+// phone, not the row mailed, not the number on the sms suppression list;
+// the row with neither is counted apart. It writes nothing, and the pass
+// that follows texts what it counted.
+func TestSMSDryRun(t *testing.T) {
+	t.Parallel()
+	e, tw, c := smsSetup(t)
+	e.insert(
+		sub{id: "mailed", email: "ok@x.com", renewsIn: 48 * time.Hour},
+		sub{id: "texted", email: "", renewsIn: 48 * time.Hour},
+		sub{id: "stopped", email: "", renewsIn: 48 * time.Hour},
+		sub{id: "nobody", email: "", renewsIn: 48 * time.Hour},
+	)
+	e.setPhone("mailed", "+14155550121")
+	e.setPhone("texted", "+14155550122")
+	e.setPhone("stopped", "+14155550123")
+	h, _ := notice.NewAddressHasher([]byte(secret))
+	if _, err := ledger.SuppressionAdd(context.Background(), e.db, now, []ledger.Suppression{{Channel: "sms",
+		Digest: h.Digest("sms", "+14155550123"), Reason: "test", Source: ledger.SuppressedByOperator}}); err != nil {
+		t.Fatal(err)
+	}
+	outbox, _ := send.NewOutbox(t.TempDir())
+	r, _ := send.NewRenderer(send.RenderConfig{From: e.pol.From, MessageIDDomain: e.pol.MessageIDDomain, CancelURL: e.pol.CancelURL})
+	sc, err := scan.New(context.Background(), e.db, outbox, r, zerolog.Nop(), scan.Config{Policy: e.pol, Secret: []byte(secret), RunID: "dry", Now: now, BatchSize: 50, SMS: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := sc.DryRun(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.WouldSMS != 1 || d.WouldSMSUnreached != 1 || d.WouldMint != 1 {
+		t.Fatalf("dry run %+v", d)
+	}
+	var n int
+	if err := e.db.Get(&n, `SELECT count(*) FROM notice_ledger`); err != nil || n != 0 || len(tw.Requests()) != 0 {
+		t.Fatalf("the dry run wrote %d rows, sent %d sms (%v)", n, len(tw.Requests()), err)
+	}
+	s := e.mustPass(func(cfg *scan.Config) { cfg.SMS = c })
+	if s.SMS != d.WouldSMS || tw.To("+14155550122") != 1 || len(tw.Requests()) != 1 {
+		t.Fatalf("pass %+v after dry run %+v; twilio %+v", s, d, tw.Requests())
 	}
 }
