@@ -792,7 +792,9 @@ func (s *Pass) tallyDeferred(ctx context.Context, ps *passState, c *counters) er
 	for _, k := range byDomain {
 		n += k
 	}
-	c.add(func(x *Summary) { x.Deferred, x.DeferredByDomain, x.DeferredQuietHours = n+quiet, byDomain, quiet })
+	c.add(func(x *Summary) { // added to the sms stage's own (sms.go)
+		x.Deferred, x.DeferredByDomain, x.DeferredQuietHours = x.Deferred+n+quiet, byDomain, x.DeferredQuietHours+quiet
+	})
 	if n > 0 {
 		s.log.Warn().Int("deferred", n).
 			Msg("notices left unclaimed when the time budget ended: the next pass takes them while their window is open")

@@ -383,26 +383,43 @@ func (s *Pass) smsPage(ctx context.Context, c *counters, lim *rate.Limiter, sel 
 	if err := s.smsUnreached(ctx, c, &bt); err != nil {
 		return err
 	}
-	if s.cfg.MaxDuration > 0 && s.cfg.Clock.Now().Sub(s.start) >= s.cfg.MaxDuration {
-		n := len(bt.claims) + len(bt.retries)
-		c.add(func(x *Summary) { x.Deferred += n })
-		return nil
-	}
-	won, err := s.smsClaim(ctx, c, &bt)
-	if err != nil {
-		return err
-	}
-	for _, w := range won {
-		n := bt.byKey[w.Key]
-		n.Attempt, n.ClaimedAt = w.Attempt, s.cfg.Clock.Now()
-		if w.CancelToken != "" {
-			n.CancelToken = w.CancelToken
+	// Claimed a chunk at a time, about a second of the bucket's sends, so
+	// that a time budget ending mid-page defers the rest instead of
+	// sending a whole page at rate.sms past it.
+	size := smsChunk(lim, s.cfg.BatchSize)
+	for len(bt.claims)+len(bt.retries) > 0 {
+		if s.cfg.MaxDuration > 0 && s.cfg.Clock.Now().Sub(s.start) >= s.cfg.MaxDuration {
+			n := len(bt.claims) + len(bt.retries)
+			c.add(func(x *Summary) { x.Deferred += n })
+			return nil
 		}
-		if err := s.smsSend(ctx, c, lim, n); err != nil {
+		part := smsBatch{byKey: bt.byKey}
+		k := min(size, len(bt.retries))
+		part.retries, bt.retries = bt.retries[:k], bt.retries[k:]
+		k = min(size-k, len(bt.claims))
+		part.claims, bt.claims = bt.claims[:k], bt.claims[k:]
+		won, err := s.smsClaim(ctx, c, &part)
+		if err != nil {
 			return err
+		}
+		for _, w := range won {
+			n := bt.byKey[w.Key]
+			n.Attempt, n.ClaimedAt = w.Attempt, s.cfg.Clock.Now()
+			if w.CancelToken != "" {
+				n.CancelToken = w.CancelToken
+			}
+			if err := s.smsSend(ctx, c, lim, n); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// smsChunk is how many sms notices the stage claims at once: what the
+// bucket sends in about a second (its burst at least), at most a page.
+func smsChunk(lim *rate.Limiter, batch int) int {
+	return max(min(int(float64(lim.Limit())), batch), lim.Burst(), 1)
 }
 
 // smsSort sorts a page's rows into what to record, claim or re-claim.

@@ -202,3 +202,24 @@ func TestSMSDryRun(t *testing.T) {
 		t.Fatalf("pass %+v after dry run %+v; twilio %+v", s, d, tw.Requests())
 	}
 }
+
+// A time budget that has ended defers the sms notices (counted), claims
+// none of them, and the next pass texts them once.
+func TestSMSDeferredByTheBudget(t *testing.T) {
+	t.Parallel()
+	e, tw, c := smsSetup(t)
+	e.insert(sub{id: "a", email: "", renewsIn: 48 * time.Hour}, sub{id: "b", email: "", renewsIn: 48 * time.Hour})
+	e.setPhone("a", "+14155550131")
+	e.setPhone("b", "+14155550132")
+	s := e.mustPass(func(cfg *scan.Config) { cfg.SMS, cfg.MaxDuration = c, time.Nanosecond })
+	if s.SMS != 0 || s.Deferred < 2 || len(tw.Requests()) != 0 {
+		t.Fatalf("pass past its budget %+v, twilio %d", s, len(tw.Requests()))
+	}
+	if r := rowsOf(t, e.db, "a")["sms"]; r.NoticeKey != "" {
+		t.Fatalf("a deferred notice was claimed: %+v", r)
+	}
+	s = e.mustPass(func(cfg *scan.Config) { cfg.SMS = c })
+	if s.SMS != 2 || tw.To("+14155550131") != 1 || tw.To("+14155550132") != 1 {
+		t.Fatalf("next pass %+v, twilio %+v", s, tw.Requests())
+	}
+}
