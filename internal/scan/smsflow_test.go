@@ -223,3 +223,22 @@ func TestSMSDeferredByTheBudget(t *testing.T) {
 		t.Fatalf("next pass %+v, twilio %+v", s, tw.Requests())
 	}
 }
+
+// An email refused for good (550) is texted in the same pass: the email
+// stage hands the refused notices to the sms stage as their outcomes
+// commit.
+func TestSMSAfterARefusalInTheSamePass(t *testing.T) {
+	t.Parallel()
+	e, tw, c := smsSetup(t)
+	e.smtp.SetMode(smtptest.PermFailRcpt)
+	e.insert(sub{id: "r1", email: "a@x.com", renewsIn: 48 * time.Hour}, sub{id: "r2", email: "b@x.com", renewsIn: 48 * time.Hour})
+	e.setPhone("r1", "+14155550141")
+	e.setPhone("r2", "+14155550142")
+	s := e.mustPass(func(cfg *scan.Config) { cfg.SMS = c })
+	if s.Failed != 2 || s.SMS != 2 || tw.To("+14155550141") != 1 || tw.To("+14155550142") != 1 {
+		t.Fatalf("pass %+v, twilio %+v", s, tw.Requests())
+	}
+	if r := rowsOf(t, e.db, "r1"); r["email"].State != ledger.Failed || r["sms"].State != ledger.Sent {
+		t.Fatalf("r1 rows %+v", r)
+	}
+}
