@@ -196,6 +196,9 @@ type smsStage struct {
 // above); nil without Config.SMS or a kind with the sms channel. An
 // error of the stage cancels the pass with that cause.
 func (s *Pass) startSMS(ctx context.Context, cancel context.CancelCauseFunc, c *counters) *smsStage {
+	if s.cfg.SMS == nil && len(s.smsSels) > 0 {
+		s.log.Warn().Msg("no sms sender: the kinds that go by sms only send nothing in this pass")
+	}
 	if s.cfg.SMS == nil || !s.cfg.Policy.UsesSMS() {
 		return nil
 	}
