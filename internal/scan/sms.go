@@ -375,6 +375,11 @@ type smsBatch struct {
 	retries []string       // their keys, once the suppressed are out
 	byKey   map[string]send.Notice
 	quiet   int
+	// after: per email key of noEmail, the row's sms key. The sms notice
+	// waits for its email notice to be recorded failed by this pass: if
+	// the email stage claimed it first (the row gained an address since
+	// it was read), it is not texted.
+	after map[string]string
 }
 
 // smsPage claims and sends one page of the sms stage.
@@ -427,7 +432,7 @@ func smsChunk(lim *rate.Limiter, batch int) int {
 
 // smsSort sorts a page's rows into what to record, claim or re-claim.
 func (s *Pass) smsSort(sel selection, rows []sourceRow) smsBatch {
-	bt := smsBatch{byKey: map[string]send.Notice{}}
+	bt := smsBatch{byKey: map[string]send.Notice{}, after: map[string]string{}}
 	k := s.kinds[sel.kind]
 	w := k.WindowFor(sel.jurisdiction)
 	for _, r := range rows {
@@ -453,6 +458,10 @@ func (s *Pass) smsSort(sel selection, rows []sourceRow) smsBatch {
 			e := base
 			e.Key = s.smsc.keyer.Key(t)
 			bt.noEmail = append(bt.noEmail, e)
+			bt.after[e.Key] = s.smsc.keyer.ChannelKey(t, notice.ChannelSMS)
+			if r.LedgerKey != nil {
+				bt.after[e.Key] = *r.LedgerKey
+			}
 		}
 		s.smsNotice(r, k, t, anchor, base, &bt)
 	}
@@ -506,6 +515,7 @@ func (s *Pass) smsUnreached(ctx context.Context, c *counters, bt *smsBatch) erro
 	if err != nil {
 		return err
 	}
+	bt.dropUnrecorded(a)
 	b, err := ledger.RecordUnreached(ctx, s.db, smsOpt, ledger.ReasonNoAddress, bt.noPhone)
 	if err != nil {
 		return err
@@ -546,6 +556,25 @@ func (s *Pass) smsUnreached(ctx context.Context, c *counters, bt *smsBatch) erro
 	c.add(func(x *Summary) { x.SuppressedAddress += len(rec) + len(marked) })
 	bt.claims, bt.retries = keep, keepR
 	return nil
+}
+
+// dropUnrecorded takes out of bt the sms notices whose email notice this
+// pass did not record failed (recorded: the email keys it inserted).
+func (bt *smsBatch) dropUnrecorded(recorded []string) {
+	for _, k := range recorded {
+		delete(bt.after, k)
+	}
+	if len(bt.after) == 0 {
+		return
+	}
+	drop := map[string]bool{}
+	for _, sk := range bt.after {
+		drop[sk] = true
+	}
+	dropped := func(cl ledger.Claim) bool { return drop[cl.Key] }
+	bt.noPhone = slices.DeleteFunc(bt.noPhone, dropped)
+	bt.claims = slices.DeleteFunc(bt.claims, dropped)
+	bt.retried = slices.DeleteFunc(bt.retried, dropped)
 }
 
 // smsClaim claims the page's sms notices (one statement) and re-claims
