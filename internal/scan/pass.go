@@ -125,13 +125,13 @@ func (s *Pass) guardMaxMint(ctx context.Context, c *counters) error {
 	if err != nil {
 		return err
 	}
-	if dry.WouldMint <= s.maxMint {
+	if dry.WouldMint+dry.smsMint <= s.maxMint {
 		return nil
 	}
 	c.Invalid = dry.Invalid
-	s.log.Error().Int("would_mint", dry.WouldMint).Int("max_mint", s.maxMint).
+	s.log.Error().Int("would_mint", dry.WouldMint).Int("would_mint_sms", dry.smsMint).Int("max_mint", s.maxMint).
 		Msg("refusing to send: this pass would mint more new notice keys than --max-mint allows (a changed secret or a bad data load?); nothing was claimed")
-	return fmt.Errorf("%w: would mint %d new keys, limit %d", ErrMaxMint, dry.WouldMint, s.maxMint)
+	return fmt.Errorf("%w: would mint %d new keys, limit %d", ErrMaxMint, dry.WouldMint+dry.smsMint, s.maxMint)
 }
 
 // expireRetries marks missed the retry rows whose window has closed.

@@ -196,6 +196,7 @@ type DryRunSummary struct {
 	// usable phone number. Neither is in Eligible or WouldMint.
 	WouldSMS          int `json:"would_sms"`
 	WouldSMSUnreached int `json:"would_sms_no_usable_address"`
+	smsMint           int // the new sms notices of WouldSMS: --max-mint counts them
 }
 
 // Pass is one pass of the job against one database, at one instant

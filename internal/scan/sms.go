@@ -350,9 +350,12 @@ func (s *Pass) smsDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRu
 				if err != nil {
 					return err
 				}
-				for _, h := range hit {
+				for i, h := range hit {
 					if !h {
 						out.WouldSMS++
+						if i < len(bt.claims) {
+							out.smsMint++ // a new key, for --max-mint
+						}
 					}
 				}
 				out.WouldSMSUnreached += len(bt.noPhone)

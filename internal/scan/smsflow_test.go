@@ -2,6 +2,7 @@ package scan_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -197,7 +198,12 @@ func TestSMSDryRun(t *testing.T) {
 	if err := e.db.Get(&n, `SELECT count(*) FROM notice_ledger`); err != nil || n != 0 || len(tw.Requests()) != 0 {
 		t.Fatalf("the dry run wrote %d rows, sent %d sms (%v)", n, len(tw.Requests()), err)
 	}
-	s := e.mustPass(func(cfg *scan.Config) { cfg.SMS = c })
+	// --max-mint counts the new sms keys too: one email and one sms.
+	one, two := 1, 2
+	if _, err := e.pass(context.Background(), func(cfg *scan.Config) { cfg.SMS, cfg.MaxMint = c, &one }); !errors.Is(err, scan.ErrMaxMint) {
+		t.Fatalf("max-mint 1: %v, want ErrMaxMint", err)
+	}
+	s := e.mustPass(func(cfg *scan.Config) { cfg.SMS, cfg.MaxMint = c, &two })
 	if s.SMS != d.WouldSMS || tw.To("+14155550122") != 1 || len(tw.Requests()) != 1 {
 		t.Fatalf("pass %+v after dry run %+v; twilio %+v", s, d, tw.Requests())
 	}
