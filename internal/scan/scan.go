@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -217,11 +218,12 @@ type Pass struct {
 	smsSels          [][]selection // the same, of the kinds that go by sms first ([sms]): the sms stage's
 	kinds            map[string]policy.Kind
 	content          *content
-	sawQuiet         bool        // a row the quiet hours deferred was read (tallyDeferred)
-	start            time.Time   // when Run started (the time budget's origin)
-	maxMint          int         // *cfg.MaxMint, or -1 for no limit
-	smsc             *smsTools   // this run's sms stage's own resolvers (startSMS)
-	smsQ             *smsHandoff // this run's sms stage's: the email stage's failures go there
+	sawQuiet         bool         // a row the quiet hours deferred was read (tallyDeferred)
+	start            time.Time    // when Run started (the time budget's origin)
+	maxMint          int          // *cfg.MaxMint, or -1 for no limit
+	smsc             *smsTools    // this run's sms stage's own resolvers (startSMS)
+	smsMinted        atomic.Int64 // this run's new sms notices, out of Minted
+	smsQ             *smsHandoff  // this run's sms stage's: the email stage's failures go there
 }
 
 // New validates cfg, checks the source relation's columns and returns a

@@ -207,6 +207,7 @@ func (s *Pass) startSMS(ctx context.Context, cancel context.CancelCauseFunc, c *
 		return nil
 	}
 	st := &smsStage{handoff: newSMSHandoff(), done: make(chan error, 1)}
+	s.smsMinted.Store(0)
 	s.smsc = s.newSMSTools()
 	go func() {
 		err := s.sendSMS(ctx, c, st.handoff)
@@ -602,6 +603,7 @@ func (s *Pass) smsClaim(ctx context.Context, c *counters, bt *smsBatch) ([]ledge
 			return nil, err
 		}
 		c.add(func(x *Summary) { x.Minted += len(w); x.SMS += len(w) })
+		s.smsMinted.Add(int64(len(w)))
 		won = append(won, w...)
 	}
 	if h := s.cfg.Hooks.AfterClaimCommit; h != nil && len(won) > 0 {
