@@ -8,7 +8,7 @@ import (
 // KeyField is the name under which every provider echoes the notice key
 // in its events: an SES message tag, a SendGrid unique argument, a
 // Mailgun user variable, a Postmark metadata field. Package send writes
-// it into the message (send.CorrelationHeaders); package reconcile reads
+// it into the message (message.CorrelationHeaders); package reconcile reads
 // it back from the events.
 const KeyField = "notice_key"
 
