@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"scan/internal/ledger"
+	"scan/internal/message"
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/scan"
@@ -182,7 +183,7 @@ func TestSMSDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	outbox, _ := send.NewOutbox(t.TempDir())
-	r, _ := send.NewRenderer(send.RenderConfig{From: e.pol.From, MessageIDDomain: e.pol.MessageIDDomain, CancelURL: e.pol.CancelURL})
+	r, _ := message.NewRenderer(message.RenderConfig{From: e.pol.From, MessageIDDomain: e.pol.MessageIDDomain, CancelURL: e.pol.CancelURL})
 	sc, err := scan.New(context.Background(), e.db, outbox, r, zerolog.Nop(), scan.Config{Policy: e.pol, Secret: []byte(secret), RunID: "dry", Now: now, BatchSize: 50, SMS: c})
 	if err != nil {
 		t.Fatal(err)
