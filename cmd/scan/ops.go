@@ -18,6 +18,7 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/metrics"
 	"scan/internal/notice"
+	"scan/internal/provider"
 	"scan/internal/reconcile"
 )
 
@@ -191,7 +192,7 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 func cmdReconcile(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "reconcile", "--events FILE|- [--format jsonl|ses|sendgrid|mailgun|postmark] | --sqs QUEUE_URL [--format ses] [--max-duration D] | --ask PROVIDER [--older-than 15m]")
 	events := fs.String("events", "", "provider events (see --format); - for stdin")
-	format := fs.String("format", "jsonl", "jsonl (message_id, event per line), or the payloads ses, sendgrid, mailgun or postmark post (with --sqs: default ses)")
+	format := fs.String("format", reconcile.FormatJSONL, reconcile.FormatJSONL+" (message_id, event per line), or the payloads "+orList(provider.Strings(provider.Email...))+" post (with --sqs: default "+string(provider.SES)+")")
 	by := fs.String("by", "reconcile", "recorded as the author of each change")
 	src := sourceFlags(fs)
 	if err := parseNoArgs(fs, args, "; use --events FILE"); err != nil {

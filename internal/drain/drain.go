@@ -27,6 +27,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"scan/internal/ledger"
+	"scan/internal/provider"
 	"scan/internal/reconcile"
 )
 
@@ -132,9 +133,9 @@ func (cfg *Config) fill() error {
 		return fmt.Errorf("drain: Config.Wait %v is not between 0 and %v", cfg.Wait, MaxWait)
 	}
 	if cfg.Format == "" {
-		cfg.Format = "ses"
+		cfg.Format = string(provider.SES)
 	}
-	if cfg.Format == "jsonl" {
+	if cfg.Format == reconcile.FormatJSONL {
 		return errors.New("drain: Config.Format jsonl is not a provider's format")
 	}
 	if cfg.Now == nil {

@@ -15,9 +15,8 @@ const ReconcileJob = "scan_reconcile"
 // one provider's run is pushed, zeros included, so that a ratio over them
 // (the bounce-rate alert) never lacks a series.
 var (
-	ReconcileProviders = []string{"jsonl", "ses", "sendgrid", "mailgun", "postmark"}
-	ReconcileEvents    = []string{"accepted", "delivered", "deferred", "bounce_soft", "bounce_hard", "complaint", "not_sent", "engagement", "other"}
-	ReconcileResults   = []string{"settled", "overruled", "recorded", "duplicate", "stale", "unknown", "irrelevant", "malformed"}
+	ReconcileEvents  = []string{"accepted", "delivered", "deferred", "bounce_soft", "bounce_hard", "complaint", "not_sent", "engagement", "other"}
+	ReconcileResults = []string{"settled", "overruled", "recorded", "duplicate", "stale", "unknown", "irrelevant", "malformed"}
 )
 
 // ReconcileCount is how many events of one kind a reconcile run read and

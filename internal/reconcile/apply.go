@@ -97,7 +97,7 @@ func applyBatches(r io.Reader, opt Options, settle func(now time.Time, batch []l
 	}
 	provider := opt.Format
 	if provider == "" {
-		provider = "jsonl"
+		provider = FormatJSONL
 	}
 	res := Result{Events: map[ledger.EventKind]int{}, Tally: map[Tally]int{}}
 	batch := make([]ledger.Settlement, 0, min(size, DefaultBatchSize))
