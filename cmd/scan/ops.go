@@ -279,9 +279,19 @@ func pushReconcile(ctx context.Context, e *env, format string, res reconcile.Res
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
 	defer cancel()
-	if err := metrics.PushReconcile(pctx, gw, nil, format, counts); err != nil {
+	if err := metrics.PushReconcile(pctx, gw, nil, format, reconcileLabels(), counts); err != nil {
 		fmt.Fprintf(e.stderr, "scan reconcile: %v (the events were applied)\n", err)
 	}
+}
+
+// reconcileLabels are scan_reconcile_events_total's label values: the
+// ledger's event kinds and what reconcile says each event did.
+func reconcileLabels() metrics.ReconcileLabels {
+	events := make([]string, len(ledger.EventKinds))
+	for i, k := range ledger.EventKinds {
+		events[i] = string(k)
+	}
+	return metrics.ReconcileLabels{Events: events, Results: reconcile.Results}
 }
 
 func cmdBackfill(ctx context.Context, e *env, args []string) error {

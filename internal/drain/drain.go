@@ -231,7 +231,7 @@ func (res *Result) keep(id string, st reconcile.Stats, format string, kept map[s
 	res.Malformed += st.Malformed
 	res.Oversized += st.Oversized
 	res.Irrelevant += st.Irrelevant
-	res.Tally[reconcile.Tally{Provider: format, Event: ledger.KindOther, Result: "malformed"}] += bad
+	res.Tally[reconcile.Tally{Provider: format, Event: ledger.KindOther, Result: reconcile.ResultMalformed}] += bad
 }
 
 // delete deletes committed messages, one DeleteMessageBatch per MaxBatch.
