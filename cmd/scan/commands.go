@@ -25,6 +25,7 @@ import (
 	"scan/internal/policy"
 	"scan/internal/scan"
 	"scan/internal/send"
+	"scan/internal/subscription"
 	"scan/internal/twilio"
 )
 
@@ -268,7 +269,7 @@ func (p *preparedPass) passSettings(e *env, fs *flag.FlagSet, f *runFlags) error
 		}
 		p.maxDuration = d
 	}
-	if _, err := scan.QuoteSource(f.source); err != nil {
+	if _, err := subscription.QuoteRelation(f.source); err != nil {
 		return usagef("--source", "%v", err)
 	}
 	return checkPushURL(e.getenv("PUSHGATEWAY_URL"))

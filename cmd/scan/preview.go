@@ -17,6 +17,7 @@ import (
 	"scan/internal/policy"
 	"scan/internal/scan"
 	"scan/internal/send"
+	"scan/internal/subscription"
 )
 
 // listFlag is a flag that may be repeated and takes comma-separated
@@ -105,7 +106,7 @@ func previewSubscription(ctx context.Context, e *env, pol *policy.Policy, render
 	if err != nil {
 		return err
 	}
-	if _, err := scan.QuoteSource(f.source); err != nil {
+	if _, err := subscription.QuoteRelation(f.source); err != nil {
 		return usagef("--source", "%v", err)
 	}
 	log, db, err := connect(ctx, e)

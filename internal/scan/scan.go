@@ -16,12 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 	"github.com/rs/zerolog"
 
 	"scan/internal/address"
@@ -29,6 +27,7 @@ import (
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/send"
+	"scan/internal/subscription"
 )
 
 // Errors a pass returns; the command maps them to exit codes.
@@ -205,7 +204,7 @@ type Pass struct {
 	// suppressionEmail: the email suppression list had entries when the
 	// pass started (Run); without, batches are not probed.
 	suppressionEmail bool
-	src              *source
+	src              source
 	sels             [][]selection // per kind: default group then overrides
 	kinds            map[string]policy.Kind
 	content          *content
@@ -256,10 +255,6 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 			return nil, &ConfigError{"SCAN_REDIRECT_TO", "not a valid address"}
 		}
 	}
-	rel, err := QuoteSource(cfg.Source)
-	if err != nil {
-		return nil, &ConfigError{"source", err.Error()}
-	}
 	hasher, _ := notice.NewAddressHasher(cfg.Secret) // the secret's length is checked above
 	s := &Pass{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, hasher: hasher, maxMint: -1}
 	if cfg.MaxMint != nil {
@@ -268,7 +263,6 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 		}
 		s.maxMint = *cfg.MaxMint
 	}
-	s.src = newSource(rel, cfg.Shard, cfg.Shards)
 	if err := ledger.Probe(ctx, db); err != nil {
 		if errors.Is(err, ledger.ErrNotMigrated) {
 			return nil, &ConfigError{"database", err.Error()}
@@ -278,9 +272,15 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 	if s.content, err = newPassContent(cfg); err != nil {
 		return nil, err
 	}
-	if err := s.probeSource(ctx); err != nil {
+	src, err := subscription.Open(ctx, db, cfg.Source, subscription.Shard{I: cfg.Shard, N: cfg.Shards}, Anchors(cfg.Policy))
+	if err != nil {
+		var ce *subscription.ConfigError
+		if errors.As(err, &ce) {
+			return nil, &ConfigError{ce.Field, ce.Msg}
+		}
 		return nil, err
 	}
+	s.src = source{src}
 	s.selectGroups()
 	return s, nil
 }
@@ -292,7 +292,7 @@ func (s *Pass) selectGroups() {
 	s.kinds = map[string]policy.Kind{}
 	for i, k := range cfg.Policy.Notices {
 		s.kinds[k.Kind] = k
-		anchor := pq.QuoteIdentifier(k.AnchorColumn())
+		anchor := k.AnchorColumn()
 		def := k.Default()
 		group := []selection{{kind: k.Kind, anchor: anchor, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: i == 0, rule: def.Rule(k.AnchorColumn())}}
 		if def.Due != nil {
@@ -320,62 +320,14 @@ func newPassContent(cfg Config) (*content, error) {
 	return newContent(cfg.Policy, cfg.Now, sched)
 }
 
-func (s *Pass) probeSource(ctx context.Context) error {
-	rows, err := s.db.QueryxContext(ctx, s.src.columnsProbe())
-	if err != nil {
-		if isUndefined(err) {
-			return &ConfigError{"source", fmt.Sprintf("relation %s does not exist or is not readable: %v", s.src.rel, err)}
-		}
-		return fmt.Errorf("probe source: %w", err)
+// Anchors are the anchor columns of the policy's kinds, in its order:
+// what subscription.Open checks and fills the statements for.
+func Anchors(pol *policy.Policy) []subscription.Anchor {
+	out := make([]subscription.Anchor, 0, len(pol.Notices))
+	for _, k := range pol.Notices {
+		out = append(out, subscription.Anchor{Kind: k.Kind, Column: k.AnchorColumn()})
 	}
-	cols, err := rows.ColumnTypes()
-	rows.Close()
-	if err != nil {
-		return fmt.Errorf("probe source: %w", err)
-	}
-	have := map[string]bool{}
-	types := map[string]string{}
-	for _, c := range cols {
-		have[c.Name()] = true
-		types[c.Name()] = c.DatabaseTypeName()
-	}
-	for _, c := range RequiredColumns {
-		if !have[c] {
-			return &ConfigError{"source", fmt.Sprintf("relation %s has no column %q (required: %s)", s.src.rel, c, strings.Join(RequiredColumns, ", "))}
-		}
-	}
-	optional := map[string]bool{}
-	for _, c := range OptionalColumns {
-		optional[c] = have[c]
-	}
-	if err := s.checkAnchors(have, types); err != nil {
-		return err
-	}
-	anchors := make([]string, 0, len(s.cfg.Policy.Notices))
-	for _, k := range s.cfg.Policy.Notices {
-		anchors = append(anchors, pq.QuoteIdentifier(k.AnchorColumn()))
-	}
-	s.src.prepare(optional, anchors)
-	return nil
-}
-
-// checkAnchors refuses a kind whose anchor column the source lacks, or
-// whose anchor (other than renews_at) is not a timestamptz: its window
-// could not be measured, or not without guessing a time zone.
-func (s *Pass) checkAnchors(have map[string]bool, types map[string]string) error {
-	for _, k := range s.cfg.Policy.Notices {
-		a := k.AnchorColumn()
-		field := "notices[" + k.Kind + "].anchor"
-		if !have[a] {
-			return &ConfigError{field, fmt.Sprintf("relation %s has no column %q, the anchor of kind %s", s.src.rel, a, k.Kind)}
-		}
-		// renews_at is a required column, read as it always was; another
-		// anchor must say which instant it is.
-		if t := types[a]; a != policy.DefaultAnchor && t != "TIMESTAMPTZ" {
-			return &ConfigError{field, fmt.Sprintf("column %q of relation %s is %s, not timestamptz (map it with a view: %s::timestamptz)", a, s.src.rel, strings.ToLower(t), a)}
-		}
-	}
-	return nil
+	return out
 }
 
 // due is one valid due notice, ready to claim.
@@ -395,7 +347,7 @@ type due struct {
 // validate turns a source row into a due notice, or returns a reason the
 // row is invalid (never containing the address). The notice's key and
 // what else comes from the secret are left to derive.
-func (s *Pass) validate(r sourceRow, kind string, w policy.Window) (due, string) {
+func (s *Pass) validate(r subscription.Row, kind string, w policy.Window) (due, string) {
 	if r.ID == "" {
 		return due{}, "empty subscription id"
 	}
