@@ -114,7 +114,11 @@ func previewSubscription(ctx context.Context, e *env, pol *policy.Policy, render
 		return err
 	}
 	defer db.Close()
-	sc, err := scan.New(ctx, db, nil, renderer, log, scan.Config{Policy: pol, Secret: sec, Source: f.source, RunID: "preview-" + newRunID(now), Now: now})
+	src, err := openSource(ctx, db, pol, f.source, 0, 1)
+	if err != nil {
+		return err
+	}
+	sc, err := scan.New(db, nil, renderer, log, scan.Config{Policy: pol, Secret: sec, Source: src, RunID: "preview-" + newRunID(now), Now: now})
 	if err != nil {
 		return err
 	}

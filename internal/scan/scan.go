@@ -12,7 +12,6 @@
 package scan
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -70,16 +69,19 @@ type Hooks struct {
 
 // Config configures one pass. Zero values take the documented defaults.
 type Config struct {
-	Policy     *policy.Policy // required
-	Secret     []byte         // NOTICE_KEY_SECRET, at least 32 bytes; required
-	Source     string         // relation name; default "subscriptions"
-	RunID      string         // required; recorded on every row this pass writes
-	Now        time.Time      // the pass's instant; required
-	MaxMint    *int           // refuse (ErrMaxMint, nothing claimed) when more than *MaxMint would be minted, 0 refusing any; nil (the zero Config) means no limit
-	Shard      int            // this pass's shard, 0 <= Shard < Shards
-	Shards     int            // number of shards; default 1
-	BatchSize  int            // rows per claim statement; default 1000
-	RedirectTo string         // deliver every notice here instead (staging); recorded in the ledger
+	Policy *policy.Policy // required
+	Secret []byte         // NOTICE_KEY_SECRET, at least 32 bytes; required
+	// Source is the relation the pass reads, opened (and probed) at
+	// start-up by subscription.Open for this Shard/Shards and the
+	// policy's Anchors; required.
+	Source     *subscription.Source
+	RunID      string    // required; recorded on every row this pass writes
+	Now        time.Time // the pass's instant; required
+	MaxMint    *int      // refuse (ErrMaxMint, nothing claimed) when more than *MaxMint would be minted, 0 refusing any; nil (the zero Config) means no limit
+	Shard      int       // this pass's shard, 0 <= Shard < Shards
+	Shards     int       // number of shards; default 1
+	BatchSize  int       // rows per claim statement; default 1000
+	RedirectTo string    // deliver every notice here instead (staging); recorded in the ledger
 	// MaxDuration is the pass's time budget, from the start of Run; zero
 	// means none. When it ends, the pass claims nothing more, lets what it
 	// claimed be sent and recorded, and completes without error; the
@@ -213,9 +215,11 @@ type Pass struct {
 	maxMint          int       // *cfg.MaxMint, or -1 for no limit
 }
 
-// New validates cfg, checks the source relation's columns and returns a
-// Pass. A *ConfigError means nothing can run and nothing was written.
-func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Renderer, log zerolog.Logger, cfg Config) (*Pass, error) {
+// New validates cfg and returns a Pass; it does no I/O (the ledger's and
+// the source's probes are the caller's, at start-up: ledger.Probe and
+// subscription.Open). A *ConfigError means nothing can run and nothing
+// was written.
+func New(db *sqlx.DB, sender send.Sender, renderer *send.Renderer, log zerolog.Logger, cfg Config) (*Pass, error) {
 	if cfg.Policy == nil {
 		return nil, &ConfigError{"policy", "required"}
 	}
@@ -229,31 +233,8 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 	if cfg.Now.IsZero() {
 		return nil, &ConfigError{"now", "required"}
 	}
-	if cfg.Source == "" {
-		cfg.Source = "subscriptions"
-	}
-	if cfg.Shards == 0 {
-		cfg.Shards = 1
-	}
-	if cfg.Shards < 1 || cfg.Shard < 0 || cfg.Shard >= cfg.Shards {
-		return nil, &ConfigError{"shard", fmt.Sprintf("%d/%d is not a shard: need 0 <= I < N", cfg.Shard, cfg.Shards)}
-	}
-	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = 1000
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = send.SystemClock{}
-	}
-	if cfg.MaxDuration < 0 {
-		return nil, &ConfigError{"max_duration", fmt.Sprintf("%v is negative", cfg.MaxDuration)}
-	}
-	if cfg.ShutdownGrace <= 0 {
-		cfg.ShutdownGrace = DefaultShutdownGrace
-	}
-	if cfg.RedirectTo != "" {
-		if _, err := address.Parse(cfg.RedirectTo); err != nil {
-			return nil, &ConfigError{"SCAN_REDIRECT_TO", "not a valid address"}
-		}
+	if err := fillDefaults(&cfg); err != nil {
+		return nil, err
 	}
 	hasher, _ := notice.NewAddressHasher(cfg.Secret) // the secret's length is checked above
 	s := &Pass{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, hasher: hasher, maxMint: -1}
@@ -263,26 +244,61 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 		}
 		s.maxMint = *cfg.MaxMint
 	}
-	if err := ledger.Probe(ctx, db); err != nil {
-		if errors.Is(err, ledger.ErrNotMigrated) {
-			return nil, &ConfigError{"database", err.Error()}
-		}
+	if err := checkSource(cfg); err != nil {
 		return nil, err
 	}
+	s.src = source{cfg.Source}
 	if s.content, err = newPassContent(cfg); err != nil {
 		return nil, err
 	}
-	src, err := subscription.Open(ctx, db, cfg.Source, subscription.Shard{I: cfg.Shard, N: cfg.Shards}, Anchors(cfg.Policy))
-	if err != nil {
-		var ce *subscription.ConfigError
-		if errors.As(err, &ce) {
-			return nil, &ConfigError{ce.Field, ce.Msg}
-		}
-		return nil, err
-	}
-	s.src = source{src}
 	s.selectGroups()
 	return s, nil
+}
+
+// fillDefaults fills cfg's defaults and checks its shard, time budget
+// and staging redirect.
+func fillDefaults(cfg *Config) error {
+	if cfg.Shards == 0 {
+		cfg.Shards = 1
+	}
+	if cfg.Shards < 1 || cfg.Shard < 0 || cfg.Shard >= cfg.Shards {
+		return &ConfigError{"shard", fmt.Sprintf("%d/%d is not a shard: need 0 <= I < N", cfg.Shard, cfg.Shards)}
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 1000
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = send.SystemClock{}
+	}
+	if cfg.MaxDuration < 0 {
+		return &ConfigError{"max_duration", fmt.Sprintf("%v is negative", cfg.MaxDuration)}
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if cfg.RedirectTo != "" {
+		if _, err := address.Parse(cfg.RedirectTo); err != nil {
+			return &ConfigError{"SCAN_REDIRECT_TO", "not a valid address"}
+		}
+	}
+	return nil
+}
+
+// checkSource refuses a source opened for another shard, or without the
+// anchor of one of the policy's kinds.
+func checkSource(cfg Config) error {
+	if cfg.Source == nil {
+		return &ConfigError{"source", "required (subscription.Open)"}
+	}
+	if sh := cfg.Source.Shard(); sh != (subscription.Shard{I: cfg.Shard, N: cfg.Shards}) {
+		return &ConfigError{"shard", fmt.Sprintf("the source was opened for shard %d/%d, the pass is %d/%d", sh.I, sh.N, cfg.Shard, cfg.Shards)}
+	}
+	for _, a := range Anchors(cfg.Policy) {
+		if !cfg.Source.Reads(a.Column) {
+			return &ConfigError{"notices[" + a.Kind + "].anchor", fmt.Sprintf("the source was not opened for the anchor %q (subscription.Open with scan.Anchors)", a.Column)}
+		}
+	}
+	return nil
 }
 
 // selectGroups builds the pass's window groups: per kind, its default

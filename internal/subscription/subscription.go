@@ -298,3 +298,7 @@ func (s *Source) statements(anchor string) (*anchorStatements, error) {
 	}
 	return st, nil
 }
+
+// Reads reports whether the Source was opened for the anchor column
+// anchor, so that a Group with it can be read.
+func (s *Source) Reads(anchor string) bool { return s.byAnchor[anchor] != nil }
