@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 	"github.com/rs/zerolog"
 
 	"scan/internal/ledger"
@@ -948,15 +947,4 @@ func (s *Pass) dryRunPage(sel selection, rows []subscription.Row, inv *invalidLo
 		}
 		out.WouldMint++
 	}
-}
-
-func isUndefined(err error) bool {
-	var pe *pq.Error
-	if errors.As(err, &pe) {
-		switch pe.Code {
-		case "42P01", "3F000", "42501": // undefined_table, invalid_schema_name, insufficient_privilege
-			return true
-		}
-	}
-	return false
 }
