@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 	"github.com/rs/zerolog"
 
 	"scan/internal/ledger"
@@ -19,6 +18,7 @@ import (
 	"scan/internal/pace"
 	"scan/internal/policy"
 	"scan/internal/send"
+	"scan/internal/subscription"
 )
 
 // keyCheckSample is how many recent ledger rows a pass re-derives to
@@ -491,7 +491,7 @@ type skippedRow struct {
 func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string, admit func(domain string) bool, inv *invalidLog, c *counters) (pg page, err error) {
 	now := s.cfg.Now
 	kind := st.sel.kind
-	var rows []sourceRow
+	var rows []subscription.Row
 	var read int // rows the page's query returned: fewer than a batch ends the stream
 	var last *string
 	if st.retry {
@@ -849,10 +849,10 @@ func (s *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn func([
 			if err != nil {
 				return err
 			}
-			list := func(after *string) ([]sourceRow, error) {
+			list := func(after *string) ([]subscription.Row, error) {
 				return s.src.listClosed(ctx, db, sel, s.cfg.Now, from, after, s.cfg.BatchSize)
 			}
-			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []sourceRow) error {
+			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
 				return fn(s.missedClaims(sel, rows))
 			}); err != nil {
 				return err
@@ -864,7 +864,7 @@ func (s *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn func([
 
 // missedClaims are the claims that record the closed-window rows as
 // missed; a row that cannot make a notice key is left out.
-func (s *Pass) missedClaims(sel selection, rows []sourceRow) []ledger.Claim {
+func (s *Pass) missedClaims(sel selection, rows []subscription.Row) []ledger.Claim {
 	claims := make([]ledger.Claim, 0, len(rows))
 	for _, r := range rows {
 		if r.ID == "" || len(r.ID) > notice.MaxSubscriptionIDLen || r.PeriodStart == nil || r.RenewsAt == nil || r.AnchorAt == nil {
@@ -893,10 +893,10 @@ func (s *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 	inv := &invalidLog{seen: map[string]bool{}, log: s.log}
 	for _, group := range s.sels {
 		for _, sel := range group {
-			list := func(after *string) ([]sourceRow, error) {
+			list := func(after *string) ([]subscription.Row, error) {
 				return s.src.listOpen(ctx, tx, sel, now, nil, after, s.cfg.BatchSize)
 			}
-			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []sourceRow) error {
+			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
 				s.dryRunPage(sel, rows, inv, &out)
 				return nil
 			}); err != nil {
@@ -926,7 +926,7 @@ func (s *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 
 // dryRunPage counts one page of a group's open rows into out: invalid,
 // deferred by the quiet hours, or to mint.
-func (s *Pass) dryRunPage(sel selection, rows []sourceRow, inv *invalidLog, out *DryRunSummary) {
+func (s *Pass) dryRunPage(sel selection, rows []subscription.Row, inv *invalidLog, out *DryRunSummary) {
 	w := policy.Window{OpenBefore: policy.Duration(sel.open), CloseBefore: policy.Duration(sel.close)}
 	for _, r := range rows {
 		if r.RenewsAt != nil && r.AnchorAt == nil {
@@ -948,15 +948,4 @@ func (s *Pass) dryRunPage(sel selection, rows []sourceRow, inv *invalidLog, out 
 		}
 		out.WouldMint++
 	}
-}
-
-func isUndefined(err error) bool {
-	var pe *pq.Error
-	if errors.As(err, &pe) {
-		switch pe.Code {
-		case "42P01", "3F000", "42501": // undefined_table, invalid_schema_name, insufficient_privilege
-			return true
-		}
-	}
-	return false
 }
