@@ -31,7 +31,22 @@ package ledger
 // $12 claimed_at, $13 run id, $14 redirect address or empty, $15 rules
 // and $16 time zones (text[] each, empty for NULL; issue 27), $17 the
 // batch's channel (empty is email), $18 address digests (hex, empty for
-// none; issue 30), $19 the keys' first 32 characters (text[]).
+// none; issue 30), $19 the keys' first 32 characters (text[]), $20
+// whether to probe the batch's channel's suppression list (boolean), $21
+// the reason a listed recipient's row records (ReasonSuppressed).
+//
+// The suppression probe (issue 30), in this statement rather than one of
+// its own: with $20 true, a claim (state claimed) whose digest is on the
+// channel's list is inserted failed with reason $21, no attempt, no
+// message id, token or redirect, as RecordUnreached records it, and is
+// returned with suppressed: the pass does not send it, and the kind's
+// next channel takes it. One probe of the list's hash index (sql/0022) per
+// claim, in the inner select, which OFFSET 0 keeps from being flattened
+// into the outer one so that each row's probe runs once and not once per
+// column that reads it. The channel is compared outside the sub-select,
+// as in noticeSuppressionMatch, so that the planner takes the hash index.
+// With $20 false (an empty list at the pass's start) the probe is folded
+// away at plan time.
 const noticeClaim = `
 WITH ins AS (
 INSERT INTO notice_ledger AS l (
@@ -39,27 +54,33 @@ INSERT INTO notice_ledger AS l (
     claimed_at, run_id, renews_at, window_closes_at, domain, message_id,
     cancel_token, supersedes, redirected_to, attempts,
     rule, time_zone, first_claimed_at, channel, address_hmac,
-    sent_at, provider_id, settled_by, updated_at)
+    sent_at, provider_id, settled_by, updated_at, last_error)
 SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision::int,
-       CASE WHEN w.n IS NULL THEN $11 WHEN w.hard THEN 'failed' ELSE 'sent' END,
+       CASE WHEN c.listed THEN 'failed' WHEN w.n IS NULL THEN $11 WHEN w.hard THEN 'failed' ELSE 'sent' END,
        $12, $13, c.renews_at::timestamptz, c.window_closes_at::timestamptz,
-       NULLIF(c.domain, ''), NULLIF(c.message_id, ''),
-       COALESCE(prev.cancel_token, NULLIF(c.cancel_token, '')), prev.notice_key,
-       NULLIF($14, ''), CASE WHEN $11 = 'claimed' THEN 1 ELSE 0 END,
-       NULLIF(c.rule, ''), NULLIF(c.time_zone, ''), CASE WHEN $11 = 'claimed' THEN $12::timestamptz END,
+       NULLIF(c.domain, ''), CASE WHEN NOT c.listed THEN NULLIF(c.message_id, '') END,
+       CASE WHEN NOT c.listed THEN COALESCE(prev.cancel_token, NULLIF(c.cancel_token, '')) END, prev.notice_key,
+       CASE WHEN NOT c.listed THEN NULLIF($14, '') END, CASE WHEN $11 = 'claimed' AND NOT c.listed THEN 1 ELSE 0 END,
+       NULLIF(c.rule, ''), NULLIF(c.time_zone, ''),
+       CASE WHEN $11 = 'claimed' AND NOT c.listed THEN $12::timestamptz END,
        COALESCE(NULLIF($17, ''), 'email'), decode(NULLIF(c.address_hmac, ''), 'hex'),
        CASE WHEN w.n > 0 THEN COALESCE(w.at, $12) END, w.provider_id,
-       CASE WHEN w.n > 0 THEN 'witness' END, CASE WHEN w.n > 0 THEN $12::timestamptz END
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-            $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
-            $15::text[], $16::text[], $18::text[])
-     AS c(notice_key, subscription_id, kind, period_start, revision,
-          renews_at, window_closes_at, domain, message_id, cancel_token,
-          rule, time_zone, address_hmac)
+       CASE WHEN w.n > 0 THEN 'witness' END, CASE WHEN w.n > 0 OR c.listed THEN $12::timestamptz END,
+       CASE WHEN c.listed THEN $21::text END
+FROM (SELECT a.*, $20::boolean AND $11 = 'claimed' AND COALESCE(NULLIF($17, ''), 'email') IN (
+             SELECT s.channel FROM notice_suppression s
+             WHERE s.address_hmac = decode(NULLIF(a.address_hmac, ''), 'hex')) AS listed
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+                  $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
+                  $15::text[], $16::text[], $18::text[])
+           AS a(notice_key, subscription_id, kind, period_start, revision,
+                renews_at, window_closes_at, domain, message_id, cancel_token,
+                rule, time_zone, address_hmac)
+      OFFSET 0) c
 LEFT JOIN LATERAL (
     SELECT p.notice_key, p.cancel_token
     FROM notice_ledger p
-    WHERE c.revision::int > 0
+    WHERE c.revision::int > 0 AND NOT c.listed
       AND p.subscription_id = c.subscription_id
       AND p.kind = c.kind
       AND p.period_start = c.period_start::date
@@ -75,10 +96,11 @@ LEFT JOIN (
       AND u.key32 = ANY($19::text[])
       AND u.kind IN ('accepted', 'delivered', 'deferred', 'bounce_soft', 'bounce_hard',
                      'complaint', 'engagement')
-    GROUP BY u.key32) w ON w.key32 = left(c.notice_key, 32)
+    GROUP BY u.key32) w ON w.key32 = left(c.notice_key, 32) AND NOT c.listed
 ON CONFLICT DO NOTHING
 RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token, attempts,
-          settled_by IS NOT DISTINCT FROM 'witness' AS witnessed, period_start),
+          settled_by IS NOT DISTINCT FROM 'witness' AS witnessed,
+          last_error IS NOT DISTINCT FROM $21::text AS suppressed, period_start),
 moved AS (
     DELETE FROM notice_evidence_unmatched u
     USING ins
@@ -91,7 +113,7 @@ kept AS (
     SELECT notice_key, period_start, GREATEST(attempt, 1), kind, event, occurred_at, detail, recorded_at
     FROM moved
     ON CONFLICT DO NOTHING)
-SELECT notice_key, cancel_token, attempts, witnessed FROM ins`
+SELECT notice_key, cancel_token, attempts, witnessed, suppressed FROM ins`
 
 // noticeClaimDurable makes the transaction it runs in (a claim's, and
 // Settle's: the evidence a provider's webhook was answered for) commit
@@ -112,17 +134,44 @@ SELECT set_config('synchronous_commit',
 // the previous attempt's digest and settlement are cleared (its evidence
 // stays in notice_evidence under its number).
 //
-// $1 keys, $2 claimed_at (the pass's now), $3 run id, $4 redirect or ”.
+// The suppression probe, as in noticeClaim: with $6 true, a row whose
+// recipient's digest now ($5, hex, parallel to $1: the address the pass
+// would send to, which may not be the one the row was first claimed for)
+// is on channel $7's list is failed with reason $8 instead of re-claimed,
+// and returned with suppressed. The listed keys are found once (listed),
+// and the two updates take disjoint rows: a statement must not update a
+// row twice. With $6 false, listed is folded away at plan time.
+//
+// $1 keys, $2 claimed_at (the pass's now), $3 run id, $4 redirect or the
+// empty string, $5 digests (hex, text[]), $6 probe (boolean), $7 channel
+// (empty is email), $8 reason.
 const noticeReclaim = `
-UPDATE notice_ledger
-SET state = 'claimed', claimed_at = $2, run_id = $3,
-    first_claimed_at = COALESCE(first_claimed_at, claimed_at),
-    redirected_to = NULLIF($4, ''), updated_at = $2,
-    attempts = attempts + 1, message_sha256 = NULL, settled_by = NULL
-WHERE notice_key = ANY($1::text[])
-  AND state = 'retry'
-  AND (window_closes_at IS NULL OR window_closes_at > $2)
-RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token, attempts`
+WITH listed AS MATERIALIZED (
+    SELECT r.notice_key
+    FROM unnest($1::text[], $5::text[]) AS r(notice_key, h)
+    WHERE $6::boolean AND COALESCE(NULLIF($7, ''), 'email') IN (
+        SELECT s.channel FROM notice_suppression s
+        WHERE s.address_hmac = decode(NULLIF(r.h, ''), 'hex'))),
+failed AS (
+    UPDATE notice_ledger
+    SET state = 'failed', last_error = $8::text, updated_at = $2
+    WHERE notice_key IN (SELECT notice_key FROM listed)
+      AND state = 'retry'
+    RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token, attempts, true AS suppressed),
+reclaimed AS (
+    UPDATE notice_ledger
+    SET state = 'claimed', claimed_at = $2, run_id = $3,
+        first_claimed_at = COALESCE(first_claimed_at, claimed_at),
+        redirected_to = NULLIF($4, ''), updated_at = $2,
+        attempts = attempts + 1, message_sha256 = NULL, settled_by = NULL
+    WHERE notice_key = ANY($1::text[])
+      AND notice_key NOT IN (SELECT notice_key FROM listed)
+      AND state = 'retry'
+      AND (window_closes_at IS NULL OR window_closes_at > $2)
+    RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token, attempts, false AS suppressed)
+SELECT * FROM failed
+UNION ALL
+SELECT * FROM reclaimed`
 
 // noticeRecordOutcome records a batch of outcomes of one run's claims. The
 // row must still be claimed by that run: an operator's decision made in the
