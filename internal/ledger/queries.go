@@ -178,7 +178,7 @@ SELECT * FROM reclaimed`
 // meantime is never overwritten. An unknown outcome keeps state 'claimed'
 // (quarantine) and records only the error and the digest. attempts is the
 // claim's (noticeClaim, noticeReclaim), not written here. The digest (hex,
-// or ” when nothing was handed over) is stored as 32 bytes.
+// or empty when nothing was handed over) is stored as 32 bytes.
 //
 // The rows are found by index scans only, within the months the period
 // bounds leave (whole months, so that they prune at plan time), and paired
@@ -192,7 +192,7 @@ SELECT * FROM reclaimed`
 // (of the quarantine index, or of the primary key by notice_key = ANY)
 // marks them as it passes.
 //
-// $1 keys, $2 states, $3 sent_at (text or ”), $4 provider ids,
+// $1 keys, $2 states, $3 sent_at (text, empty for none), $4 provider ids,
 // $5 digests (hex), $6 errors (text[] each), $7 the first day of the earliest
 // month and $8 the first day after the latest (YYYY-MM-DD), or NULL for
 // every month, $9 run id, $10 updated_at.
@@ -298,7 +298,7 @@ SELECT * FROM notice_ledger WHERE notice_key = $1 FOR UPDATE`
 // noticeResolve applies an operator's or a reconciliation's decision,
 // by compare-and-set on the row's state and (for a reconciliation, which
 // read the row without a lock) its attempt.
-// $1 key, $2 new state, $3 sent_at (text or ”), $4 last_error note,
+// $1 key, $2 new state, $3 sent_at (text, empty for none), $4 last_error note,
 // $5 updated_at, $6 expected current state, $7 settled_by ('operator' or
 // the event kind), $8 expected attempts or NULL for any, $9 true to clear
 // sent_at (a "not sent" event overruled an acceptance).
@@ -327,7 +327,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7::date)`
 // a provider's webhook was answered for), evaluated once per statement by
 // the outer side of the LEFT JOIN, which is read whatever the look-up
 // finds. The statement therefore always returns at least one row; a row
-// whose notice_key is ” found nothing and is skipped.
+// whose notice_key is the empty string found nothing and is skipped.
 //
 // Look-up: by notice key ($1, each month's primary key), provider id ($2,
 // among the claims in quarantine, through the quarantine index: a provider
@@ -475,7 +475,7 @@ WHERE period_start >= $1::date AND period_start < $2::date`
 // absent from the result.
 //
 // $1 keys, $2 period starts, $3 attempts, $4 kinds, $5 events,
-// $6 occurred_at (text or ”), $7 details (text[] each), $8 recorded_at.
+// $6 occurred_at (text, empty for none), $7 details (text[] each), $8 recorded_at.
 const noticeEvidenceInsert = `
 INSERT INTO notice_evidence
     (notice_key, period_start, attempt, kind, event, occurred_at, detail, recorded_at)
@@ -492,7 +492,7 @@ RETURNING notice_key, attempt, event, occurred_at`
 // replay is skipped by the unique index.
 //
 // $1 key32s, $2 provider ids, $3 attempts (0: none named), $4 kinds,
-// $5 states the events prove, $6 events, $7 occurred_at (text or ”),
+// $5 states the events prove, $6 events, $7 occurred_at (text, empty for none),
 // $8 details (text[] each), $9 recorded_at, $10 recorded_by.
 const noticeEvidenceUnmatchedInsert = `
 INSERT INTO notice_evidence_unmatched
@@ -616,7 +616,7 @@ WHERE state = 'retry'`
 // noticeSuppressionAdd puts a batch of digests on the suppression list; a
 // digest already on it for that channel keeps its first row and is absent
 // from the result. $1 channels, $2 digests (hex), $3 reasons, $4 sources,
-// $5 notice keys (” for none) (text[] each), $6 created_at.
+// $5 notice keys (empty for none) (text[] each), $6 created_at.
 const noticeSuppressionAdd = `
 INSERT INTO notice_suppression (channel, address_hmac, reason, source, notice_key, created_at)
 SELECT x.channel, decode(x.h, 'hex'), x.reason, x.source, NULLIF(x.notice_key, ''), $6
