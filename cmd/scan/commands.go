@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"scan/internal/ledger"
+	"scan/internal/message"
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/scan"
@@ -196,7 +197,7 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 type preparedPass struct {
 	pol                  *policy.Policy
 	secret               []byte
-	renderer             *send.Renderer
+	renderer             *message.Renderer
 	shard, shards        int
 	redirect, senderName string
 	outboxDir, smtpURL   string
@@ -338,8 +339,8 @@ func (p *preparedPass) checkRemote(field string, u *url.URL) error {
 
 // newRenderer builds the message renderer from the policy: one place, so
 // that `scan preview` renders exactly what `scan run` sends.
-func newRenderer(pol *policy.Policy) (*send.Renderer, error) {
-	rc := send.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL,
+func newRenderer(pol *policy.Policy) (*message.Renderer, error) {
+	rc := message.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL,
 		Provider: pol.Provider, ConfigurationSet: pol.SES.ConfigurationSet}
 	if pol.TemplatesDir != "" {
 		rc.Templates = os.DirFS(pol.TemplatesDir)
@@ -347,7 +348,7 @@ func newRenderer(pol *policy.Policy) (*send.Renderer, error) {
 	if err := withContent(&rc, pol); err != nil {
 		return nil, err
 	}
-	r, err := send.NewRenderer(rc)
+	r, err := message.NewRenderer(rc)
 	if err != nil {
 		return nil, usagef("config", "%v", err)
 	}

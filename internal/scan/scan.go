@@ -25,7 +25,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"scan/internal/address"
+	"scan/internal/clock"
 	"scan/internal/ledger"
+	"scan/internal/message"
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/send"
@@ -90,9 +92,9 @@ type Config struct {
 	// Clock measures durations (claim-to-commit latency, pass duration,
 	// the time budget) and is the dispatcher's clock, so its buckets,
 	// backoffs and the send times it reports follow it too; default
-	// send.SystemClock. It never decides windows: Now does. Tests pass a
+	// clock.System. It never decides windows: Now does. Tests pass a
 	// fake (internal/send/sendtest).
-	Clock send.Clock
+	Clock clock.Clock
 	Hooks Hooks
 	// SMS is the sms channel's sender (package twilio's Client), used
 	// by kinds with channels [email, sms]; nil: no sms stage (issue 30).
@@ -197,7 +199,7 @@ type DryRunSummary struct {
 type Pass struct {
 	db       *sqlx.DB
 	sender   send.Sender
-	renderer *send.Renderer
+	renderer *message.Renderer
 	log      zerolog.Logger
 	cfg      Config
 	keyer    *notice.Keyer
@@ -216,7 +218,7 @@ type Pass struct {
 
 // New validates cfg, checks the source relation's columns and returns a
 // Pass. A *ConfigError means nothing can run and nothing was written.
-func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Renderer, log zerolog.Logger, cfg Config) (*Pass, error) {
+func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *message.Renderer, log zerolog.Logger, cfg Config) (*Pass, error) {
 	if cfg.Policy == nil {
 		return nil, &ConfigError{"policy", "required"}
 	}
@@ -243,7 +245,7 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *send.Re
 		cfg.BatchSize = 1000
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = send.SystemClock{}
+		cfg.Clock = clock.System{}
 	}
 	if cfg.MaxDuration < 0 {
 		return nil, &ConfigError{"max_duration", fmt.Sprintf("%v is negative", cfg.MaxDuration)}
@@ -472,7 +474,7 @@ func (s *Pass) derive(dn *due) {
 		dn.claim.Key = s.keyer.Key(t)
 		dn.n.Key = dn.claim.Key
 	}
-	dn.claim.MessageID = notice.BareMessageID(send.MessageID(dn.claim.Key, s.cfg.Policy.MessageIDDomain))
+	dn.claim.MessageID = notice.BareMessageID(message.MessageID(dn.claim.Key, s.cfg.Policy.MessageIDDomain))
 	dn.claim.CancelToken = s.keyer.CancelToken(t)
 	if dn.addr != "" {
 		dn.claim.AddressHMAC = s.hasher.Digest(notice.ChannelEmail, dn.addr)
