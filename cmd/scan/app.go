@@ -25,6 +25,7 @@ import (
 	"scan/internal/policy"
 	"scan/internal/redact"
 	"scan/internal/scan"
+	"scan/internal/subscription"
 )
 
 // Exit codes, as the README states them under Commands (the README is
@@ -176,11 +177,12 @@ func exitCode(e *env, err error) int {
 	}
 	var ue *usageError
 	var ce *scan.ConfigError
+	var se *subscription.ConfigError
 	var pe *policy.Error
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
-	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &pe):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &se), errors.As(err, &pe):
 		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
 		return exitUsage
 	case errors.Is(err, scan.ErrMaxMint):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -27,6 +28,7 @@ import (
 	"scan/internal/provider"
 	"scan/internal/scan"
 	"scan/internal/send"
+	"scan/internal/subscription"
 	"scan/internal/twilio"
 )
 
@@ -200,8 +202,13 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 	if f.maxMint >= 0 {
 		maxMint = &f.maxMint
 	}
-	sc, err = scan.New(ctx, db, sender, ps.renderer, passLog, scan.Config{
-		Policy: ps.pol, Secret: ps.secret, Source: f.source, RunID: runID, Now: now,
+	src, err := openSource(ctx, db, ps.pol, f.source, ps.shard, ps.shards)
+	if err != nil {
+		sender.Close()
+		return nil, nil, nil, err
+	}
+	sc, err = scan.New(db, sender, ps.renderer, passLog, scan.Config{
+		Policy: ps.pol, Secret: ps.secret, Source: src, RunID: runID, Now: now,
 		MaxMint: maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
 		MaxDuration: ps.maxDuration, Hooks: obs.hooks(failpointHooks()), Schedule: ps.schedule,
 		SMS: smsSender(ps.sms),
@@ -211,6 +218,21 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 		return nil, nil, nil, err
 	}
 	return sc, obs, sender.Close, nil
+}
+
+// openSource is a pass's start-up I/O, before scan.New validates
+// without any: the ledger must be migrated (ledger.Probe), and the source
+// relation is probed once for its columns and the policy's anchors
+// (subscription.Open). Each pass opens its own, so that a scheduler's
+// next pass sees the relation as it is then.
+func openSource(ctx context.Context, db *sqlx.DB, pol *policy.Policy, relation string, shard, shards int) (*subscription.Source, error) {
+	if err := ledger.Probe(ctx, db); err != nil {
+		if errors.Is(err, ledger.ErrNotMigrated) {
+			return nil, &scan.ConfigError{Field: "database", Msg: err.Error()}
+		}
+		return nil, err
+	}
+	return subscription.Open(ctx, db, relation, subscription.Shard{I: shard, N: shards}, scan.Anchors(pol))
 }
 
 // preparedPass holds the parts of a pass built from flags and environment.
@@ -289,7 +311,7 @@ func (p *preparedPass) passSettings(e *env, fs *flag.FlagSet, f *runFlags) error
 		}
 		p.maxDuration = d
 	}
-	if _, err := scan.QuoteSource(f.source); err != nil {
+	if _, err := subscription.QuoteRelation(f.source); err != nil {
 		return usagef("--source", "%v", err)
 	}
 	return checkPushURL(e.getenv("PUSHGATEWAY_URL"))

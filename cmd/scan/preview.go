@@ -18,6 +18,7 @@ import (
 	"scan/internal/policy"
 	"scan/internal/scan"
 	"scan/internal/send"
+	"scan/internal/subscription"
 )
 
 // listFlag is a flag that may be repeated and takes comma-separated
@@ -106,7 +107,7 @@ func previewSubscription(ctx context.Context, e *env, pol *policy.Policy, render
 	if err != nil {
 		return err
 	}
-	if _, err := scan.QuoteSource(f.source); err != nil {
+	if _, err := subscription.QuoteRelation(f.source); err != nil {
 		return usagef("--source", "%v", err)
 	}
 	log, db, err := connect(ctx, e)
@@ -114,7 +115,11 @@ func previewSubscription(ctx context.Context, e *env, pol *policy.Policy, render
 		return err
 	}
 	defer db.Close()
-	sc, err := scan.New(ctx, db, nil, renderer, log, scan.Config{Policy: pol, Secret: sec, Source: f.source, RunID: "preview-" + newRunID(now), Now: now})
+	src, err := openSource(ctx, db, pol, f.source, 0, 1)
+	if err != nil {
+		return err
+	}
+	sc, err := scan.New(db, nil, renderer, log, scan.Config{Policy: pol, Secret: sec, Source: src, RunID: "preview-" + newRunID(now), Now: now})
 	if err != nil {
 		return err
 	}

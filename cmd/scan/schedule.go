@@ -9,6 +9,7 @@ import (
 	"scan/internal/policy"
 	"scan/internal/scan"
 	"scan/internal/schedule"
+	"scan/internal/subscription"
 )
 
 // cmdSchedule runs passes in-process on a cron schedule, one at a time,
@@ -67,7 +68,8 @@ func cmdSchedule(ctx context.Context, e *env, args []string) error {
 			// summary, so that every firing that ran shows on stdout.
 			_ = enc.Encode(sum)
 			var ce *scan.ConfigError
-			if errors.As(err, &ce) {
+			var se *subscription.ConfigError
+			if errors.As(err, &ce) || errors.As(err, &se) {
 				return schedule.Stop(err)
 			}
 			if ctx.Err() != nil {

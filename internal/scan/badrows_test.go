@@ -85,7 +85,7 @@ func loggedPass(t *testing.T, e *env, pol *policy.Policy, at time.Time) (scan.Su
 		t.Fatal(err)
 	}
 	var logs syncBuffer
-	sc, err := scan.New(context.Background(), e.db, sender, r, zerolog.New(&logs).Level(zerolog.DebugLevel), scan.Config{
+	sc, err := newPass(context.Background(), e.db, sender, r, zerolog.New(&logs).Level(zerolog.DebugLevel), scan.Config{
 		Policy: pol, Secret: []byte(secret), RunID: fmt.Sprintf("run-%d", time.Now().UnixNano()), Now: at,
 		BatchSize: 7, Retry: send.RetryPolicy{Attempts: 1},
 	})

@@ -65,7 +65,7 @@ func contentPass(t *testing.T, e *env, pol *policy.Policy, at time.Time) (scan.S
 		t.Fatal(err)
 	}
 	var logs syncBuffer
-	sc, err := scan.New(context.Background(), e.db, rec, r, zerolog.New(&logs), scan.Config{
+	sc, err := newPass(context.Background(), e.db, rec, r, zerolog.New(&logs), scan.Config{
 		Policy: pol, Secret: []byte(secret), RunID: fmt.Sprintf("run-%d", time.Now().UnixNano()), Now: at,
 		BatchSize: 3, Retry: send.RetryPolicy{Attempts: 1},
 	})
@@ -205,26 +205,8 @@ func TestTrialEndingFiresOnItsAnchor(t *testing.T) {
 	}
 }
 
-// A kind whose anchor column the source lacks stops the pass at start-up,
-// naming the column; nothing is written.
-func TestMissingAnchorColumnIsAConfigError(t *testing.T) {
-	t.Parallel()
-	e := setup(t)
-	pol := mustPolicy(t, strings.Replace(trialPolicy, "anchor: trial_ends_at", "anchor: price_changes_at", 1))
-	_, err := scan.New(context.Background(), e.db, nil, nil, zerolog.Nop(), scan.Config{Policy: pol, Secret: []byte(secret), RunID: "r", Now: now})
-	if err == nil || !strings.Contains(err.Error(), `"price_changes_at"`) {
-		t.Fatalf("err = %v, want one naming price_changes_at", err)
-	}
-	if _, ok := err.(*scan.ConfigError); !ok {
-		t.Fatalf("err %T is not a *scan.ConfigError", err)
-	}
-	if _, err := e.db.Exec(`ALTER TABLE subscriptions ADD COLUMN price_changes_at date`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err = scan.New(context.Background(), e.db, nil, nil, zerolog.Nop(), scan.Config{Policy: pol, Secret: []byte(secret), RunID: "r", Now: now}); err == nil || !strings.Contains(err.Error(), "timestamptz") {
-		t.Fatalf("a date anchor: err = %v, want one asking for timestamptz", err)
-	}
-}
+// TestMissingAnchorColumnIsAConfigError moved to internal/subscription
+// with the probe it tests (subscription.Open).
 
 // logReasons returns, per subscription id, the reasons logged for it
 // (invalid rows) and the fallbacks logged for it.

@@ -138,7 +138,7 @@ concurrency: 8
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	sc, err := scan.New(ctx, e.db, sender, r, zerolog.Nop(), scan.Config{
+	sc, err := newPass(ctx, e.db, sender, r, zerolog.Nop(), scan.Config{
 		Policy: pol, Secret: []byte(secret), RunID: "run-" + shape, Now: now, MaxDuration: budget,
 	})
 	if err != nil {

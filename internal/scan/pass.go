@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 	"github.com/rs/zerolog"
 
 	"scan/internal/ledger"
@@ -19,6 +18,7 @@ import (
 	"scan/internal/pace"
 	"scan/internal/policy"
 	"scan/internal/send"
+	"scan/internal/subscription"
 )
 
 // keyCheckSample is how many recent ledger rows a pass re-derives to
@@ -503,7 +503,7 @@ type skippedRow struct {
 func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string, admit func(domain string) bool, inv *invalidLog, c *counters) (pg page, err error) {
 	now := s.cfg.Now
 	kind := st.sel.kind
-	var rows []sourceRow
+	var rows []subscription.Row
 	var read int // rows the page's query returned: fewer than a batch ends the stream
 	var last *string
 	if st.retry {
@@ -631,7 +631,8 @@ func (s *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 // claimPicked claims the planner's pick, new notices in one statement and
 // retry rows in another, and hands what it won to the dispatcher.
 func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, ps *passState, picked []candidate) error {
-	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: s.cfg.Now, RunID: s.cfg.RunID, RedirectTo: s.cfg.RedirectTo}
+	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: s.cfg.Now, RunID: s.cfg.RunID, RedirectTo: s.cfg.RedirectTo,
+		Suppression: s.suppressionEmail}
 	var claims []ledger.Claim
 	var retryKeys []string
 	byKey := make(map[string]candidate, len(picked))
@@ -652,18 +653,15 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 			a.PeriodStart.Compare(b.PeriodStart), cmp.Compare(a.Revision, b.Revision))
 	})
 	slices.Sort(retryKeys)
-	claims, retryKeys, err := s.dropSuppressed(ctx, c, byKey, claims, retryKeys)
-	if err != nil {
-		return err
-	}
 	var won []ledger.Won
 	if len(retryKeys) > 0 {
 		w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
-			return ledger.Reclaim(ctx, s.db, opt, retryKeys)
+			return ledger.ReclaimUnlessSuppressed(ctx, s.db, opt, retryKeys, s.retryDigests(byKey, retryKeys))
 		})
 		if err != nil {
 			return err
 		}
+		w, _ = s.takeSuppressed(c, w, byKey)
 		c.add(func(x *Summary) { x.Retried += len(w) })
 		for _, x := range w {
 			ps.reclaimed[byKey[x.Key].sel]++
@@ -687,10 +685,11 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 		if err != nil {
 			return err
 		}
+		w, listed := s.takeSuppressed(c, w, byKey)
 		w, witnessed := splitWitnessed(w)
 		c.add(func(x *Summary) { x.Minted += len(w); x.Witnessed += witnessed })
 		s.log.Info().Int("candidates", len(claims)).Int("claimed", len(w)).
-			Int("conflicts", len(claims)-len(w)-witnessed).Int("witnessed", witnessed).Msg("batch claimed")
+			Int("conflicts", len(claims)-len(w)-witnessed-listed).Int("witnessed", witnessed).Msg("batch claimed")
 		if witnessed > 0 {
 			s.log.Warn().Int("witnessed", witnessed).
 				Msg("notices the ledger did not have but the provider's events show sent (a restore or failover lost their claims): recorded sent from that evidence, not sent again")
@@ -844,15 +843,14 @@ func (s *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (b
 // recordMissed records as missed every notice whose window closed with no
 // ledger row while the charge is still ahead.
 func (s *Pass) recordMissed(ctx context.Context, c *counters) error {
-	opt := ledger.ClaimOptions{State: ledger.Missed, Now: s.cfg.Now, RunID: s.cfg.RunID}
 	return s.eachClosed(ctx, s.db, func(claims []ledger.Claim) error {
-		won, err := ledger.Insert(ctx, s.db, opt, claims)
+		n, err := ledger.RecordMissed(ctx, s.db, s.cfg.Now, s.cfg.RunID, claims)
 		if err != nil {
 			return err
 		}
-		c.add(func(x *Summary) { x.Missed += len(won) })
-		if len(won) > 0 {
-			s.log.Warn().Int("missed", len(won)).Msg("notice windows closed before any pass claimed them; recorded as missed, nothing sent")
+		c.add(func(x *Summary) { x.Missed += n })
+		if n > 0 {
+			s.log.Warn().Int("missed", n).Msg("notice windows closed before any pass claimed them; recorded as missed, nothing sent")
 		}
 		return nil
 	})
@@ -865,10 +863,10 @@ func (s *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn func([
 			if err != nil {
 				return err
 			}
-			list := func(after *string) ([]sourceRow, error) {
+			list := func(after *string) ([]subscription.Row, error) {
 				return s.src.listClosed(ctx, db, sel, s.cfg.Now, from, after, s.cfg.BatchSize)
 			}
-			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []sourceRow) error {
+			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
 				return fn(s.missedClaims(sel, rows))
 			}); err != nil {
 				return err
@@ -880,7 +878,7 @@ func (s *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn func([
 
 // missedClaims are the claims that record the closed-window rows as
 // missed; a row that cannot make a notice key is left out.
-func (s *Pass) missedClaims(sel selection, rows []sourceRow) []ledger.Claim {
+func (s *Pass) missedClaims(sel selection, rows []subscription.Row) []ledger.Claim {
 	claims := make([]ledger.Claim, 0, len(rows))
 	for _, r := range rows {
 		if r.ID == "" || len(r.ID) > notice.MaxSubscriptionIDLen || r.PeriodStart == nil || r.RenewsAt == nil || r.AnchorAt == nil {
@@ -909,10 +907,10 @@ func (s *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 	inv := &invalidLog{seen: map[string]bool{}, log: s.log}
 	for _, group := range s.sels {
 		for _, sel := range group {
-			list := func(after *string) ([]sourceRow, error) {
+			list := func(after *string) ([]subscription.Row, error) {
 				return s.src.listOpen(ctx, tx, sel, now, nil, after, s.cfg.BatchSize)
 			}
-			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []sourceRow) error {
+			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
 				s.dryRunPage(sel, rows, inv, &out)
 				return nil
 			}); err != nil {
@@ -945,7 +943,7 @@ func (s *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 
 // dryRunPage counts one page of a group's open rows into out: invalid,
 // deferred by the quiet hours, or to mint.
-func (s *Pass) dryRunPage(sel selection, rows []sourceRow, inv *invalidLog, out *DryRunSummary) {
+func (s *Pass) dryRunPage(sel selection, rows []subscription.Row, inv *invalidLog, out *DryRunSummary) {
 	w := policy.Window{OpenBefore: policy.Duration(sel.open), CloseBefore: policy.Duration(sel.close)}
 	for _, r := range rows {
 		if r.RenewsAt != nil && r.AnchorAt == nil {
@@ -967,15 +965,4 @@ func (s *Pass) dryRunPage(sel selection, rows []sourceRow, inv *invalidLog, out 
 		}
 		out.WouldMint++
 	}
-}
-
-func isUndefined(err error) bool {
-	var pe *pq.Error
-	if errors.As(err, &pe) {
-		switch pe.Code {
-		case "42P01", "3F000", "42501": // undefined_table, invalid_schema_name, insufficient_privilege
-			return true
-		}
-	}
-	return false
 }

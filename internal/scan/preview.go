@@ -2,13 +2,11 @@ package scan
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 	"golang.org/x/text/currency"
 	"golang.org/x/text/language"
 
@@ -16,6 +14,7 @@ import (
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/send"
+	"scan/internal/subscription"
 )
 
 // Preview: what a notice would say, rendered without a claim or a send.
@@ -37,12 +36,6 @@ type Preview struct {
 	Ledger ledger.State
 	// Opens and Closes bound its window (zero when its anchor is NULL).
 	Opens, Closes time.Time
-}
-
-// previewRow is a sourceRow with its status.
-type previewRow struct {
-	sourceRow
-	Status *string `db:"status"`
 }
 
 // ErrNoSubscription: the source has no row with the id Preview was given.
@@ -86,26 +79,25 @@ func (p Preview) inWindow(now time.Time) bool {
 
 func (s *Pass) previewKind(ctx context.Context, db sqlx.QueryerContext, id string, k policy.Kind, ledgerRows []ledger.Row) (Preview, error) {
 	p := Preview{Kind: k.Kind}
-	var r previewRow
-	q := s.src.byAnchor[pq.QuoteIdentifier(k.AnchorColumn())].get // subscriptionGet
-	if err := sqlx.GetContext(ctx, db, &r, q, id); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
+	r, err := s.src.Get(ctx, db, k.AnchorColumn(), id)
+	if err != nil {
+		if errors.Is(err, subscription.ErrNotFound) {
 			return p, fmt.Errorf("%w: %q", ErrNoSubscription, id)
 		}
-		return p, fmt.Errorf("read subscription: %w", err)
+		return p, err
 	}
 	w := k.WindowFor(deref(r.Jurisdiction))
 	if r.AnchorAt == nil {
 		p.Invalid = k.AnchorColumn() + " is NULL: not due for this kind"
 		return p, nil
 	}
-	p.Opens, p.Closes = w.Opens(*r.AnchorAt, s.content.zoneOf(r.sourceRow)), r.AnchorAt.Add(-time.Duration(w.CloseBefore))
+	p.Opens, p.Closes = w.Opens(*r.AnchorAt, s.content.zoneOf(r)), r.AnchorAt.Add(-time.Duration(w.CloseBefore))
 	for _, l := range ledgerRows {
 		if l.Kind == k.Kind && r.PeriodStart != nil && sameDay(l.PeriodStart, *r.PeriodStart) && l.Revision == r.Revision {
 			p.Ledger = l.State
 		}
 	}
-	dn, reason := s.validate(r.sourceRow, k.Kind, w)
+	dn, reason := s.validate(r, k.Kind, w)
 	if reason != "" {
 		p.Invalid = reason
 		return p, nil

@@ -34,20 +34,10 @@ func (s *Pass) CountDue(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// countOpen runs subscriptionCountOpen.
-func (s *source) countOpen(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time) (int, error) {
-	args := s.group(sel, now.Add(sel.close), sel.hi(now), false, sel.kind, nil, nil)
-	var n int
-	if err := sqlx.GetContext(ctx, db, &n, s.byAnchor[sel.anchor].countOpen, args...); err != nil {
-		return 0, fmt.Errorf("count open notices: %w", err)
-	}
-	return n, nil
-}
-
 // countRetry: how many retry rows of one kind listRetry returns over all
 // its pages. Retry rows are few (failures whose window is still open), so
 // it reads them as the pass does, rather than state the same filter twice.
-func (s *source) countRetry(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time) (int, error) {
+func (s source) countRetry(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time) (int, error) {
 	const page = 1000
 	n := 0
 	err := eachPage(func(after string) (string, bool, error) {

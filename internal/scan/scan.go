@@ -12,17 +12,14 @@
 package scan
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 	"github.com/rs/zerolog"
 
 	"scan/internal/address"
@@ -32,6 +29,7 @@ import (
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/send"
+	"scan/internal/subscription"
 )
 
 // Errors a pass returns; the command maps them to exit codes.
@@ -74,16 +72,19 @@ type Hooks struct {
 
 // Config configures one pass. Zero values take the documented defaults.
 type Config struct {
-	Policy     *policy.Policy // required
-	Secret     []byte         // NOTICE_KEY_SECRET, at least 32 bytes; required
-	Source     string         // relation name; default "subscriptions"
-	RunID      string         // required; recorded on every row this pass writes
-	Now        time.Time      // the pass's instant; required
-	MaxMint    *int           // refuse (ErrMaxMint, nothing claimed) when more than *MaxMint would be minted, 0 refusing any; nil (the zero Config) means no limit
-	Shard      int            // this pass's shard, 0 <= Shard < Shards
-	Shards     int            // number of shards; default 1
-	BatchSize  int            // rows per claim statement; default 1000
-	RedirectTo string         // deliver every notice here instead (staging); recorded in the ledger
+	Policy *policy.Policy // required
+	Secret []byte         // NOTICE_KEY_SECRET, at least 32 bytes; required
+	// Source is the relation the pass reads, opened (and probed) at
+	// start-up by subscription.Open for this Shard/Shards and the
+	// policy's Anchors; required.
+	Source     *subscription.Source
+	RunID      string    // required; recorded on every row this pass writes
+	Now        time.Time // the pass's instant; required
+	MaxMint    *int      // refuse (ErrMaxMint, nothing claimed) when more than *MaxMint would be minted, 0 refusing any; nil (the zero Config) means no limit
+	Shard      int       // this pass's shard, 0 <= Shard < Shards
+	Shards     int       // number of shards; default 1
+	BatchSize  int       // rows per claim statement; default 1000
+	RedirectTo string    // deliver every notice here instead (staging); recorded in the ledger
 	// MaxDuration is the pass's time budget, from the start of Run; zero
 	// means none. When it ends, the pass claims nothing more, lets what it
 	// claimed be sent and recorded, and completes without error; the
@@ -215,7 +216,7 @@ type Pass struct {
 	// suppressionEmail: the email suppression list had entries when the
 	// pass started (Run); without, batches are not probed.
 	suppressionEmail bool
-	src              *source
+	src              source
 	sels             [][]selection // per kind: default group then overrides
 	smsSels          [][]selection // the same, of the kinds that go by sms first ([sms]): the sms stage's
 	kinds            map[string]policy.Kind
@@ -228,9 +229,11 @@ type Pass struct {
 	smsQ             *smsHandoff  // this run's sms stage's: the email stage's failures go there
 }
 
-// New validates cfg, checks the source relation's columns and returns a
-// Pass. A *ConfigError means nothing can run and nothing was written.
-func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *message.Renderer, log zerolog.Logger, cfg Config) (*Pass, error) {
+// New validates cfg and returns a Pass; it does no I/O (the ledger's and
+// the source's probes are the caller's, at start-up: ledger.Probe and
+// subscription.Open). A *ConfigError means nothing can run and nothing
+// was written.
+func New(db *sqlx.DB, sender send.Sender, renderer *message.Renderer, log zerolog.Logger, cfg Config) (*Pass, error) {
 	if cfg.Policy == nil {
 		return nil, &ConfigError{"policy", "required"}
 	}
@@ -244,35 +247,8 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *message
 	if cfg.Now.IsZero() {
 		return nil, &ConfigError{"now", "required"}
 	}
-	if cfg.Source == "" {
-		cfg.Source = "subscriptions"
-	}
-	if cfg.Shards == 0 {
-		cfg.Shards = 1
-	}
-	if cfg.Shards < 1 || cfg.Shard < 0 || cfg.Shard >= cfg.Shards {
-		return nil, &ConfigError{"shard", fmt.Sprintf("%d/%d is not a shard: need 0 <= I < N", cfg.Shard, cfg.Shards)}
-	}
-	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = 1000
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.System{}
-	}
-	if cfg.MaxDuration < 0 {
-		return nil, &ConfigError{"max_duration", fmt.Sprintf("%v is negative", cfg.MaxDuration)}
-	}
-	if cfg.ShutdownGrace <= 0 {
-		cfg.ShutdownGrace = DefaultShutdownGrace
-	}
-	if cfg.RedirectTo != "" {
-		if _, err := address.Parse(cfg.RedirectTo); err != nil {
-			return nil, &ConfigError{"SCAN_REDIRECT_TO", "not a valid address"}
-		}
-	}
-	rel, err := QuoteSource(cfg.Source)
-	if err != nil {
-		return nil, &ConfigError{"source", err.Error()}
+	if err := fillDefaults(&cfg); err != nil {
+		return nil, err
 	}
 	hasher, _ := notice.NewAddressHasher(cfg.Secret) // the secret's length is checked above
 	s := &Pass{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, hasher: hasher, maxMint: -1}
@@ -282,21 +258,61 @@ func New(ctx context.Context, db *sqlx.DB, sender send.Sender, renderer *message
 		}
 		s.maxMint = *cfg.MaxMint
 	}
-	s.src = newSource(rel, cfg.Shard, cfg.Shards)
-	if err := ledger.Probe(ctx, db); err != nil {
-		if errors.Is(err, ledger.ErrNotMigrated) {
-			return nil, &ConfigError{"database", err.Error()}
-		}
+	if err := checkSource(cfg); err != nil {
 		return nil, err
 	}
+	s.src = source{cfg.Source}
 	if s.content, err = newPassContent(cfg); err != nil {
-		return nil, err
-	}
-	if err := s.probeSource(ctx); err != nil {
 		return nil, err
 	}
 	s.selectGroups()
 	return s, nil
+}
+
+// fillDefaults fills cfg's defaults and checks its shard, time budget
+// and staging redirect.
+func fillDefaults(cfg *Config) error {
+	if cfg.Shards == 0 {
+		cfg.Shards = 1
+	}
+	if cfg.Shards < 1 || cfg.Shard < 0 || cfg.Shard >= cfg.Shards {
+		return &ConfigError{"shard", fmt.Sprintf("%d/%d is not a shard: need 0 <= I < N", cfg.Shard, cfg.Shards)}
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 1000
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
+	if cfg.MaxDuration < 0 {
+		return &ConfigError{"max_duration", fmt.Sprintf("%v is negative", cfg.MaxDuration)}
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if cfg.RedirectTo != "" {
+		if _, err := address.Parse(cfg.RedirectTo); err != nil {
+			return &ConfigError{"SCAN_REDIRECT_TO", "not a valid address"}
+		}
+	}
+	return nil
+}
+
+// checkSource refuses a source opened for another shard, or without the
+// anchor of one of the policy's kinds.
+func checkSource(cfg Config) error {
+	if cfg.Source == nil {
+		return &ConfigError{"source", "required (subscription.Open)"}
+	}
+	if sh := cfg.Source.Shard(); sh != (subscription.Shard{I: cfg.Shard, N: cfg.Shards}) {
+		return &ConfigError{"shard", fmt.Sprintf("the source was opened for shard %d/%d, the pass is %d/%d", sh.I, sh.N, cfg.Shard, cfg.Shards)}
+	}
+	for _, a := range Anchors(cfg.Policy) {
+		if !cfg.Source.Reads(a.Column) {
+			return &ConfigError{"notices[" + a.Kind + "].anchor", fmt.Sprintf("the source was not opened for the anchor %q (subscription.Open with scan.Anchors)", a.Column)}
+		}
+	}
+	return nil
 }
 
 // selectGroups builds the pass's window groups: per kind, its default
@@ -306,7 +322,7 @@ func (s *Pass) selectGroups() {
 	s.kinds = map[string]policy.Kind{}
 	for _, k := range cfg.Policy.Notices {
 		s.kinds[k.Kind] = k
-		anchor := pq.QuoteIdentifier(k.AnchorColumn())
+		anchor := k.AnchorColumn()
 		def := k.Default()
 		group := []selection{{kind: k.Kind, anchor: anchor, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: len(s.sels) == 0 && !k.SMSFirst(), rule: def.Rule(k.AnchorColumn())}}
 		if def.Due != nil {
@@ -338,62 +354,14 @@ func newPassContent(cfg Config) (*content, error) {
 	return newContent(cfg.Policy, cfg.Now, sched)
 }
 
-func (s *Pass) probeSource(ctx context.Context) error {
-	rows, err := s.db.QueryxContext(ctx, s.src.columnsProbe())
-	if err != nil {
-		if isUndefined(err) {
-			return &ConfigError{"source", fmt.Sprintf("relation %s does not exist or is not readable: %v", s.src.rel, err)}
-		}
-		return fmt.Errorf("probe source: %w", err)
+// Anchors are the anchor columns of the policy's kinds, in its order:
+// what subscription.Open checks and fills the statements for.
+func Anchors(pol *policy.Policy) []subscription.Anchor {
+	out := make([]subscription.Anchor, 0, len(pol.Notices))
+	for _, k := range pol.Notices {
+		out = append(out, subscription.Anchor{Kind: k.Kind, Column: k.AnchorColumn()})
 	}
-	cols, err := rows.ColumnTypes()
-	rows.Close()
-	if err != nil {
-		return fmt.Errorf("probe source: %w", err)
-	}
-	have := map[string]bool{}
-	types := map[string]string{}
-	for _, c := range cols {
-		have[c.Name()] = true
-		types[c.Name()] = c.DatabaseTypeName()
-	}
-	for _, c := range RequiredColumns {
-		if !have[c] {
-			return &ConfigError{"source", fmt.Sprintf("relation %s has no column %q (required: %s)", s.src.rel, c, strings.Join(RequiredColumns, ", "))}
-		}
-	}
-	optional := map[string]bool{}
-	for _, c := range OptionalColumns {
-		optional[c] = have[c]
-	}
-	if err := s.checkAnchors(have, types); err != nil {
-		return err
-	}
-	anchors := make([]string, 0, len(s.cfg.Policy.Notices))
-	for _, k := range s.cfg.Policy.Notices {
-		anchors = append(anchors, pq.QuoteIdentifier(k.AnchorColumn()))
-	}
-	s.src.prepare(optional, anchors)
-	return nil
-}
-
-// checkAnchors refuses a kind whose anchor column the source lacks, or
-// whose anchor (other than renews_at) is not a timestamptz: its window
-// could not be measured, or not without guessing a time zone.
-func (s *Pass) checkAnchors(have map[string]bool, types map[string]string) error {
-	for _, k := range s.cfg.Policy.Notices {
-		a := k.AnchorColumn()
-		field := "notices[" + k.Kind + "].anchor"
-		if !have[a] {
-			return &ConfigError{field, fmt.Sprintf("relation %s has no column %q, the anchor of kind %s", s.src.rel, a, k.Kind)}
-		}
-		// renews_at is a required column, read as it always was; another
-		// anchor must say which instant it is.
-		if t := types[a]; a != policy.DefaultAnchor && t != "TIMESTAMPTZ" {
-			return &ConfigError{field, fmt.Sprintf("column %q of relation %s is %s, not timestamptz (map it with a view: %s::timestamptz)", a, s.src.rel, strings.ToLower(t), a)}
-		}
-	}
-	return nil
+	return out
 }
 
 // due is one valid due notice, ready to claim.
@@ -413,7 +381,7 @@ type due struct {
 // validate turns a source row into a due notice, or returns a reason the
 // row is invalid (never containing the address). The notice's key and
 // what else comes from the secret are left to derive.
-func (s *Pass) validate(r sourceRow, kind string, w policy.Window) (due, string) {
+func (s *Pass) validate(r subscription.Row, kind string, w policy.Window) (due, string) {
 	if r.ID == "" {
 		return due{}, "empty subscription id"
 	}

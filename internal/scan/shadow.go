@@ -5,6 +5,7 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/policy"
+	"scan/internal/subscription"
 )
 
 // ShadowSummary is what `scan run --shadow` prints: what the pass would
@@ -34,10 +35,10 @@ func (s *Pass) Shadow(ctx context.Context) (ShadowSummary, error) {
 	inv := &invalidLog{seen: map[string]bool{}, log: s.log}
 	for _, group := range s.sels {
 		for _, sel := range group {
-			list := func(after *string) ([]sourceRow, error) {
+			list := func(after *string) ([]subscription.Row, error) {
 				return s.src.listOpen(ctx, s.db, sel, s.cfg.Now, nil, after, s.cfg.BatchSize)
 			}
-			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []sourceRow) error {
+			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
 				n, err := ledger.ShadowRecord(ctx, s.db, s.cfg.RunID, s.cfg.Now, s.shadowPage(sel, rows, inv, &out))
 				out.Recorded += n
 				return err
@@ -56,7 +57,7 @@ func (s *Pass) Shadow(ctx context.Context) (ShadowSummary, error) {
 // shadowPage returns the notices of one page of a group's open rows that
 // a pass would claim now, each with its window, and counts the page into
 // out.
-func (s *Pass) shadowPage(sel selection, rows []sourceRow, inv *invalidLog, out *ShadowSummary) []ledger.Shadowed {
+func (s *Pass) shadowPage(sel selection, rows []subscription.Row, inv *invalidLog, out *ShadowSummary) []ledger.Shadowed {
 	var ss []ledger.Shadowed
 	w := sel.window()
 	for _, r := range rows {

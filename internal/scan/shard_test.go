@@ -30,7 +30,7 @@ func shardPass(ctx context.Context, e *env, pol *policy.Policy, shard, shards in
 	if err != nil {
 		return scan.Summary{}, err
 	}
-	sc, err := scan.New(ctx, e.db, sender, r, zerolog.Nop(), scan.Config{
+	sc, err := newPass(ctx, e.db, sender, r, zerolog.Nop(), scan.Config{
 		Policy: pol, Secret: []byte(secret), RunID: fmt.Sprintf("shard-%d-of-%d", shard, shards), Now: now,
 		Shard: shard, Shards: shards, BatchSize: 7,
 		Retry: send.RetryPolicy{Attempts: 2, Backoff: time.Millisecond, MaxBackoff: time.Millisecond},
@@ -67,7 +67,7 @@ func TestShardsCoverEverySubscriptionOnce(t *testing.T) {
 	ctx := context.Background()
 	due := make([]int, shards)
 	for i := range shards {
-		sc, err := scan.New(ctx, e.db, nil, nil, zerolog.Nop(), scan.Config{Policy: e.pol, Secret: []byte(secret), RunID: "count", Now: now, Shard: i, Shards: shards})
+		sc, err := newPass(ctx, e.db, nil, nil, zerolog.Nop(), scan.Config{Policy: e.pol, Secret: []byte(secret), RunID: "count", Now: now, Shard: i, Shards: shards})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/send"
+	"scan/internal/subscription"
 )
 
 // The sms channel (issue 30): a kind with channels [email, sms] goes by
@@ -69,7 +70,7 @@ LEFT JOIN notice_ledger m
        ON m.subscription_id = s.id::text AND m.period_start = s.period_start::date
       AND m.revision = COALESCE(s.notice_revision, 0) AND m.kind = $8 AND m.channel = 'sms'
       AND ($10::date IS NULL OR m.period_start >= $10::date)
-WHERE ` + inGroup + `
+WHERE ` + subscription.InGroup + `
   AND (e.state = 'failed' OR e.subscription_id IS NULL)
   AND (m.subscription_id IS NULL OR m.state = 'retry')
   AND ($9::text IS NULL OR s.id::text > $9::text)
@@ -83,7 +84,7 @@ LIMIT $11`
 // the cursor $9, at most $11 ($10 unused: NULL).
 const subscriptionListClosedSMS = `SELECT {cols}
 FROM {rel} s
-WHERE ` + inGroup + `
+WHERE ` + subscription.InGroup + `
   AND s.period_start IS NOT NULL
   AND NOT EXISTS (
         SELECT 1 FROM notice_ledger m
@@ -101,12 +102,11 @@ func (s *Pass) recordMissedSMS(ctx context.Context, c *counters) error {
 	opt := ledger.ClaimOptions{State: ledger.Missed, Now: s.cfg.Now, RunID: s.cfg.RunID, Channel: notice.ChannelSMS}
 	for _, group := range s.smsSels {
 		for _, sel := range group {
-			q := fill(subscriptionListClosedSMS, s.src.rel, s.src.cols(), sel.anchor)
-			list := func(after *string) ([]sourceRow, error) {
-				return s.src.page(ctx, s.db, q, s.src.group(sel, s.cfg.Now, s.cfg.Now.Add(sel.close), false,
-					sel.kind, textParam(after), nil, s.cfg.BatchSize))
+			list := func(after *string) ([]subscription.Row, error) {
+				return s.src.ListGroup(ctx, s.db, subscriptionListClosedSMS, sel.closedGroup(), s.cfg.Now, s.cfg.Now.Add(sel.close),
+					sel.kind, textParam(after), nil, s.cfg.BatchSize)
 			}
-			err := eachRowPage(s.cfg.BatchSize, list, func(rows []sourceRow) error {
+			err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
 				claims := s.missedClaims(sel, rows)
 				for i, cl := range claims {
 					claims[i].Key = s.keyer.ChannelKey(notice.Tuple{SubscriptionID: cl.SubscriptionID, PeriodStart: cl.PeriodStart, Kind: cl.Kind, Revision: cl.Revision}, notice.ChannelSMS)
@@ -270,12 +270,11 @@ func (s *Pass) smsSweep(ctx context.Context, c *counters, lim *rate.Limiter, ids
 				continue
 			}
 			sel.due = s.smsc.dueOf(sel)
-			q := fill(subscriptionListFallback, s.src.rel, s.src.cols(), sel.anchor)
-			list := func(after *string) ([]sourceRow, error) {
-				return s.src.page(ctx, s.db, q, s.src.group(sel, s.cfg.Now.Add(sel.close), sel.hi(s.cfg.Now), false,
-					sel.kind, textParam(after), nil, s.cfg.BatchSize, only))
+			list := func(after *string) ([]subscription.Row, error) {
+				return s.src.ListGroup(ctx, s.db, subscriptionListFallback, sel.group(), s.cfg.Now.Add(sel.close), sel.hi(s.cfg.Now),
+					sel.kind, textParam(after), nil, s.cfg.BatchSize, only)
 			}
-			err := eachRowPage(s.cfg.BatchSize, list, func(rows []sourceRow) error { return s.smsPage(ctx, c, lim, sel, rows) })
+			err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error { return s.smsPage(ctx, c, lim, sel, rows) })
 			if err != nil {
 				return err
 			}
@@ -335,12 +334,11 @@ func (s *Pass) smsDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRu
 				continue
 			}
 			sel.due = s.smsc.dueOf(sel)
-			q := fill(subscriptionListFallback, s.src.rel, s.src.cols(), sel.anchor)
-			list := func(after *string) ([]sourceRow, error) {
-				return s.src.page(ctx, tx, q, s.src.group(sel, s.cfg.Now.Add(sel.close), sel.hi(s.cfg.Now), false,
-					sel.kind, textParam(after), nil, s.cfg.BatchSize, nil))
+			list := func(after *string) ([]subscription.Row, error) {
+				return s.src.ListGroup(ctx, tx, subscriptionListFallback, sel.group(), s.cfg.Now.Add(sel.close), sel.hi(s.cfg.Now),
+					sel.kind, textParam(after), nil, s.cfg.BatchSize, nil)
 			}
-			err := eachRowPage(s.cfg.BatchSize, list, func(rows []sourceRow) error {
+			err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
 				bt := s.smsSort(sel, rows)
 				all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
 				digests := make([][]byte, len(all))
@@ -387,7 +385,7 @@ type smsBatch struct {
 }
 
 // smsPage claims and sends one page of the sms stage.
-func (s *Pass) smsPage(ctx context.Context, c *counters, lim *rate.Limiter, sel selection, rows []sourceRow) error {
+func (s *Pass) smsPage(ctx context.Context, c *counters, lim *rate.Limiter, sel selection, rows []subscription.Row) error {
 	bt := s.smsSort(sel, rows)
 	if bt.quiet > 0 {
 		c.add(func(x *Summary) { x.Deferred += bt.quiet; x.DeferredQuietHours += bt.quiet })
@@ -435,7 +433,7 @@ func smsChunk(lim *rate.Limiter, batch int) int {
 }
 
 // smsSort sorts a page's rows into what to record, claim or re-claim.
-func (s *Pass) smsSort(sel selection, rows []sourceRow) smsBatch {
+func (s *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
 	bt := smsBatch{byKey: map[string]send.Notice{}, after: map[string]string{}}
 	k := s.kinds[sel.kind]
 	w := k.WindowFor(sel.jurisdiction)
@@ -475,7 +473,7 @@ func (s *Pass) smsSort(sel selection, rows []sourceRow) smsBatch {
 // smsNotice adds row r's sms notice to bt (to claim, re-claim, or record
 // without a usable number), unless its content is invalid or the quiet
 // hours defer it.
-func (s *Pass) smsNotice(r sourceRow, k policy.Kind, t notice.Tuple, anchor time.Time, base ledger.Claim, bt *smsBatch) {
+func (s *Pass) smsNotice(r subscription.Row, k policy.Kind, t notice.Tuple, anchor time.Time, base ledger.Claim, bt *smsBatch) {
 	cl := base
 	cl.Key = s.smsc.keyer.ChannelKey(t, notice.ChannelSMS)
 	if r.LedgerKey != nil {

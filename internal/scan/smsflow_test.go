@@ -184,7 +184,7 @@ func TestSMSDryRun(t *testing.T) {
 	}
 	outbox, _ := send.NewOutbox(t.TempDir())
 	r, _ := message.NewRenderer(message.RenderConfig{From: e.pol.From, MessageIDDomain: e.pol.MessageIDDomain, CancelURL: e.pol.CancelURL})
-	sc, err := scan.New(context.Background(), e.db, outbox, r, zerolog.Nop(), scan.Config{Policy: e.pol, Secret: []byte(secret), RunID: "dry", Now: now, BatchSize: 50, SMS: c})
+	sc, err := newPass(context.Background(), e.db, outbox, r, zerolog.Nop(), scan.Config{Policy: e.pol, Secret: []byte(secret), RunID: "dry", Now: now, BatchSize: 50, SMS: c})
 	if err != nil {
 		t.Fatal(err)
 	}

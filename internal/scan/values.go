@@ -11,6 +11,7 @@ import (
 
 	"scan/internal/policy"
 	"scan/internal/send"
+	"scan/internal/subscription"
 )
 
 // What a notice says (issue 21): the optional columns of a source row,
@@ -117,7 +118,7 @@ func newContent(pol *policy.Policy, now time.Time, sched interface{ Next(time.Ti
 // fill checks r's content and fills n's content fields. It returns the
 // reason r is invalid for a notice of kind k in its jurisdiction, and
 // the fallbacks taken ("locale", "time_zone"), which cost nothing.
-func (c *content) fill(r sourceRow, k policy.Kind, n *send.Notice) (reason string, fallbacks []string) {
+func (c *content) fill(r subscription.Row, k policy.Kind, n *send.Notice) (reason string, fallbacks []string) {
 	if reason = c.fillCharge(r, n); reason != "" {
 		return reason, nil
 	}
@@ -146,7 +147,7 @@ func (c *content) fill(r sourceRow, k policy.Kind, n *send.Notice) (reason strin
 }
 
 // fillCharge checks and fills the amount, currency and billing interval.
-func (c *content) fillCharge(r sourceRow, n *send.Notice) string {
+func (c *content) fillCharge(r subscription.Row, n *send.Notice) string {
 	if a := strings.TrimSpace(deref(r.Amount)); a != "" {
 		switch neg, plain := plainDecimal(a); {
 		case plain && neg:
@@ -248,7 +249,7 @@ func (c *content) zone(name string) *time.Location {
 
 // zoneOf returns the zone of r's recipient: its time_zone, else the
 // policy's default_time_zone (as fill resolves it).
-func (c *content) zoneOf(r sourceRow) *time.Location {
+func (c *content) zoneOf(r subscription.Row) *time.Location {
 	if z := strings.TrimSpace(deref(r.TimeZone)); z != "" {
 		if loc := c.zone(z); loc != nil {
 			return loc

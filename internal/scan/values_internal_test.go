@@ -7,6 +7,7 @@ import (
 
 	"scan/internal/policy"
 	"scan/internal/send"
+	"scan/internal/subscription"
 )
 
 // BenchmarkContentFill is the per-notice cost of reading what a notice
@@ -29,7 +30,7 @@ legal: {US-CA: {min_lead: 15d, max_lead: 45d, requires: [amount]}}
 		b.Fatal(err)
 	}
 	s := func(v string) *string { return &v }
-	r := sourceRow{Jurisdiction: s("US-CA"), Amount: s("12.99"), Currency: s("usd"), Interval: s("month"),
+	r := subscription.Row{Jurisdiction: s("US-CA"), Amount: s("12.99"), Currency: s("usd"), Interval: s("month"),
 		IntervalCount: s("1"), Locale: s("de-AT"), TimeZone: s("Europe/Vienna")}
 	k, _ := pol.Kind("k")
 	b.ReportAllocs()
@@ -74,7 +75,7 @@ func TestAmounts(t *testing.T) {
 	} {
 		in := tc.in
 		var n send.Notice
-		reason := c.fillCharge(sourceRow{Amount: &in, Currency: &eur}, &n)
+		reason := c.fillCharge(subscription.Row{Amount: &in, Currency: &eur}, &n)
 		if reason != tc.reason || n.Amount != tc.amount {
 			t.Errorf("amount %q: %q %q, want %q %q", tc.in, n.Amount, reason, tc.amount, tc.reason)
 		}
@@ -101,7 +102,7 @@ func FuzzContentFill(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := sourceRow{Amount: &amount, Currency: &cur, Interval: &interval, IntervalCount: &count, Locale: &locale, TimeZone: &zone}
+		r := subscription.Row{Amount: &amount, Currency: &cur, Interval: &interval, IntervalCount: &count, Locale: &locale, TimeZone: &zone}
 		var n send.Notice
 		reason, _ := c.fill(r, k, &n)
 		if reason != "" {

@@ -1,4 +1,4 @@
-package scan
+package subscription
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 )
 
 // The open-notice pages bound the ledger's side by the window's earliest
-// billing period (openFrom), and the closed-window pages by theirs
-// (closedFrom), so that PostgreSQL prunes the past months when it plans
+// billing period (PeriodFrom), and the closed-window pages by theirs
+// (PeriodFrom of the closed window), so that PostgreSQL prunes the past months when it plans
 // each page: a ledger with years of history must not make every page of a
 // pass walk them.
 func TestSourcePagesPrunePastMonths(t *testing.T) {
@@ -40,31 +40,42 @@ func TestSourcePagesPrunePastMonths(t *testing.T) {
 		VALUES ('c1', 'c@x.com', $1, '2026-12-01')`, now.Add(12*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	src := newSource(`"subscriptions"`, 0, 1)
-	src.prepare(map[string]bool{}, []string{`"renews_at"`})
-	sel := selection{kind: "renewal_notice_t72", anchor: `"renews_at"`, open: 72 * time.Hour, close: 24 * time.Hour}
-	from, err := src.openFrom(ctx, db, sel, now)
+	src, err := Open(ctx, db, "subscriptions", Shard{}, []Anchor{{Kind: "renewal_notice_t72", Column: "renews_at"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The window 72h-24h before renews_at, at now.
+	g := Group{Kind: "renewal_notice_t72", Anchor: "renews_at"}
+	openLo, openHi, closedLo, closedHi := now.Add(24*time.Hour), now.Add(72*time.Hour), now, now.Add(24*time.Hour)
+	from, err := src.PeriodFrom(ctx, db, g, openLo, openHi)
 	if err != nil || from == nil || from.Format(time.DateOnly) != "2026-12-02" {
 		t.Fatalf("openFrom = %v, %v", from, err)
 	}
-	if due, err := src.countDue(ctx, db, sel, now, "r", from); err != nil || due.Open != 20 {
+	if due, err := src.CountDue(ctx, db, g, openLo, openHi, "r", from); err != nil || due.Open != 20 {
 		t.Fatalf("countDue = %+v, %v", due, err)
 	}
-	closed, err := src.closedFrom(ctx, db, sel, now)
+	closed, err := src.PeriodFrom(ctx, db, g, closedLo, closedHi)
 	if err != nil || closed == nil || closed.Format(time.DateOnly) != "2026-12-01" {
 		t.Fatalf("closedFrom = %v, %v", closed, err)
 	}
 	for _, c := range []struct {
 		name  string
-		query func(from *time.Time, after *string) (string, []any)
+		query func(from *time.Time, after *string) (string, []any, error)
 		from  *time.Time
 	}{
-		{"open", func(f *time.Time, a *string) (string, []any) { return src.openQuery(sel, now, f, a, 1000) }, from},
-		{"closed", func(f *time.Time, a *string) (string, []any) { return src.closedQuery(sel, now, f, a, 1000) }, closed},
+		{"open", func(f *time.Time, a *string) (string, []any, error) {
+			return src.openQuery(g, openLo, openHi, f, a, 1000)
+		}, from},
+		{"closed", func(f *time.Time, a *string) (string, []any, error) {
+			return src.closedQuery(g, closedLo, closedHi, f, a, 1000)
+		}, closed},
 	} {
 		plan := func(from *time.Time) string {
 			after := "a"
-			q, args := c.query(from, &after)
+			q, args, err := c.query(from, &after)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var lines []string
 			if err := db.SelectContext(ctx, &lines, "EXPLAIN "+q, args...); err != nil {
 				t.Fatal(err)
