@@ -761,12 +761,11 @@ func (s *Pass) submit(ctx context.Context, d *send.Dispatcher, won []ledger.Won,
 	at := s.cfg.Clock.Now()
 	for _, w := range won {
 		dn := byKey[w.Key]
-		n := dn.n
+		n := dn.notice()
 		n.ClaimedAt = at
 		n.Attempt = w.Attempt
-		n.CancelToken = w.CancelToken
-		if n.CancelToken == "" {
-			n.CancelToken = dn.claim.CancelToken
+		if w.CancelToken != "" {
+			n.CancelToken = w.CancelToken
 		}
 		// Every claimed notice goes to the dispatcher, even on shutdown:
 		// once the run is cancelled it answers at once with "not
@@ -886,8 +885,7 @@ func (s *Pass) missedClaims(sel selection, rows []subscription.Row) []ledger.Cla
 		}
 		t := notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: sel.kind, Revision: r.Revision}
 		claims = append(claims, ledger.Claim{
-			Key: s.keyer.Key(t), SubscriptionID: r.ID, Kind: sel.kind, PeriodStart: *r.PeriodStart,
-			Revision: r.Revision, RenewsAt: *r.RenewsAt, WindowClosesAt: r.AnchorAt.Add(-sel.close),
+			Key: s.keyer.Key(t), Tuple: t, RenewsAt: *r.RenewsAt, WindowClosesAt: r.AnchorAt.Add(-sel.close),
 			Rule: sel.rule, TimeZone: s.content.zoneOf(r).String(),
 		})
 	}

@@ -426,15 +426,13 @@ func (s *Pass) validate(r subscription.Row, kind string, w policy.Window) (due, 
 	if r.AnchorAt != nil {
 		anchor = *r.AnchorAt
 	}
+	t := notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: kind, Revision: r.Revision}
 	dn := due{
 		claim: ledger.Claim{
-			Key: deref(r.LedgerKey), SubscriptionID: r.ID, Kind: kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
+			Key: deref(r.LedgerKey), Tuple: t,
 			RenewsAt: *r.RenewsAt, WindowClosesAt: anchor.Add(-time.Duration(w.CloseBefore)), Domain: domain,
 		},
-		n: send.Notice{
-			Key: deref(r.LedgerKey), SubscriptionID: r.ID, Kind: kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
-			RenewsAt: *r.RenewsAt, AnchorAt: anchor, To: to, Domain: domain, Name: name, Plan: plan,
-		},
+		n: send.Notice{Tuple: t, RenewsAt: *r.RenewsAt, AnchorAt: anchor, To: to, Domain: domain, Name: name, Plan: plan},
 	}
 	reason, fallbacks := s.content.fill(r, s.kinds[kind], &dn.n)
 	if reason != "" {
@@ -448,21 +446,29 @@ func (s *Pass) validate(r subscription.Row, kind string, w policy.Window) (due, 
 	return dn, ""
 }
 
-// derive fills in what a valid due notice takes from the secret: its key
-// (unless the ledger row gave it), Message-ID and cancellation token. It
-// is the costly half of validation (two HMACs), so a row the pass skips
-// for now is never derived.
+// derive fills in the claim of a valid due notice with what it takes from
+// the secret: its key (unless the ledger row gave it), Message-ID and
+// cancellation token. It is the costly half of validation (two HMACs), so
+// a row the pass skips for now is never derived. The key and token are
+// the claim's alone: the notice takes them when it leaves (due.notice).
 func (s *Pass) derive(dn *due) {
-	t := notice.Tuple{SubscriptionID: dn.claim.SubscriptionID, PeriodStart: dn.claim.PeriodStart, Kind: dn.claim.Kind, Revision: dn.claim.Revision}
 	if dn.claim.Key == "" {
-		dn.claim.Key = s.keyer.Key(t)
-		dn.n.Key = dn.claim.Key
+		dn.claim.Key = s.keyer.Key(dn.claim.Tuple)
 	}
 	dn.claim.MessageID = notice.MessageID(dn.claim.Key, s.cfg.Policy.MessageIDDomain)
-	dn.claim.CancelToken = s.keyer.CancelToken(t)
+	dn.claim.CancelToken = s.keyer.CancelToken(dn.claim.Tuple)
 	if dn.addr != "" {
 		dn.claim.AddressHMAC = s.hasher.Digest(notice.ChannelEmail, dn.addr)
 	}
+}
+
+// notice is dn's notice as it leaves for the renderer, with the claim's
+// key and cancellation token (derive's). A re-claim's stored token
+// replaces the latter (submit).
+func (dn *due) notice() send.Notice {
+	n := dn.n
+	n.Key, n.CancelToken = dn.claim.Key, dn.claim.CancelToken
+	return n
 }
 
 func deref(p *string) string {

@@ -450,8 +450,7 @@ func (s *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
 			continue // read with the superset of a due rule: not yet due in its zone
 		}
 		t := notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: sel.kind, Revision: r.Revision}
-		base := ledger.Claim{SubscriptionID: r.ID, Kind: sel.kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
-			RenewsAt: *r.RenewsAt, WindowClosesAt: anchor.Add(-time.Duration(w.CloseBefore)),
+		base := ledger.Claim{Tuple: t, RenewsAt: *r.RenewsAt, WindowClosesAt: anchor.Add(-time.Duration(w.CloseBefore)),
 			Rule: sel.rule, TimeZone: zone.String()}
 		if r.EmailState == nil && !k.SMSFirst() {
 			if _, err := address.Parse(deref(r.Email)); err == nil {
@@ -489,8 +488,8 @@ func (s *Pass) smsNotice(r subscription.Row, k policy.Kind, t notice.Tuple, anch
 		}
 		return
 	}
-	n := send.Notice{Key: cl.Key, SubscriptionID: r.ID, Kind: k.Kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
-		RenewsAt: *r.RenewsAt, AnchorAt: anchor, To: phone, Name: deref(r.Name), Plan: deref(r.Plan), CancelToken: s.smsc.keyer.CancelToken(t)}
+	n := send.Notice{Key: cl.Key, Tuple: t, RenewsAt: *r.RenewsAt, AnchorAt: anchor, To: phone,
+		Name: deref(r.Name), Plan: deref(r.Plan), CancelToken: s.smsc.keyer.CancelToken(t)}
 	if reason, _ := s.smsc.content.fill(r, k, &n); reason != "" {
 		return
 	}
