@@ -109,7 +109,7 @@ func (s *Pass) recordMissedSMS(ctx context.Context, c *counters) error {
 			err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
 				claims := s.missedClaims(sel, rows)
 				for i, cl := range claims {
-					claims[i].Key = s.keyer.ChannelKey(notice.Tuple{SubscriptionID: cl.SubscriptionID, PeriodStart: cl.PeriodStart, Kind: cl.Kind, Revision: cl.Revision}, notice.ChannelSMS)
+					claims[i].Key = s.keyer.ChannelKey(cl.Tuple, notice.ChannelSMS)
 				}
 				won, err := ledger.Insert(ctx, s.db, opt, claims)
 				if err != nil {
