@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"scan/internal/ledger"
+	"scan/internal/message"
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/scan"
@@ -218,7 +219,7 @@ func openSource(ctx context.Context, db *sqlx.DB, pol *policy.Policy, relation s
 type preparedPass struct {
 	pol                  *policy.Policy
 	secret               []byte
-	renderer             *send.Renderer
+	renderer             *message.Renderer
 	shard, shards        int
 	redirect, senderName string
 	outboxDir, smtpURL   string
@@ -360,8 +361,8 @@ func (p *preparedPass) checkRemote(field string, u *url.URL) error {
 
 // newRenderer builds the message renderer from the policy: one place, so
 // that `scan preview` renders exactly what `scan run` sends.
-func newRenderer(pol *policy.Policy) (*send.Renderer, error) {
-	rc := send.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL,
+func newRenderer(pol *policy.Policy) (*message.Renderer, error) {
+	rc := message.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL,
 		Provider: pol.Provider, ConfigurationSet: pol.SES.ConfigurationSet}
 	if pol.TemplatesDir != "" {
 		rc.Templates = os.DirFS(pol.TemplatesDir)
@@ -369,7 +370,7 @@ func newRenderer(pol *policy.Policy) (*send.Renderer, error) {
 	if err := withContent(&rc, pol); err != nil {
 		return nil, err
 	}
-	r, err := send.NewRenderer(rc)
+	r, err := message.NewRenderer(rc)
 	if err != nil {
 		return nil, usagef("config", "%v", err)
 	}

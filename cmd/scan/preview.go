@@ -14,6 +14,7 @@ import (
 	"golang.org/x/text/language"
 
 	"scan/internal/address"
+	"scan/internal/message"
 	"scan/internal/policy"
 	"scan/internal/scan"
 	"scan/internal/send"
@@ -101,7 +102,7 @@ func kindNames(pol *policy.Policy) string {
 // previewSubscription prints, for each kind asked (or due now), the
 // message the subscription would get, and on stderr what a pass now would
 // do with it.
-func previewSubscription(ctx context.Context, e *env, pol *policy.Policy, renderer *send.Renderer, f *previewFlags, now time.Time) error {
+func previewSubscription(ctx context.Context, e *env, pol *policy.Policy, renderer *message.Renderer, f *previewFlags, now time.Time) error {
 	sec, err := secret(e)
 	if err != nil {
 		return err
@@ -188,7 +189,7 @@ func headersAndText(m *send.Message) []byte {
 
 // previewSamples writes a sample notice for each kind and locale asked,
 // and prints the paths it wrote.
-func previewSamples(e *env, pol *policy.Policy, renderer *send.Renderer, f *previewFlags, now time.Time) error {
+func previewSamples(e *env, pol *policy.Policy, renderer *message.Renderer, f *previewFlags, now time.Time) error {
 	kinds, locales := []string(f.kinds), []string(f.locales)
 	if len(kinds) == 0 {
 		kinds = strings.Split(kindNames(pol), ", ")

@@ -3,8 +3,8 @@ package main
 import (
 	"time"
 
+	"scan/internal/message"
 	"scan/internal/policy"
-	"scan/internal/send"
 )
 
 // withContent fills what a notice says from the policy into rc: the
@@ -12,7 +12,7 @@ import (
 // time_zone is rendered in them) and the reminder-preferences link that
 // List-Unsubscribe names. The renderer checks the locale and the link
 // again; the zone is loaded here, from the embedded IANA database.
-func withContent(rc *send.RenderConfig, pol *policy.Policy) error {
+func withContent(rc *message.RenderConfig, pol *policy.Policy) error {
 	rc.DefaultLocale = pol.DefaultLocale
 	rc.PreferencesURL = pol.PreferencesURL
 	if pol.DefaultTimeZone == "" {

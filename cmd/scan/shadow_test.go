@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"scan/internal/message"
 	"scan/internal/notice"
-	"scan/internal/send"
 )
 
 // A shadow cycle beside a legacy sender (issue 27): daily shadow passes
@@ -129,7 +129,7 @@ func (f *fixture) msgIDOf(id, period string) string {
 		f.t.Fatal(err)
 	}
 	ps, _ := time.Parse(notice.DateLayout, period)
-	return notice.BareMessageID(send.MessageID(k.Key(notice.Tuple{SubscriptionID: id, PeriodStart: ps, Kind: testKind}), testMsgIDDom))
+	return notice.BareMessageID(message.MessageID(k.Key(notice.Tuple{SubscriptionID: id, PeriodStart: ps, Kind: testKind}), testMsgIDDom))
 }
 
 // A due: rule that cannot be met is a usage error naming the kind, and

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/url"
 
+	"scan/internal/message"
 	"scan/internal/policy"
 	"scan/internal/send"
 	"scan/internal/twilio"
@@ -51,14 +52,14 @@ func smsSender(c *twilio.Client) send.Sender {
 // checkSMSTemplates renders a sample sms of every kind with the sms
 // channel in English, German and the default locale, and refuses (exit 2)
 // one over sms_max_segments or one that does not render.
-func checkSMSTemplates(r *send.Renderer, pol *policy.Policy) error {
-	var samples []send.SMSSample
+func checkSMSTemplates(r *message.Renderer, pol *policy.Policy) error {
+	var samples []message.SMSSample
 	for _, k := range pol.Notices {
 		if !k.HasSMS() {
 			continue
 		}
 		for _, l := range []string{"en", "de", pol.DefaultLocale} {
-			samples = append(samples, send.SMSSample{Kind: k.Kind, Locale: l})
+			samples = append(samples, message.SMSSample{Kind: k.Kind, Locale: l})
 		}
 	}
 	if err := r.CheckSMS(samples, pol.SMSMaxSegments); err != nil {

@@ -19,10 +19,10 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/ledger/ledgertest"
+	"scan/internal/message"
 	"scan/internal/notice"
 	"scan/internal/pgtest"
 	"scan/internal/scan"
-	"scan/internal/send"
 	"scan/internal/smtptest"
 	"scan/sql/reference"
 )
@@ -188,7 +188,7 @@ func (f *fixture) key(id string, rev int, secret string) string {
 
 // msgID is the Message-ID (without brackets) of a subscription's notice.
 func (f *fixture) msgID(id string) string {
-	return notice.BareMessageID(send.MessageID(f.key(id, 0, testSecret), testMsgIDDom))
+	return notice.BareMessageID(message.MessageID(f.key(id, 0, testSecret), testMsgIDDom))
 }
 
 // env is the child's environment; later entries override earlier ones.

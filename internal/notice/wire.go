@@ -7,9 +7,9 @@ import (
 
 // KeyField is the name under which every provider echoes the notice key
 // in its events: an SES message tag, a SendGrid unique argument, a
-// Mailgun user variable, a Postmark metadata field. Package send writes
-// it into the message (send.CorrelationHeaders); package reconcile reads
-// it back from the events.
+// Mailgun user variable, a Postmark metadata field. Package message writes
+// it into the message (message.CorrelationHeaders; package send's SES
+// sender into its tags); package reconcile reads it back from the events.
 const KeyField = "notice_key"
 
 // AttemptField is the name under which every provider echoes the attempt

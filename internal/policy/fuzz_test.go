@@ -9,8 +9,8 @@ import (
 
 	"scan/internal/address"
 	"scan/internal/notice"
+	"scan/internal/pace"
 	"scan/internal/policy"
-	"scan/internal/send"
 )
 
 // FuzzParse checks that Parse never panics and that it either refuses a
@@ -83,7 +83,7 @@ func FuzzParse(f *testing.F) {
 				check(k.Kind+" in "+j, k, j, k.ByJurisdiction[j])
 			}
 		}
-		bucket := func(where string, b send.Bucket) {
+		bucket := func(where string, b pace.Bucket) {
 			if !(b.PerSecond > 0) || math.IsInf(b.PerSecond, 0) || b.Burst < 1 {
 				t.Fatalf("%s: bucket %+v", where, b)
 			}

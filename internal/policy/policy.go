@@ -1,7 +1,7 @@
 // Package policy loads and validates the notice policy: which kinds of
 // notice exist, the window in which each may be sent (per jurisdiction),
 // the legal lead-time bounds every window must respect, the job's cron
-// schedule, and the send rates (send.Limits, decoded here and required to
+// schedule, and the send rates (pace.Limits, decoded here and required to
 // limit). A Policy that Load or Default returns has been validated; a
 // policy that cannot be met is refused with an error that names the kind
 // and jurisdiction.
@@ -29,7 +29,7 @@ import (
 	"scan/internal/address"
 	"scan/internal/clock"
 	"scan/internal/notice"
-	"scan/internal/send"
+	"scan/internal/pace"
 )
 
 // Unknown-jurisdiction modes.
@@ -218,7 +218,7 @@ type Policy struct {
 	// Rate is the send rate policy: a bucket per recipient domain
 	// (Default for every domain not listed) and a global ceiling. Validate
 	// requires every bucket to limit (no zero rate or burst).
-	Rate        send.Limits `yaml:"rate"`
+	Rate        pace.Limits `yaml:"rate"`
 	Concurrency int         `yaml:"concurrency"`
 	// Provider names the email provider behind the sender, so that every
 	// message carries the header that provider turns into event data
@@ -366,8 +366,8 @@ func ParseAt(r io.Reader, now time.Time) (*Policy, error) {
 	// Defaults of the settings whose zero value is itself invalid: the
 	// decoder overwrites only what the file sets.
 	p := Policy{
-		Rate: send.Limits{Default: send.Bucket{PerSecond: 5, Burst: 5}, Global: send.Bucket{PerSecond: 100, Burst: 100},
-			SMS: send.Bucket{PerSecond: 1, Burst: 1}},
+		Rate: pace.Limits{Default: pace.Bucket{PerSecond: 5, Burst: 5}, Global: pace.Bucket{PerSecond: 100, Burst: 100},
+			SMS: pace.Bucket{PerSecond: 1, Burst: 1}},
 		Concurrency:    16,
 		SMSMaxSegments: DefaultSMSMaxSegments,
 	}
@@ -677,8 +677,8 @@ func anchorWord(k Kind) string {
 
 // bucketError is b.Check's verdict on a bucket the file states, which must
 // limit, as the Error naming its key under field.
-func bucketError(field string, b send.Bucket) error {
-	var be *send.BucketError
+func bucketError(field string, b pace.Bucket) error {
+	var be *pace.BucketError
 	if errors.As(b.Check(true), &be) {
 		return &Error{Field: field + "." + be.Field, Msg: be.Msg}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"scan/internal/ledger"
+	"scan/internal/message"
 	"scan/internal/policy"
 	"scan/internal/scan"
 	"scan/internal/send"
@@ -79,7 +80,7 @@ func loggedPass(t *testing.T, e *env, pol *policy.Policy, at time.Time) (scan.Su
 		t.Fatal(err)
 	}
 	defer sender.Close()
-	r, err := send.NewRenderer(send.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL})
+	r, err := message.NewRenderer(message.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestBadRowsClaimNothingUntilFixed(t *testing.T) {
 		{id: "ok_known_juris", email: str("known@x.com"), juris: str("US-CA"), renewsIn: 20 * 24 * time.Hour},
 		{id: "ok_254", email: str(strings.Repeat("a", 64) + "@" + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 56) + ".com")},
 		// A name or plan of any length is no reason to skip a notice: the
-		// message cuts them (send.MaxNameLen, send.MaxPlanLen).
+		// message cuts them (message.MaxNameLen, message.MaxPlanLen).
 		{id: "ok_long_name_plan", email: str("long-name@x.com"), name: str(strings.Repeat("Nöm ", 1<<18)), plan: str(strings.Repeat("P", 1<<20))},
 	}
 	for _, b := range bad {

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"scan/internal/clock"
 	"scan/internal/ledger"
 	"scan/internal/policy"
 	"scan/internal/scan"
-	"scan/internal/send"
 	"scan/internal/send/sendtest"
 )
 
@@ -47,14 +47,14 @@ func (c *armClock) armedAt(t time.Time) bool {
 	return c.at[t]
 }
 
-func (c *armClock) NewTimer(d time.Duration) send.Timer {
+func (c *armClock) NewTimer(d time.Duration) clock.Timer {
 	t := armTimer{c.Clock.NewTimer(d), c}
 	c.signal(d)
 	return t
 }
 
 type armTimer struct {
-	send.Timer
+	clock.Timer
 	c *armClock
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"scan/internal/ledger"
+	"scan/internal/message"
 	"scan/internal/policy"
 	"scan/internal/scan"
 	"scan/internal/send"
@@ -59,7 +60,7 @@ func contentPass(t *testing.T, e *env, pol *policy.Policy, at time.Time) (scan.S
 	}
 	defer smtp.Close()
 	rec := &recorder{Sender: smtp, got: map[string]send.Notice{}}
-	r, err := send.NewRenderer(send.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL})
+	r, err := message.NewRenderer(message.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"scan/internal/pace"
 	"scan/internal/send"
 )
 
@@ -103,7 +104,7 @@ type candidate struct {
 }
 
 // candidateQueue holds one domain's candidates read from the source and
-// not yet claimed, sized by the domain's pace (send.Limits.Pace). It is
+// not yet claimed, sized by the domain's pace (pace.Limits.Pace). It is
 // the planner's; the dispatcher's queue of claimed notices waiting on the
 // domain's token bucket is send's bucketQueue.
 type candidateQueue struct {
@@ -122,7 +123,7 @@ type candidateQueue struct {
 // the producer goroutine.
 type planner struct {
 	flow        *flow
-	limits      send.Limits // the pass's share, as the dispatcher has them
+	limits      pace.Limits // the pass's share, as the dispatcher has them
 	batch       int
 	workers     int
 	maxHeld     int // candidates held in memory at most
@@ -136,7 +137,7 @@ type planner struct {
 	out         map[string]int // scratch for flow snapshots
 }
 
-func newPlanner(f *flow, limits send.Limits, batch, workers int) *planner {
+func newPlanner(f *flow, limits pace.Limits, batch, workers int) *planner {
 	p := &planner{
 		flow: f, limits: limits, batch: batch, workers: max(workers, 1),
 		maxHeld: 2 * batch, queues: map[string]*candidateQueue{}, keys: map[string]bool{},
@@ -147,7 +148,7 @@ func newPlanner(f *flow, limits send.Limits, batch, workers int) *planner {
 
 // horizonLimit is how many notices a bucket of rate perSecond sends over
 // the claim horizon; math.MaxInt for no limit (a zero rate, as
-// send.Bucket means it).
+// pace.Bucket means it).
 func horizonLimit(perSecond float64) int {
 	if perSecond <= 0 {
 		return math.MaxInt

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"scan/internal/ledger"
+	"scan/internal/pace"
 	"scan/internal/send"
 )
 
@@ -35,10 +36,10 @@ func claimAll(f *flow, picked []candidate) map[string]int {
 func TestPickTopsUpEachDomainToItsHorizon(t *testing.T) {
 	t.Parallel()
 	f := newFlow()
-	limits := send.Limits{
-		Default: send.Bucket{PerSecond: 5, Burst: 5},
-		Domains: map[string]send.Bucket{"fast.test": {PerSecond: 400, Burst: 400}},
-		Global:  send.Bucket{PerSecond: 100000, Burst: 100000},
+	limits := pace.Limits{
+		Default: pace.Bucket{PerSecond: 5, Burst: 5},
+		Domains: map[string]pace.Bucket{"fast.test": {PerSecond: 400, Burst: 400}},
+		Global:  pace.Bucket{PerSecond: 100000, Burst: 100000},
 	}
 	p := newPlanner(f, limits, 1000, 8)
 	for i := range 2000 {
@@ -81,7 +82,7 @@ func TestPickTopsUpEachDomainToItsHorizon(t *testing.T) {
 func TestPickSharesTheGlobalBucketWithoutStarving(t *testing.T) {
 	t.Parallel()
 	f := newFlow()
-	limits := send.Limits{Default: send.Bucket{PerSecond: 5, Burst: 5}, Global: send.Bucket{PerSecond: 10, Burst: 10}}
+	limits := pace.Limits{Default: pace.Bucket{PerSecond: 5, Burst: 5}, Global: pace.Bucket{PerSecond: 10, Burst: 10}}
 	p := newPlanner(f, limits, 1000, 8)
 	// One domain with a deep backlog first, then 200 domains with one
 	// notice each.
@@ -126,7 +127,7 @@ func TestPickSharesTheGlobalBucketWithoutStarving(t *testing.T) {
 func TestPickFollowsTheSenderWithoutRateLimits(t *testing.T) {
 	t.Parallel()
 	f := newFlow()
-	p := newPlanner(f, send.Limits{}, 1000, 8)
+	p := newPlanner(f, pace.Limits{}, 1000, 8)
 	for i := range 4000 {
 		p.offer(cand("any.test", i))
 	}
@@ -177,7 +178,7 @@ func TestPickFollowsTheSenderWithoutRateLimits(t *testing.T) {
 func TestAdmitsUpToTheDomainQueueSize(t *testing.T) {
 	t.Parallel()
 	f := newFlow()
-	p := newPlanner(f, send.Limits{Default: send.Bucket{PerSecond: 20, Burst: 20}}, 1000, 8)
+	p := newPlanner(f, pace.Limits{Default: pace.Bucket{PerSecond: 20, Burst: 20}}, 1000, 8)
 	q := p.queue("slow.test")
 	if q.limit != 20 || q.size != 80 {
 		t.Fatalf("limit %d size %d, want 20 and 80", q.limit, q.size)

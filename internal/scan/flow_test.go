@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"scan/internal/message"
 	"scan/internal/policy"
 	"scan/internal/scan"
 	"scan/internal/send"
@@ -132,7 +133,7 @@ concurrency: 8
 		t.Fatal(err)
 	}
 	defer sender.Close()
-	r, err := send.NewRenderer(send.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL})
+	r, err := message.NewRenderer(message.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/rs/zerolog"
 
+	"scan/internal/message"
 	"scan/internal/scan"
 	"scan/internal/send"
 	"scan/internal/subscription"
@@ -17,7 +18,7 @@ import (
 // opened (subscription.Open, the start-up probe) for cfg's shard and its
 // policy's anchors, then scan.New, which does no I/O. The tests built
 // their passes with scan.New alone while New still probed the source.
-func newPass(ctx context.Context, db *sqlx.DB, sender send.Sender, r *send.Renderer, log zerolog.Logger, cfg scan.Config) (*scan.Pass, error) {
+func newPass(ctx context.Context, db *sqlx.DB, sender send.Sender, r *message.Renderer, log zerolog.Logger, cfg scan.Config) (*scan.Pass, error) {
 	if cfg.Policy != nil {
 		src, err := subscription.Open(ctx, db, "subscriptions", subscription.Shard{I: cfg.Shard, N: cfg.Shards}, scan.Anchors(cfg.Policy))
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/notice"
+	"scan/internal/pace"
 	"scan/internal/policy"
 	"scan/internal/send"
 	"scan/internal/subscription"
@@ -158,7 +159,7 @@ func (s *Pass) sendDue(ctx context.Context, c *counters) (*passState, error) {
 
 // startDispatcher starts the pass's dispatcher over the shard's buckets;
 // a sender it refuses is a *ConfigError.
-func (s *Pass) startDispatcher(ctx context.Context, limits send.Limits) (*send.Dispatcher, error) {
+func (s *Pass) startDispatcher(ctx context.Context, limits pace.Limits) (*send.Dispatcher, error) {
 	p := s.cfg.Policy
 	d, err := send.NewDispatcher(ctx, send.DispatcherConfig{
 		Sender: s.sender, Renderer: s.renderer, Limits: limits,
@@ -372,7 +373,7 @@ type passState struct {
 // the dispatcher as soon as it commits. A group with nothing open (the
 // usual nightly re-run) is settled by one count. It returns when every
 // stream is read and claimed, or when the time budget ends (ps.stopped).
-func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, limits send.Limits, ps *passState) error {
+func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, limits pace.Limits, ps *passState) error {
 	now := s.cfg.Now
 	for _, group := range s.sels {
 		ps.streams = append(ps.streams, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})

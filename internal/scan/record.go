@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/rs/zerolog"
 
+	"scan/internal/clock"
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/send"
@@ -43,7 +44,7 @@ var errShutdownGrace = errors.New("shutdown grace over: outcomes not recorded st
 type recorder struct {
 	db     *sqlx.DB
 	runID  string
-	clock  send.Clock // the pass's (Config.Clock): readings, the batch timer, the back-off and the grace
+	clock  clock.Clock // the pass's (Config.Clock): readings, the batch timer, the back-off and the grace
 	log    zerolog.Logger
 	hooks  Hooks
 	c      *counters
@@ -208,7 +209,7 @@ func (r *recorder) logUnrecorded() {
 // (cause errShutdownGrace) grace after ctx is, so that a slow or locked
 // database cannot hold the process past its termination grace period.
 // stop releases it. The grace is measured on clk.
-func graceContext(ctx context.Context, clk send.Clock, grace time.Duration) (context.Context, func()) {
+func graceContext(ctx context.Context, clk clock.Clock, grace time.Duration) (context.Context, func()) {
 	wctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stopAfter := context.AfterFunc(ctx, func() {
 		// Runs at most once, in its own goroutine: it waits out the grace

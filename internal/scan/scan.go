@@ -22,7 +22,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"scan/internal/address"
+	"scan/internal/clock"
 	"scan/internal/ledger"
+	"scan/internal/message"
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/send"
@@ -91,9 +93,9 @@ type Config struct {
 	// Clock measures durations (claim-to-commit latency, pass duration,
 	// the time budget) and is the dispatcher's clock, so its buckets,
 	// backoffs and the send times it reports follow it too; default
-	// send.SystemClock. It never decides windows: Now does. Tests pass a
+	// clock.System. It never decides windows: Now does. Tests pass a
 	// fake (internal/send/sendtest).
-	Clock send.Clock
+	Clock clock.Clock
 	Hooks Hooks
 	// SMS is the sms channel's sender (package twilio's Client), used
 	// by kinds with channels [email, sms]; nil: no sms stage (issue 30).
@@ -198,7 +200,7 @@ type DryRunSummary struct {
 type Pass struct {
 	db       *sqlx.DB
 	sender   send.Sender
-	renderer *send.Renderer
+	renderer *message.Renderer
 	log      zerolog.Logger
 	cfg      Config
 	keyer    *notice.Keyer
@@ -219,7 +221,7 @@ type Pass struct {
 // the source's probes are the caller's, at start-up: ledger.Probe and
 // subscription.Open). A *ConfigError means nothing can run and nothing
 // was written.
-func New(db *sqlx.DB, sender send.Sender, renderer *send.Renderer, log zerolog.Logger, cfg Config) (*Pass, error) {
+func New(db *sqlx.DB, sender send.Sender, renderer *message.Renderer, log zerolog.Logger, cfg Config) (*Pass, error) {
 	if cfg.Policy == nil {
 		return nil, &ConfigError{"policy", "required"}
 	}
@@ -268,7 +270,7 @@ func fillDefaults(cfg *Config) error {
 		cfg.BatchSize = 1000
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = send.SystemClock{}
+		cfg.Clock = clock.System{}
 	}
 	if cfg.MaxDuration < 0 {
 		return &ConfigError{"max_duration", fmt.Sprintf("%v is negative", cfg.MaxDuration)}
@@ -440,7 +442,7 @@ func (s *Pass) derive(dn *due) {
 		dn.claim.Key = s.keyer.Key(t)
 		dn.n.Key = dn.claim.Key
 	}
-	dn.claim.MessageID = notice.BareMessageID(send.MessageID(dn.claim.Key, s.cfg.Policy.MessageIDDomain))
+	dn.claim.MessageID = notice.BareMessageID(message.MessageID(dn.claim.Key, s.cfg.Policy.MessageIDDomain))
 	dn.claim.CancelToken = s.keyer.CancelToken(t)
 	if dn.addr != "" {
 		dn.claim.AddressHMAC = s.hasher.Digest(notice.ChannelEmail, dn.addr)

@@ -14,6 +14,7 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/ledger/ledgertest"
+	"scan/internal/message"
 	"scan/internal/notice"
 	"scan/internal/pgtest"
 	"scan/internal/policy"
@@ -115,7 +116,7 @@ func (e *env) pass(ctx context.Context, opts ...passOpt) (scan.Summary, error) {
 		e.t.Fatal(err)
 	}
 	defer sender.Close()
-	r, err := send.NewRenderer(send.RenderConfig{From: e.pol.From, MessageIDDomain: e.pol.MessageIDDomain, CancelURL: e.pol.CancelURL})
+	r, err := message.NewRenderer(message.RenderConfig{From: e.pol.From, MessageIDDomain: e.pol.MessageIDDomain, CancelURL: e.pol.CancelURL})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -415,7 +416,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	e.many(120, "example.com")
 	e.insert(sub{id: "closed", email: "z@x.com", renewsIn: 12 * time.Hour}, sub{id: "bad", email: "nope", renewsIn: 48 * time.Hour})
 	sender, _ := send.NewOutbox(t.TempDir())
-	r, _ := send.NewRenderer(send.RenderConfig{From: e.pol.From, MessageIDDomain: e.pol.MessageIDDomain, CancelURL: e.pol.CancelURL})
+	r, _ := message.NewRenderer(message.RenderConfig{From: e.pol.From, MessageIDDomain: e.pol.MessageIDDomain, CancelURL: e.pol.CancelURL})
 	sc, err := newPass(context.Background(), e.db, sender, r, zerolog.Nop(), scan.Config{Policy: e.pol, Secret: []byte(secret), RunID: "dry", Now: now, BatchSize: 50})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"scan/internal/message"
 	"scan/internal/policy"
 	"scan/internal/scan"
 	"scan/internal/send"
@@ -25,7 +26,7 @@ func shardPass(ctx context.Context, e *env, pol *policy.Policy, shard, shards in
 		return scan.Summary{}, err
 	}
 	defer sender.Close()
-	r, err := send.NewRenderer(send.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL})
+	r, err := message.NewRenderer(message.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL})
 	if err != nil {
 		return scan.Summary{}, err
 	}

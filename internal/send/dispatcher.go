@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"scan/internal/clock"
+	"scan/internal/pace"
 )
 
 // Defaults for DispatcherConfig and RetryPolicy.
@@ -45,12 +48,13 @@ type RetryPolicy struct {
 type DispatcherConfig struct {
 	// Sender hands messages to the provider. Required.
 	Sender Sender
-	// Renderer turns each notice into its message. Required.
-	Renderer *Renderer
+	// Renderer turns each notice into its message, in the workers.
+	// Required (internal/message's *Renderer is one).
+	Renderer Renderer
 	// Limits are the token buckets that pace sends. The zero Limits (and
 	// any zero Bucket in it) does not limit; NewDispatcher refuses a
 	// bucket that Bucket.Check(false) refuses.
-	Limits Limits
+	Limits pace.Limits
 	// Concurrency is the most sends in flight. Default DefaultConcurrency.
 	Concurrency int
 	// MaxQueued is the most accepted notices without a delivered Result;
@@ -59,10 +63,15 @@ type DispatcherConfig struct {
 	// Retry says how Transient failures are retried; each zero field
 	// takes its default (see RetryPolicy).
 	Retry RetryPolicy
-	// Clock gives the scheduler the time and its wake-up timer; a nil
-	// Clock is SystemClock. Result.Started, Done and Waited are read
+	// Clock gives the scheduler the time and its wake-up timer: every
+	// reading of the time (when a notice was queued, handed out, answered;
+	// when a bucket has its next token) and the timer on which it waits
+	// for the earliest bucket to refill. The token buckets take the time
+	// as a parameter, so they follow the Clock too. A nil Clock is
+	// clock.System; tests drive a Dispatcher with a fake one
+	// (internal/send/sendtest). Result.Started, Done and Waited are read
 	// from it.
-	Clock Clock
+	Clock clock.Clock
 }
 
 // Result is the outcome of one accepted notice.
@@ -109,13 +118,13 @@ type Result struct {
 // A Dispatcher is safe for concurrent use.
 type Dispatcher struct {
 	sender   Sender
-	renderer *Renderer
+	renderer Renderer
 	retry    RetryPolicy
 	workers  int
 	handout  int // notices handed out to workers at most
-	limits   Limits
+	limits   pace.Limits
 	global   *rate.Limiter
-	clock    Clock
+	clock    clock.Clock
 
 	ctx     context.Context // the run: cancelled means shut down
 	sendCtx context.Context // ctx without its cancellation, for in-flight sends
@@ -194,7 +203,7 @@ func (c DispatcherConfig) validate() error {
 	case c.Retry.Attempts < 0 || c.Retry.Backoff < 0 || c.Retry.MaxBackoff < 0:
 		return errors.New("send: DispatcherConfig.Retry has a negative field")
 	}
-	check := func(field string, b Bucket) error {
+	check := func(field string, b pace.Bucket) error {
 		if err := b.Check(false); err != nil {
 			return fmt.Errorf("send: DispatcherConfig.Limits.%s.%w", field, err)
 		}
@@ -223,13 +232,13 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 	orDefault(&c.Retry.Attempts, DefaultAttempts)
 	orDefault(&c.Retry.Backoff, DefaultBackoff)
 	orDefault(&c.Retry.MaxBackoff, DefaultMaxBackoff)
-	domains := make(map[string]Bucket, len(c.Limits.Domains))
+	domains := make(map[string]pace.Bucket, len(c.Limits.Domains))
 	for name, b := range c.Limits.Domains {
 		domains[strings.ToLower(name)] = b
 	}
 	c.Limits.Domains = domains
 	if c.Clock == nil {
-		c.Clock = SystemClock{}
+		c.Clock = clock.System{}
 	}
 	return c
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"scan/internal/pace"
 	"scan/internal/send"
 )
 
@@ -12,12 +13,12 @@ import (
 // the loop reaches, so nothing waits), plus the global bucket. Compare
 // with BenchmarkDispatcher, which has no buckets at all.
 func BenchmarkDispatcherLimited(b *testing.B) {
-	domains := map[string]send.Bucket{}
+	domains := map[string]pace.Bucket{}
 	for i := range 100 {
-		domains[fmt.Sprintf("d%d.example", i)] = send.Bucket{PerSecond: 1e9, Burst: 1000}
+		domains[fmt.Sprintf("d%d.example", i)] = pace.Bucket{PerSecond: 1e9, Burst: 1000}
 	}
 	benchDispatcher(b, send.DispatcherConfig{
 		Sender: fakeSender{fn: accept},
-		Limits: send.Limits{Default: send.Bucket{PerSecond: 1e9, Burst: 1000}, Domains: domains, Global: send.Bucket{PerSecond: 1e9, Burst: 1000}},
+		Limits: pace.Limits{Default: pace.Bucket{PerSecond: 1e9, Burst: 1000}, Domains: domains, Global: pace.Bucket{PerSecond: 1e9, Burst: 1000}},
 	})
 }

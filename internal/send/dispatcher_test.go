@@ -13,6 +13,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"scan/internal/message"
+	"scan/internal/pace"
 	"scan/internal/send"
 	"scan/internal/send/sendtest"
 )
@@ -143,7 +145,7 @@ func TestDispatcherOneResultPerNotice(t *testing.T) {
 		} else if r.Receipt.ProviderID != "id-"+n.Key[:8] {
 			t.Fatalf("Receipt = %+v", r.Receipt)
 		}
-		if r.MessageID != send.MessageID(n.Key, "notices.example.com") || r.Done.IsZero() {
+		if r.MessageID != message.MessageID(n.Key, "notices.example.com") || r.Done.IsZero() {
 			t.Fatalf("Result = %+v", r)
 		}
 	}
@@ -328,7 +330,7 @@ func TestDispatcherRenderFailure(t *testing.T) {
 	submitAll(t, d, []send.Notice{n})
 	d.Close()
 	rs := <-results
-	if len(rs) != 1 || send.Classify(rs[0].Err) != send.Permanent || !errors.Is(rs[0].Err, send.ErrHeaderInjection) || rs[0].Attempts != 0 {
+	if len(rs) != 1 || send.Classify(rs[0].Err) != send.Permanent || !errors.Is(rs[0].Err, message.ErrHeaderInjection) || rs[0].Attempts != 0 {
 		t.Fatalf("Results = %+v", rs)
 	}
 }
@@ -427,9 +429,9 @@ func TestDispatcherFairness(t *testing.T) {
 		}
 		rs := runOnClock(t, send.DispatcherConfig{
 			Concurrency: 2,
-			Limits: send.Limits{
-				Default: send.Bucket{PerSecond: 1000, Burst: 1},
-				Domains: map[string]send.Bucket{
+			Limits: pace.Limits{
+				Default: pace.Bucket{PerSecond: 1000, Burst: 1},
+				Domains: map[string]pace.Bucket{
 					"slow.example": {PerSecond: 2, Burst: 1},
 					"mid.example":  {PerSecond: 5, Burst: 1},
 					"FAST.example": {PerSecond: 10, Burst: 1}, // keys match case-insensitively
@@ -466,7 +468,7 @@ func TestDispatcherGlobalCeiling(t *testing.T) {
 		}
 		rs := runOnClock(t, send.DispatcherConfig{
 			Concurrency: 8,
-			Limits:      send.Limits{Global: send.Bucket{PerSecond: 20, Burst: 2}},
+			Limits:      pace.Limits{Global: pace.Bucket{PerSecond: 20, Burst: 2}},
 		}, ns)
 		got := schedule(rs)
 		for i, n := range ns {
@@ -488,8 +490,8 @@ func TestNewDispatcherErrors(t *testing.T) {
 		"Concurrency": {Sender: s, Renderer: r, Concurrency: -1},
 		"MaxQueued":   {Sender: s, Renderer: r, MaxQueued: -1},
 		"Retry":       {Sender: s, Renderer: r, Retry: send.RetryPolicy{Attempts: -1}},
-		"Global":      {Sender: s, Renderer: r, Limits: send.Limits{Global: send.Bucket{PerSecond: -1}}},
-		"gmail.com":   {Sender: s, Renderer: r, Limits: send.Limits{Domains: map[string]send.Bucket{"gmail.com": {Burst: -1}}}},
+		"Global":      {Sender: s, Renderer: r, Limits: pace.Limits{Global: pace.Bucket{PerSecond: -1}}},
+		"gmail.com":   {Sender: s, Renderer: r, Limits: pace.Limits{Domains: map[string]pace.Bucket{"gmail.com": {Burst: -1}}}},
 	} {
 		if _, err := send.NewDispatcher(t.Context(), cfg); err == nil || !bytes.Contains([]byte(err.Error()), []byte(name)) {
 			t.Errorf("%s: error = %v", name, err)

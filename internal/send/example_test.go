@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"scan/internal/message"
+	"scan/internal/pace"
 	"scan/internal/send"
 )
 
@@ -21,7 +23,7 @@ func ExampleDispatcher() {
 	if err != nil {
 		panic(err)
 	}
-	renderer, err := send.NewRenderer(send.RenderConfig{
+	renderer, err := message.NewRenderer(message.RenderConfig{
 		From:            "Example Box <notices@example.com>",
 		MessageIDDomain: "notices.example.com",
 	})
@@ -32,10 +34,10 @@ func ExampleDispatcher() {
 	d, err := send.NewDispatcher(ctx, send.DispatcherConfig{
 		Sender:   outbox,
 		Renderer: renderer,
-		Limits: send.Limits{
-			Default: send.Bucket{PerSecond: 5, Burst: 5},
-			Domains: map[string]send.Bucket{"gmail.com": {PerSecond: 20, Burst: 20}},
-			Global:  send.Bucket{PerSecond: 100, Burst: 100},
+		Limits: pace.Limits{
+			Default: pace.Bucket{PerSecond: 5, Burst: 5},
+			Domains: map[string]pace.Bucket{"gmail.com": {PerSecond: 20, Burst: 20}},
+			Global:  pace.Bucket{PerSecond: 100, Burst: 100},
 		},
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"scan/internal/message"
 	"scan/internal/send"
 )
 
@@ -38,9 +39,9 @@ func notice(i int, domain string) send.Notice {
 	}
 }
 
-func newRenderer(t testing.TB) *send.Renderer {
+func newRenderer(t testing.TB) *message.Renderer {
 	t.Helper()
-	r, err := send.NewRenderer(send.RenderConfig{
+	r, err := message.NewRenderer(message.RenderConfig{
 		From:            "Example Box <notices@example.com>",
 		MessageIDDomain: "notices.example.com",
 		CancelURL:       "https://example.com/cancel?token={token}",
@@ -51,7 +52,7 @@ func newRenderer(t testing.TB) *send.Renderer {
 	return r
 }
 
-func render(t testing.TB, r *send.Renderer, n send.Notice) *send.Message {
+func render(t testing.TB, r *message.Renderer, n send.Notice) *send.Message {
 	t.Helper()
 	m, err := r.Render(n)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"scan/internal/message"
 	"scan/internal/send"
 	"scan/internal/smtptest"
 )
@@ -61,7 +62,7 @@ func TestCorrelationHeadersAtTheServer(t *testing.T) {
 	} {
 		t.Run(tc.provider+"/"+tc.configSet, func(t *testing.T) {
 			t.Parallel()
-			r, err := send.NewRenderer(send.RenderConfig{
+			r, err := message.NewRenderer(message.RenderConfig{
 				From: "Example Box <notices@example.com>", MessageIDDomain: "notices.example.com",
 				Provider: tc.provider, ConfigurationSet: tc.configSet,
 			})
@@ -122,14 +123,14 @@ func TestCorrelationHeadersAtTheServer(t *testing.T) {
 
 func TestRendererRefusesBadProviderSettings(t *testing.T) {
 	t.Parallel()
-	for _, cfg := range []send.RenderConfig{
+	for _, cfg := range []message.RenderConfig{
 		{Provider: "sparkpost"},
 		{Provider: "SES"},
 		{Provider: "ses", ConfigurationSet: "a\r\nX-Evil: 1"},
 		{Provider: "ses", ConfigurationSet: "a b"},
 	} {
 		cfg.From, cfg.MessageIDDomain = "notices@example.com", "notices.example.com"
-		if _, err := send.NewRenderer(cfg); err == nil {
+		if _, err := message.NewRenderer(cfg); err == nil {
 			t.Errorf("NewRenderer(%+v) accepted it", cfg)
 		}
 	}
@@ -140,7 +141,7 @@ func TestRendererRefusesBadProviderSettings(t *testing.T) {
 func TestCorrelationHeadersOneLine(t *testing.T) {
 	t.Parallel()
 	for _, p := range []string{"ses", "sendgrid", "mailgun", "postmark"} {
-		hs := send.CorrelationHeaders(p, key("x"), 7, "set")
+		hs := message.CorrelationHeaders(p, key("x"), 7, "set")
 		if len(hs) == 0 {
 			t.Fatalf("%s: no header", p)
 		}

@@ -1,8 +1,9 @@
-// Package send owns everything that leaves the process: rendering a notice
-// into a message, the senders that deliver it (outbox files, SMTP, HTTP,
-// Amazon SES), and the per-domain token buckets that pace them (Bucket and
-// Limits, the one model of a domain's pace, which the policy file decodes
-// into; the Dispatcher applies them). It knows nothing of the database: the caller claims a notice
+// Package send owns how a notice leaves the process: the senders that
+// deliver a rendered message (outbox files, SMTP, HTTP, Amazon SES) and the
+// Dispatcher that renders in its workers (through a Renderer, which
+// internal/message implements: this package holds no template), paces each
+// recipient domain with the token buckets of internal/pace's Limits, and
+// retries. It knows nothing of the database: the caller claims a notice
 // before handing it here and records the Result that comes back.
 package send
 
@@ -79,6 +80,21 @@ type Message struct {
 	Text      string
 	HTML      string
 	Raw       []byte // complete RFC 5322 message, CRLF line endings
+}
+
+// Renderer turns a notice into the message the senders take: what the
+// notice says is internal/message's concern, which implements it, so that
+// this package holds no template. The Dispatcher calls Render in its
+// workers, so a Renderer must be safe for concurrent use; the same notice
+// must always render to the same bytes.
+type Renderer interface {
+	// Render returns n's message, or an error for a notice that no retry
+	// can render (the Dispatcher makes it a Permanent *Error).
+	Render(n Notice) (*Message, error)
+	// MessageID returns the Message-ID, with angle brackets, that the
+	// notice of key has: what a Result carries for a notice that was never
+	// rendered.
+	MessageID(key string) string
 }
 
 // Receipt is what a provider said when it accepted a message.

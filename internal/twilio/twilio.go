@@ -4,7 +4,7 @@
 // (Outcome), the X-Twilio-Signature check of status callbacks
 // (VerifySignature) and their decoding into ledger.Settlements
 // (DecodeCallback). It holds no queue and touches no database; the body
-// and its GSM-7/UCS-2 segments are package send's (RenderSMS,
+// and its GSM-7/UCS-2 segments are package message's (RenderSMS,
 // SMSSegments).
 //
 // net/http, not github.com/twilio/twilio-go: sending is one form-encoded

@@ -1,4 +1,4 @@
-// Package sendtest provides a fake send.Clock, so that tests drive a
+// Package sendtest provides a fake clock.Clock, so that tests drive a
 // send.Dispatcher through time instead of waiting on the wall clock.
 package sendtest
 
@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"scan/internal/send"
+	"scan/internal/clock"
 )
 
-// Clock is a send.Clock whose time moves only when told, by Set or
+// Clock is a clock.Clock whose time moves only when told, by Set or
 // Advance; each move fires, in order of deadline, the timers it reaches.
 // Next reports the earliest armed timer, which is when the code under
 // test next expects to be woken.
@@ -28,7 +28,7 @@ type Clock struct {
 	armed map[*timer]struct{}
 }
 
-var _ send.Clock = (*Clock)(nil)
+var _ clock.Clock = (*Clock)(nil)
 
 // NewClock returns a Clock that reads start until it is moved.
 func NewClock(start time.Time) *Clock {
@@ -44,7 +44,7 @@ func (c *Clock) Now() time.Time {
 
 // NewTimer returns a Timer that fires when the Clock reaches Now()+d, at
 // once if d <= 0.
-func (c *Clock) NewTimer(d time.Duration) send.Timer {
+func (c *Clock) NewTimer(d time.Duration) clock.Timer {
 	t := &timer{c: c, ch: make(chan time.Time, 1)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -99,7 +99,7 @@ func (c *Clock) set(at time.Time) {
 	}
 }
 
-// timer is a send.Timer of a Clock; its fields are guarded by c.mu.
+// timer is a clock.Timer of a Clock; its fields are guarded by c.mu.
 type timer struct {
 	c  *Clock
 	ch chan time.Time

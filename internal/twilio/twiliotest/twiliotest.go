@@ -16,7 +16,7 @@ import (
 	"sync"
 	"testing"
 
-	"scan/internal/send"
+	"scan/internal/message"
 	"scan/internal/twilio"
 )
 
@@ -159,7 +159,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	var m map[string]any
 	_ = json.Unmarshal(created, &m)
-	_, segs := send.SMSSegments(req.Body)
+	_, segs := message.SMSSegments(req.Body)
 	m["sid"], m["to"], m["from"], m["body"], m["num_segments"], m["account_sid"] = req.SID, req.To, req.From, req.Body, fmt.Sprint(segs), s.AccountSID
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)

@@ -1,4 +1,4 @@
-package send
+package message
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"scan/internal/send"
 )
 
 // referenceRender renders n as Render did before it shared buffers, by
@@ -18,7 +20,7 @@ import (
 // headers by net/mail and time.Format, the message by mime/multipart and
 // mime/quotedprintable (stdlibMIME). ok is false where Render must
 // refuse n (a header value with a line break, a header too long).
-func referenceRender(t *testing.T, r *Renderer, n Notice) (m Message, ok bool) {
+func referenceRender(t *testing.T, r *Renderer, n send.Notice) (m send.Message, ok bool) {
 	t.Helper()
 	n.Name, n.Plan = cut(n.Name, MaxNameLen), cut(n.Plan, MaxPlanLen)
 	v := r.variantFor(n.Kind, n.Locale)
@@ -40,7 +42,7 @@ func referenceRender(t *testing.T, r *Renderer, n Notice) (m Message, ok bool) {
 		}
 		parts[i] = b.String()
 	}
-	m = Message{Subject: strings.TrimSpace(parts[0]), Text: parts[1], HTML: parts[2], MessageID: r.MessageID(n.Key)}
+	m = send.Message{Subject: strings.TrimSpace(parts[0]), Text: parts[1], HTML: parts[2], MessageID: r.MessageID(n.Key)}
 	headers := []header{
 		{"From", r.fromHdr},
 		{"To", (&mail.Address{Name: n.Name, Address: n.To}).String()},
@@ -74,7 +76,7 @@ func referenceRender(t *testing.T, r *Renderer, n Notice) (m Message, ok bool) {
 }
 
 // referenceData is Renderer.data written with a string per value.
-func referenceData(r *Renderer, n *Notice, f *localeFormat) TemplateData {
+func referenceData(r *Renderer, n *send.Notice, f *localeFormat) TemplateData {
 	zone, anchor := r.zoneAndAnchor(n)
 	d := TemplateData{
 		Kind: n.Kind, Name: n.Name, Plan: n.Plan,
@@ -100,7 +102,7 @@ func referenceData(r *Renderer, n *Notice, f *localeFormat) TemplateData {
 
 // checkReference holds m, Render's message for n, to referenceRender's,
 // byte for byte.
-func checkReference(t *testing.T, r *Renderer, n Notice, m *Message) {
+func checkReference(t *testing.T, r *Renderer, n send.Notice, m *send.Message) {
 	t.Helper()
 	want, ok := referenceRender(t, r, n)
 	if !ok {
@@ -140,7 +142,7 @@ func TestRenderMatchesReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 400 {
-			n := Notice{
+			n := send.Notice{
 				Key:         fmt.Sprintf("%016x%016x%016x%016x", rng.Uint64(), rng.Uint64(), rng.Uint64(), rng.Uint64()),
 				Kind:        pick(rng, []string{"renewal_notice_t72", "trial_ending", "default", "custom", "slow"}),
 				PeriodStart: time.Date(2026, time.Month(1+rng.IntN(12)), 1+rng.IntN(28), 0, 0, 0, 0, time.UTC),

@@ -1,4 +1,4 @@
-package send_test
+package message_test
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"scan/internal/message"
 	"scan/internal/send"
 )
 
@@ -22,7 +23,7 @@ func TestRenderSMS(t *testing.T) {
 	if body != want {
 		t.Fatalf("en body\n%q\nwant\n%q", body, want)
 	}
-	if enc, segs := send.SMSSegments(body); enc != send.GSM7 || segs != 1 {
+	if enc, segs := message.SMSSegments(body); enc != message.GSM7 || segs != 1 {
 		t.Fatalf("en: %s %d", enc, segs)
 	}
 	n.Locale, n.Plan = "de-AT", ""
@@ -33,10 +34,10 @@ func TestRenderSMS(t *testing.T) {
 	if !strings.HasPrefix(body, "Ihr Abo verlängert sich am 3. Dezember 2026 für € 12,99. Vorher kündigen: https://example.com/cancel?token=tok1") {
 		t.Fatalf("de-AT body %q", body)
 	}
-	if enc, _ := send.SMSSegments(body); enc != send.GSM7 {
+	if enc, _ := message.SMSSegments(body); enc != message.GSM7 {
 		t.Fatalf("de-AT body is %s", enc)
 	}
-	if err := r.CheckSMS([]send.SMSSample{{Kind: "renewal_notice_t72", Locale: "en"}, {Kind: "x", Locale: "de"}}, 2); err != nil {
+	if err := r.CheckSMS([]message.SMSSample{{Kind: "renewal_notice_t72", Locale: "en"}, {Kind: "x", Locale: "de"}}, 2); err != nil {
 		t.Fatalf("defaults over two segments: %v", err)
 	}
 }
@@ -46,16 +47,16 @@ func TestRenderSMS(t *testing.T) {
 func TestCheckSMSRefusesLongTemplates(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("Dies ist eine sehr lange Nachricht über Ihr Abonnement. ", 10) + "{{.CancelURL}}"
-	r, err := send.NewRenderer(send.RenderConfig{From: "x <n@example.com>", MessageIDDomain: "n.example.com", CancelURL: "https://example.com/c/{token}",
+	r, err := message.NewRenderer(message.RenderConfig{From: "x <n@example.com>", MessageIDDomain: "n.example.com", CancelURL: "https://example.com/c/{token}",
 		Templates: fstest.MapFS{"trial_ending.de.sms.tmpl": {Data: []byte(long)}, "trial_ending.en.sms.tmpl": {Data: []byte("{{.Nope}}")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = r.CheckSMS([]send.SMSSample{{Kind: "trial_ending", Locale: "de"}}, 3)
+	err = r.CheckSMS([]message.SMSSample{{Kind: "trial_ending", Locale: "de"}}, 3)
 	if err == nil || !strings.Contains(err.Error(), "trial_ending") || !strings.Contains(err.Error(), "segments") {
 		t.Fatalf("long template: %v", err)
 	}
-	if err := r.CheckSMS([]send.SMSSample{{Kind: "trial_ending", Locale: "en"}}, 3); err == nil {
+	if err := r.CheckSMS([]message.SMSSample{{Kind: "trial_ending", Locale: "en"}}, 3); err == nil {
 		t.Fatal("a template that does not execute was accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package send
+package message
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"testing/fstest"
 	"text/template/parse"
 	"time"
+
+	"scan/internal/send"
 )
 
 // fuzzTemplates are custom templates beside the shipped ones, so that the
@@ -57,7 +59,7 @@ func FuzzTemplateData(f *testing.F) {
 	}
 	r := fuzzRenderer(f)
 	f.Fuzz(func(t *testing.T, amount, currency, locale, zone, interval string, count int, name, plan, token string) {
-		n := Notice{
+		n := send.Notice{
 			Key: strings.Repeat("ab", 32), To: "a@example.org", Kind: "renewal", ClaimedAt: time.Unix(1e9, 0),
 			PeriodStart: time.Unix(1e9, 0).UTC(), RenewsAt: time.Unix(1.7e9, 0), CancelToken: token,
 			Amount: amount, Currency: currency, Locale: locale, Interval: interval, IntervalCount: count,
@@ -85,7 +87,7 @@ func FuzzTemplateData(f *testing.F) {
 	})
 }
 
-func checkMessage(t *testing.T, m *Message) {
+func checkMessage(t *testing.T, m *send.Message) {
 	t.Helper()
 	head, _, ok := bytes.Cut(m.Raw, []byte("\r\n\r\n"))
 	if !ok {
@@ -104,7 +106,7 @@ func checkMessage(t *testing.T, m *Message) {
 
 // checkCompiled renders n's data through every resolved template both
 // ways and compares.
-func checkCompiled(t *testing.T, r *Renderer, n Notice) {
+func checkCompiled(t *testing.T, r *Renderer, n send.Notice) {
 	t.Helper()
 	n.Name, n.Plan = cut(n.Name, MaxNameLen), cut(n.Plan, MaxPlanLen)
 	v := r.variantFor(n.Kind, n.Locale)

@@ -1,4 +1,4 @@
-package send_test
+package message_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"scan/internal/message"
 	"scan/internal/send"
 	"scan/internal/smtptest"
 )
@@ -102,19 +103,19 @@ func TestRenderDateZoneAndAnchor(t *testing.T) {
 	t.Parallel()
 	late := time.Date(2026, 3, 4, 23, 30, 0, 0, time.UTC) // 5 March in Vienna, 4 March in Los Angeles
 	utc := newRenderer(t)
-	la, err := send.NewRenderer(send.RenderConfig{From: "n@example.com", MessageIDDomain: "example.com",
+	la, err := message.NewRenderer(message.RenderConfig{From: "n@example.com", MessageIDDomain: "example.com",
 		DefaultTimeZone: zone(t, "America/Los_Angeles")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokyo, err := send.NewRenderer(send.RenderConfig{From: "n@example.com", MessageIDDomain: "example.com",
+	tokyo, err := message.NewRenderer(message.RenderConfig{From: "n@example.com", MessageIDDomain: "example.com",
 		DefaultTimeZone: zone(t, "Asia/Tokyo")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
 		name   string
-		r      *send.Renderer
+		r      *message.Renderer
 		mut    func(*send.Notice)
 		prefix string
 	}{
@@ -185,7 +186,7 @@ func TestRenderAmountAndInterval(t *testing.T) {
 // A custom template sees the new fields too.
 func TestRenderTemplateDataFields(t *testing.T) {
 	t.Parallel()
-	r, err := send.NewRenderer(send.RenderConfig{From: "n@example.com", MessageIDDomain: "example.com",
+	r, err := message.NewRenderer(message.RenderConfig{From: "n@example.com", MessageIDDomain: "example.com",
 		PreferencesURL: "https://example.com/reminders?t={token}",
 		Templates: fstest.MapFS{"default.txt.tmpl": {Data: []byte(
 			"{{.Amount}}|{{.Interval}}|{{.IntervalUnit}}|{{.IntervalCount}}|{{.Locale}}|{{.TimeZone}}|{{.RenewsOn}}|{{.AnchorAt.Format \"2006-01-02 15:04\"}}|{{.RenewsAt.Format \"15:04\"}}|{{.PreferencesURL}}|{{.CancelURL}}")}}})
@@ -229,7 +230,7 @@ func TestRenderTemplateFallback(t *testing.T) {
 		"other.de.html.tmpl":          {Data: []byte("<p>other de</p>")},
 		"default.en-001.subject.tmpl": {Data: []byte("international {{.RenewsOn}}")},
 	}
-	r, err := send.NewRenderer(send.RenderConfig{From: "n@example.com", MessageIDDomain: "example.com", Templates: fsys})
+	r, err := message.NewRenderer(message.RenderConfig{From: "n@example.com", MessageIDDomain: "example.com", Templates: fsys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func TestRenderTemplateFallback(t *testing.T) {
 // fallback reads as the English default does.
 func TestEmbeddedLocaleLessIsEnglish(t *testing.T) {
 	t.Parallel()
-	r, err := send.NewRenderer(send.RenderConfig{From: "n@example.com", MessageIDDomain: "example.com", DefaultLocale: "fr"})
+	r, err := message.NewRenderer(message.RenderConfig{From: "n@example.com", MessageIDDomain: "example.com", DefaultLocale: "fr"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +289,7 @@ func TestEmbeddedLocaleLessIsEnglish(t *testing.T) {
 		t.Errorf("English text with French formats:\n%s", m.Text)
 	}
 	// A German default locale: a notice without a locale reads German.
-	de, err := send.NewRenderer(send.RenderConfig{From: "n@example.com", MessageIDDomain: "example.com", DefaultLocale: "de-AT"})
+	de, err := message.NewRenderer(message.RenderConfig{From: "n@example.com", MessageIDDomain: "example.com", DefaultLocale: "de-AT"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +312,7 @@ func header(t *testing.T, raw []byte) mail.Header {
 // 8058's one-click POST, and the body offers it beside the cancel link.
 func TestListUnsubscribeNeverCancels(t *testing.T) {
 	t.Parallel()
-	prefs, err := send.NewRenderer(send.RenderConfig{From: "n@example.com", MessageIDDomain: "example.com",
+	prefs, err := message.NewRenderer(message.RenderConfig{From: "n@example.com", MessageIDDomain: "example.com",
 		CancelURL:      "https://example.com/cancel?token={token}",
 		PreferencesURL: "https://example.com/reminders/{token}?from=email"})
 	if err != nil {
@@ -319,7 +320,7 @@ func TestListUnsubscribeNeverCancels(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name       string
-		r          *send.Renderer
+		r          *message.Renderer
 		want, post string
 	}{
 		{"without preferences_url", newRenderer(t), "", ""},
@@ -351,23 +352,23 @@ func TestNewRendererPreferencesAndLocale(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name string
-		cfg  send.RenderConfig
+		cfg  message.RenderConfig
 		want string
 	}{
-		{"the cancel link", send.RenderConfig{CancelURL: "https://example.com/cancel?token={token}", PreferencesURL: "https://EXAMPLE.com/cancel?t={token}&prefs=1"}, "PreferencesURL"},
-		{"the default cancel link", send.RenderConfig{PreferencesURL: send.DefaultCancelURL}, "PreferencesURL"},
-		{"no token", send.RenderConfig{PreferencesURL: "https://example.com/prefs"}, "PreferencesURL"},
-		{"relative", send.RenderConfig{PreferencesURL: "/prefs?t={token}"}, "PreferencesURL"},
-		{"angle", send.RenderConfig{PreferencesURL: "https://example.com/>{token}"}, "PreferencesURL"},
-		{"crlf", send.RenderConfig{PreferencesURL: "https://example.com/{token}\r\nBcc: x@example.org"}, "PreferencesURL"},
-		{"malformed locale", send.RenderConfig{DefaultLocale: "english please"}, "DefaultLocale"},
-		{"unknown locale", send.RenderConfig{DefaultLocale: "xx"}, "DefaultLocale"},
+		{"the cancel link", message.RenderConfig{CancelURL: "https://example.com/cancel?token={token}", PreferencesURL: "https://EXAMPLE.com/cancel?t={token}&prefs=1"}, "PreferencesURL"},
+		{"the default cancel link", message.RenderConfig{PreferencesURL: message.DefaultCancelURL}, "PreferencesURL"},
+		{"no token", message.RenderConfig{PreferencesURL: "https://example.com/prefs"}, "PreferencesURL"},
+		{"relative", message.RenderConfig{PreferencesURL: "/prefs?t={token}"}, "PreferencesURL"},
+		{"angle", message.RenderConfig{PreferencesURL: "https://example.com/>{token}"}, "PreferencesURL"},
+		{"crlf", message.RenderConfig{PreferencesURL: "https://example.com/{token}\r\nBcc: x@example.org"}, "PreferencesURL"},
+		{"malformed locale", message.RenderConfig{DefaultLocale: "english please"}, "DefaultLocale"},
+		{"unknown locale", message.RenderConfig{DefaultLocale: "xx"}, "DefaultLocale"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := tt.cfg
 			cfg.From, cfg.MessageIDDomain = "n@example.com", "example.com"
-			if _, err := send.NewRenderer(cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if _, err := message.NewRenderer(cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("NewRenderer error = %v, want one naming %s", err, tt.want)
 			}
 		})
@@ -381,7 +382,7 @@ func TestRenderLocalisedOverSMTP(t *testing.T) {
 	t.Parallel()
 	srv := smtptest.New(t)
 	s := newSMTP(t, send.SMTPConfig{URL: srv.URL(), Pool: 1})
-	r, err := send.NewRenderer(send.RenderConfig{From: "Beispiel <n@example.com>", MessageIDDomain: "example.com",
+	r, err := message.NewRenderer(message.RenderConfig{From: "Beispiel <n@example.com>", MessageIDDomain: "example.com",
 		PreferencesURL: "https://example.com/reminders?token={token}"})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package send
+package message
 
 import (
 	"sync"
@@ -102,8 +102,11 @@ func newLocaleFormat(tag language.Tag, dflt locales.Translator) *localeFormat {
 	return f
 }
 
+//go:generate go run ../../tools/gencldr
+
 // datesFor returns the CLDR date translator of tag or of its nearest
-// parent that has one (de-AT, then de), or nil.
+// parent that has one (de-AT, then de), or nil. The translators are
+// cldrDates, which tools/gencldr writes (cldr_dates.go).
 func datesFor(tag language.Tag) locales.Translator {
 	for t := tag; ; t = t.Parent() {
 		if mk, ok := cldrDates[t.String()]; ok {

@@ -1,8 +1,10 @@
-package send
+package message
 
 import (
 	"testing"
 	"time"
+
+	"scan/internal/send"
 )
 
 // BenchmarkRenderTemplates measures the template half of Render: the
@@ -20,11 +22,11 @@ func BenchmarkRenderTemplates(b *testing.B) {
 	}
 	for _, tc := range []struct {
 		name string
-		n    Notice
+		n    send.Notice
 	}{
-		{"en-US", Notice{Locale: "en-US", Amount: "12.99", Currency: "USD", Interval: "month", IntervalCount: 1}},
-		{"de-AT", Notice{Locale: "de-AT", Amount: "1234.5", Currency: "EUR", Interval: "month", IntervalCount: 3, TimeZone: vienna}},
-		{"no locale, no amount", Notice{}},
+		{"en-US", send.Notice{Locale: "en-US", Amount: "12.99", Currency: "USD", Interval: "month", IntervalCount: 1}},
+		{"de-AT", send.Notice{Locale: "de-AT", Amount: "1234.5", Currency: "EUR", Interval: "month", IntervalCount: 3, TimeZone: vienna}},
+		{"no locale, no amount", send.Notice{}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			n := tc.n

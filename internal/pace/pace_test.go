@@ -1,4 +1,4 @@
-package send_test
+package pace_test
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"scan/internal/send"
+	"scan/internal/pace"
 )
 
 // TestBucketCheck: zero means no limit, which a Dispatcher takes and a
@@ -15,21 +15,21 @@ func TestBucketCheck(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name      string
-		b         send.Bucket
+		b         pace.Bucket
 		mustLimit bool
 		field     string // "" when accepted
 	}{
-		{"zero, no limit", send.Bucket{}, false, ""},
-		{"zero, must limit", send.Bucket{}, true, "per_second"},
-		{"zero burst, must limit", send.Bucket{PerSecond: 1}, true, "burst"},
-		{"limited", send.Bucket{PerSecond: 0.5, Burst: 1}, true, ""},
-		{"negative rate", send.Bucket{PerSecond: -1}, false, "per_second"},
-		{"NaN", send.Bucket{PerSecond: math.NaN(), Burst: 1}, true, "per_second"},
-		{"infinite", send.Bucket{PerSecond: math.Inf(1)}, false, "per_second"},
-		{"negative burst", send.Bucket{Burst: -1}, false, "burst"},
+		{"zero, no limit", pace.Bucket{}, false, ""},
+		{"zero, must limit", pace.Bucket{}, true, "per_second"},
+		{"zero burst, must limit", pace.Bucket{PerSecond: 1}, true, "burst"},
+		{"limited", pace.Bucket{PerSecond: 0.5, Burst: 1}, true, ""},
+		{"negative rate", pace.Bucket{PerSecond: -1}, false, "per_second"},
+		{"NaN", pace.Bucket{PerSecond: math.NaN(), Burst: 1}, true, "per_second"},
+		{"infinite", pace.Bucket{PerSecond: math.Inf(1)}, false, "per_second"},
+		{"negative burst", pace.Bucket{Burst: -1}, false, "burst"},
 	} {
 		err := tt.b.Check(tt.mustLimit)
-		var be *send.BucketError
+		var be *pace.BucketError
 		switch {
 		case tt.field == "" && err != nil:
 			t.Errorf("%s: Check = %v, want nil", tt.name, err)
@@ -43,16 +43,16 @@ func TestBucketCheck(t *testing.T) {
 // 1, an unlimited bucket still unlimited, domains keyed in lower case.
 func TestLimitsShare(t *testing.T) {
 	t.Parallel()
-	l := send.Limits{
-		Default: send.Bucket{PerSecond: 8, Burst: 8},
-		Domains: map[string]send.Bucket{"Gmail.com": {PerSecond: 20, Burst: 2}},
+	l := pace.Limits{
+		Default: pace.Bucket{PerSecond: 8, Burst: 8},
+		Domains: map[string]pace.Bucket{"Gmail.com": {PerSecond: 20, Burst: 2}},
 	}
 	got := l.Share(4)
-	want := send.Limits{
-		Default: send.Bucket{PerSecond: 2, Burst: 2},
-		Domains: map[string]send.Bucket{"gmail.com": {PerSecond: 5, Burst: 1}},
-		Global:  send.Bucket{Burst: 1},
-		SMS:     send.Bucket{Burst: 1},
+	want := pace.Limits{
+		Default: pace.Bucket{PerSecond: 2, Burst: 2},
+		Domains: map[string]pace.Bucket{"gmail.com": {PerSecond: 5, Burst: 1}},
+		Global:  pace.Bucket{Burst: 1},
+		SMS:     pace.Bucket{Burst: 1},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Share(4) = %+v, want %+v", got, want)

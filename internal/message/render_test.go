@@ -1,4 +1,4 @@
-package send_test
+package message_test
 
 import (
 	"bytes"
@@ -15,13 +15,14 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"scan/internal/message"
 	"scan/internal/send"
 )
 
 func TestMessageID(t *testing.T) {
 	t.Parallel()
 	k := key("x")
-	if got, want := send.MessageID(k, "n.example.com"), "<"+k[:32]+"@n.example.com>"; got != want {
+	if got, want := message.MessageID(k, "n.example.com"), "<"+k[:32]+"@n.example.com>"; got != want {
 		t.Fatalf("MessageID = %q, want %q", got, want)
 	}
 }
@@ -175,7 +176,7 @@ func TestRenderRefuses(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Render = %q, want an error", m.Raw)
 			}
-			if got := errors.Is(err, send.ErrHeaderInjection); got != tt.inject {
+			if got := errors.Is(err, message.ErrHeaderInjection); got != tt.inject {
 				t.Errorf("Render error %v: ErrHeaderInjection = %v", err, got)
 			}
 		})
@@ -189,7 +190,7 @@ func TestRenderTemplates(t *testing.T) {
 		"renewal_notice_t72.txt.tmpl":     {Data: []byte("custom {{.CancelURL}}\n")},
 		"broken.subject.tmpl":             {Data: []byte("line one\nline two")},
 	}
-	r, err := send.NewRenderer(send.RenderConfig{
+	r, err := message.NewRenderer(message.RenderConfig{
 		From:            "notices@example.com",
 		MessageIDDomain: "notices.example.com",
 		Templates:       fsys,
@@ -209,7 +210,7 @@ func TestRenderTemplates(t *testing.T) {
 	if got, _ := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject")); got != m.Subject {
 		t.Errorf("decoded Subject = %q", got)
 	}
-	if m.Text != "custom "+send.DefaultCancelURL[:len(send.DefaultCancelURL)-len("{token}")]+"tok-1\n" {
+	if m.Text != "custom "+message.DefaultCancelURL[:len(message.DefaultCancelURL)-len("{token}")]+"tok-1\n" {
 		t.Errorf("Text = %q", m.Text)
 	}
 	if !strings.Contains(m.HTML, "<!DOCTYPE html>") {
@@ -222,7 +223,7 @@ func TestRenderTemplates(t *testing.T) {
 	}
 	// A template that renders a line break into Subject is refused.
 	n.Kind = "broken"
-	if _, err := r.Render(n); !errors.Is(err, send.ErrHeaderInjection) {
+	if _, err := r.Render(n); !errors.Is(err, message.ErrHeaderInjection) {
 		t.Errorf("Render(broken) error = %v", err)
 	}
 }
@@ -243,21 +244,21 @@ func TestRenderHTMLEscapes(t *testing.T) {
 
 func TestNewRendererErrors(t *testing.T) {
 	t.Parallel()
-	good := send.RenderConfig{From: "a@example.com", MessageIDDomain: "n.example.com"}
+	good := message.RenderConfig{From: "a@example.com", MessageIDDomain: "n.example.com"}
 	tests := []struct {
 		name string
-		mut  func(*send.RenderConfig)
+		mut  func(*message.RenderConfig)
 		want string
 	}{
-		{"no from", func(c *send.RenderConfig) { c.From = "" }, "From"},
-		{"bad from", func(c *send.RenderConfig) { c.From = "not an address" }, "From"},
-		{"crlf from", func(c *send.RenderConfig) { c.From = "a@example.com\r\nBcc: b@example.com" }, "From"},
-		{"no domain", func(c *send.RenderConfig) { c.MessageIDDomain = "" }, "MessageIDDomain"},
-		{"bad domain", func(c *send.RenderConfig) { c.MessageIDDomain = "a b" }, "MessageIDDomain"},
-		{"no token", func(c *send.RenderConfig) { c.CancelURL = "https://example.com/cancel" }, "CancelURL"},
-		{"relative", func(c *send.RenderConfig) { c.CancelURL = "/cancel?t={token}" }, "CancelURL"},
-		{"angle", func(c *send.RenderConfig) { c.CancelURL = "https://example.com/<{token}>" }, "CancelURL"},
-		{"bad template", func(c *send.RenderConfig) {
+		{"no from", func(c *message.RenderConfig) { c.From = "" }, "From"},
+		{"bad from", func(c *message.RenderConfig) { c.From = "not an address" }, "From"},
+		{"crlf from", func(c *message.RenderConfig) { c.From = "a@example.com\r\nBcc: b@example.com" }, "From"},
+		{"no domain", func(c *message.RenderConfig) { c.MessageIDDomain = "" }, "MessageIDDomain"},
+		{"bad domain", func(c *message.RenderConfig) { c.MessageIDDomain = "a b" }, "MessageIDDomain"},
+		{"no token", func(c *message.RenderConfig) { c.CancelURL = "https://example.com/cancel" }, "CancelURL"},
+		{"relative", func(c *message.RenderConfig) { c.CancelURL = "/cancel?t={token}" }, "CancelURL"},
+		{"angle", func(c *message.RenderConfig) { c.CancelURL = "https://example.com/<{token}>" }, "CancelURL"},
+		{"bad template", func(c *message.RenderConfig) {
 			c.Templates = fstest.MapFS{"x.txt.tmpl": {Data: []byte("{{.Nope")}}
 		}, "Templates"},
 	}
@@ -266,13 +267,13 @@ func TestNewRendererErrors(t *testing.T) {
 			t.Parallel()
 			cfg := good
 			tt.mut(&cfg)
-			_, err := send.NewRenderer(cfg)
+			_, err := message.NewRenderer(cfg)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("NewRenderer error = %v, want one naming %s", err, tt.want)
 			}
 		})
 	}
-	if _, err := send.NewRenderer(good); err != nil {
+	if _, err := message.NewRenderer(good); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -286,7 +287,7 @@ func BenchmarkRender(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ses, err := send.NewRenderer(send.RenderConfig{
+	ses, err := message.NewRenderer(message.RenderConfig{
 		From:            "Example Box <notices@example.com>",
 		MessageIDDomain: "notices.example.com",
 		PreferencesURL:  "https://example.com/reminders?token={token}",
@@ -300,7 +301,7 @@ func BenchmarkRender(b *testing.B) {
 	amount.Amount, amount.Currency, amount.Interval, amount.IntervalCount = "12.99", "EUR", "month", 1
 	for _, bc := range []struct {
 		name string
-		r    *send.Renderer
+		r    *message.Renderer
 		n    send.Notice
 	}{
 		{"plain", newRenderer(b), notice(1, "example.org")},
@@ -337,7 +338,7 @@ func TestRenderLongNameAndPlan(t *testing.T) {
 		{"latin-1", strings.Repeat("é", mib/2)},
 		{"cjk with spaces", strings.Repeat("漢字 ", mib/4)},
 		{"emoji", strings.Repeat("👩‍👩‍👧", mib/18)},
-		{"at the cap", strings.Repeat("ü", send.MaxNameLen)},
+		{"at the cap", strings.Repeat("ü", message.MaxNameLen)},
 		{"3000 characters", strings.Repeat("x", 3000)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -366,8 +367,8 @@ func TestRenderLongNameAndPlan(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantName := tc.value
-			if utf8.RuneCountInString(tc.value) > send.MaxNameLen {
-				wantName = strings.TrimRight(string([]rune(tc.value)[:send.MaxNameLen-1]), " \t") + "…"
+			if utf8.RuneCountInString(tc.value) > message.MaxNameLen {
+				wantName = strings.TrimRight(string([]rune(tc.value)[:message.MaxNameLen-1]), " \t") + "…"
 			}
 			to, err := mail.ParseAddress(msg.Header.Get("To"))
 			if err != nil {
@@ -381,7 +382,7 @@ func TestRenderLongNameAndPlan(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !strings.Contains(subj, wantName) || !strings.Contains(m.Text, wantName) {
-				t.Errorf("Subject %q or text does not name the plan cut to %d characters", subj, send.MaxPlanLen)
+				t.Errorf("Subject %q or text does not name the plan cut to %d characters", subj, message.MaxPlanLen)
 			}
 		})
 	}
@@ -391,12 +392,12 @@ func TestRenderLongNameAndPlan(t *testing.T) {
 // may be is refused, never sent as a line a server would reject.
 func TestRenderRefusesUnfoldableSubject(t *testing.T) {
 	t.Parallel()
-	r, err := send.NewRenderer(send.RenderConfig{From: "n@example.com", MessageIDDomain: "example.com",
+	r, err := message.NewRenderer(message.RenderConfig{From: "n@example.com", MessageIDDomain: "example.com",
 		Templates: fstest.MapFS{"default.subject.tmpl": {Data: []byte(strings.Repeat("x", 1200))}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Render(notice(1, "example.org")); !errors.Is(err, send.ErrHeaderTooLong) {
+	if _, err := r.Render(notice(1, "example.org")); !errors.Is(err, message.ErrHeaderTooLong) {
 		t.Fatalf("err = %v, want ErrHeaderTooLong", err)
 	}
 }

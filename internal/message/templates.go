@@ -1,4 +1,4 @@
-package send
+package message
 
 import (
 	htmltemplate "html/template"
