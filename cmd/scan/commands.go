@@ -25,6 +25,7 @@ import (
 	"scan/internal/message"
 	"scan/internal/notice"
 	"scan/internal/policy"
+	"scan/internal/provider"
 	"scan/internal/scan"
 	"scan/internal/send"
 	"scan/internal/subscription"
@@ -60,13 +61,32 @@ type runFlags struct {
 	dryRun, shadow                               bool
 }
 
+// The senders --sender names: how a pass's notices leave.
+const (
+	senderOutbox = "outbox"             // files in SCAN_OUTBOX_DIR, for staging and tests
+	senderSMTP   = "smtp"               // SMTP_URL
+	senderHTTP   = "http"               // one JSON POST per notice to SCAN_HTTP_URL
+	senderSES    = string(provider.SES) // the Amazon SES API
+)
+
+// senders lists them, in the order the usage gives them.
+var senders = []string{senderOutbox, senderSMTP, senderHTTP, senderSES}
+
+// orList writes names as a usage lists them: "a, b, c or d".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
 func (f *runFlags) register(fs interface {
 	StringVar(*string, string, string, string)
 	IntVar(*int, string, int, string)
 	BoolVar(*bool, string, bool, string)
 }, withRunOnly bool) {
 	fs.StringVar(&f.config, "config", "", "policy file (env SCAN_CONFIG); built-in defaults when empty")
-	fs.StringVar(&f.sender, "sender", "outbox", "outbox, smtp, http or ses (env SCAN_SENDER)")
+	fs.StringVar(&f.sender, "sender", senderOutbox, orList(senders)+" (env SCAN_SENDER)")
 	fs.StringVar(&f.source, "source", "subscriptions", "table or view to read, schema-qualified allowed")
 	fs.StringVar(&f.redirect, "redirect-to", "", "deliver every notice to this address instead (env SCAN_REDIRECT_TO)")
 	fs.StringVar(&f.shard, "shard", "", "I/N: take shard I of N (default from JOB_COMPLETION_INDEX and --shards)")
@@ -308,20 +328,20 @@ func (p *preparedPass) prepareSender(e *env, fs *flag.FlagSet, f *runFlags) erro
 	}
 	p.production = e.getenv("SCAN_ENVIRONMENT") == "production"
 	switch p.senderName {
-	case "outbox":
+	case senderOutbox:
 		return nil
-	case "smtp":
+	case senderSMTP:
 		var err error
 		p.smtpURL, err = p.endpoint(e, "SMTP_URL", "smtp://[user:pass@]host:port or smtps://...", "smtp", "smtps")
 		return err
-	case "http":
+	case senderHTTP:
 		var err error
 		p.httpURL, err = p.endpoint(e, "SCAN_HTTP_URL", "the endpoint that receives one JSON POST per notice", "http", "https")
 		return err
-	case "ses":
+	case senderSES:
 		return p.prepareSES(e)
 	default:
-		return usagef(fieldOf(fs, "sender", "SCAN_SENDER"), "%q is not one of outbox, smtp, http, ses", p.senderName)
+		return usagef(fieldOf(fs, "sender", "SCAN_SENDER"), "%q is not one of %s", p.senderName, strings.Join(senders, ", "))
 	}
 }
 
@@ -420,11 +440,11 @@ func (p *preparedPass) prepareSES(e *env) error {
 
 func (p *preparedPass) newSender() (send.Sender, error) {
 	switch p.senderName {
-	case "smtp":
+	case senderSMTP:
 		return send.NewSMTP(send.SMTPConfig{URL: p.smtpURL, Pool: p.concurrency})
-	case "http":
+	case senderHTTP:
 		return send.NewHTTP(send.HTTPConfig{URL: p.httpURL, Pool: p.concurrency})
-	case "ses":
+	case senderSES:
 		return send.NewSES(send.SESConfig{AWS: p.aws, ConfigurationSet: p.pol.SES.ConfigurationSet, Pool: p.concurrency})
 	default:
 		if err := os.MkdirAll(p.outboxDir, 0o755); err != nil {

@@ -18,6 +18,7 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/metrics"
 	"scan/internal/notice"
+	"scan/internal/provider"
 	"scan/internal/reconcile"
 )
 
@@ -191,7 +192,7 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 func cmdReconcile(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "reconcile", "--events FILE|- [--format jsonl|ses|sendgrid|mailgun|postmark] | --sqs QUEUE_URL [--format ses] [--max-duration D] | --ask PROVIDER [--older-than 15m]")
 	events := fs.String("events", "", "provider events (see --format); - for stdin")
-	format := fs.String("format", "jsonl", "jsonl (message_id, event per line), or the payloads ses, sendgrid, mailgun or postmark post (with --sqs: default ses)")
+	format := fs.String("format", reconcile.FormatJSONL, reconcile.FormatJSONL+" (message_id, event per line), or the payloads "+orList(provider.Strings(provider.Email...))+" post (with --sqs: default "+string(provider.SES)+")")
 	by := fs.String("by", "reconcile", "recorded as the author of each change")
 	src := sourceFlags(fs)
 	if err := parseNoArgs(fs, args, "; use --events FILE"); err != nil {
@@ -278,9 +279,19 @@ func pushReconcile(ctx context.Context, e *env, format string, res reconcile.Res
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
 	defer cancel()
-	if err := metrics.PushReconcile(pctx, gw, nil, format, counts); err != nil {
+	if err := metrics.PushReconcile(pctx, gw, nil, format, reconcileLabels(), counts); err != nil {
 		fmt.Fprintf(e.stderr, "scan reconcile: %v (the events were applied)\n", err)
 	}
+}
+
+// reconcileLabels are scan_reconcile_events_total's label values: the
+// ledger's event kinds and what reconcile says each event did.
+func reconcileLabels() metrics.ReconcileLabels {
+	events := make([]string, len(ledger.EventKinds))
+	for i, k := range ledger.EventKinds {
+		events[i] = string(k)
+	}
+	return metrics.ReconcileLabels{Events: events, Results: reconcile.Results}
 }
 
 func cmdBackfill(ctx context.Context, e *env, args []string) error {

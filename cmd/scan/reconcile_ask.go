@@ -11,11 +11,12 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/policy"
+	"scan/internal/provider"
 )
 
 // askProviders are the providers --ask knows, in the order a usage error
 // lists them.
-var askProviders = []string{"postmark", "mailgun", "sendgrid", "twilio"}
+var askProviders = provider.Strings(provider.Postmark, provider.Mailgun, provider.SendGrid, provider.Twilio)
 
 // reconcileAsk is `scan reconcile --ask PROVIDER`: it asks the provider's
 // API about each claim in quarantine older than --older-than
@@ -68,10 +69,10 @@ func newAskProvider(e *env, name string) (ask.Provider, error) {
 	if build, ok := testAskProviders[name]; ok {
 		return build(e)
 	}
-	switch name {
-	case "ses":
+	switch provider.Name(name) {
+	case provider.SES:
 		return nil, usagef("--ask", "Amazon SES has no API that tells what became of one message: settle SES claims from its events (--sqs QUEUE_URL, --events FILE --format ses, or scan receive)")
-	case "postmark":
+	case provider.Postmark:
 		token := e.getenv("POSTMARK_SERVER_TOKEN")
 		if token == "" {
 			return nil, usagef("POSTMARK_SERVER_TOKEN", "required with --ask postmark: a server token of the server the notices go through")
@@ -83,11 +84,11 @@ func newAskProvider(e *env, name string) (ask.Provider, error) {
 		// The Messages API is searched by the notice_key metadata, which
 		// messages carry only with the policy's provider postmark: without
 		// it every claim would look unsent.
-		if err := askNeedsProvider(e, policy.ProviderPostmark); err != nil {
+		if err := askNeedsProvider(e, provider.Postmark); err != nil {
 			return nil, err
 		}
 		return ask.NewPostmark(token, cfg)
-	case "mailgun":
+	case provider.Mailgun:
 		key, domain := e.getenv("MAILGUN_API_KEY"), e.getenv("MAILGUN_DOMAIN")
 		if key == "" {
 			return nil, usagef("MAILGUN_API_KEY", "required with --ask mailgun")
@@ -104,7 +105,7 @@ func newAskProvider(e *env, name string) (ask.Provider, error) {
 			return nil, usagef("MAILGUN_DOMAIN", "%v", err)
 		}
 		return p, nil
-	case "sendgrid":
+	case provider.SendGrid:
 		key := e.getenv("SENDGRID_API_KEY")
 		if key == "" {
 			return nil, usagef("SENDGRID_API_KEY", "required with --ask sendgrid: a key with read access to Email Logs")
@@ -115,11 +116,11 @@ func newAskProvider(e *env, name string) (ask.Provider, error) {
 		}
 		// Email Logs give each message's custom_args, the unique_args that
 		// messages carry only with the policy's provider sendgrid.
-		if err := askNeedsProvider(e, policy.ProviderSendGrid); err != nil {
+		if err := askNeedsProvider(e, provider.SendGrid); err != nil {
 			return nil, err
 		}
 		return ask.NewSendGrid(key, cfg)
-	case "twilio":
+	case provider.Twilio:
 		return newTwilioAsker(e)
 	}
 	return nil, usagef("--ask", "%q is not one of %v (ses has no such API)", name, askProviders)
@@ -139,12 +140,12 @@ func askClient(e *env, variable string) (ask.ClientConfig, error) {
 
 // askNeedsProvider refuses --ask when the policy's provider is not the
 // one asked: the messages would not carry what the API is searched by.
-func askNeedsProvider(e *env, want string) error {
+func askNeedsProvider(e *env, want provider.Name) error {
 	pol, err := policy.LoadAt(e.getenv("SCAN_CONFIG"), e.clockNow())
 	if err != nil {
 		return err
 	}
-	if pol.Provider != want {
+	if pol.Provider != string(want) {
 		return usagef("provider", "the policy's provider is %q: --ask %s finds messages by the metadata that provider %s adds; set provider: %s in the policy (SCAN_CONFIG) first", pol.Provider, want, want, want)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 
 	"scan/internal/drain"
 	"scan/internal/ledger"
+	"scan/internal/provider"
 	"scan/internal/reconcile"
 )
 
@@ -70,10 +71,10 @@ func (s *reconcileSources) check(fs *flag.FlagSet, events string) error {
 // of `scan reconcile` with what the queue gave and kept.
 func reconcileSQS(ctx context.Context, e *env, fs *flag.FlagSet, src *reconcileSources, format, by string) error {
 	if !isSet(fs, "format") {
-		format = "ses"
+		format = string(provider.SES)
 	}
-	if !slices.Contains(reconcile.Formats, format) || format == "jsonl" {
-		return usagef("--format", "%q: with --sqs, one of ses, sendgrid, mailgun, postmark (default ses)", format)
+	if !slices.Contains(reconcile.Formats, format) || format == reconcile.FormatJSONL {
+		return usagef("--format", "%q: with --sqs, one of %s (default %s)", format, strings.Join(provider.Strings(provider.Email...), ", "), provider.SES)
 	}
 	q, err := url.Parse(src.sqs)
 	if err != nil || (q.Scheme != "https" && q.Scheme != "http") || q.Hostname() == "" || strings.Trim(q.Path, "/") == "" {

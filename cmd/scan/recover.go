@@ -15,6 +15,7 @@ import (
 
 	"scan/internal/ask"
 	"scan/internal/ledger"
+	"scan/internal/provider"
 	"scan/internal/reconcile"
 )
 
@@ -46,7 +47,7 @@ func cmdRecover(ctx context.Context, e *env, args []string) error {
 	var f recoverFlags
 	fs.StringVar(&f.since, "since", "", "RFC3339 instant: the restore point, or the last pass the ledger knows of")
 	fs.StringVar(&f.events, "events", "", "the provider's record of what went out, in --format; - for stdin")
-	fs.StringVar(&f.format, "format", "jsonl", "jsonl, or the payloads ses, sendgrid, mailgun or postmark post")
+	fs.StringVar(&f.format, "format", reconcile.FormatJSONL, reconcile.FormatJSONL+", or the payloads "+orList(provider.Strings(provider.Email...))+" post")
 	fs.StringVar(&f.askName, "ask", "", "list what the provider accepted since --since through its API")
 	fs.BoolVar(&f.noneLost, "none-lost", false, "acknowledge that nothing can have been lost (no record exists)")
 	fs.StringVar(&f.reason, "reason", "", "why (recorded with the acknowledgement)")

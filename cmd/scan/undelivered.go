@@ -48,7 +48,7 @@ func cmdUndelivered(ctx context.Context, e *env, args []string) error {
 		for _, u := range list {
 			byReason[u.Reason]++
 		}
-		if err := metrics.PushUndelivered(ctx, gw, nil, byReason); err != nil {
+		if err := metrics.PushUndelivered(ctx, gw, nil, ledger.UndeliveredReasons, byReason); err != nil {
 			return err
 		}
 	}

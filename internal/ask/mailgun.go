@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"scan/internal/ledger"
+	"scan/internal/provider"
 )
 
 // Mailgun's Events API, as its reference documents it
@@ -56,15 +57,15 @@ func NewMailgun(apiKey, domain string, cfg ClientConfig) (*Mailgun, error) {
 	case domain == "" || strings.ContainsAny(domain, "/?#"):
 		return nil, fmt.Errorf("ask: Mailgun domain %q is not a domain", domain)
 	}
-	c, err := newClient("mailgun", MailgunAPI, cfg, func(r *http.Request) { r.SetBasicAuth("api", apiKey) })
+	c, err := newClient(string(provider.Mailgun), MailgunAPI, cfg, func(r *http.Request) { r.SetBasicAuth("api", apiKey) })
 	if err != nil {
 		return nil, err
 	}
 	return &Mailgun{c: c, domain: domain}, nil
 }
 
-// Name is "mailgun".
-func (m *Mailgun) Name() string { return "mailgun" }
+// Name is provider.Mailgun.
+func (m *Mailgun) Name() string { return string(provider.Mailgun) }
 
 // Retention is MailgunRetention: a claim older than that is never asked about.
 func (m *Mailgun) Retention() time.Duration { return MailgunRetention }
@@ -91,7 +92,7 @@ func (m *Mailgun) About(ctx context.Context, c Claim, now time.Time) (Answer, er
 	if covers(c, ss) {
 		return Answer{Settlements: ss}, nil
 	}
-	a := notFound("mailgun", c, now, MailgunDelay, MailgunRetention)
+	a := notFound(string(provider.Mailgun), c, now, MailgunDelay, MailgunRetention)
 	a.Settlements = append(ss, a.Settlements...)
 	return a, nil
 }
@@ -126,7 +127,7 @@ func (m *Mailgun) events(ctx context.Context, filter url.Values, begin time.Time
 		for i, it := range answer.Items {
 			hooks[i] = map[string]json.RawMessage{"event-data": it}
 		}
-		ss, err := decode("mailgun", hooks...)
+		ss, err := decode(string(provider.Mailgun), hooks...)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/notice"
+	"scan/internal/provider"
 )
 
 // Postmark's Messages API, as its reference documents it
@@ -59,15 +60,15 @@ func NewPostmark(token string, cfg ClientConfig) (*Postmark, error) {
 	if token == "" {
 		return nil, errors.New("ask: Postmark server token is empty")
 	}
-	c, err := newClient("postmark", PostmarkAPI, cfg, func(r *http.Request) { r.Header.Set("X-Postmark-Server-Token", token) })
+	c, err := newClient(string(provider.Postmark), PostmarkAPI, cfg, func(r *http.Request) { r.Header.Set("X-Postmark-Server-Token", token) })
 	if err != nil {
 		return nil, err
 	}
 	return &Postmark{c: c}, nil
 }
 
-// Name is "postmark".
-func (p *Postmark) Name() string { return "postmark" }
+// Name is provider.Postmark.
+func (p *Postmark) Name() string { return string(provider.Postmark) }
 
 // Retention is PostmarkRetention: a claim older than that is never asked about.
 func (p *Postmark) Retention() time.Duration { return PostmarkRetention }
@@ -112,7 +113,7 @@ func (p *Postmark) About(ctx context.Context, c Claim, now time.Time) (Answer, e
 	if covers(c, ss) {
 		return Answer{Settlements: ss}, nil
 	}
-	a := notFound("postmark", c, now, PostmarkDelay, PostmarkRetention)
+	a := notFound(string(provider.Postmark), c, now, PostmarkDelay, PostmarkRetention)
 	a.Settlements = append(ss, a.Settlements...)
 	return a, nil
 }
@@ -128,7 +129,7 @@ func (p *Postmark) message(ctx context.Context, m postmarkMessage) ([]ledger.Set
 	attempt, _ := strconv.Atoi(m.Metadata[notice.AttemptField])
 	at := postmarkTime(m.ReceivedAt)
 	ss := []ledger.Settlement{{Key: m.Metadata[notice.KeyField], ProviderID: m.MessageID, To: ledger.Sent, Kind: ledger.KindAccepted,
-		Event: "postmark:api/" + lower(m.Status), At: at, Attempt: attempt, Detail: "status=" + m.Status}}
+		Event: string(provider.Postmark) + ":api/" + lower(m.Status), At: at, Attempt: attempt, Detail: "status=" + m.Status}}
 	var hooks []any
 	for _, e := range d.MessageEvents {
 		base := map[string]any{"MessageID": m.MessageID, "Metadata": m.Metadata}
@@ -141,7 +142,7 @@ func (p *Postmark) message(ctx context.Context, m postmarkMessage) ([]ledger.Set
 			base["RecordType"], base["ReceivedAt"] = "Click", e.ReceivedAt
 		case "Transient":
 			ss = append(ss, ledger.Settlement{Key: m.Metadata[notice.KeyField], ProviderID: m.MessageID, To: ledger.Sent, Kind: ledger.KindDeferred,
-				Event: "postmark:api/transient", At: postmarkTime(e.ReceivedAt), Attempt: attempt})
+				Event: string(provider.Postmark) + ":api/transient", At: postmarkTime(e.ReceivedAt), Attempt: attempt})
 			continue
 		case "Bounced":
 			id, _ := e.Details["BounceID"].(float64)
@@ -156,7 +157,7 @@ func (p *Postmark) message(ctx context.Context, m postmarkMessage) ([]ledger.Set
 		}
 		hooks = append(hooks, base)
 	}
-	got, err := decode("postmark", hooks...)
+	got, err := decode(string(provider.Postmark), hooks...)
 	return append(ss, got...), err
 }
 

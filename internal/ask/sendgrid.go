@@ -10,6 +10,7 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/notice"
+	"scan/internal/provider"
 )
 
 // SendGrid's Email Logs API, as its reference documents it
@@ -65,15 +66,15 @@ func NewSendGrid(apiKey string, cfg ClientConfig) (*SendGrid, error) {
 	if apiKey == "" {
 		return nil, errors.New("ask: SendGrid API key is empty")
 	}
-	c, err := newClient("sendgrid", SendGridAPI, cfg, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+apiKey) })
+	c, err := newClient(string(provider.SendGrid), SendGridAPI, cfg, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+apiKey) })
 	if err != nil {
 		return nil, err
 	}
 	return &SendGrid{c: c, byKey: map[string][]ledger.Settlement{}, scanned: map[time.Time]bool{}}, nil
 }
 
-// Name is "sendgrid".
-func (s *SendGrid) Name() string { return "sendgrid" }
+// Name is provider.SendGrid.
+func (s *SendGrid) Name() string { return string(provider.SendGrid) }
 
 // Retention is SendGridRetention: a claim older than that is never asked about.
 func (s *SendGrid) Retention() time.Duration { return SendGridRetention }
@@ -107,7 +108,7 @@ func (s *SendGrid) About(ctx context.Context, c Claim, now time.Time) (Answer, e
 	if covers(c, ss) {
 		return Answer{Settlements: ss}, nil
 	}
-	a := notFound("sendgrid", c, now, SendGridDelay, SendGridRetention)
+	a := notFound(string(provider.SendGrid), c, now, SendGridDelay, SendGridRetention)
 	a.Settlements = append(ss, a.Settlements...)
 	return a, nil
 }
@@ -195,5 +196,5 @@ func (s *SendGrid) message(ctx context.Context, id string) ([]ledger.Settlement,
 		}
 		hooks = append(hooks, e)
 	}
-	return decode("sendgrid", hooks...)
+	return decode(string(provider.SendGrid), hooks...)
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"scan/internal/ledger"
-	"scan/internal/message"
 	"scan/internal/notice"
 )
 
@@ -21,7 +20,7 @@ func Notices(recs []Record, k *notice.Keyer, messageIDDomain string) []ledger.Ba
 	for i, r := range recs {
 		key := k.Key(notice.Tuple{SubscriptionID: r.SubscriptionID, PeriodStart: r.PeriodStart, Kind: r.Kind, Revision: r.Revision})
 		bs[i] = ledger.Backfilled{Key: key, SubscriptionID: r.SubscriptionID, Kind: r.Kind, PeriodStart: r.PeriodStart,
-			Revision: r.Revision, SentAt: r.SentAt, MessageID: notice.BareMessageID(message.MessageID(key, messageIDDomain))}
+			Revision: r.Revision, SentAt: r.SentAt, MessageID: notice.MessageID(key, messageIDDomain)}
 	}
 	return bs
 }

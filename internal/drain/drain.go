@@ -27,6 +27,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"scan/internal/ledger"
+	"scan/internal/provider"
 	"scan/internal/reconcile"
 )
 
@@ -132,9 +133,9 @@ func (cfg *Config) fill() error {
 		return fmt.Errorf("drain: Config.Wait %v is not between 0 and %v", cfg.Wait, MaxWait)
 	}
 	if cfg.Format == "" {
-		cfg.Format = "ses"
+		cfg.Format = string(provider.SES)
 	}
-	if cfg.Format == "jsonl" {
+	if cfg.Format == reconcile.FormatJSONL {
 		return errors.New("drain: Config.Format jsonl is not a provider's format")
 	}
 	if cfg.Now == nil {
@@ -230,7 +231,7 @@ func (res *Result) keep(id string, st reconcile.Stats, format string, kept map[s
 	res.Malformed += st.Malformed
 	res.Oversized += st.Oversized
 	res.Irrelevant += st.Irrelevant
-	res.Tally[reconcile.Tally{Provider: format, Event: ledger.KindOther, Result: "malformed"}] += bad
+	res.Tally[reconcile.Tally{Provider: format, Event: ledger.KindOther, Result: reconcile.ResultMalformed}] += bad
 }
 
 // delete deletes committed messages, one DeleteMessageBatch per MaxBatch.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"scan/internal/notice"
 )
 
 // Evidence: every provider event of a known attempt is kept in
@@ -103,13 +105,14 @@ func (b *evidenceBatch) insert(ctx context.Context, tx *sqlx.Tx, now time.Time) 
 // Key32 returns the part of a notice that a provider event names when the
 // ledger does not hold the notice: the first 32 hex characters of the key
 // it echoed, else the local part of its Message-ID (the same characters,
-// as the contract builds it), else "".
+// as notice.MessageID builds it), else "".
 func Key32(key, messageID string) string {
-	if len(key) >= 32 && isLowerHex(key[:32]) {
-		return key[:32]
+	const n = notice.MessageIDKeyLen
+	if len(key) >= n && isLowerHex(key[:n]) {
+		return key[:n]
 	}
 	local, _, found := strings.Cut(messageID, "@")
-	if found && len(local) == 32 && isLowerHex(local) {
+	if found && len(local) == n && isLowerHex(local) {
 		return local
 	}
 	return ""

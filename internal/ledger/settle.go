@@ -76,6 +76,10 @@ const (
 	ResultUnknown   Result = "unknown"   // matches no notice (or names an attempt it never had)
 )
 
+// Results lists every Result, in the order reports and the metric's help
+// give them.
+var Results = []Result{ResultSettled, ResultOverruled, ResultRecorded, ResultDuplicate, ResultStale, ResultUnknown}
+
 // Settlement is one provider event to apply to a notice. It names the
 // notice by its notice key, the provider's id or its Message-ID, tried in
 // that order; at least one must be set.

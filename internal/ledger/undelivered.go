@@ -18,6 +18,11 @@ const (
 	UndeliveredQuarantine = "quarantine"        // claimed, outcome unknown (scan reconcile, resolve)
 )
 
+// UndeliveredReasons lists every reason Undelivered gives, in the order
+// reports and the metric scan_undelivered_notices give them.
+var UndeliveredReasons = []string{UndeliveredFailed, UndeliveredBounced, UndeliveredSuppressed,
+	UndeliveredNoAddress, UndeliveredMissed, UndeliveredQuarantine}
+
 // Unreached is one notice that reached the customer by no channel.
 type Unreached struct {
 	SubscriptionID string    `db:"subscription_id" json:"subscription_id"`

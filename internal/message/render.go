@@ -290,13 +290,10 @@ func (cfg *RenderConfig) checkPreferencesURL() error {
 	return nil
 }
 
-// MessageID returns the Message-ID of the notice with key key:
-// "<" + the first 32 characters of key + "@" + domain + ">".
+// MessageID returns the Message-ID header of the notice with key key:
+// notice.MessageID between angle brackets.
 func MessageID(key, domain string) string {
-	if len(key) > 32 {
-		key = key[:32]
-	}
-	return "<" + key + "@" + domain + ">"
+	return "<" + notice.MessageID(key, domain) + ">"
 }
 
 // MessageID returns the Message-ID r gives the notice with key key.

@@ -14,6 +14,13 @@ import (
 // results stand for the pass's (scan.Results) in these tests.
 var results = []string{"eligible", "invalid", "minted", "retried", "suppressed", "sent", "retry", "failed", "ambiguous", "missed", "cancelled", "deferred", "deferred_quiet_hours", "fallback"}
 
+// reconcileLabels stand for reconcile's (ledger.EventKinds,
+// reconcile.Results) in these tests.
+var reconcileLabels = metrics.ReconcileLabels{
+	Events:  []string{"accepted", "delivered", "deferred", "bounce_soft", "bounce_hard", "complaint", "not_sent", "engagement", "other"},
+	Results: []string{"settled", "overruled", "recorded", "duplicate", "stale", "unknown", "irrelevant", "malformed"},
+}
+
 func TestPushCompletedPass(t *testing.T) {
 	t.Parallel()
 	gw := metricstest.New(t)
@@ -165,7 +172,7 @@ func TestPushReconcile(t *testing.T) {
 	t.Parallel()
 	gw := metricstest.New(t)
 	counts := []metrics.ReconcileCount{{Event: "bounce_hard", Result: "settled", N: 2}, {Event: "delivered", Result: "duplicate", N: 5}, {Event: "delivered", Result: "duplicate", N: 1}}
-	if err := metrics.PushReconcile(context.Background(), gw.URL, nil, "ses", counts); err != nil {
+	if err := metrics.PushReconcile(context.Background(), gw.URL, nil, "ses", reconcileLabels, counts); err != nil {
 		t.Fatal(err)
 	}
 	pushes := gw.Pushes()
@@ -177,7 +184,7 @@ func TestPushReconcile(t *testing.T) {
 		t.Fatalf("no group job=scan_reconcile,provider=ses; pushes: %+v", pushes[0].Grouping)
 	}
 	fam := g["scan_reconcile_events_total"]
-	if n := len(metricstest.Matching(fam, nil)); n != len(metrics.ReconcileEvents)*len(metrics.ReconcileResults) {
+	if n := len(metricstest.Matching(fam, nil)); n != len(reconcileLabels.Events)*len(reconcileLabels.Results) {
 		t.Errorf("%d series, want every event and result", n)
 	}
 	for _, c := range []struct {
@@ -188,7 +195,7 @@ func TestPushReconcile(t *testing.T) {
 			t.Errorf("%s/%s = %v (present %v), want %v", c.event, c.result, v, ok, c.want)
 		}
 	}
-	if err := metrics.PushReconcile(context.Background(), "ftp://x", nil, "ses", nil); err == nil {
+	if err := metrics.PushReconcile(context.Background(), "ftp://x", nil, "ses", reconcileLabels, nil); err == nil {
 		t.Error("a non-http URL was accepted")
 	}
 }

@@ -10,12 +10,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// The label values of scan_receive_requests_total. Every combination is
-// created at zero when a Receive is made, so that a ratio over them (the
-// rejection-rate alert) never lacks a series.
+// The label values of scan_receive_requests_total's result. Every
+// combination with the providers NewReceive is given is created at zero,
+// so that a ratio over them (the rejection-rate alert) never lacks a
+// series.
 var (
-	// ReceiveProviders are the receiver's endpoints, by provider.
-	ReceiveProviders = []string{"ses", "sendgrid", "mailgun", "postmark"}
 	// ReceiveResults are what a request came to:
 	//   - ok: verified, applied and committed (2xx);
 	//   - duplicate: verified, and every event in it was already kept, or a
@@ -42,17 +41,19 @@ type Receive struct {
 	requests *prometheus.CounterVec
 }
 
-// NewReceive returns the receiver's metrics, each label set at zero, with
-// the Go and process collectors beside them (memory and file descriptors
-// of the pod).
-func NewReceive() *Receive {
+// NewReceive returns the receiver's metrics, the label set of each of
+// providers (the provider label's values, the receiver's endpoints: the
+// caller's vocabulary, as Config.Results is the pass's) and each result at
+// zero, with the Go and process collectors beside them (memory and file
+// descriptors of the pod).
+func NewReceive(providers []string) *Receive {
 	reg := prometheus.NewRegistry()
 	m := &Receive{reg: reg, requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "scan_receive_requests_total",
 		Help: "Webhook requests scan receive answered, by provider and result (ok, duplicate, subscribed, unsubscribed, unverified, refused, malformed, too_large, busy, unavailable).",
 	}, []string{"provider", "result"})}
 	reg.MustRegister(m.requests, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, p := range ReceiveProviders {
+	for _, p := range providers {
 		for _, r := range ReceiveResults {
 			m.requests.WithLabelValues(p, r)
 		}
@@ -60,9 +61,10 @@ func NewReceive() *Receive {
 	return m
 }
 
-// Request counts one answered request. A provider or result outside the
-// lists above is a bug; it is counted under result "unavailable" of the
-// provider so that it is seen rather than lost.
+// Request counts one answered request. A result outside ReceiveResults
+// is a bug; it is counted under result "unavailable" of the provider so
+// that it is seen rather than lost. A provider NewReceive was not given
+// gets its series when first counted.
 func (m *Receive) Request(provider, result string) {
 	if !slices.Contains(ReceiveResults, result) {
 		result = "unavailable"

@@ -4,8 +4,8 @@
 // function of the business tuple (subscription, billing period, kind,
 // revision) and the secret; nothing that changes between attempts (run,
 // time, host, attempt number) enters it. The Message-ID that carries the
-// key to the provider is built from the key by package message (MessageID);
-// this package names what comes back from the provider (KeyField,
+// key to the provider is derived from the key here (MessageID); this
+// package also names what comes back from the provider (KeyField,
 // AttemptField) and reads a Message-ID as the ledger stores it
 // (BareMessageID).
 package notice

@@ -18,6 +18,23 @@ const KeyField = "notice_key"
 // "attempt" (delivery tries) at the top level, where unique arguments go.
 const AttemptField = "notice_attempt"
 
+// MessageIDKeyLen is how many characters of a notice's key the local part
+// of its Message-ID carries (MessageID): 128 bits of the HMAC, enough to
+// name one notice, short enough for any mail system's Message-ID.
+const MessageIDKeyLen = 32
+
+// MessageID returns the Message-ID of the notice with key key at domain
+// (the policy's message_id_domain), without angle brackets: the first
+// MessageIDKeyLen characters of key, "@", domain. It is the form the
+// ledger stores and matches (BareMessageID); the message's header carries
+// it between angle brackets.
+func MessageID(key, domain string) string {
+	if len(key) > MessageIDKeyLen {
+		key = key[:MessageIDKeyLen]
+	}
+	return key + "@" + domain
+}
+
 // BareMessageID returns the Message-ID s without the angle brackets and
 // white space around it, the form the ledger stores and matches:
 // "<abc@n.example.com>" and " <abc@n.example.com>\r\n" are both

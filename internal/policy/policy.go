@@ -30,6 +30,7 @@ import (
 	"scan/internal/clock"
 	"scan/internal/notice"
 	"scan/internal/pace"
+	"scan/internal/provider"
 )
 
 // Unknown-jurisdiction modes.
@@ -222,7 +223,7 @@ type Policy struct {
 	Concurrency int         `yaml:"concurrency"`
 	// Provider names the email provider behind the sender, so that every
 	// message carries the header that provider turns into event data
-	// with the notice key (see Providers). Default ProviderNone.
+	// with the notice key (see Providers). Default provider.None.
 	Provider string `yaml:"provider"`
 	// SES configures Amazon SES, for provider ses or sender ses.
 	SES SES `yaml:"ses"`
@@ -263,18 +264,9 @@ func (p *Policy) UsesSMS() bool {
 	return false
 }
 
-// Provider names.
-const (
-	ProviderNone     = "none"
-	ProviderSES      = "ses"
-	ProviderSendGrid = "sendgrid"
-	ProviderMailgun  = "mailgun"
-	ProviderPostmark = "postmark"
-)
-
 // Providers lists the accepted values of provider, in the order the
-// documentation gives them.
-var Providers = []string{ProviderNone, ProviderSES, ProviderSendGrid, ProviderMailgun, ProviderPostmark}
+// documentation gives them: provider.None, then the email providers.
+var Providers = provider.Strings(append([]provider.Name{provider.None}, provider.Email...)...)
 
 // SES is the Amazon SES part of the policy.
 type SES struct {
@@ -432,7 +424,7 @@ func (p *Policy) fillDefaults() {
 		p.UnknownJurisdiction = UnknownDefault
 	}
 	if p.Provider == "" {
-		p.Provider = ProviderNone
+		p.Provider = string(provider.None)
 	}
 	if p.Retention == 0 {
 		p.Retention = Duration(DefaultRetention)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"scan/internal/provider"
 )
 
 func TestDefaultIsValid(t *testing.T) {
@@ -43,10 +45,10 @@ func TestParseExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Provider != ProviderSES || p.SES.ConfigurationSet != "notices" {
+	if p.Provider != string(provider.SES) || p.SES.ConfigurationSet != "notices" {
 		t.Fatalf("provider %q, ses %+v", p.Provider, p.SES)
 	}
-	if Default().Provider != ProviderNone {
+	if Default().Provider != string(provider.None) {
 		t.Fatalf("default provider %q", Default().Provider)
 	}
 	k, _ := p.Kind("renewal_notice_t72")

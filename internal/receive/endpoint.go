@@ -11,6 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"scan/internal/ledger"
+	"scan/internal/provider"
 	"scan/internal/reconcile"
 )
 
@@ -63,11 +64,11 @@ type token struct {
 // verifier decodes, as Twilio's status callbacks) and a verifier.
 func (s *Server) makeEndpoints() []endpoint {
 	eps := []endpoint{
-		{name: "ses", format: "ses", limit: limitSNS},
-		{name: "sendgrid", format: "sendgrid", limit: limitSendGrid},
-		{name: "mailgun", format: "mailgun", limit: limitMailgun},
-		{name: "postmark", format: "postmark", limit: limitPostmark},
-		{name: "twilio", format: "twilio", limit: limitTwilio},
+		{name: string(provider.SES), format: string(provider.SES), limit: limitSNS},
+		{name: string(provider.SendGrid), format: string(provider.SendGrid), limit: limitSendGrid},
+		{name: string(provider.Mailgun), format: string(provider.Mailgun), limit: limitMailgun},
+		{name: string(provider.Postmark), format: string(provider.Postmark), limit: limitPostmark},
+		{name: string(provider.Twilio), format: string(provider.Twilio), limit: limitTwilio},
 	}
 	if s.sns != nil {
 		eps[0].verify = s.verifySNS

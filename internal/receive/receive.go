@@ -50,6 +50,7 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/metrics"
+	"scan/internal/provider"
 )
 
 // Defaults of Config, and the limits of the server.
@@ -168,7 +169,7 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.By = "receive"
 	}
 	if s.metrics == nil {
-		s.metrics = metrics.NewReceive()
+		s.metrics = metrics.NewReceive(provider.Strings(provider.Email...))
 	}
 	if s.cfg.MaxInFlight <= 0 {
 		s.cfg.MaxInFlight = DefaultMaxInFlight
@@ -259,14 +260,14 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 }
 
 // answer writes one JSON answer and counts it.
-func (s *Server) answer(w http.ResponseWriter, provider string, status int, result string, body map[string]any) {
-	s.metrics.Request(provider, result)
+func (s *Server) answer(w http.ResponseWriter, name string, status int, result string, body map[string]any) {
+	s.metrics.Request(name, result)
 	if body == nil {
 		body = map[string]any{}
 	}
 	body["result"] = result
 	w.Header().Set("Content-Type", "application/json")
-	if status == http.StatusUnauthorized && provider == "postmark" {
+	if status == http.StatusUnauthorized && name == string(provider.Postmark) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="scan receive"`)
 	}
 	if status == http.StatusServiceUnavailable {

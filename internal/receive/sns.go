@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"scan/internal/provider"
 )
 
 // snsMessage is an SNS HTTP/HTTPS delivery: a Notification, a
@@ -308,7 +310,7 @@ func (s *Server) verifySNS(r *http.Request, body []byte) (verdict, error) {
 	if err := verifySignature(&m, cert); err != nil {
 		return verdict{}, err
 	}
-	log := s.log.With().Str("provider", "ses").Str("topic", m.TopicArn).Logger()
+	log := s.log.With().Str("provider", string(provider.SES)).Str("topic", m.TopicArn).Logger()
 	switch m.Type {
 	case snsNotification:
 		return verdict{events: []byte(m.Message)}, nil

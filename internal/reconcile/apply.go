@@ -48,7 +48,26 @@ type Result struct {
 type Tally struct {
 	Provider string           // the format read: jsonl, ses, sendgrid, mailgun or postmark
 	Event    ledger.EventKind // what the event says
-	Result   string           // a ledger.Result, or "irrelevant" or "malformed"
+	Result   string           // a ledger.Result, or ResultIrrelevant or ResultMalformed
+}
+
+// The results of a payload that settles nothing, beside the ledger's
+// (ledger.Results), in Tally.Result.
+const (
+	ResultIrrelevant = "irrelevant" // a payload that proves nothing of a notice (Stats.Irrelevant)
+	ResultMalformed  = "malformed"  // a payload not readable, or over the size limit
+)
+
+// Results lists every value of Tally.Result: the ledger's results, then
+// ResultIrrelevant and ResultMalformed.
+var Results = append(resultNames(ledger.Results), ResultIrrelevant, ResultMalformed)
+
+func resultNames(rs []ledger.Result) []string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = string(r)
+	}
+	return s
 }
 
 // Apply reads the events in r (ReadFormat), names the kind of each
@@ -97,7 +116,7 @@ func applyBatches(r io.Reader, opt Options, settle func(now time.Time, batch []l
 	}
 	provider := opt.Format
 	if provider == "" {
-		provider = "jsonl"
+		provider = FormatJSONL
 	}
 	res := Result{Events: map[ledger.EventKind]int{}, Tally: map[Tally]int{}}
 	batch := make([]ledger.Settlement, 0, min(size, DefaultBatchSize))
@@ -122,8 +141,8 @@ func applyBatches(r io.Reader, opt Options, settle func(now time.Time, batch []l
 	if err == nil {
 		err = flush()
 	}
-	res.Tally[Tally{provider, ledger.KindOther, "irrelevant"}] += st.Irrelevant
-	res.Tally[Tally{provider, ledger.KindOther, "malformed"}] += st.Malformed + st.Oversized
+	res.Tally[Tally{provider, ledger.KindOther, ResultIrrelevant}] += st.Irrelevant
+	res.Tally[Tally{provider, ledger.KindOther, ResultMalformed}] += st.Malformed + st.Oversized
 	return res, err
 }
 

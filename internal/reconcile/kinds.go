@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"scan/internal/ledger"
+	"scan/internal/provider"
 )
 
 // kindOf names what a settlement's event says of its attempt
@@ -88,7 +89,7 @@ func kindOf(event string, to ledger.State) ledger.EventKind {
 // SES Reject (a virus) and Mailgun rejected or internal failures are not
 // suppressions: retry.
 func notSent(format, reason string) ledger.State {
-	if suppressions[format][lower(reason)] || format == "mailgun" && strings.HasPrefix(lower(reason), "suppress-") {
+	if suppressions[format][lower(reason)] || format == string(provider.Mailgun) && strings.HasPrefix(lower(reason), "suppress-") {
 		return ledger.Failed
 	}
 	return ledger.Retry
@@ -97,8 +98,8 @@ func notSent(format, reason string) ledger.State {
 // suppressions are the reasons, lower-cased, by format, that name a
 // suppression list (see notSent).
 var suppressions = map[string]map[string]bool{
-	"sendgrid": {"bounced address": true, "unsubscribed address": true, "spam reporting address": true, "invalid": true},
-	"postmark": {"smtpapierror": true},
+	string(provider.SendGrid): {"bounced address": true, "unsubscribed address": true, "spam reporting address": true, "invalid": true},
+	string(provider.Postmark): {"smtpapierror": true},
 }
 
 // classify completes a settlement read from format with its kind where the

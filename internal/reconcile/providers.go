@@ -10,10 +10,16 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/notice"
+	"scan/internal/provider"
 )
 
-// Formats are the event formats ReadFormat reads.
-var Formats = []string{"jsonl", "ses", "sendgrid", "mailgun", "postmark"}
+// FormatJSONL is the format of the ledger's own settlements, one JSON
+// object a line (Read); every other format is an email provider's name.
+const FormatJSONL = "jsonl"
+
+// Formats are the event formats ReadFormat reads: jsonl, then each email
+// provider's (provider.Email).
+var Formats = append([]string{FormatJSONL}, provider.Strings(provider.Email...)...)
 
 // errNoEvent is a payload with no event type.
 var errNoEvent = errors.New("no event type")
@@ -29,14 +35,18 @@ type evidence struct {
 	detail                     string // what the provider said of it (detail): kept with the evidence
 }
 
+// eventName is the evidence's event of a payload of type typ from p:
+// "provider:type", lower-case.
+func eventName(p provider.Name, typ string) string { return string(p) + ":" + lower(typ) }
+
 // decoder reads one payload of a provider's format.
 type decoder func(payload []byte) (evidence, error)
 
 var decoders = map[string]decoder{
-	"ses":      decodeSES,
-	"sendgrid": decodeSendGrid,
-	"mailgun":  decodeMailgun,
-	"postmark": decodePostmark,
+	string(provider.SES):      decodeSES,
+	string(provider.SendGrid): decodeSendGrid,
+	string(provider.Mailgun):  decodeMailgun,
+	string(provider.Postmark): decodePostmark,
 }
 
 // ReadFormat calls fn with each usable settlement in r, read as format
@@ -83,7 +93,7 @@ var decoders = map[string]decoder{
 // the provider said of it (responses, bounce types and codes, reasons;
 // see the decoders), without any e-mail address (cleanDetail).
 func ReadFormat(r io.Reader, format string, fn func(ledger.Settlement) error) (Stats, error) {
-	if format == "" || format == "jsonl" {
+	if format == "" || format == FormatJSONL {
 		st, err := Read(r, fn)
 		st.Payloads = st.Lines
 		return st, err
@@ -251,7 +261,7 @@ func decodeSES(payload []byte) (evidence, error) {
 	}
 	if env.Type != "" && env.Message != nil {
 		if env.Type != "Notification" {
-			return evidence{event: "ses:sns/" + lower(env.Type), kind: ledger.KindOther}, nil // subscription confirmations
+			return evidence{event: eventName(provider.SES, "sns/"+lower(env.Type)), kind: ledger.KindOther}, nil // subscription confirmations
 		}
 		payload = []byte(strings.TrimSpace(*env.Message))
 		if len(payload) == 0 || payload[0] != '{' {
@@ -274,7 +284,7 @@ func decodeSES(payload []byte) (evidence, error) {
 		attempt:    attemptNumber(e.Mail.Tags[notice.AttemptField]),
 		providerID: e.Mail.MessageID,
 		messageID:  e.Mail.CommonHeaders.MessageID,
-		event:      "ses:" + lower(typ),
+		event:      eventName(provider.SES, typ),
 		at:         parseTime(e.Mail.Timestamp),
 	}
 	ev.kind = ledger.KindOther
@@ -298,7 +308,7 @@ func decodeSES(payload []byte) (evidence, error) {
 			ev.to, ev.kind = ledger.Failed, ledger.KindBounceHard
 		}
 	case "reject":
-		ev.to, ev.kind = notSent("ses", e.Reject.Reason), ledger.KindNotSent
+		ev.to, ev.kind = notSent(string(provider.SES), e.Reject.Reason), ledger.KindNotSent
 	}
 	ev.detail = sesDetail(lower(typ), &e)
 	return ev, nil
@@ -344,7 +354,7 @@ func decodeSendGrid(payload []byte) (evidence, error) {
 	// then bounced it) carries neither unique_args nor sg_message_id, only
 	// smtp-id: our Message-ID, which matches it.
 	ev := evidence{key: key, attempt: attempt, providerID: sendGridMessageID(e.SGMessageID), messageID: e.SMTPID,
-		event: "sendgrid:" + lower(e.Event), kind: ledger.KindOther, at: parseTime(e.Timestamp),
+		event: eventName(provider.SendGrid, e.Event), kind: ledger.KindOther, at: parseTime(e.Timestamp),
 		detail: detail("type", e.Type, "classification", e.Classification, "status", e.Status, "reason", e.Reason, "response", e.Response)}
 	switch lower(e.Event) {
 	case "processed":
@@ -368,7 +378,7 @@ func decodeSendGrid(payload []byte) (evidence, error) {
 	case "dropped":
 		// Dropped before sending; a suppression (the reason names the
 		// list) is failed, any other reason retry (notSent).
-		ev.to, ev.kind = notSent("sendgrid", e.Reason), ledger.KindNotSent
+		ev.to, ev.kind = notSent(string(provider.SendGrid), e.Reason), ledger.KindNotSent
 	}
 	return ev, nil
 }
@@ -425,7 +435,7 @@ func decodeMailgun(payload []byte) (evidence, error) {
 		key:       firstString(vars[notice.KeyField]),
 		attempt:   attemptNumber(vars[notice.AttemptField]),
 		messageID: e.Message.Headers.MessageID,
-		event:     "mailgun:" + lower(e.Event),
+		event:     eventName(provider.Mailgun, e.Event),
 		kind:      ledger.KindOther,
 		at:        parseTime(e.Timestamp),
 		detail: detail("severity", e.Severity, "reason", e.Reason, "code", ds.code(), "message", ds.Message,
@@ -501,7 +511,7 @@ func mailgunFailure(ev *evidence, severity, reason string, ds mailgunDeliverySta
 		switch {
 		case strings.HasPrefix(reason, "suppress-"):
 			ev.event += "/" + reason
-			ev.to, ev.kind = notSent("mailgun", reason), ledger.KindNotSent // dropped before sending
+			ev.to, ev.kind = notSent(string(provider.Mailgun), reason), ledger.KindNotSent // dropped before sending
 		case reason == "old" || reason == "espblock" || lower(ds.BounceType) == "soft":
 			// retries ran out, or the receiving provider blocked it
 			ev.to, ev.kind = ledger.Failed, ledger.KindBounceSoft
@@ -546,7 +556,7 @@ func decodePostmark(payload []byte) (evidence, error) {
 		return evidence{}, fmt.Errorf("%w (RecordType)", errNoEvent)
 	}
 	ev := evidence{key: firstString(e.Metadata[notice.KeyField]), attempt: attemptNumber(e.Metadata[notice.AttemptField]),
-		providerID: e.MessageID, event: "postmark:" + lower(e.RecordType), kind: ledger.KindOther}
+		providerID: e.MessageID, event: eventName(provider.Postmark, e.RecordType), kind: ledger.KindOther}
 	switch lower(e.RecordType) {
 	case "delivery":
 		ev.to, ev.kind, ev.at = ledger.Sent, ledger.KindDelivered, parseTime(e.DeliveredAt)
@@ -580,7 +590,7 @@ func postmarkBounce(typ string) (ledger.State, ledger.EventKind) {
 	case "hardbounce", "bademailaddress":
 		return ledger.Failed, ledger.KindBounceHard
 	case "smtpapierror":
-		return notSent("postmark", typ), ledger.KindNotSent
+		return notSent(string(provider.Postmark), typ), ledger.KindNotSent
 	case "transient":
 		return ledger.Sent, ledger.KindDeferred
 	case "softbounce", "dnserror", "blocked", "dmarcpolicy":

@@ -442,7 +442,7 @@ func (s *Pass) derive(dn *due) {
 		dn.claim.Key = s.keyer.Key(t)
 		dn.n.Key = dn.claim.Key
 	}
-	dn.claim.MessageID = notice.BareMessageID(message.MessageID(dn.claim.Key, s.cfg.Policy.MessageIDDomain))
+	dn.claim.MessageID = notice.MessageID(dn.claim.Key, s.cfg.Policy.MessageIDDomain)
 	dn.claim.CancelToken = s.keyer.CancelToken(t)
 	if dn.addr != "" {
 		dn.claim.AddressHMAC = s.hasher.Digest(notice.ChannelEmail, dn.addr)

@@ -15,6 +15,7 @@ import (
 
 	"scan/internal/ask"
 	"scan/internal/ledger"
+	"scan/internal/provider"
 )
 
 // IndexDelay is how long after a claim a Message Twilio created must be
@@ -32,8 +33,8 @@ type Asker struct{ c *Client }
 // NewAsker returns the Asker of c's account.
 func NewAsker(c *Client) *Asker { return &Asker{c: c} }
 
-// Name is "twilio".
-func (a *Asker) Name() string { return "twilio" }
+// Name is provider.Twilio.
+func (a *Asker) Name() string { return string(provider.Twilio) }
 
 // message is the part of a Message resource About reads
 // (https://www.twilio.com/docs/messaging/api/message-resource#message-properties).
@@ -81,7 +82,7 @@ func (a *Asker) About(ctx context.Context, c ask.Claim, now time.Time) (ask.Answ
 			return ask.Answer{Unknown: "no listed Message has this body (Twilio may have changed it): not evidence either way"}, nil
 		}
 		return ask.Answer{Settlements: []ledger.Settlement{{Key: c.Key, Attempt: c.Attempt, To: ledger.Retry,
-			Kind: ledger.KindNotSent, Event: "twilio/not_found", Detail: "no Message with the sid the pass recorded"}}}, nil
+			Kind: ledger.KindNotSent, Event: string(provider.Twilio) + "/not_found", Detail: "no Message with the sid the pass recorded"}}}, nil
 	}
 	form := url.Values{"MessageSid": {m.SID}, "MessageStatus": {m.Status}}
 	if m.ErrorCode != nil {

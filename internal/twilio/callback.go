@@ -8,6 +8,7 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/notice"
+	"scan/internal/provider"
 )
 
 // ErrNotNotice: a status callback whose URL carries no notice key (not a
@@ -47,7 +48,7 @@ func DecodeCallback(query, form url.Values) (ledger.Settlement, bool, error) {
 		status = strings.ToLower(form.Get("SmsStatus"))
 	}
 	code, _ := strconv.Atoi(form.Get("ErrorCode"))
-	s := ledger.Settlement{Key: key, ProviderID: form.Get("MessageSid"), Attempt: max(attempt, 0), Event: "twilio/" + status}
+	s := ledger.Settlement{Key: key, ProviderID: form.Get("MessageSid"), Attempt: max(attempt, 0), Event: string(provider.Twilio) + "/" + status}
 	if code != 0 {
 		s.Event += "/" + strconv.Itoa(code)
 		s.Detail = "ErrorCode " + strconv.Itoa(code)

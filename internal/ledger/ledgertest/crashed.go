@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"scan/internal/ledger"
+	"scan/internal/notice"
 )
 
 // Key is the notice key of claim i of Crashed: 64 hex characters, its
@@ -17,7 +18,7 @@ func Key(i int) string { return fmt.Sprintf("%032x%032x", i, i) }
 
 // MessageID is the Message-ID (without angle brackets) of claim i of
 // Crashed: the key's first 32 characters at n.example.com.
-func MessageID(i int) string { return Key(i)[:32] + "@n.example.com" }
+func MessageID(i int) string { return notice.MessageID(Key(i), "n.example.com") }
 
 // Crashed migrates the ledger of db and claims n notices (keys Key(1) to
 // Key(n), subscriptions sub_1 to sub_n, period 2026-12-01) at t0, as a
