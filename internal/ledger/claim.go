@@ -48,11 +48,17 @@ type Claim struct {
 // provider's evidence of its key, kept before the ledger had the notice
 // (see Settle), proves it went out, so it was recorded sent (failed for a
 // hard bounce) and must not be sent; it is never set by Reclaim.
+//
+// Suppressed is set for a claim or retry row whose recipient was on the
+// channel's suppression list (ClaimOptions.Suppression): recorded failed
+// with ReasonSuppressed and no attempt, in the same statement, and must
+// not be sent by this channel.
 type Won struct {
 	Key         string `db:"notice_key"`
 	CancelToken string `db:"cancel_token"`
 	Attempt     int    `db:"attempts"`
 	Witnessed   bool   `db:"witnessed"`
+	Suppressed  bool   `db:"suppressed"`
 }
 
 // ClaimOptions are the per-pass values every claim of a batch shares.
@@ -62,23 +68,50 @@ type ClaimOptions struct {
 	RunID      string
 	RedirectTo string // recorded when a staging redirect is in force
 	Channel    string // the batch's channel: "" or "email", or "sms"
+	// Suppression makes the claim statement probe Channel's suppression
+	// list for each claim's digest (Claim.AddressHMAC), a pass sets it
+	// when the list had entries at its start: a listed recipient's notice
+	// is recorded failed (ReasonSuppressed) instead of claimed, and
+	// returned with Won.Suppressed. Without it nothing is probed.
+	Suppression bool
 }
 
-// Insert adds a batch of rows in state opt.State, in one INSERT ... ON
-// CONFLICT DO NOTHING RETURNING statement, and returns the rows it
-// inserted. With Claimed it claims notices to send (the caller commits
-// before sending anything); with Missed it records notices whose window
-// closed unclaimed (nothing is sent for those). A notice already in the
-// ledger is not an error: it is absent from the result, and the caller
-// counts it as suppressed. The claim commits synchronously whatever the
-// server's default (durably): in its own transaction when db is the pool,
-// else at the caller's COMMIT.
+// Insert claims a batch of notices to send (opt.State Claimed), in one
+// INSERT ... ON CONFLICT DO NOTHING RETURNING statement, and returns the
+// rows it inserted; the caller commits before sending anything. A notice
+// already in the ledger is not an error: it is absent from the result,
+// and the caller counts it as suppressed. The claim commits synchronously
+// whatever the server's default (durably): in its own transaction when db
+// is the pool, else at the caller's COMMIT. Notices whose window closed
+// unclaimed are RecordMissed's.
 func Insert(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claims []Claim) ([]Won, error) {
+	won, err := insertBatch(ctx, db, opt, claims)
+	if err != nil {
+		return nil, fmt.Errorf("claim batch: %w", err)
+	}
+	return won, nil
+}
+
+// RecordMissed records as missed, at now by run runID, a batch of
+// notices whose window closed with no ledger row: nothing is sent for
+// them. One statement (Insert's, in state Missed: no witness, no
+// suppression probe); it returns how many rows it inserted (a notice
+// already in the ledger is skipped).
+func RecordMissed(ctx context.Context, db sqlx.ExtContext, now time.Time, runID string, claims []Claim) (int, error) {
+	won, err := insertBatch(ctx, db, ClaimOptions{State: Missed, Now: now, RunID: runID}, claims)
+	if err != nil {
+		return 0, fmt.Errorf("record missed: %w", err)
+	}
+	return len(won), nil
+}
+
+// insertBatch runs noticeClaim for claims in state opt.State, durably.
+func insertBatch(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claims []Claim) ([]Won, error) {
 	if len(claims) == 0 {
 		return nil, nil
 	}
 	if err := ensurePartitions(ctx, db, claimMonths(claims)); err != nil {
-		return nil, fmt.Errorf("claim batch: %w", err)
+		return nil, err
 	}
 	a := claimArrays(claims)
 	k32 := key32Array(claims)
@@ -86,10 +119,11 @@ func Insert(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claims []
 	err := durably(ctx, db, func(q sqlx.ExtContext) error {
 		return sqlx.SelectContext(ctx, q, &out, noticeClaim,
 			a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
-			string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo, a[10], a[11], opt.Channel, a[12], k32)
+			string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo, a[10], a[11], opt.Channel, a[12], k32,
+			opt.Suppression, ReasonSuppressed)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim batch: %w", err)
+		return nil, err
 	}
 	return out, nil
 }
@@ -219,13 +253,33 @@ func appendArrayEscaped(b []byte, s string) []byte {
 
 // Reclaim takes back, durably as Insert claims (durably), the rows of keys that are in state
 // retry with their window still open at opt.Now; it returns those it won.
+// It probes no suppression list (see ReclaimUnlessSuppressed).
 func Reclaim(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, keys []string) ([]Won, error) {
+	opt.Suppression = false
+	return ReclaimUnlessSuppressed(ctx, db, opt, keys, nil)
+}
+
+// ReclaimUnlessSuppressed is Reclaim with the suppression probe of
+// opt.Suppression, in the same statement: digests[i] is the digest of the
+// address the pass would now send keys[i] to (nil for none). A row whose
+// digest is on opt.Channel's list is failed with ReasonSuppressed instead
+// of re-claimed, and returned with Won.Suppressed.
+func ReclaimUnlessSuppressed(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, keys []string, digests [][]byte) ([]Won, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
+	h := make([]string, len(keys))
+	if opt.Suppression {
+		for i := range h {
+			if i < len(digests) {
+				h[i] = hex.EncodeToString(digests[i])
+			}
+		}
+	}
 	var out []Won
 	err := durably(ctx, db, func(q sqlx.ExtContext) error {
-		return sqlx.SelectContext(ctx, q, &out, noticeReclaim, pq.Array(keys), opt.Now.UTC(), opt.RunID, opt.RedirectTo)
+		return sqlx.SelectContext(ctx, q, &out, noticeReclaim, pq.Array(keys), opt.Now.UTC(), opt.RunID, opt.RedirectTo,
+			pq.Array(h), opt.Suppression, opt.Channel, ReasonSuppressed)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reclaim retries: %w", err)

@@ -111,8 +111,8 @@ func Migrate(ctx context.Context, db *sql.DB) (applied int, err error) {
 }
 
 // WithTx runs fn in a transaction and commits it when fn returns nil. A
-// failed fn or a failed commit rolls back; the rollback does not use ctx's
-// cancellation, so a cancelled pass still ends its transaction.
+// failed fn or a failed commit rolls back (rollback), cancelled or not, so
+// a cancelled pass still ends its transaction.
 func WithTx(ctx context.Context, db *sqlx.DB, fn func(tx *sqlx.Tx) error) (err error) {
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
@@ -120,7 +120,7 @@ func WithTx(ctx context.Context, db *sqlx.DB, fn func(tx *sqlx.Tx) error) (err e
 	}
 	defer func() {
 		if err != nil {
-			_ = rollback(context.WithoutCancel(ctx), tx)
+			_ = rollback(tx)
 		}
 	}()
 	if err = fn(tx); err != nil {
@@ -132,7 +132,12 @@ func WithTx(ctx context.Context, db *sqlx.DB, fn func(tx *sqlx.Tx) error) (err e
 	return nil
 }
 
-func rollback(_ context.Context, tx *sqlx.Tx) error {
+// rollback ends tx without committing. It takes no context on purpose: a
+// rollback must run even once the caller's context is cancelled, and
+// database/sql's Rollback takes none (when the context tx began with is
+// cancelled, database/sql has already rolled it back, and Rollback's
+// sql.ErrTxDone is then no error).
+func rollback(tx *sqlx.Tx) error {
 	err := tx.Rollback()
 	if errors.Is(err, sql.ErrTxDone) {
 		return nil

@@ -31,7 +31,22 @@ package ledger
 // $12 claimed_at, $13 run id, $14 redirect address or empty, $15 rules
 // and $16 time zones (text[] each, empty for NULL; issue 27), $17 the
 // batch's channel (empty is email), $18 address digests (hex, empty for
-// none; issue 30), $19 the keys' first 32 characters (text[]).
+// none; issue 30), $19 the keys' first 32 characters (text[]), $20
+// whether to probe the batch's channel's suppression list (boolean), $21
+// the reason a listed recipient's row records (ReasonSuppressed).
+//
+// The suppression probe (issue 30), in this statement rather than one of
+// its own: with $20 true, a claim (state claimed) whose digest is on the
+// channel's list is inserted failed with reason $21, no attempt, no
+// message id, token or redirect, as RecordUnreached records it, and is
+// returned with suppressed: the pass does not send it, and the kind's
+// next channel takes it. One probe of the list's hash index (sql/0022) per
+// claim, in the inner select, which OFFSET 0 keeps from being flattened
+// into the outer one so that each row's probe runs once and not once per
+// column that reads it. The channel is compared outside the sub-select,
+// as in noticeSuppressionMatch, so that the planner takes the hash index.
+// With $20 false (an empty list at the pass's start) the probe is folded
+// away at plan time.
 const noticeClaim = `
 WITH ins AS (
 INSERT INTO notice_ledger AS l (
@@ -39,27 +54,33 @@ INSERT INTO notice_ledger AS l (
     claimed_at, run_id, renews_at, window_closes_at, domain, message_id,
     cancel_token, supersedes, redirected_to, attempts,
     rule, time_zone, first_claimed_at, channel, address_hmac,
-    sent_at, provider_id, settled_by, updated_at)
+    sent_at, provider_id, settled_by, updated_at, last_error)
 SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision::int,
-       CASE WHEN w.n IS NULL THEN $11 WHEN w.hard THEN 'failed' ELSE 'sent' END,
+       CASE WHEN c.listed THEN 'failed' WHEN w.n IS NULL THEN $11 WHEN w.hard THEN 'failed' ELSE 'sent' END,
        $12, $13, c.renews_at::timestamptz, c.window_closes_at::timestamptz,
-       NULLIF(c.domain, ''), NULLIF(c.message_id, ''),
-       COALESCE(prev.cancel_token, NULLIF(c.cancel_token, '')), prev.notice_key,
-       NULLIF($14, ''), CASE WHEN $11 = 'claimed' THEN 1 ELSE 0 END,
-       NULLIF(c.rule, ''), NULLIF(c.time_zone, ''), CASE WHEN $11 = 'claimed' THEN $12::timestamptz END,
+       NULLIF(c.domain, ''), CASE WHEN NOT c.listed THEN NULLIF(c.message_id, '') END,
+       CASE WHEN NOT c.listed THEN COALESCE(prev.cancel_token, NULLIF(c.cancel_token, '')) END, prev.notice_key,
+       CASE WHEN NOT c.listed THEN NULLIF($14, '') END, CASE WHEN $11 = 'claimed' AND NOT c.listed THEN 1 ELSE 0 END,
+       NULLIF(c.rule, ''), NULLIF(c.time_zone, ''),
+       CASE WHEN $11 = 'claimed' AND NOT c.listed THEN $12::timestamptz END,
        COALESCE(NULLIF($17, ''), 'email'), decode(NULLIF(c.address_hmac, ''), 'hex'),
        CASE WHEN w.n > 0 THEN COALESCE(w.at, $12) END, w.provider_id,
-       CASE WHEN w.n > 0 THEN 'witness' END, CASE WHEN w.n > 0 THEN $12::timestamptz END
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-            $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
-            $15::text[], $16::text[], $18::text[])
-     AS c(notice_key, subscription_id, kind, period_start, revision,
-          renews_at, window_closes_at, domain, message_id, cancel_token,
-          rule, time_zone, address_hmac)
+       CASE WHEN w.n > 0 THEN 'witness' END, CASE WHEN w.n > 0 OR c.listed THEN $12::timestamptz END,
+       CASE WHEN c.listed THEN $21::text END
+FROM (SELECT a.*, $20::boolean AND $11 = 'claimed' AND COALESCE(NULLIF($17, ''), 'email') IN (
+             SELECT s.channel FROM notice_suppression s
+             WHERE s.address_hmac = decode(NULLIF(a.address_hmac, ''), 'hex')) AS listed
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+                  $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
+                  $15::text[], $16::text[], $18::text[])
+           AS a(notice_key, subscription_id, kind, period_start, revision,
+                renews_at, window_closes_at, domain, message_id, cancel_token,
+                rule, time_zone, address_hmac)
+      OFFSET 0) c
 LEFT JOIN LATERAL (
     SELECT p.notice_key, p.cancel_token
     FROM notice_ledger p
-    WHERE c.revision::int > 0
+    WHERE c.revision::int > 0 AND NOT c.listed
       AND p.subscription_id = c.subscription_id
       AND p.kind = c.kind
       AND p.period_start = c.period_start::date
@@ -75,10 +96,11 @@ LEFT JOIN (
       AND u.key32 = ANY($19::text[])
       AND u.kind IN ('accepted', 'delivered', 'deferred', 'bounce_soft', 'bounce_hard',
                      'complaint', 'engagement')
-    GROUP BY u.key32) w ON w.key32 = left(c.notice_key, 32)
+    GROUP BY u.key32) w ON w.key32 = left(c.notice_key, 32) AND NOT c.listed
 ON CONFLICT DO NOTHING
 RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token, attempts,
-          settled_by IS NOT DISTINCT FROM 'witness' AS witnessed, period_start),
+          settled_by IS NOT DISTINCT FROM 'witness' AS witnessed,
+          last_error IS NOT DISTINCT FROM $21::text AS suppressed, period_start),
 moved AS (
     DELETE FROM notice_evidence_unmatched u
     USING ins
@@ -91,7 +113,7 @@ kept AS (
     SELECT notice_key, period_start, GREATEST(attempt, 1), kind, event, occurred_at, detail, recorded_at
     FROM moved
     ON CONFLICT DO NOTHING)
-SELECT notice_key, cancel_token, attempts, witnessed FROM ins`
+SELECT notice_key, cancel_token, attempts, witnessed, suppressed FROM ins`
 
 // noticeClaimDurable makes the transaction it runs in (a claim's, and
 // Settle's: the evidence a provider's webhook was answered for) commit
@@ -112,24 +134,51 @@ SELECT set_config('synchronous_commit',
 // the previous attempt's digest and settlement are cleared (its evidence
 // stays in notice_evidence under its number).
 //
-// $1 keys, $2 claimed_at (the pass's now), $3 run id, $4 redirect or ”.
+// The suppression probe, as in noticeClaim: with $6 true, a row whose
+// recipient's digest now ($5, hex, parallel to $1: the address the pass
+// would send to, which may not be the one the row was first claimed for)
+// is on channel $7's list is failed with reason $8 instead of re-claimed,
+// and returned with suppressed. The listed keys are found once (listed),
+// and the two updates take disjoint rows: a statement must not update a
+// row twice. With $6 false, listed is folded away at plan time.
+//
+// $1 keys, $2 claimed_at (the pass's now), $3 run id, $4 redirect or the
+// empty string, $5 digests (hex, text[]), $6 probe (boolean), $7 channel
+// (empty is email), $8 reason.
 const noticeReclaim = `
-UPDATE notice_ledger
-SET state = 'claimed', claimed_at = $2, run_id = $3,
-    first_claimed_at = COALESCE(first_claimed_at, claimed_at),
-    redirected_to = NULLIF($4, ''), updated_at = $2,
-    attempts = attempts + 1, message_sha256 = NULL, settled_by = NULL
-WHERE notice_key = ANY($1::text[])
-  AND state = 'retry'
-  AND (window_closes_at IS NULL OR window_closes_at > $2)
-RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token, attempts`
+WITH listed AS MATERIALIZED (
+    SELECT r.notice_key
+    FROM unnest($1::text[], $5::text[]) AS r(notice_key, h)
+    WHERE $6::boolean AND COALESCE(NULLIF($7, ''), 'email') IN (
+        SELECT s.channel FROM notice_suppression s
+        WHERE s.address_hmac = decode(NULLIF(r.h, ''), 'hex'))),
+failed AS (
+    UPDATE notice_ledger
+    SET state = 'failed', last_error = $8::text, updated_at = $2
+    WHERE notice_key IN (SELECT notice_key FROM listed)
+      AND state = 'retry'
+    RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token, attempts, true AS suppressed),
+reclaimed AS (
+    UPDATE notice_ledger
+    SET state = 'claimed', claimed_at = $2, run_id = $3,
+        first_claimed_at = COALESCE(first_claimed_at, claimed_at),
+        redirected_to = NULLIF($4, ''), updated_at = $2,
+        attempts = attempts + 1, message_sha256 = NULL, settled_by = NULL
+    WHERE notice_key = ANY($1::text[])
+      AND notice_key NOT IN (SELECT notice_key FROM listed)
+      AND state = 'retry'
+      AND (window_closes_at IS NULL OR window_closes_at > $2)
+    RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token, attempts, false AS suppressed)
+SELECT * FROM failed
+UNION ALL
+SELECT * FROM reclaimed`
 
 // noticeRecordOutcome records a batch of outcomes of one run's claims. The
 // row must still be claimed by that run: an operator's decision made in the
 // meantime is never overwritten. An unknown outcome keeps state 'claimed'
 // (quarantine) and records only the error and the digest. attempts is the
 // claim's (noticeClaim, noticeReclaim), not written here. The digest (hex,
-// or ” when nothing was handed over) is stored as 32 bytes.
+// or empty when nothing was handed over) is stored as 32 bytes.
 //
 // The rows are found by index scans only, within the months the period
 // bounds leave (whole months, so that they prune at plan time), and paired
@@ -143,7 +192,7 @@ RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token, attempts`
 // (of the quarantine index, or of the primary key by notice_key = ANY)
 // marks them as it passes.
 //
-// $1 keys, $2 states, $3 sent_at (text or ”), $4 provider ids,
+// $1 keys, $2 states, $3 sent_at (text, empty for none), $4 provider ids,
 // $5 digests (hex), $6 errors (text[] each), $7 the first day of the earliest
 // month and $8 the first day after the latest (YYYY-MM-DD), or NULL for
 // every month, $9 run id, $10 updated_at.
@@ -249,7 +298,7 @@ SELECT * FROM notice_ledger WHERE notice_key = $1 FOR UPDATE`
 // noticeResolve applies an operator's or a reconciliation's decision,
 // by compare-and-set on the row's state and (for a reconciliation, which
 // read the row without a lock) its attempt.
-// $1 key, $2 new state, $3 sent_at (text or ”), $4 last_error note,
+// $1 key, $2 new state, $3 sent_at (text, empty for none), $4 last_error note,
 // $5 updated_at, $6 expected current state, $7 settled_by ('operator' or
 // the event kind), $8 expected attempts or NULL for any, $9 true to clear
 // sent_at (a "not sent" event overruled an acceptance).
@@ -278,7 +327,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7::date)`
 // a provider's webhook was answered for), evaluated once per statement by
 // the outer side of the LEFT JOIN, which is read whatever the look-up
 // finds. The statement therefore always returns at least one row; a row
-// whose notice_key is ” found nothing and is skipped.
+// whose notice_key is the empty string found nothing and is skipped.
 //
 // Look-up: by notice key ($1, each month's primary key), provider id ($2,
 // among the claims in quarantine, through the quarantine index: a provider
@@ -426,7 +475,7 @@ WHERE period_start >= $1::date AND period_start < $2::date`
 // absent from the result.
 //
 // $1 keys, $2 period starts, $3 attempts, $4 kinds, $5 events,
-// $6 occurred_at (text or ”), $7 details (text[] each), $8 recorded_at.
+// $6 occurred_at (text, empty for none), $7 details (text[] each), $8 recorded_at.
 const noticeEvidenceInsert = `
 INSERT INTO notice_evidence
     (notice_key, period_start, attempt, kind, event, occurred_at, detail, recorded_at)
@@ -443,7 +492,7 @@ RETURNING notice_key, attempt, event, occurred_at`
 // replay is skipped by the unique index.
 //
 // $1 key32s, $2 provider ids, $3 attempts (0: none named), $4 kinds,
-// $5 states the events prove, $6 events, $7 occurred_at (text or ”),
+// $5 states the events prove, $6 events, $7 occurred_at (text, empty for none),
 // $8 details (text[] each), $9 recorded_at, $10 recorded_by.
 const noticeEvidenceUnmatchedInsert = `
 INSERT INTO notice_evidence_unmatched
@@ -567,7 +616,7 @@ WHERE state = 'retry'`
 // noticeSuppressionAdd puts a batch of digests on the suppression list; a
 // digest already on it for that channel keeps its first row and is absent
 // from the result. $1 channels, $2 digests (hex), $3 reasons, $4 sources,
-// $5 notice keys (” for none) (text[] each), $6 created_at.
+// $5 notice keys (empty for none) (text[] each), $6 created_at.
 const noticeSuppressionAdd = `
 INSERT INTO notice_suppression (channel, address_hmac, reason, source, notice_key, created_at)
 SELECT x.channel, decode(x.h, 'hex'), x.reason, x.source, NULLIF(x.notice_key, ''), $6

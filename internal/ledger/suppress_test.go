@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -131,5 +132,91 @@ func TestRecordUnreached(t *testing.T) {
 	}
 	if got, _ := ledger.RecordUnreached(ctx, db, opt("r2"), ledger.ReasonSuppressed, []ledger.Claim{c}); len(got) != 0 {
 		t.Fatal("recorded twice")
+	}
+}
+
+// The claim statement probes the channel's list itself (Suppression):
+// a listed recipient's notice is inserted failed with ReasonSuppressed,
+// no attempt, no message id or token, and returned marked; the others
+// are claimed. Without Suppression, or on another channel's list,
+// nothing is probed.
+func TestClaimProbesSuppression(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	if _, err := ledger.SuppressionAdd(ctx, db, t0, []ledger.Suppression{
+		{Channel: "email", Digest: digest("gone@x"), Reason: "test", Source: ledger.SuppressedByOperator},
+		{Channel: "sms", Digest: digest("sms-only"), Reason: "test", Source: ledger.SuppressedByOperator},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	gone, ok, other, none, off := claim(1, 0), claim(2, 0), claim(3, 0), claim(4, 0), claim(5, 0)
+	gone.AddressHMAC, ok.AddressHMAC, other.AddressHMAC, off.AddressHMAC = digest("gone@x"), digest("ok@x"), digest("sms-only"), digest("gone@x")
+	o := opt("r1")
+	o.Suppression = true
+	won, err := ledger.Insert(ctx, db, o, []ledger.Claim{gone, ok, other, none})
+	if err != nil || len(won) != 4 {
+		t.Fatalf("claim: %+v, %v", won, err)
+	}
+	for _, w := range won {
+		if w.Suppressed != (w.Key == gone.Key) || w.Witnessed {
+			t.Fatalf("won %+v", w)
+		}
+	}
+	r := get(t, db, gone.Key)
+	if r.State != ledger.Failed || r.Attempts != 0 || r.LastError == nil || *r.LastError != ledger.ReasonSuppressed ||
+		r.MessageID != nil || r.CancelToken != nil || r.FirstClaimedAt != nil {
+		t.Fatalf("suppressed row: %+v", r)
+	}
+	for _, k := range []string{ok.Key, other.Key, none.Key} {
+		if r := get(t, db, k); r.State != ledger.Claimed || r.Attempts != 1 || r.LastError != nil {
+			t.Fatalf("claimed row: %+v", r)
+		}
+	}
+	won, err = ledger.Insert(ctx, db, opt("r1"), []ledger.Claim{off})
+	if err != nil || len(won) != 1 || won[0].Suppressed || get(t, db, off.Key).State != ledger.Claimed {
+		t.Fatalf("without the probe: %+v, %v", won, err)
+	}
+}
+
+// A retry row whose recipient (the pass's digest now, not the one the
+// row kept) is listed is failed instead of re-claimed, in the re-claim's
+// statement; the others are re-claimed.
+func TestReclaimProbesSuppression(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	a, b := claim(1, 0), claim(2, 0)
+	if _, err := ledger.Insert(ctx, db, opt("r1"), []ledger.Claim{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	var outs []ledger.Outcome
+	for _, c := range []ledger.Claim{a, b} {
+		outs = append(outs, ledger.Outcome{Key: c.Key, PeriodStart: c.PeriodStart, State: ledger.Retry, Error: "451"})
+	}
+	if _, err := ledger.RecordOutcomes(ctx, db, "r1", t0, outs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.SuppressionAdd(ctx, db, t0, []ledger.Suppression{
+		{Channel: "email", Digest: digest("gone@x"), Reason: "test", Source: ledger.SuppressedByOperator},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	o := opt("r2")
+	o.Now, o.Suppression = t0.Add(time.Hour), true
+	won, err := ledger.ReclaimUnlessSuppressed(ctx, db, o, []string{a.Key, b.Key}, [][]byte{digest("gone@x"), digest("ok@x")})
+	if err != nil || len(won) != 2 {
+		t.Fatalf("re-claim: %+v, %v", won, err)
+	}
+	for _, w := range won {
+		if w.Suppressed != (w.Key == a.Key) {
+			t.Fatalf("won %+v", w)
+		}
+	}
+	if r := get(t, db, a.Key); r.State != ledger.Failed || r.LastError == nil || *r.LastError != ledger.ReasonSuppressed || r.Attempts != 1 {
+		t.Fatalf("suppressed retry: %+v", r)
+	}
+	if r := get(t, db, b.Key); r.State != ledger.Claimed || r.Attempts != 2 {
+		t.Fatalf("re-claimed: %+v", r)
 	}
 }

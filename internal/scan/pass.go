@@ -619,7 +619,8 @@ func (s *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 // claimPicked claims the planner's pick, new notices in one statement and
 // retry rows in another, and hands what it won to the dispatcher.
 func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, ps *passState, picked []candidate) error {
-	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: s.cfg.Now, RunID: s.cfg.RunID, RedirectTo: s.cfg.RedirectTo}
+	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: s.cfg.Now, RunID: s.cfg.RunID, RedirectTo: s.cfg.RedirectTo,
+		Suppression: s.suppressionEmail}
 	var claims []ledger.Claim
 	var retryKeys []string
 	byKey := make(map[string]candidate, len(picked))
@@ -640,18 +641,15 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 			a.PeriodStart.Compare(b.PeriodStart), cmp.Compare(a.Revision, b.Revision))
 	})
 	slices.Sort(retryKeys)
-	claims, retryKeys, err := s.dropSuppressed(ctx, c, byKey, claims, retryKeys)
-	if err != nil {
-		return err
-	}
 	var won []ledger.Won
 	if len(retryKeys) > 0 {
 		w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
-			return ledger.Reclaim(ctx, s.db, opt, retryKeys)
+			return ledger.ReclaimUnlessSuppressed(ctx, s.db, opt, retryKeys, s.retryDigests(byKey, retryKeys))
 		})
 		if err != nil {
 			return err
 		}
+		w, _ = s.takeSuppressed(c, w)
 		c.add(func(x *Summary) { x.Retried += len(w) })
 		for _, x := range w {
 			ps.reclaimed[byKey[x.Key].sel]++
@@ -673,10 +671,11 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 		if err != nil {
 			return err
 		}
+		w, listed := s.takeSuppressed(c, w)
 		w, witnessed := splitWitnessed(w)
 		c.add(func(x *Summary) { x.Minted += len(w); x.Witnessed += witnessed })
 		s.log.Info().Int("candidates", len(claims)).Int("claimed", len(w)).
-			Int("conflicts", len(claims)-len(w)-witnessed).Int("witnessed", witnessed).Msg("batch claimed")
+			Int("conflicts", len(claims)-len(w)-witnessed-listed).Int("witnessed", witnessed).Msg("batch claimed")
 		if witnessed > 0 {
 			s.log.Warn().Int("witnessed", witnessed).
 				Msg("notices the ledger did not have but the provider's events show sent (a restore or failover lost their claims): recorded sent from that evidence, not sent again")
@@ -828,15 +827,14 @@ func (s *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (b
 // recordMissed records as missed every notice whose window closed with no
 // ledger row while the charge is still ahead.
 func (s *Pass) recordMissed(ctx context.Context, c *counters) error {
-	opt := ledger.ClaimOptions{State: ledger.Missed, Now: s.cfg.Now, RunID: s.cfg.RunID}
 	return s.eachClosed(ctx, s.db, func(claims []ledger.Claim) error {
-		won, err := ledger.Insert(ctx, s.db, opt, claims)
+		n, err := ledger.RecordMissed(ctx, s.db, s.cfg.Now, s.cfg.RunID, claims)
 		if err != nil {
 			return err
 		}
-		c.add(func(x *Summary) { x.Missed += len(won) })
-		if len(won) > 0 {
-			s.log.Warn().Int("missed", len(won)).Msg("notice windows closed before any pass claimed them; recorded as missed, nothing sent")
+		c.add(func(x *Summary) { x.Missed += n })
+		if n > 0 {
+			s.log.Warn().Int("missed", n).Msg("notice windows closed before any pass claimed them; recorded as missed, nothing sent")
 		}
 		return nil
 	})

@@ -1,75 +1,50 @@
 package scan
 
 import (
-	"context"
-
 	"scan/internal/ledger"
-	"scan/internal/notice"
 )
 
-// dropSuppressed takes out of a batch about to be claimed the notices whose
-// recipient is on the email suppression list, checked for the whole batch
-// in one statement (ledger.SuppressionMatch, one probe of the list's
-// primary key per notice, no query per notice). New notices are recorded
-// failed with reason suppressed_address (ledger.RecordUnreached), retry
-// rows are failed the same way instead of re-claimed; both are counted in
-// Summary.SuppressedAddress. A kind's next channel takes them. With an
-// empty list at the start of the pass (suppressionEmail false) nothing is
-// probed: an address listed during the pass counts from the next one.
-func (s *Pass) dropSuppressed(ctx context.Context, c *counters, byKey map[string]candidate, claims []ledger.Claim, retryKeys []string) ([]ledger.Claim, []string, error) {
+// The email suppression list is checked in the claim statements
+// themselves (ledger.ClaimOptions.Suppression): one probe of the list's
+// hash index per notice inside the batch's INSERT ... SELECT, and inside
+// the retry rows' re-claim, never a query per notice nor a statement of
+// its own. A new notice whose recipient is listed is inserted failed with
+// reason suppressed_address, a retry row is failed the same way instead
+// of re-claimed; both come back marked (ledger.Won.Suppressed), are
+// counted in Summary.SuppressedAddress and not sent, and a kind's next
+// channel takes them. With an empty list at the start of the pass
+// (suppressionEmail false) nothing is probed: an address listed during
+// the pass counts from the next one.
+
+// retryDigests returns the recipients' digests of the retry rows keys,
+// from the rows the pass read (the address it would send to now, which
+// the probe checks), in the order of keys; nil when nothing is probed.
+func (s *Pass) retryDigests(byKey map[string]candidate, keys []string) [][]byte {
 	if !s.suppressionEmail {
-		return claims, retryKeys, nil
+		return nil
 	}
-	digests := make([][]byte, 0, len(claims)+len(retryKeys))
-	for _, cl := range claims {
-		digests = append(digests, cl.AddressHMAC)
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = byKey[k].claim.AddressHMAC
 	}
-	for _, k := range retryKeys {
-		digests = append(digests, byKey[k].claim.AddressHMAC)
-	}
-	var hit []bool
-	_, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
-		var err error
-		hit, err = ledger.SuppressionMatch(ctx, s.db, notice.ChannelEmail, digests)
-		return nil, err
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	var keepC, dropC []ledger.Claim
-	for i, cl := range claims {
-		if hit[i] {
-			dropC = append(dropC, cl)
-		} else {
-			keepC = append(keepC, cl)
+	return out
+}
+
+// takeSuppressed takes out of won the notices a claim statement recorded
+// failed because their recipient is on the email suppression list, counts
+// them, and returns the rest (to send) and how many it took.
+func (s *Pass) takeSuppressed(c *counters, won []ledger.Won) ([]ledger.Won, int) {
+	out := won[:0:0]
+	for _, w := range won {
+		if !w.Suppressed {
+			out = append(out, w)
 		}
 	}
-	var keepR, dropR []string
-	for i, k := range retryKeys {
-		if hit[len(claims)+i] {
-			dropR = append(dropR, k)
-		} else {
-			keepR = append(keepR, k)
-		}
+	n := len(won) - len(out)
+	if n == 0 {
+		return won, 0
 	}
-	if len(dropC)+len(dropR) == 0 {
-		return claims, retryKeys, nil
-	}
-	opt := ledger.ClaimOptions{State: ledger.Failed, Now: s.cfg.Now, RunID: s.cfg.RunID, Channel: notice.ChannelEmail}
-	var recorded, marked []string
-	_, err = s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
-		var err error
-		if recorded, err = ledger.RecordUnreached(ctx, s.db, opt, ledger.ReasonSuppressed, dropC); err != nil {
-			return nil, err
-		}
-		marked, err = ledger.MarkUnreached(ctx, s.db, s.cfg.Now, ledger.ReasonSuppressed, dropR)
-		return nil, err
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	n := len(recorded) + len(marked)
 	c.add(func(x *Summary) { x.SuppressedAddress += n })
 	s.log.Info().Int("suppressed_address", n).Msg("recipients on the suppression list: not sent by email")
-	return keepC, keepR, nil
+	return out, n
 }
