@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"scan/internal/message"
 	"scan/internal/notice"
 )
 
@@ -129,7 +128,7 @@ func (f *fixture) msgIDOf(id, period string) string {
 		f.t.Fatal(err)
 	}
 	ps, _ := time.Parse(notice.DateLayout, period)
-	return notice.BareMessageID(message.MessageID(k.Key(notice.Tuple{SubscriptionID: id, PeriodStart: ps, Kind: testKind}), testMsgIDDom))
+	return notice.MessageID(k.Key(notice.Tuple{SubscriptionID: id, PeriodStart: ps, Kind: testKind}), testMsgIDDom)
 }
 
 // A due: rule that cannot be met is a usage error naming the kind, and

@@ -23,11 +23,17 @@ const smsNotices = 12
 // smsFixture is a fixture whose rows have no email and a phone each, with
 // the kind going by [email, sms], and a Twilio stand-in.
 func smsFixture(t *testing.T) (*fixture, *twiliotest.Server, []string) {
+	return smsFixtureOf(t, "[email, sms]", "email = NULL, ")
+}
+
+// smsFixtureOf is smsFixture with the kind's channels and the rows'
+// update (set before the phone) given.
+func smsFixtureOf(t *testing.T, channels, set string) (*fixture, *twiliotest.Server, []string) {
 	f := newFixture(t, smsNotices, "")
-	if _, err := f.db.Exec(`UPDATE subscriptions SET email = NULL, phone = '+1415555' || right(id, 4)`); err != nil {
+	if _, err := f.db.Exec(`UPDATE subscriptions SET ` + set + `phone = '+1415555' || right(id, 4)`); err != nil {
 		t.Fatal(err)
 	}
-	pol := strings.NewReplacer("    close_before: 24h\n", "    close_before: 24h\n    channels: [email, sms]\n",
+	pol := strings.NewReplacer("    close_before: 24h\n", "    close_before: 24h\n    channels: "+channels+"\n",
 		"  global: {per_second: 100000, burst: 10000}\n", "  global: {per_second: 100000, burst: 10000}\n  sms: {per_second: 1000, burst: 100}\n").Replace(testPolicy)
 	if !strings.Contains(pol, "sms: {") || !strings.Contains(pol, "channels:") {
 		t.Fatal("testPolicy changed: update smsFixture's replacements")
@@ -73,10 +79,29 @@ func smsCheck(t *testing.T, f *fixture, tw *twiliotest.Server, final bool) (sent
 
 func TestSMSKillMatrix(t *testing.T) {
 	t.Parallel()
+	smsKillMatrix(t, smsFixture)
+}
+
+// The same matrix for a kind that goes by sms only ([sms]), whose rows
+// all have a usable email too: none is ever mailed.
+func TestSMSOnlyKillMatrix(t *testing.T) {
+	t.Parallel()
+	smsKillMatrix(t, func(t *testing.T) (*fixture, *twiliotest.Server, []string) {
+		f, tw, env := smsFixtureOf(t, "[sms]", "")
+		t.Cleanup(func() {
+			if n := f.smtp.Total(); n != 0 {
+				t.Errorf("a kind that goes by sms only mailed %d notices", n)
+			}
+		})
+		return f, tw, env
+	})
+}
+
+func smsKillMatrix(t *testing.T, fixtureOf func(*testing.T) (*fixture, *twiliotest.Server, []string)) {
 	for _, fp := range []string{"before-claim", "after-claim-commit", "after-accepted:3", "after-outcome-commit:5"} {
 		t.Run(fp, func(t *testing.T) {
 			t.Parallel()
-			f, tw, env := smsFixture(t)
+			f, tw, env := fixtureOf(t)
 			r := f.scan(f.env(append(env, "SCAN_FAILPOINT="+fp)...), "run", "--batch-size", "20")
 			if !r.killed {
 				t.Fatalf("fail point %s did not crash the pass: exit %d\n%s", fp, r.code, tail(r.stderr))

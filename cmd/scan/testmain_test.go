@@ -19,7 +19,6 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/ledger/ledgertest"
-	"scan/internal/message"
 	"scan/internal/notice"
 	"scan/internal/pgtest"
 	"scan/internal/scan"
@@ -188,7 +187,7 @@ func (f *fixture) key(id string, rev int, secret string) string {
 
 // msgID is the Message-ID (without brackets) of a subscription's notice.
 func (f *fixture) msgID(id string) string {
-	return notice.BareMessageID(message.MessageID(f.key(id, 0, testSecret), testMsgIDDom))
+	return notice.MessageID(f.key(id, 0, testSecret), testMsgIDDom)
 }
 
 // env is the child's environment; later entries override earlier ones.

@@ -20,6 +20,7 @@ import (
 
 	"scan/internal/address"
 	"scan/internal/notice"
+	"scan/internal/provider"
 	"scan/internal/send"
 )
 
@@ -244,8 +245,8 @@ func (cfg *RenderConfig) validate() (*mail.Address, error) {
 	if _, ok := parseLocale(cfg.DefaultLocale); !ok {
 		return nil, fmt.Errorf("send: RenderConfig.DefaultLocale %q is not a known BCP 47 tag", cfg.DefaultLocale)
 	}
-	switch cfg.Provider {
-	case "", "none", "ses", "sendgrid", "mailgun", "postmark":
+	switch provider.Name(cfg.Provider) {
+	case "", provider.None, provider.SES, provider.SendGrid, provider.Mailgun, provider.Postmark:
 	default:
 		return nil, fmt.Errorf("send: RenderConfig.Provider %q is not none, ses, sendgrid, mailgun or postmark", cfg.Provider)
 	}
@@ -299,7 +300,7 @@ func MessageID(key, domain string) string {
 // MessageID returns the Message-ID r gives the notice with key key.
 func (r *Renderer) MessageID(key string) string { return MessageID(key, r.domain) }
 
-// CorrelationHeaders returns the headers (name, value) that make provider
+// CorrelationHeaders returns the headers (name, value) that make the provider name
 // echo key and attempt (Notice.Attempt; 0 is written as 1) in its event
 // data, under notice.KeyField and notice.AttemptField:
 //
@@ -318,20 +319,20 @@ func (r *Renderer) MessageID(key string) string { return MessageID(key, r.domain
 //
 // Any other provider ("" or "none") gets none. key is hex and configSet
 // letters, digits, '-' and '_', so no value can hold a line break.
-func CorrelationHeaders(provider, key string, attempt int, configSet string) [][2]string {
+func CorrelationHeaders(name, key string, attempt int, configSet string) [][2]string {
 	n := strconv.Itoa(max(attempt, 1))
-	switch provider {
-	case "ses":
+	switch provider.Name(name) {
+	case provider.SES:
 		hs := [][2]string{{"X-SES-MESSAGE-TAGS", notice.KeyField + "=" + key + ", " + notice.AttemptField + "=" + n}}
 		if configSet != "" {
 			hs = append(hs, [2]string{"X-SES-CONFIGURATION-SET", configSet})
 		}
 		return hs
-	case "sendgrid":
+	case provider.SendGrid:
 		return [][2]string{{"X-SMTPAPI", `{"unique_args":{"` + notice.KeyField + `":"` + key + `","` + notice.AttemptField + `":"` + n + `"}}`}}
-	case "mailgun":
+	case provider.Mailgun:
 		return [][2]string{{"X-Mailgun-Variables", `{"` + notice.KeyField + `":"` + key + `","` + notice.AttemptField + `":"` + n + `"}`}}
-	case "postmark":
+	case provider.Postmark:
 		return [][2]string{{"X-PM-Metadata-" + notice.KeyField, key}, {"X-PM-Metadata-" + notice.AttemptField, n}}
 	}
 	return nil

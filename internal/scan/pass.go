@@ -62,20 +62,32 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 	if err := s.expireRetries(ctx, c); err != nil {
 		return finish(err)
 	}
+	// The sms stage runs beside the email stage (sms.go): neither waits
+	// for the other; an error of either stops both.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	sms := s.startSMS(ctx, stop, c)
+	s.smsQ = sms.queue()
 	ps, err := s.sendDue(ctx, c)
+	if err != nil {
+		stop(err)
+	}
+	if smsErr := sms.wait(); err == nil {
+		err = smsErr
+	}
 	if err != nil {
 		return finish(err)
 	}
 	if err := s.recordMissed(ctx, c); err != nil {
 		return finish(err)
 	}
+	if err := s.recordMissedSMS(ctx, c); err != nil {
+		return finish(err)
+	}
 	if ps.stopped || s.sawQuiet {
 		if err := s.tallyDeferred(ctx, ps, c); err != nil {
 			return finish(err)
 		}
-	}
-	if err := s.sendSMS(ctx, c); err != nil {
-		return finish(err)
 	}
 	return finish(s.countSuppressed(ctx, ps, c))
 }
@@ -114,13 +126,13 @@ func (s *Pass) guardMaxMint(ctx context.Context, c *counters) error {
 	if err != nil {
 		return err
 	}
-	if dry.WouldMint <= s.maxMint {
+	if dry.WouldMint+dry.smsMint <= s.maxMint {
 		return nil
 	}
 	c.Invalid = dry.Invalid
-	s.log.Error().Int("would_mint", dry.WouldMint).Int("max_mint", s.maxMint).
+	s.log.Error().Int("would_mint", dry.WouldMint).Int("would_mint_sms", dry.smsMint).Int("max_mint", s.maxMint).
 		Msg("refusing to send: this pass would mint more new notice keys than --max-mint allows (a changed secret or a bad data load?); nothing was claimed")
-	return fmt.Errorf("%w: would mint %d new keys, limit %d", ErrMaxMint, dry.WouldMint, s.maxMint)
+	return fmt.Errorf("%w: would mint %d new keys, limit %d", ErrMaxMint, dry.WouldMint+dry.smsMint, s.maxMint)
 }
 
 // expireRetries marks missed the retry rows whose window has closed.
@@ -179,7 +191,7 @@ func (s *Pass) startDispatcher(ctx context.Context, limits pace.Limits) (*send.D
 // the returned channel receives its error. Outcomes are written even after
 // ctx is cancelled (recorder.run).
 func (s *Pass) startRecorder(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, cancel context.CancelCauseFunc) <-chan error {
-	rec := &recorder{db: s.db, runID: s.cfg.RunID, clock: s.cfg.Clock, log: s.log, hooks: s.cfg.Hooks, c: c, cancel: cancel, grace: s.cfg.ShutdownGrace, flow: fl}
+	rec := &recorder{db: s.db, runID: s.cfg.RunID, clock: s.cfg.Clock, log: s.log, hooks: s.cfg.Hooks, c: c, cancel: cancel, grace: s.cfg.ShutdownGrace, flow: fl, sms: s.smsQ}
 	recDone := make(chan error, 1)
 	go func() {
 		// A panic here would kill the process outside run()'s recover (and
@@ -649,7 +661,7 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 		if err != nil {
 			return err
 		}
-		w, _ = s.takeSuppressed(c, w)
+		w, _ = s.takeSuppressed(c, w, byKey)
 		c.add(func(x *Summary) { x.Retried += len(w) })
 		for _, x := range w {
 			ps.reclaimed[byKey[x.Key].sel]++
@@ -657,8 +669,10 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 		won = append(won, w...)
 	}
 	if len(claims) > 0 {
-		if s.maxMint >= 0 && c.snapshot().Minted+len(claims) > s.maxMint {
-			return fmt.Errorf("%w: new subscriptions appeared during the pass; stopped at %d minted", ErrMaxMint, c.snapshot().Minted)
+		// The email notices only: the sms stage mints beside this one
+		// (its fallbacks for this pass's failures were not foreseen).
+		if minted := c.snapshot().Minted - int(s.smsMinted.Load()); s.maxMint >= 0 && minted+len(claims) > s.maxMint {
+			return fmt.Errorf("%w: new subscriptions appeared during the pass; stopped at %d minted", ErrMaxMint, minted)
 		}
 		if h := s.cfg.Hooks.BeforeClaim; h != nil {
 			h(len(claims))
@@ -671,7 +685,7 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 		if err != nil {
 			return err
 		}
-		w, listed := s.takeSuppressed(c, w)
+		w, listed := s.takeSuppressed(c, w, byKey)
 		w, witnessed := splitWitnessed(w)
 		c.add(func(x *Summary) { x.Minted += len(w); x.Witnessed += witnessed })
 		s.log.Info().Int("candidates", len(claims)).Int("claimed", len(w)).
@@ -780,7 +794,9 @@ func (s *Pass) tallyDeferred(ctx context.Context, ps *passState, c *counters) er
 	for _, k := range byDomain {
 		n += k
 	}
-	c.add(func(x *Summary) { x.Deferred, x.DeferredByDomain, x.DeferredQuietHours = n+quiet, byDomain, quiet })
+	c.add(func(x *Summary) { // added to the sms stage's own (sms.go)
+		x.Deferred, x.DeferredByDomain, x.DeferredQuietHours = x.Deferred+n+quiet, byDomain, x.DeferredQuietHours+quiet
+	})
 	if n > 0 {
 		s.log.Warn().Int("deferred", n).
 			Msg("notices left unclaimed when the time budget ended: the next pass takes them while their window is open")
@@ -918,6 +934,9 @@ func (s *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 		return out, err
 	}
 	out.WouldMiss += expiring
+	if err := s.smsDryRun(ctx, tx, &out); err != nil {
+		return out, err
+	}
 	out.Eligible = out.WouldMint + out.AlreadyClaimed + out.WouldDefer
 	return out, nil
 }

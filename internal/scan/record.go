@@ -52,6 +52,9 @@ type recorder struct {
 	flow   *flow // told of every result, so that the producer claims more
 	// grace bounds the writes once ctx is cancelled (Config.ShutdownGrace).
 	grace time.Duration
+	// sms takes the subscription ids of the notices refused for good,
+	// once recorded: the sms stage's (nil: none).
+	sms *smsHandoff
 
 	buf     []ledger.Outcome
 	pending []pendingMeta
@@ -67,6 +70,7 @@ type pendingMeta struct {
 	started time.Time // zero: never handed to the sender
 	waited  time.Duration
 	state   ledger.State
+	id      string // the subscription id
 }
 
 // run consumes results until the channel closes. Outcomes are written even
@@ -140,7 +144,7 @@ func (r *recorder) add(res send.Result) {
 	ev.Str("key", notice.Short(o.Key)).Str("domain", res.Notice.Domain).Str("outcome", string(o.State)).
 		Int("attempts", res.Attempts).Str("error", o.Error).Msg("notice outcome")
 	r.buf = append(r.buf, o)
-	r.pending = append(r.pending, pendingMeta{domain: res.Notice.Domain, claimed: res.Notice.ClaimedAt, started: res.Started, waited: res.Waited, state: o.State})
+	r.pending = append(r.pending, pendingMeta{domain: res.Notice.Domain, claimed: res.Notice.ClaimedAt, started: res.Started, waited: res.Waited, state: o.State, id: res.Notice.SubscriptionID})
 }
 
 func (r *recorder) flush(ctx context.Context) {
@@ -192,6 +196,15 @@ func (r *recorder) flush(ctx context.Context) {
 	}
 	if h := r.hooks.AfterOutcomeCommit; h != nil {
 		h(len(r.buf))
+	}
+	if r.sms != nil {
+		var failed []string
+		for _, m := range r.pending {
+			if m.state == ledger.Failed {
+				failed = append(failed, m.id)
+			}
+		}
+		r.sms.push(failed...)
 	}
 }
 

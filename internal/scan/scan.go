@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -193,6 +194,13 @@ type DryRunSummary struct {
 	WouldMiss      int `json:"would_miss"`
 	// WouldDefer: due notices the quiet hours would hold for a later pass.
 	WouldDefer int `json:"would_defer"`
+	// WouldSMS: sms notices the pass's sms stage would send (new, and sms
+	// rows in retry), from what the ledger and the source say now;
+	// WouldSMSUnreached: those it would record failed for want of a
+	// usable phone number. Neither is in Eligible or WouldMint.
+	WouldSMS          int `json:"would_sms"`
+	WouldSMSUnreached int `json:"would_sms_no_usable_address"`
+	smsMint           int // the new sms notices of WouldSMS: --max-mint counts them
 }
 
 // Pass is one pass of the job against one database, at one instant
@@ -210,11 +218,15 @@ type Pass struct {
 	suppressionEmail bool
 	src              source
 	sels             [][]selection // per kind: default group then overrides
+	smsSels          [][]selection // the same, of the kinds that go by sms first ([sms]): the sms stage's
 	kinds            map[string]policy.Kind
 	content          *content
-	sawQuiet         bool      // a row the quiet hours deferred was read (tallyDeferred)
-	start            time.Time // when Run started (the time budget's origin)
-	maxMint          int       // *cfg.MaxMint, or -1 for no limit
+	sawQuiet         bool         // a row the quiet hours deferred was read (tallyDeferred)
+	start            time.Time    // when Run started (the time budget's origin)
+	maxMint          int          // *cfg.MaxMint, or -1 for no limit
+	smsc             *smsTools    // this run's sms stage's own resolvers (startSMS)
+	smsMinted        atomic.Int64 // this run's new sms notices, out of Minted
+	smsQ             *smsHandoff  // this run's sms stage's: the email stage's failures go there
 }
 
 // New validates cfg and returns a Pass; it does no I/O (the ledger's and
@@ -308,17 +320,21 @@ func checkSource(cfg Config) error {
 func (s *Pass) selectGroups() {
 	cfg := s.cfg
 	s.kinds = map[string]policy.Kind{}
-	for i, k := range cfg.Policy.Notices {
+	for _, k := range cfg.Policy.Notices {
 		s.kinds[k.Kind] = k
 		anchor := k.AnchorColumn()
 		def := k.Default()
-		group := []selection{{kind: k.Kind, anchor: anchor, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: i == 0, rule: def.Rule(k.AnchorColumn())}}
+		group := []selection{{kind: k.Kind, anchor: anchor, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: len(s.sels) == 0 && !k.SMSFirst(), rule: def.Rule(k.AnchorColumn())}}
 		if def.Due != nil {
 			group[0].due = newDueBounds(def.Due, cfg.Now)
 		}
 		for _, j := range k.Overrides() {
 			w := k.ByJurisdiction[j]
 			group = append(group, selection{kind: k.Kind, anchor: anchor, open: time.Duration(w.OpenBefore), close: time.Duration(w.CloseBefore), jurisdiction: j, rule: w.Rule(k.AnchorColumn())})
+		}
+		if k.SMSFirst() {
+			s.smsSels = append(s.smsSels, group) // the sms stage's alone
+			continue
 		}
 		s.sels = append(s.sels, group)
 	}

@@ -5,8 +5,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 	"golang.org/x/time/rate"
 
 	"scan/internal/address"
@@ -19,11 +23,14 @@ import (
 
 // The sms channel (issue 30): a kind with channels [email, sms] goes by
 // sms when email cannot reach the customer while its window is open. The
-// pass's sms stage runs after the email stage, so the email half of a
-// pass keeps its own pace and buckets; sms has its own bucket (rate.sms)
-// and sender (Config.SMS). An sms notice is a notice of its own: its key
-// is the email key's material + "|sms", with its own claim, attempts,
-// quarantine and evidence. The stage takes, per window group:
+// pass's sms stage runs beside the email stage, in its own goroutine,
+// with its own bucket (rate.sms) and sender (Config.SMS): neither waits
+// for the other (no head-of-line blocking between channels). An sms
+// notice is a notice of its own: its key is the email key's material +
+// "|sms", with its own claim, attempts, quarantine and evidence.
+//
+// Its first sweep takes, per window group, what the ledger and the
+// source already say:
 //   - the notices whose email row is failed (suppressed, no usable
 //     address, refused for good, or hard-bounced by evidence, which a
 //     later pass finds: "in the next pass at the latest");
@@ -31,6 +38,15 @@ import (
 //     malformed): their email notice is recorded failed
 //     no_usable_address first;
 //   - the sms rows in retry, re-claimed by compare-and-set.
+//
+// Then it takes what the email stage of the same pass fails (suppressed,
+// refused for good): the email stage hands the subscription ids over
+// through smsHandoff, which never blocks it, and the sms stage reads them
+// set-based (the same statement restricted to those ids, a page of ids
+// at a time). When the email stage ends, the sms stage drains what is
+// queued and returns; a time budget that ends first defers (counted) the
+// rest to the next pass.
+//
 // A notice whose email row is sent, claimed (quarantine), retry or
 // missed is never sent by sms. Claim, send, record, as for email: the
 // claim commits before the request leaves, an answer that never came
@@ -42,7 +58,8 @@ import (
 // parameters, $7 false) with the window open (as subscriptionListOpen's
 // $3, $4), of kind $8, whose email row is failed or absent and whose sms
 // row is absent or retry (its key as notice_key), after the cursor $9,
-// from the period $10 (NULL: every month), at most $11.
+// from the period $10 (NULL: every month), at most $11, restricted to
+// the subscription ids $12 (NULL: every row).
 const subscriptionListFallback = `SELECT {cols}, e.state::text AS email_state, m.notice_key
 FROM {rel} s
 LEFT JOIN notice_ledger e
@@ -57,12 +74,131 @@ WHERE ` + subscription.InGroup + `
   AND (e.state = 'failed' OR e.subscription_id IS NULL)
   AND (m.subscription_id IS NULL OR m.state = 'retry')
   AND ($9::text IS NULL OR s.id::text > $9::text)
+  AND ($12::text[] IS NULL OR s.id::text = ANY($12::text[]))
 ORDER BY s.id::text
 LIMIT $11`
 
-// sendSMS is the pass's sms stage (see above); nothing without
-// Config.SMS or a kind with the sms channel.
-func (s *Pass) sendSMS(ctx context.Context, c *counters) error {
+// subscriptionListClosedSMS: the active rows of one group of a kind that
+// goes by sms first (the group parameters, $7 false) whose window closed
+// (as subscriptionListClosed's $3, $4) with no sms row of kind $8, after
+// the cursor $9, at most $11 ($10 unused: NULL).
+const subscriptionListClosedSMS = `SELECT {cols}
+FROM {rel} s
+WHERE ` + subscription.InGroup + `
+  AND s.period_start IS NOT NULL
+  AND NOT EXISTS (
+        SELECT 1 FROM notice_ledger m
+        WHERE m.subscription_id = s.id::text AND m.period_start = s.period_start::date
+          AND m.revision = COALESCE(s.notice_revision, 0) AND m.kind = $8 AND m.channel = 'sms')
+  AND ($9::text IS NULL OR s.id::text > $9::text)
+  AND ($10::date IS NULL OR s.period_start::date >= $10::date)
+ORDER BY s.id::text
+LIMIT $11`
+
+// recordMissedSMS records as missed (channel sms, the sms key) every
+// notice of a kind that goes by sms first whose window closed with no sms
+// row while the charge is still ahead, as recordMissed does for email.
+func (s *Pass) recordMissedSMS(ctx context.Context, c *counters) error {
+	opt := ledger.ClaimOptions{State: ledger.Missed, Now: s.cfg.Now, RunID: s.cfg.RunID, Channel: notice.ChannelSMS}
+	for _, group := range s.smsSels {
+		for _, sel := range group {
+			list := func(after *string) ([]subscription.Row, error) {
+				return s.src.ListGroup(ctx, s.db, subscriptionListClosedSMS, sel.closedGroup(), s.cfg.Now, s.cfg.Now.Add(sel.close),
+					sel.kind, textParam(after), nil, s.cfg.BatchSize)
+			}
+			err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
+				claims := s.missedClaims(sel, rows)
+				for i, cl := range claims {
+					claims[i].Key = s.keyer.ChannelKey(notice.Tuple{SubscriptionID: cl.SubscriptionID, PeriodStart: cl.PeriodStart, Kind: cl.Kind, Revision: cl.Revision}, notice.ChannelSMS)
+				}
+				won, err := ledger.Insert(ctx, s.db, opt, claims)
+				if err != nil {
+					return err
+				}
+				c.add(func(x *Summary) { x.Missed += len(won) })
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// smsHandoff carries the subscription ids whose email notice the email
+// stage failed to the sms stage, without ever blocking the email stage:
+// an unbounded list under a mutex and a one-slot wake-up signal. A nil
+// *smsHandoff takes nothing (no sms stage in the pass).
+type smsHandoff struct {
+	mu     sync.Mutex
+	ids    []string
+	closed bool
+	wake   chan struct{}
+}
+
+func newSMSHandoff() *smsHandoff { return &smsHandoff{wake: make(chan struct{}, 1)} }
+
+// push queues ids for the sms stage and wakes it.
+func (h *smsHandoff) push(ids ...string) {
+	if h == nil || len(ids) == 0 {
+		return
+	}
+	h.mu.Lock()
+	h.ids = append(h.ids, ids...)
+	h.mu.Unlock()
+	h.signal()
+}
+
+// close says the email stage has ended: nothing more comes.
+func (h *smsHandoff) close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.signal()
+}
+
+func (h *smsHandoff) signal() {
+	select {
+	case h.wake <- struct{}{}:
+	default: // already signalled
+	}
+}
+
+// next waits until ids are queued or the email stage has ended, and
+// takes at most n of them; done is true once it has ended and nothing is
+// left.
+func (h *smsHandoff) next(ctx context.Context, n int) (ids []string, done bool, _ error) {
+	for {
+		h.mu.Lock()
+		k := min(n, len(h.ids))
+		ids, h.ids = h.ids[:k:k], h.ids[k:]
+		closed := h.closed && len(h.ids) == 0
+		h.mu.Unlock()
+		if len(ids) > 0 || closed {
+			return ids, closed && len(ids) == 0, nil
+		}
+		select {
+		case <-h.wake:
+		case <-ctx.Done():
+			return nil, true, ctx.Err()
+		}
+	}
+}
+
+// smsStage is the pass's running sms stage (startSMS).
+type smsStage struct {
+	handoff *smsHandoff
+	done    chan error
+}
+
+// startSMS starts the pass's sms stage beside the email stage (see
+// above); nil without Config.SMS or a kind with the sms channel. An
+// error of the stage cancels the pass with that cause.
+func (s *Pass) startSMS(ctx context.Context, cancel context.CancelCauseFunc, c *counters) *smsStage {
+	if s.cfg.SMS == nil && len(s.smsSels) > 0 {
+		s.log.Warn().Msg("no sms sender: the kinds that go by sms only send nothing in this pass")
+	}
 	if s.cfg.SMS == nil || !s.cfg.Policy.UsesSMS() {
 		return nil
 	}
@@ -70,18 +206,160 @@ func (s *Pass) sendSMS(ctx context.Context, c *counters) error {
 		s.log.Warn().Msg("a staging redirect is in force: the sms channel sends nothing")
 		return nil
 	}
+	st := &smsStage{handoff: newSMSHandoff(), done: make(chan error, 1)}
+	s.smsMinted.Store(0)
+	s.smsc = s.newSMSTools()
+	go func() {
+		err := s.sendSMS(ctx, c, st.handoff)
+		if err != nil {
+			cancel(err)
+		}
+		st.done <- err
+	}()
+	return st
+}
+
+// queue is where the email stage hands the sms stage its failures; nil
+// (taking nothing) for a pass without an sms stage.
+func (st *smsStage) queue() *smsHandoff {
+	if st == nil {
+		return nil
+	}
+	return st.handoff
+}
+
+// wait tells the sms stage that the email stage has ended and waits for
+// it to drain; nil for a pass without one.
+func (st *smsStage) wait() error {
+	if st == nil {
+		return nil
+	}
+	st.handoff.close()
+	return <-st.done
+}
+
+// sendSMS is the sms stage: the first sweep, then what the email stage
+// hands over until it ends.
+func (s *Pass) sendSMS(ctx context.Context, c *counters, h *smsHandoff) error {
 	b := s.cfg.Policy.Rate.Share(s.cfg.Shards).SMS
 	lim := rate.NewLimiter(rate.Limit(b.PerSecond), max(b.Burst, 1))
-	for _, group := range s.sels {
+	if err := s.smsSweep(ctx, c, lim, nil); err != nil {
+		return err
+	}
+	for {
+		ids, done, err := h.next(ctx, s.cfg.BatchSize)
+		if err != nil || done {
+			return err
+		}
+		if err := s.smsSweep(ctx, c, lim, ids); err != nil {
+			return err
+		}
+	}
+}
+
+// smsSweep runs the fallback statement over every sms window group,
+// restricted to the subscription ids ids unless nil.
+func (s *Pass) smsSweep(ctx context.Context, c *counters, lim *rate.Limiter, ids []string) error {
+	var only any // NULL: every row
+	if ids != nil {
+		only = pq.Array(ids)
+	}
+	for _, group := range slices.Concat(s.smsSels, s.sels) {
 		for _, sel := range group {
 			if !s.kinds[sel.kind].HasSMS() {
 				continue
 			}
+			sel.due = s.smsc.dueOf(sel)
 			list := func(after *string) ([]subscription.Row, error) {
 				return s.src.ListGroup(ctx, s.db, subscriptionListFallback, sel.group(), s.cfg.Now.Add(sel.close), sel.hi(s.cfg.Now),
-					sel.kind, textParam(after), nil, s.cfg.BatchSize)
+					sel.kind, textParam(after), nil, s.cfg.BatchSize, only)
 			}
 			err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error { return s.smsPage(ctx, c, lim, sel, rows) })
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// smsTools are the sms stage's own resolvers, none of which is safe for
+// concurrent use with the email stage's.
+type smsTools struct {
+	content *content
+	keyer   *notice.Keyer
+	hasher  *notice.AddressHasher
+	due     map[string]*dueBounds // by selection key: sel.due's, with a cache of its own
+}
+
+func (s *Pass) newSMSTools() *smsTools {
+	keyer, _ := notice.NewKeyer(s.cfg.Secret) // checked by New
+	hasher, _ := notice.NewAddressHasher(s.cfg.Secret)
+	return &smsTools{content: s.content.fork(), keyer: keyer, hasher: hasher, due: map[string]*dueBounds{}}
+}
+
+// dueOf is the stage's own copy of sel's due rule (nil without one).
+func (t *smsTools) dueOf(sel selection) *dueBounds {
+	if sel.due == nil {
+		return nil
+	}
+	if t.due[sel.key()] == nil {
+		t.due[sel.key()] = newDueBounds(sel.due.rule, sel.due.now)
+	}
+	return t.due[sel.key()]
+}
+
+// fork is a content resolver of the same pass with caches of its own,
+// for the sms stage: content is not safe for concurrent use.
+func (c *content) fork() *content {
+	d := *c
+	d.zones, d.locales, d.quiet = map[string]*time.Location{}, map[string]string{}, map[string]quietVerdict{}
+	return &d
+}
+
+// smsDryRun counts, inside the dry run's read-only transaction, what the
+// sms stage's first sweep would send now (WouldSMS: new sms notices and
+// sms rows in retry, less the numbers on the sms suppression list) and
+// the notices it would record without a usable address. The email
+// notices the email stage would fail during the pass (suppressed,
+// refused) are not foreseen.
+func (s *Pass) smsDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
+	if !s.cfg.Policy.UsesSMS() {
+		return nil
+	}
+	s.smsc = s.newSMSTools()
+	for _, group := range slices.Concat(s.smsSels, s.sels) {
+		for _, sel := range group {
+			if !s.kinds[sel.kind].HasSMS() {
+				continue
+			}
+			sel.due = s.smsc.dueOf(sel)
+			list := func(after *string) ([]subscription.Row, error) {
+				return s.src.ListGroup(ctx, tx, subscriptionListFallback, sel.group(), s.cfg.Now.Add(sel.close), sel.hi(s.cfg.Now),
+					sel.kind, textParam(after), nil, s.cfg.BatchSize, nil)
+			}
+			err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
+				bt := s.smsSort(sel, rows)
+				all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
+				digests := make([][]byte, len(all))
+				for i, cl := range all {
+					digests[i] = cl.AddressHMAC
+				}
+				hit, err := ledger.SuppressionMatch(ctx, tx, notice.ChannelSMS, digests)
+				if err != nil {
+					return err
+				}
+				for i, h := range hit {
+					if !h {
+						out.WouldSMS++
+						if i < len(bt.claims) {
+							out.smsMint++ // a new key, for --max-mint
+						}
+					}
+				}
+				out.WouldSMSUnreached += len(bt.noPhone)
+				return nil
+			})
 			if err != nil {
 				return err
 			}
@@ -99,6 +377,11 @@ type smsBatch struct {
 	retries []string       // their keys, once the suppressed are out
 	byKey   map[string]send.Notice
 	quiet   int
+	// after: per email key of noEmail, the row's sms key. The sms notice
+	// waits for its email notice to be recorded failed by this pass: if
+	// the email stage claimed it first (the row gained an address since
+	// it was read), it is not texted.
+	after map[string]string
 }
 
 // smsPage claims and sends one page of the sms stage.
@@ -110,31 +393,48 @@ func (s *Pass) smsPage(ctx context.Context, c *counters, lim *rate.Limiter, sel 
 	if err := s.smsUnreached(ctx, c, &bt); err != nil {
 		return err
 	}
-	if s.cfg.MaxDuration > 0 && s.cfg.Clock.Now().Sub(s.start) >= s.cfg.MaxDuration {
-		n := len(bt.claims) + len(bt.retries)
-		c.add(func(x *Summary) { x.Deferred += n })
-		return nil
-	}
-	won, err := s.smsClaim(ctx, c, &bt)
-	if err != nil {
-		return err
-	}
-	for _, w := range won {
-		n := bt.byKey[w.Key]
-		n.Attempt, n.ClaimedAt = w.Attempt, s.cfg.Clock.Now()
-		if w.CancelToken != "" {
-			n.CancelToken = w.CancelToken
+	// Claimed a chunk at a time, about a second of the bucket's sends, so
+	// that a time budget ending mid-page defers the rest instead of
+	// sending a whole page at rate.sms past it.
+	size := smsChunk(lim, s.cfg.BatchSize)
+	for len(bt.claims)+len(bt.retries) > 0 {
+		if s.cfg.MaxDuration > 0 && s.cfg.Clock.Now().Sub(s.start) >= s.cfg.MaxDuration {
+			n := len(bt.claims) + len(bt.retries)
+			c.add(func(x *Summary) { x.Deferred += n })
+			return nil
 		}
-		if err := s.smsSend(ctx, c, lim, n); err != nil {
+		part := smsBatch{byKey: bt.byKey}
+		k := min(size, len(bt.retries))
+		part.retries, bt.retries = bt.retries[:k], bt.retries[k:]
+		k = min(size-k, len(bt.claims))
+		part.claims, bt.claims = bt.claims[:k], bt.claims[k:]
+		won, err := s.smsClaim(ctx, c, &part)
+		if err != nil {
 			return err
+		}
+		for _, w := range won {
+			n := bt.byKey[w.Key]
+			n.Attempt, n.ClaimedAt = w.Attempt, s.cfg.Clock.Now()
+			if w.CancelToken != "" {
+				n.CancelToken = w.CancelToken
+			}
+			if err := s.smsSend(ctx, c, lim, n); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
+// smsChunk is how many sms notices the stage claims at once: what the
+// bucket sends in about a second (its burst at least), at most a page.
+func smsChunk(lim *rate.Limiter, batch int) int {
+	return max(min(int(float64(lim.Limit())), batch), lim.Burst(), 1)
+}
+
 // smsSort sorts a page's rows into what to record, claim or re-claim.
 func (s *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
-	bt := smsBatch{byKey: map[string]send.Notice{}}
+	bt := smsBatch{byKey: map[string]send.Notice{}, after: map[string]string{}}
 	k := s.kinds[sel.kind]
 	w := k.WindowFor(sel.jurisdiction)
 	for _, r := range rows {
@@ -145,7 +445,7 @@ func (s *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
 		if r.AnchorAt != nil {
 			anchor = *r.AnchorAt
 		}
-		zone := s.content.zoneOf(r)
+		zone := s.smsc.content.zoneOf(r)
 		if sel.due != nil && !sel.due.open(anchor, zone) {
 			continue // read with the superset of a due rule: not yet due in its zone
 		}
@@ -153,13 +453,17 @@ func (s *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
 		base := ledger.Claim{SubscriptionID: r.ID, Kind: sel.kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
 			RenewsAt: *r.RenewsAt, WindowClosesAt: anchor.Add(-time.Duration(w.CloseBefore)),
 			Rule: sel.rule, TimeZone: zone.String()}
-		if r.EmailState == nil {
+		if r.EmailState == nil && !k.SMSFirst() {
 			if _, err := address.Parse(deref(r.Email)); err == nil {
 				continue // a usable address with no email row yet: the email stage's (deferred)
 			}
 			e := base
-			e.Key = s.keyer.Key(t)
+			e.Key = s.smsc.keyer.Key(t)
 			bt.noEmail = append(bt.noEmail, e)
+			bt.after[e.Key] = s.smsc.keyer.ChannelKey(t, notice.ChannelSMS)
+			if r.LedgerKey != nil {
+				bt.after[e.Key] = *r.LedgerKey
+			}
 		}
 		s.smsNotice(r, k, t, anchor, base, &bt)
 	}
@@ -171,7 +475,7 @@ func (s *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
 // hours defer it.
 func (s *Pass) smsNotice(r subscription.Row, k policy.Kind, t notice.Tuple, anchor time.Time, base ledger.Claim, bt *smsBatch) {
 	cl := base
-	cl.Key = s.keyer.ChannelKey(t, notice.ChannelSMS)
+	cl.Key = s.smsc.keyer.ChannelKey(t, notice.ChannelSMS)
 	if r.LedgerKey != nil {
 		cl.Key = *r.LedgerKey
 	}
@@ -186,15 +490,15 @@ func (s *Pass) smsNotice(r subscription.Row, k policy.Kind, t notice.Tuple, anch
 		return
 	}
 	n := send.Notice{Key: cl.Key, SubscriptionID: r.ID, Kind: k.Kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
-		RenewsAt: *r.RenewsAt, AnchorAt: anchor, To: phone, Name: deref(r.Name), Plan: deref(r.Plan), CancelToken: s.keyer.CancelToken(t)}
-	if reason, _ := s.content.fill(r, k, &n); reason != "" {
+		RenewsAt: *r.RenewsAt, AnchorAt: anchor, To: phone, Name: deref(r.Name), Plan: deref(r.Plan), CancelToken: s.smsc.keyer.CancelToken(t)}
+	if reason, _ := s.smsc.content.fill(r, k, &n); reason != "" {
 		return
 	}
-	if s.content.defers(n.TimeZone, cl.WindowClosesAt) {
+	if s.smsc.content.defers(n.TimeZone, cl.WindowClosesAt) {
 		bt.quiet++
 		return
 	}
-	cl.AddressHMAC = s.hasher.Digest(notice.ChannelSMS, phone)
+	cl.AddressHMAC = s.smsc.hasher.Digest(notice.ChannelSMS, phone)
 	bt.byKey[cl.Key] = n
 	if r.LedgerKey != nil {
 		bt.retried = append(bt.retried, cl)
@@ -213,6 +517,7 @@ func (s *Pass) smsUnreached(ctx context.Context, c *counters, bt *smsBatch) erro
 	if err != nil {
 		return err
 	}
+	bt.dropUnrecorded(a)
 	b, err := ledger.RecordUnreached(ctx, s.db, smsOpt, ledger.ReasonNoAddress, bt.noPhone)
 	if err != nil {
 		return err
@@ -255,6 +560,25 @@ func (s *Pass) smsUnreached(ctx context.Context, c *counters, bt *smsBatch) erro
 	return nil
 }
 
+// dropUnrecorded takes out of bt the sms notices whose email notice this
+// pass did not record failed (recorded: the email keys it inserted).
+func (bt *smsBatch) dropUnrecorded(recorded []string) {
+	for _, k := range recorded {
+		delete(bt.after, k)
+	}
+	if len(bt.after) == 0 {
+		return
+	}
+	drop := map[string]bool{}
+	for _, sk := range bt.after {
+		drop[sk] = true
+	}
+	dropped := func(cl ledger.Claim) bool { return drop[cl.Key] }
+	bt.noPhone = slices.DeleteFunc(bt.noPhone, dropped)
+	bt.claims = slices.DeleteFunc(bt.claims, dropped)
+	bt.retried = slices.DeleteFunc(bt.retried, dropped)
+}
+
 // smsClaim claims the page's sms notices (one statement) and re-claims
 // its retry rows (one more), each committed before anything is sent.
 func (s *Pass) smsClaim(ctx context.Context, c *counters, bt *smsBatch) ([]ledger.Won, error) {
@@ -277,6 +601,7 @@ func (s *Pass) smsClaim(ctx context.Context, c *counters, bt *smsBatch) ([]ledge
 			return nil, err
 		}
 		c.add(func(x *Summary) { x.Minted += len(w); x.SMS += len(w) })
+		s.smsMinted.Add(int64(len(w)))
 		won = append(won, w...)
 	}
 	if h := s.cfg.Hooks.AfterClaimCommit; h != nil && len(won) > 0 {
@@ -317,7 +642,7 @@ func (s *Pass) smsSend(ctx context.Context, c *counters, lim *rate.Limiter, n se
 		h(1)
 	}
 	if errors.Is(sendErr, send.ErrUnsubscribed) {
-		d := s.hasher.Digest(notice.ChannelSMS, n.To)
+		d := s.smsc.hasher.Digest(notice.ChannelSMS, n.To)
 		if _, err := ledger.SuppressionAdd(rctx, s.db, s.cfg.Now, []ledger.Suppression{{Channel: notice.ChannelSMS, Digest: d,
 			Reason: "twilio 21610: the recipient replied STOP", Source: ledger.SuppressedByProvider, NoticeKey: n.Key}}); err != nil {
 			return err

@@ -32,12 +32,16 @@ func (s *Pass) retryDigests(byKey map[string]candidate, keys []string) [][]byte 
 
 // takeSuppressed takes out of won the notices a claim statement recorded
 // failed because their recipient is on the email suppression list, counts
-// them, and returns the rest (to send) and how many it took.
-func (s *Pass) takeSuppressed(c *counters, won []ledger.Won) ([]ledger.Won, int) {
+// them, hands them to the sms stage (byKey: the candidates claimed), and
+// returns the rest (to send) and how many it took.
+func (s *Pass) takeSuppressed(c *counters, won []ledger.Won, byKey map[string]candidate) ([]ledger.Won, int) {
 	out := won[:0:0]
+	var ids []string
 	for _, w := range won {
 		if !w.Suppressed {
 			out = append(out, w)
+		} else {
+			ids = append(ids, byKey[w.Key].claim.SubscriptionID)
 		}
 	}
 	n := len(won) - len(out)
@@ -45,6 +49,7 @@ func (s *Pass) takeSuppressed(c *counters, won []ledger.Won) ([]ledger.Won, int)
 		return won, 0
 	}
 	c.add(func(x *Summary) { x.SuppressedAddress += n })
+	s.smsQ.push(ids...) // the kind's next channel, in this pass
 	s.log.Info().Int("suppressed_address", n).Msg("recipients on the suppression list: not sent by email")
 	return out, n
 }

@@ -20,6 +20,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"scan/internal/notice"
+	"scan/internal/provider"
 )
 
 // SESConfig configures the Amazon SES v2 sender.
@@ -124,7 +125,7 @@ func NewSES(cfg SESConfig) (*SES, error) {
 }
 
 // String names the sender for logs.
-func (s *SES) String() string { return "ses" }
+func (s *SES) String() string { return string(provider.SES) }
 
 // unusedSESMiddleware names the steps of the SDK's SendEmail stack that do
 // work on every call for nothing this sender uses; trimSendEmail removes
