@@ -16,7 +16,6 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/pace"
-	"scan/internal/policy"
 	"scan/internal/send"
 	"scan/internal/subscription"
 )
@@ -520,8 +519,6 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 	if err != nil {
 		return pg, err
 	}
-	k, _ := s.cfg.Policy.Kind(kind)
-	w := policy.Window{OpenBefore: policy.Duration(st.sel.open), CloseBefore: policy.Duration(st.sel.close)}
 	pg.last = after
 	pg.cands = make([]candidate, 0, len(rows)) // a candidate is large: grown, it is copied again
 	for _, r := range rows {
@@ -532,42 +529,22 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 			id := r.ID
 			pg.last = &id
 		}
-		selKey, rule := st.sel.key(), st.sel.rule
-		if r.RenewsAt != nil && r.AnchorAt == nil {
-			continue // a NULL anchor: not due for this kind (not invalid)
-		}
-		if st.retry {
-			j := deref(r.Jurisdiction)
-			w = k.WindowFor(j)
-			if r.RenewsAt == nil || !w.Contains(*r.AnchorAt, now, s.content.zoneOf(r)) {
-				continue // no longer due under its current row; expires later
-			}
-			rule = w.Rule(k.AnchorColumn())
-			if _, ok := k.ByJurisdiction[j]; !ok {
-				j = ""
-			}
-			selKey = selection{kind: kind, jurisdiction: j}.key()
-		} else if st.sel.due != nil && r.AnchorAt != nil && !st.sel.due.open(*r.AnchorAt, s.content.zoneOf(r)) {
-			continue // read with the superset of a due rule: not yet due in its zone
-		}
-		dn, reason := s.validate(r, kind, w)
-		dn.claim.Rule = rule
-		if reason != "" {
-			if inv.note(r.ID, kind, reason) {
+		v := s.classify(s.content, r, ask{sel: st.sel, retry: st.retry, channel: notice.ChannelEmail})
+		switch v.is {
+		case invalid:
+			if inv.note(r.ID, kind, v.reason) {
 				c.add(func(x *Summary) { x.Invalid++ })
 			}
-			continue
-		}
-		if s.content.defers(dn.n.TimeZone, dn.claim.WindowClosesAt) {
+		case deferred:
 			pg.quiet++ // a later pass sends it, outside the quiet hours
-			continue
+		case dueNow:
+			if d := send.DomainOf(v.dn.n); admit != nil && !admit(d) {
+				pg.skipped = append(pg.skipped, skippedRow{domain: d, before: prev})
+				continue
+			}
+			s.derive(&v.dn)
+			pg.cands = append(pg.cands, candidate{due: v.dn, reclaim: st.retry, sel: v.sel})
 		}
-		if admit != nil && !admit(send.DomainOf(dn.n)) {
-			pg.skipped = append(pg.skipped, skippedRow{domain: send.DomainOf(dn.n), before: prev})
-			continue
-		}
-		s.derive(&dn)
-		pg.cands = append(pg.cands, candidate{due: dn, reclaim: st.retry, sel: selKey})
 	}
 	if last != nil && *last != "" {
 		pg.last = last // past the retry rows left out of the page
@@ -867,7 +844,7 @@ func (s *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn func([
 				return s.src.listClosed(ctx, db, sel, s.cfg.Now, from, after, s.cfg.BatchSize)
 			}
 			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				return fn(s.missedClaims(sel, rows))
+				return fn(s.missedClaims(sel, notice.ChannelEmail, rows))
 			}); err != nil {
 				return err
 			}
@@ -876,20 +853,15 @@ func (s *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn func([
 	return nil
 }
 
-// missedClaims are the claims that record the closed-window rows as
-// missed; a row that cannot make a notice key is left out.
-func (s *Pass) missedClaims(sel selection, rows []subscription.Row) []ledger.Claim {
+// missedClaims are the claims, keyed for channel, that record the
+// closed-window rows as missed; a row that cannot make a notice key is
+// left out (not counted invalid: classify's missed path).
+func (s *Pass) missedClaims(sel selection, channel string, rows []subscription.Row) []ledger.Claim {
 	claims := make([]ledger.Claim, 0, len(rows))
 	for _, r := range rows {
-		if r.ID == "" || len(r.ID) > notice.MaxSubscriptionIDLen || r.PeriodStart == nil || r.RenewsAt == nil || r.AnchorAt == nil {
-			continue
+		if v := s.classify(s.content, r, ask{sel: sel, channel: channel, missed: true}); v.is == closed {
+			claims = append(claims, v.dn.claim)
 		}
-		t := notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: sel.kind, Revision: r.Revision}
-		claims = append(claims, ledger.Claim{
-			Key: s.keyer.Key(t), SubscriptionID: r.ID, Kind: sel.kind, PeriodStart: *r.PeriodStart,
-			Revision: r.Revision, RenewsAt: *r.RenewsAt, WindowClosesAt: r.AnchorAt.Add(-sel.close),
-			Rule: sel.rule, TimeZone: s.content.zoneOf(r).String(),
-		})
 	}
 	return claims
 }
@@ -944,25 +916,16 @@ func (s *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 // dryRunPage counts one page of a group's open rows into out: invalid,
 // deferred by the quiet hours, or to mint.
 func (s *Pass) dryRunPage(sel selection, rows []subscription.Row, inv *invalidLog, out *DryRunSummary) {
-	w := policy.Window{OpenBefore: policy.Duration(sel.open), CloseBefore: policy.Duration(sel.close)}
 	for _, r := range rows {
-		if r.RenewsAt != nil && r.AnchorAt == nil {
-			continue // not due for this kind
-		}
-		if sel.due != nil && r.AnchorAt != nil && !sel.due.open(*r.AnchorAt, s.content.zoneOf(r)) {
-			continue // not yet due in its zone
-		}
-		dn, reason := s.validate(r, sel.kind, w)
-		if reason != "" {
-			if inv.note(r.ID, sel.kind, reason) {
+		switch v := s.classify(s.content, r, ask{sel: sel, channel: notice.ChannelEmail}); v.is {
+		case invalid:
+			if inv.note(r.ID, sel.kind, v.reason) {
 				out.Invalid++
 			}
-			continue
-		}
-		if s.content.defers(dn.n.TimeZone, dn.claim.WindowClosesAt) {
+		case deferred:
 			out.WouldDefer++
-			continue
+		case dueNow:
+			out.WouldMint++
 		}
-		out.WouldMint++
 	}
 }
