@@ -385,24 +385,8 @@ type passState struct {
 // usual nightly re-run) is settled by one count. It returns when every
 // stream is read and claimed, or when the time budget ends (ps.stopped).
 func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, limits pace.Limits, ps *passState) error {
-	now := s.cfg.Now
-	for _, group := range s.sels {
-		ps.streams = append(ps.streams, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
-		for _, sel := range group {
-			from, err := s.src.openFrom(ctx, s.db, sel, now)
-			if err != nil {
-				return err
-			}
-			due, err := s.src.countDue(ctx, s.db, sel, now, s.cfg.RunID, from)
-			if err != nil {
-				return err
-			}
-			if due.Open == 0 {
-				ps.handled[sel.key()] = due.Handled
-				continue
-			}
-			ps.streams = append(ps.streams, &stream{sel: sel, from: from, skipped: map[string]bool{}})
-		}
+	if err := s.openStreams(ctx, ps); err != nil {
+		return err
 	}
 	inv := &invalidLog{seen: map[string]bool{}, log: s.log}
 	pl := newPlanner(fl, limits, s.cfg.BatchSize, s.cfg.Policy.Concurrency)
@@ -459,6 +443,33 @@ func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 		case <-ctx.Done():
 		}
 	}
+}
+
+// openStreams adds to ps the streams the producer reads: per kind, its
+// retry rows, then each window group with notices open at the start; a
+// group with none (the usual nightly re-run) is settled by its count of
+// the notices other runs handled.
+func (s *Pass) openStreams(ctx context.Context, ps *passState) error {
+	now := s.cfg.Now
+	for _, group := range s.sels {
+		ps.streams = append(ps.streams, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
+		for _, sel := range group {
+			from, err := s.src.openFrom(ctx, s.db, sel, now)
+			if err != nil {
+				return err
+			}
+			due, err := s.src.countDue(ctx, s.db, sel, now, s.cfg.RunID, from)
+			if err != nil {
+				return err
+			}
+			if due.Open == 0 {
+				ps.handled[sel.key()] = due.Handled
+				continue
+			}
+			ps.streams = append(ps.streams, &stream{sel: sel, from: from, skipped: map[string]bool{}})
+		}
+	}
+	return nil
 }
 
 // closedTime is a channel that is always ready: a deadline seen while
@@ -632,47 +643,16 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 	slices.Sort(retryKeys)
 	var won []ledger.Won
 	if len(retryKeys) > 0 {
-		w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
-			return ledger.ReclaimUnlessSuppressed(ctx, s.db, opt, retryKeys, s.retryDigests(byKey, retryKeys))
-		})
+		w, err := s.reclaimPicked(ctx, c, opt, ps, retryKeys, byKey)
 		if err != nil {
 			return err
-		}
-		w, _ = s.takeSuppressed(c, w, byKey)
-		c.add(func(x *Summary) { x.Retried += len(w) })
-		for _, x := range w {
-			ps.reclaimed[byKey[x.Key].sel]++
 		}
 		won = append(won, w...)
 	}
 	if len(claims) > 0 {
-		// The email notices only: the sms stage mints beside this one
-		// (its fallbacks for this pass's failures were not foreseen).
-		if minted := c.snapshot().Minted - int(s.smsMinted.Load()); s.maxMint >= 0 && minted+len(claims) > s.maxMint {
-			return fmt.Errorf("%w: new subscriptions appeared during the pass; stopped at %d minted", ErrMaxMint, minted)
-		}
-		if h := s.cfg.Hooks.BeforeClaim; h != nil {
-			h(len(claims))
-		}
-		// One statement, autocommitted: the claim is durable before any
-		// notice of it leaves the process.
-		w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
-			return ledger.Insert(ctx, s.db, opt, claims)
-		})
+		w, err := s.insertPicked(ctx, c, opt, claims, byKey)
 		if err != nil {
 			return err
-		}
-		w, listed := s.takeSuppressed(c, w, byKey)
-		w, witnessed := splitWitnessed(w)
-		c.add(func(x *Summary) { x.Minted += len(w); x.Witnessed += witnessed })
-		s.log.Info().Int("candidates", len(claims)).Int("claimed", len(w)).
-			Int("conflicts", len(claims)-len(w)-witnessed-listed).Int("witnessed", witnessed).Msg("batch claimed")
-		if witnessed > 0 {
-			s.log.Warn().Int("witnessed", witnessed).
-				Msg("notices the ledger did not have but the provider's events show sent (a restore or failover lost their claims): recorded sent from that evidence, not sent again")
-		}
-		if h := s.cfg.Hooks.AfterClaimCommit; h != nil {
-			h(len(w))
 		}
 		won = append(won, w...)
 	}
@@ -684,6 +664,57 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 	c.add(func(x *Summary) { x.Attempts += attempts })
 	s.noteFallbacks(c, won, byKey)
 	return s.submit(ctx, d, won, byKey)
+}
+
+// reclaimPicked re-claims the picked retry rows (keys, sorted) by
+// compare-and-set, less those the suppression list now holds.
+func (s *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, ps *passState, keys []string, byKey map[string]candidate) ([]ledger.Won, error) {
+	w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
+		return ledger.ReclaimUnlessSuppressed(ctx, s.db, opt, keys, s.retryDigests(byKey, keys))
+	})
+	if err != nil {
+		return nil, err
+	}
+	w, _ = s.takeSuppressed(c, w, byKey)
+	c.add(func(x *Summary) { x.Retried += len(w) })
+	for _, x := range w {
+		ps.reclaimed[byKey[x.Key].sel]++
+	}
+	return w, nil
+}
+
+// insertPicked claims the picked new notices (claims, sorted) in one
+// statement, autocommitted: the claim is durable before any notice of it
+// leaves the process. It returns those to send: not suppressed, not
+// witnessed sent already.
+func (s *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, claims []ledger.Claim, byKey map[string]candidate) ([]ledger.Won, error) {
+	// The email notices only: the sms stage mints beside this one
+	// (its fallbacks for this pass's failures were not foreseen).
+	if minted := c.snapshot().Minted - int(s.smsMinted.Load()); s.maxMint >= 0 && minted+len(claims) > s.maxMint {
+		return nil, fmt.Errorf("%w: new subscriptions appeared during the pass; stopped at %d minted", ErrMaxMint, minted)
+	}
+	if h := s.cfg.Hooks.BeforeClaim; h != nil {
+		h(len(claims))
+	}
+	w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
+		return ledger.Insert(ctx, s.db, opt, claims)
+	})
+	if err != nil {
+		return nil, err
+	}
+	w, listed := s.takeSuppressed(c, w, byKey)
+	w, witnessed := splitWitnessed(w)
+	c.add(func(x *Summary) { x.Minted += len(w); x.Witnessed += witnessed })
+	s.log.Info().Int("candidates", len(claims)).Int("claimed", len(w)).
+		Int("conflicts", len(claims)-len(w)-witnessed-listed).Int("witnessed", witnessed).Msg("batch claimed")
+	if witnessed > 0 {
+		s.log.Warn().Int("witnessed", witnessed).
+			Msg("notices the ledger did not have but the provider's events show sent (a restore or failover lost their claims): recorded sent from that evidence, not sent again")
+	}
+	if h := s.cfg.Hooks.AfterClaimCommit; h != nil {
+		h(len(w))
+	}
+	return w, nil
 }
 
 // splitWitnessed returns the claims of won to send, and how many the
