@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 	"golang.org/x/time/rate"
 
 	"scan/internal/address"
@@ -53,47 +52,6 @@ import (
 // outcome of each send (one a second at Twilio's pace). The pass's Hooks
 // run at the same boundaries as in the email stage.
 
-// subscriptionListFallback: the active rows of one group (the group
-// parameters, $7 false) with the window open (as subscriptionListOpen's
-// $3, $4), of kind $8, whose email row is failed or absent and whose sms
-// row is absent or retry (its key as notice_key), after the cursor $9,
-// from the period $10 (NULL: every month), at most $11, restricted to
-// the subscription ids $12 (NULL: every row).
-const subscriptionListFallback = `SELECT {cols}, e.state::text AS email_state, m.notice_key
-FROM {rel} s
-LEFT JOIN notice_ledger e
-       ON e.subscription_id = s.id::text AND e.period_start = s.period_start::date
-      AND e.revision = COALESCE(s.notice_revision, 0) AND e.kind = $8 AND e.channel = 'email'
-      AND ($10::date IS NULL OR e.period_start >= $10::date)
-LEFT JOIN notice_ledger m
-       ON m.subscription_id = s.id::text AND m.period_start = s.period_start::date
-      AND m.revision = COALESCE(s.notice_revision, 0) AND m.kind = $8 AND m.channel = 'sms'
-      AND ($10::date IS NULL OR m.period_start >= $10::date)
-WHERE ` + subscription.InGroup + `
-  AND (e.state = 'failed' OR e.subscription_id IS NULL)
-  AND (m.subscription_id IS NULL OR m.state = 'retry')
-  AND ($9::text IS NULL OR s.id::text > $9::text)
-  AND ($12::text[] IS NULL OR s.id::text = ANY($12::text[]))
-ORDER BY s.id::text
-LIMIT $11`
-
-// subscriptionListClosedSMS: the active rows of one group of a kind that
-// goes by sms first (the group parameters, $7 false) whose window closed
-// (as subscriptionListClosed's $3, $4) with no sms row of kind $8, after
-// the cursor $9, at most $11 ($10 unused: NULL).
-const subscriptionListClosedSMS = `SELECT {cols}
-FROM {rel} s
-WHERE ` + subscription.InGroup + `
-  AND s.period_start IS NOT NULL
-  AND NOT EXISTS (
-        SELECT 1 FROM notice_ledger m
-        WHERE m.subscription_id = s.id::text AND m.period_start = s.period_start::date
-          AND m.revision = COALESCE(s.notice_revision, 0) AND m.kind = $8 AND m.channel = 'sms')
-  AND ($9::text IS NULL OR s.id::text > $9::text)
-  AND ($10::date IS NULL OR s.period_start::date >= $10::date)
-ORDER BY s.id::text
-LIMIT $11`
-
 // recordMissedSMS records as missed (channel sms, the sms key) every
 // notice of a kind that goes by sms first whose window closed with no sms
 // row while the charge is still ahead, as recordMissed does for email.
@@ -102,8 +60,7 @@ func (s *Pass) recordMissedSMS(ctx context.Context, c *counters) error {
 	for _, group := range s.smsSels {
 		for _, sel := range group {
 			list := func(after *string) ([]subscription.Row, error) {
-				return s.src.ListGroup(ctx, s.db, subscriptionListClosedSMS, sel.closedGroup(), s.cfg.Now, s.cfg.Now.Add(sel.close),
-					sel.kind, textParam(after), nil, s.cfg.BatchSize)
+				return s.src.listClosedSMS(ctx, s.db, sel, s.cfg.Now, after, s.cfg.BatchSize)
 			}
 			err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
 				won, err := ledger.Insert(ctx, s.db, opt, s.missedClaims(sel, notice.ChannelSMS, rows))
@@ -255,10 +212,6 @@ func (s *Pass) sendSMS(ctx context.Context, c *counters, h *smsHandoff) error {
 // smsSweep runs the fallback statement over every sms window group,
 // restricted to the subscription ids ids unless nil.
 func (s *Pass) smsSweep(ctx context.Context, c *counters, lim *rate.Limiter, ids []string) error {
-	var only any // NULL: every row
-	if ids != nil {
-		only = pq.Array(ids)
-	}
 	for _, group := range slices.Concat(s.smsSels, s.sels) {
 		for _, sel := range group {
 			if !s.kinds[sel.kind].HasSMS() {
@@ -266,8 +219,7 @@ func (s *Pass) smsSweep(ctx context.Context, c *counters, lim *rate.Limiter, ids
 			}
 			sel.due = s.smsc.dueOf(sel)
 			list := func(after *string) ([]subscription.Row, error) {
-				return s.src.ListGroup(ctx, s.db, subscriptionListFallback, sel.group(), s.cfg.Now.Add(sel.close), sel.hi(s.cfg.Now),
-					sel.kind, textParam(after), nil, s.cfg.BatchSize, only)
+				return s.src.listFallback(ctx, s.db, sel, s.cfg.Now, after, s.cfg.BatchSize, ids)
 			}
 			err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error { return s.smsPage(ctx, c, lim, sel, rows) })
 			if err != nil {
@@ -330,8 +282,7 @@ func (s *Pass) smsDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRu
 			}
 			sel.due = s.smsc.dueOf(sel)
 			list := func(after *string) ([]subscription.Row, error) {
-				return s.src.ListGroup(ctx, tx, subscriptionListFallback, sel.group(), s.cfg.Now.Add(sel.close), sel.hi(s.cfg.Now),
-					sel.kind, textParam(after), nil, s.cfg.BatchSize, nil)
+				return s.src.listFallback(ctx, tx, sel, s.cfg.Now, after, s.cfg.BatchSize, nil)
 			}
 			err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
 				bt := s.smsSort(sel, rows)
