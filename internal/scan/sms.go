@@ -15,7 +15,6 @@ import (
 	"scan/internal/address"
 	"scan/internal/ledger"
 	"scan/internal/notice"
-	"scan/internal/policy"
 	"scan/internal/send"
 	"scan/internal/subscription"
 )
@@ -64,11 +63,7 @@ func (s *Pass) recordMissedSMS(ctx context.Context, c *counters) error {
 				return s.src.listClosedSMS(ctx, s.db, sel, s.cfg.Now, after, s.cfg.BatchSize)
 			}
 			err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				claims := s.missedClaims(sel, rows)
-				for i, cl := range claims {
-					claims[i].Key = s.keyer.ChannelKey(cl.Tuple, notice.ChannelSMS)
-				}
-				won, err := ledger.Insert(ctx, s.db, opt, claims)
+				won, err := ledger.Insert(ctx, s.db, opt, s.missedClaims(sel, notice.ChannelSMS, rows))
 				if err != nil {
 					return err
 				}
@@ -387,27 +382,17 @@ func smsChunk(lim *rate.Limiter, batch int) int {
 func (s *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
 	bt := smsBatch{byKey: map[string]send.Notice{}, after: map[string]string{}}
 	k := s.kinds[sel.kind]
-	w := k.WindowFor(sel.jurisdiction)
 	for _, r := range rows {
-		if r.RenewsAt == nil || r.PeriodStart == nil || r.ID == "" || r.Revision < 0 {
-			continue
+		v := s.classify(s.smsc.content, r, ask{sel: sel, channel: notice.ChannelSMS})
+		if !v.keyed {
+			continue // no notice tuple, or not yet due in its zone
 		}
-		anchor := *r.RenewsAt
-		if r.AnchorAt != nil {
-			anchor = *r.AnchorAt
-		}
-		zone := s.smsc.content.zoneOf(r)
-		if sel.due != nil && !sel.due.open(anchor, zone) {
-			continue // read with the superset of a due rule: not yet due in its zone
-		}
-		t := notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: sel.kind, Revision: r.Revision}
-		base := ledger.Claim{Tuple: t, RenewsAt: *r.RenewsAt, WindowClosesAt: anchor.Add(-time.Duration(w.CloseBefore)),
-			Rule: sel.rule, TimeZone: zone.String()}
+		t := v.dn.claim.Tuple
 		if r.EmailState == nil && !k.SMSFirst() {
 			if _, err := address.Parse(deref(r.Email)); err == nil {
 				continue // a usable address with no email row yet: the email stage's (deferred)
 			}
-			e := base
+			e := v.dn.claim
 			e.Key = s.smsc.keyer.Key(t)
 			bt.noEmail = append(bt.noEmail, e)
 			bt.after[e.Key] = s.smsc.keyer.ChannelKey(t, notice.ChannelSMS)
@@ -415,40 +400,39 @@ func (s *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
 				bt.after[e.Key] = *r.LedgerKey
 			}
 		}
-		s.smsNotice(r, k, t, anchor, base, &bt)
+		s.smsNotice(r, t, v, &bt)
 	}
 	return bt
 }
 
-// smsNotice adds row r's sms notice to bt (to claim, re-claim, or record
-// without a usable number), unless its content is invalid or the quiet
-// hours defer it.
-func (s *Pass) smsNotice(r subscription.Row, k policy.Kind, t notice.Tuple, anchor time.Time, base ledger.Claim, bt *smsBatch) {
-	cl := base
+// smsNotice adds row r's sms notice (its verdict v) to bt: to claim,
+// re-claim, or record without a usable number; unless its content is
+// invalid or the quiet hours defer it.
+func (s *Pass) smsNotice(r subscription.Row, t notice.Tuple, v verdict, bt *smsBatch) {
+	cl := v.dn.claim
 	cl.Key = s.smsc.keyer.ChannelKey(t, notice.ChannelSMS)
 	if r.LedgerKey != nil {
 		cl.Key = *r.LedgerKey
 	}
-	phone, err := notice.NormalizePhone(deref(r.Phone))
-	if err != nil {
+	switch v.is {
+	case unreachable:
 		if r.Phone != nil && *r.Phone != "" {
-			s.log.Warn().Str("subscription_id", logID(r.ID)).Str("kind", k.Kind).Msg("phone is not E.164: the sms channel is unusable for the row")
+			s.log.Warn().Str("subscription_id", logID(r.ID)).Str("kind", cl.Kind).Msg("phone is not E.164: the sms channel is unusable for the row")
 		}
 		if r.LedgerKey == nil {
 			bt.noPhone = append(bt.noPhone, cl)
 		}
 		return
-	}
-	n := send.Notice{Key: cl.Key, Tuple: t, RenewsAt: *r.RenewsAt, AnchorAt: anchor, To: phone,
-		Name: deref(r.Name), Plan: deref(r.Plan), CancelToken: s.smsc.keyer.CancelToken(t)}
-	if reason, _ := s.smsc.content.fill(r, k, &n); reason != "" {
-		return
-	}
-	if s.smsc.content.defers(n.TimeZone, cl.WindowClosesAt) {
+	case deferred:
 		bt.quiet++
 		return
+	case dueNow:
+	default: // invalid content: skipped
+		return
 	}
-	cl.AddressHMAC = s.smsc.hasher.Digest(notice.ChannelSMS, phone)
+	n := v.dn.n
+	n.Key, n.CancelToken = cl.Key, s.smsc.keyer.CancelToken(t)
+	cl.AddressHMAC = s.smsc.hasher.Digest(notice.ChannelSMS, v.dn.addr)
 	bt.byKey[cl.Key] = n
 	if r.LedgerKey != nil {
 		bt.retried = append(bt.retried, cl)
