@@ -54,8 +54,9 @@ func (g *sweptSignal) done() {
 
 // afterSMSStreams are the producer's streams of the kinds with channels
 // [sms, email]: per kind its email retry rows, and per window group the
-// rows whose sms notice failed (afterSMS).
-func (s *Pass) afterSMSStreams(ctx context.Context) ([]*stream, error) {
+// rows whose sms notice failed (afterSMS; its earliest period is read
+// with its first page, listStream).
+func (s *Pass) afterSMSStreams() []*stream {
 	var out []*stream
 	for _, group := range s.smsSels {
 		if !s.kinds[group[0].kind].EmailAfterSMS() {
@@ -63,23 +64,26 @@ func (s *Pass) afterSMSStreams(ctx context.Context) ([]*stream, error) {
 		}
 		out = append(out, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
 		for _, sel := range group {
-			from, err := s.src.openFrom(ctx, s.db, sel, s.cfg.Now)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, &stream{sel: sel, from: from, afterSMS: true, skipped: map[string]bool{}})
+			out = append(out, &stream{sel: sel, afterSMS: true, swept: s.swept.c, skipped: map[string]bool{}})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // listStream reads a page of st's new notices: its window's open rows,
 // or for an afterSMS stream the rows whose sms notice failed.
 func (s *Pass) listStream(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string) ([]subscription.Row, error) {
-	if st.afterSMS {
-		return s.src.listAfterSMS(ctx, db, st.sel, s.cfg.Now, st.from, after, s.cfg.BatchSize)
+	if !st.afterSMS {
+		return s.src.listOpen(ctx, db, st.sel, s.cfg.Now, st.from, after, s.cfg.BatchSize)
 	}
-	return s.src.listOpen(ctx, db, st.sel, s.cfg.Now, st.from, after, s.cfg.BatchSize)
+	if !st.fromRead {
+		from, err := s.src.openFrom(ctx, db, st.sel, s.cfg.Now)
+		if err != nil {
+			return nil, err
+		}
+		st.from, st.fromRead = from, true
+	}
+	return s.src.listAfterSMS(ctx, db, st.sel, s.cfg.Now, st.from, after, s.cfg.BatchSize)
 }
 
 // listAfterSMS reads a page of sel's open rows at now whose sms notice
@@ -91,35 +95,37 @@ func (s source) listAfterSMS(ctx context.Context, db sqlx.QueryerContext, sel se
 // awaitSweep keeps an afterSMS stream that has read its window once from
 // ending: it waits for the sms stage's first sweep, then reads again
 // (rewindAfterSweep).
-func (s *Pass) awaitSweep(st *stream) {
+func (st *stream) awaitSweep() {
 	if st.afterSMS && st.done && !st.reread {
 		st.done, st.waiting, st.awaiting = false, true, true
 	}
 }
 
-// rewindAfterSweep rewinds to the start, for their second read, the
-// afterSMS streams waiting for the sms stage's first sweep, once it has
-// ended.
-func (s *Pass) rewindAfterSweep(streams []*stream) {
-	for _, st := range streams {
-		if !st.awaiting {
-			continue
-		}
-		select {
-		case <-s.swept.c:
-			st.cursor, st.waiting, st.awaiting, st.reread = nil, false, false, true
-		default:
-		}
+// rewindAfterSweep rewinds an afterSMS stream waiting for the sms stage's
+// first sweep to the start, for its second read, once that sweep has
+// ended; it reports whether st waits for it (still, or until now).
+func (st *stream) rewindAfterSweep() bool {
+	if !st.awaiting {
+		return false
 	}
+	select {
+	case <-st.swept:
+		st.cursor, st.waiting, st.awaiting, st.reread = nil, false, false, true
+	default:
+	}
+	return true
 }
 
 // sweptWake is the channel the producer also waits on while an afterSMS
-// stream waits for the sms stage's first sweep; nil (never ready) when
-// none does.
-func (s *Pass) sweptWake(streams []*stream) <-chan struct{} {
+// stream waits for the sms stage's first sweep and the planner has room
+// to read it (the producer rewinds it then); nil (never ready) otherwise.
+func sweptWake(streams []*stream, pl *planner) <-chan struct{} {
+	if pl.full() {
+		return nil
+	}
 	for _, st := range streams {
 		if st.awaiting {
-			return s.swept.c
+			return st.swept
 		}
 	}
 	return nil

@@ -349,14 +349,16 @@ type stream struct {
 	waiting    bool
 	// afterSMS: the email notices of a kind with channels [sms, email]
 	// whose sms notice failed (emailfallback.go); awaiting: read once,
-	// waiting for the sms stage's first sweep; reread: read again after it.
-	afterSMS, awaiting, reread bool
+	// waiting for the sms stage's first sweep; reread: read again after
+	// it; swept: that sweep's end.
+	afterSMS, awaiting, reread, fromRead bool
+	swept                                <-chan struct{}
 }
 
 // rewindIfRoom rewinds a waiting stream to rescanFrom, to read again,
 // once one of the domains whose rows it skipped has room in the planner.
 func (st *stream) rewindIfRoom(pl *planner) {
-	if st.done || !st.waiting {
+	if st.done || !st.waiting || st.rewindAfterSweep() {
 		return
 	}
 	for d := range st.skipped {
@@ -412,11 +414,7 @@ func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 			ps.streams = append(ps.streams, &stream{sel: sel, from: from, skipped: map[string]bool{}})
 		}
 	}
-	after, err := s.afterSMSStreams(ctx)
-	if err != nil {
-		return err
-	}
-	ps.streams = append(ps.streams, after...)
+	ps.streams = append(ps.streams, s.afterSMSStreams()...)
 	inv := &invalidLog{seen: map[string]bool{}, log: s.log}
 	pl := newPlanner(fl, limits, s.cfg.BatchSize, s.cfg.Policy.Concurrency)
 	var deadline <-chan time.Time
@@ -439,7 +437,6 @@ func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 			return nil
 		default:
 		}
-		s.rewindAfterSweep(ps.streams)
 		progressed := false
 		if picked := pl.pick(s.cfg.Clock.Now()); len(picked) > 0 {
 			if err := s.claimPicked(ctx, d, c, fl, ps, picked); err != nil {
@@ -468,7 +465,7 @@ func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 		}
 		select {
 		case <-fl.wake:
-		case <-s.sweptWake(ps.streams):
+		case <-sweptWake(ps.streams, pl):
 		case <-deadline:
 			deadline = closedTime
 		case <-ctx.Done():
@@ -639,7 +636,7 @@ func (s *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 	case pg.end, st.nSkipped >= lookPast*s.cfg.BatchSize:
 		st.waiting = true
 	}
-	s.awaitSweep(st)
+	st.awaitSweep()
 	return nil
 }
 
@@ -836,7 +833,7 @@ func (s *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (b
 	// are the rows to count.
 	admitNone := func(string) bool { return false }
 	for _, st := range ps.streams {
-		rd := &stream{sel: st.sel, retry: st.retry, from: st.from, afterSMS: st.afterSMS}
+		rd := &stream{sel: st.sel, retry: st.retry, from: st.from, afterSMS: st.afterSMS, fromRead: st.fromRead}
 		err := eachPage(func(after *string) (*string, bool, error) {
 			pg, err := s.readPage(ctx, s.db, rd, after, admitNone, inv, &counters{})
 			if err != nil {
