@@ -23,18 +23,18 @@ import (
 // number, or a number Twilio refuses for good (21211, 21610) are each
 // mailed once in the same pass, under the email key; a row whose sms
 // Twilio later reports undelivered is mailed once by the next pass; a row
-// texted successfully, and a row whose sms is in quarantine, are never
-// mailed. The dry run counts the email notices it can foresee.
+// texted successfully, a row whose sms is in quarantine, and a row
+// whose sms Twilio keeps refusing for now (429: retry) are never mailed. The dry run counts the email notices it can foresee.
 func TestEmailAfterSMS(t *testing.T) {
 	t.Parallel()
 	e, tw, c := smsSetup(t)
 	e.pol = mustPolicy(t, strings.Replace(smsPolicy, "channels: [email, sms]", "channels: [sms, email]", 1))
-	ids := []string{"texted", "nophone", "suppressed", "invalid", "stop", "undelivered", "lost"}
+	ids := []string{"texted", "nophone", "suppressed", "invalid", "stop", "undelivered", "lost", "busy"}
 	for _, id := range ids {
 		e.insert(sub{id: id, email: id + "@x.com", renewsIn: 48 * time.Hour})
 	}
 	phones := map[string]string{"texted": "+14155550131", "suppressed": "+14155550132", "invalid": twiliotest.Invalid,
-		"stop": twiliotest.Unsubscribed, "undelivered": "+14155550133", "lost": twiliotest.NeverAnswered}
+		"stop": twiliotest.Unsubscribed, "undelivered": "+14155550133", "lost": twiliotest.NeverAnswered, "busy": twiliotest.TooMany}
 	for id, p := range phones {
 		e.setPhone(id, p)
 	}
@@ -44,11 +44,11 @@ func TestEmailAfterSMS(t *testing.T) {
 		t.Fatal(err)
 	}
 	withSMS := func(cfg *scan.Config) { cfg.SMS = c }
-	if d := dryRun(t, e, c); d.WouldSMS != 5 || d.WouldEmailAfterSMS != 2 || d.WouldMint != 0 {
+	if d := dryRun(t, e, c); d.WouldSMS != 6 || d.WouldEmailAfterSMS != 2 || d.WouldMint != 0 {
 		t.Fatalf("dry run %+v", d)
 	}
 	s := e.mustPass(withSMS)
-	if s.SMS != 5 || s.NoUsableAddress != 1 || s.SuppressedAddress != 1 {
+	if s.SMS != 6 || s.Retry != 1 || s.NoUsableAddress != 1 || s.SuppressedAddress != 1 {
 		t.Fatalf("first pass %+v", s)
 	}
 	mailed := func(want map[string]int) {
@@ -77,7 +77,7 @@ func TestEmailAfterSMS(t *testing.T) {
 		t.Fatal(err)
 	}
 	settle(t, e.db, st)
-	if d := dryRun(t, e, c); d.WouldEmailAfterSMS != 1 || d.WouldSMS != 0 {
+	if d := dryRun(t, e, c); d.WouldEmailAfterSMS != 1 || d.WouldSMS != 1 {
 		t.Fatalf("dry run after the callback %+v", d)
 	}
 	e.mustPass(withSMS)
@@ -95,7 +95,10 @@ func TestEmailAfterSMS(t *testing.T) {
 	if r := rowsOf(t, e.db, "lost"); len(r) != 1 || r["sms"].State != ledger.Claimed {
 		t.Errorf("lost rows %+v", r)
 	}
-	if tw.To(twiliotest.NeverAnswered) != 1 || tw.To("+14155550131") != 1 || len(tw.Requests()) != 5 {
+	if r := rowsOf(t, e.db, "busy"); len(r) != 1 || r["sms"].State != ledger.Retry || r["sms"].Attempts != 3 {
+		t.Errorf("busy rows %+v", r)
+	}
+	if tw.To(twiliotest.NeverAnswered) != 1 || tw.To("+14155550131") != 1 || len(tw.Requests()) != 5+3 {
 		t.Errorf("twilio got %+v", tw.Requests())
 	}
 }
