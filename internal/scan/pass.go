@@ -16,7 +16,6 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/pace"
-	"scan/internal/policy"
 	"scan/internal/send"
 	"scan/internal/subscription"
 )
@@ -395,24 +394,8 @@ type passState struct {
 // usual nightly re-run) is settled by one count. It returns when every
 // stream is read and claimed, or when the time budget ends (ps.stopped).
 func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, limits pace.Limits, ps *passState) error {
-	now := s.cfg.Now
-	for _, group := range s.sels {
-		ps.streams = append(ps.streams, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
-		for _, sel := range group {
-			from, err := s.src.openFrom(ctx, s.db, sel, now)
-			if err != nil {
-				return err
-			}
-			due, err := s.src.countDue(ctx, s.db, sel, now, s.cfg.RunID, from)
-			if err != nil {
-				return err
-			}
-			if due.Open == 0 {
-				ps.handled[sel.key()] = due.Handled
-				continue
-			}
-			ps.streams = append(ps.streams, &stream{sel: sel, from: from, skipped: map[string]bool{}})
-		}
+	if err := s.openStreams(ctx, ps); err != nil {
+		return err
 	}
 	ps.streams = append(ps.streams, s.afterSMSStreams()...)
 	inv := &invalidLog{seen: map[string]bool{}, log: s.log}
@@ -473,6 +456,33 @@ func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 	}
 }
 
+// openStreams adds to ps the streams the producer reads: per kind, its
+// retry rows, then each window group with notices open at the start; a
+// group with none (the usual nightly re-run) is settled by its count of
+// the notices other runs handled.
+func (s *Pass) openStreams(ctx context.Context, ps *passState) error {
+	now := s.cfg.Now
+	for _, group := range s.sels {
+		ps.streams = append(ps.streams, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
+		for _, sel := range group {
+			from, err := s.src.openFrom(ctx, s.db, sel, now)
+			if err != nil {
+				return err
+			}
+			due, err := s.src.countDue(ctx, s.db, sel, now, s.cfg.RunID, from)
+			if err != nil {
+				return err
+			}
+			if due.Open == 0 {
+				ps.handled[sel.key()] = due.Handled
+				continue
+			}
+			ps.streams = append(ps.streams, &stream{sel: sel, from: from, skipped: map[string]bool{}})
+		}
+	}
+	return nil
+}
+
 // closedTime is a channel that is always ready: a deadline seen while
 // waiting is handled at the top of the loop.
 var closedTime = func() <-chan time.Time {
@@ -531,8 +541,6 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 	if err != nil {
 		return pg, err
 	}
-	k, _ := s.cfg.Policy.Kind(kind)
-	w := policy.Window{OpenBefore: policy.Duration(st.sel.open), CloseBefore: policy.Duration(st.sel.close)}
 	pg.last = after
 	pg.cands = make([]candidate, 0, len(rows)) // a candidate is large: grown, it is copied again
 	for _, r := range rows {
@@ -543,42 +551,22 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 			id := r.ID
 			pg.last = &id
 		}
-		selKey, rule := st.sel.key(), st.sel.rule
-		if r.RenewsAt != nil && r.AnchorAt == nil {
-			continue // a NULL anchor: not due for this kind (not invalid)
-		}
-		if st.retry {
-			j := deref(r.Jurisdiction)
-			w = k.WindowFor(j)
-			if r.RenewsAt == nil || !w.Contains(*r.AnchorAt, now, s.content.zoneOf(r)) {
-				continue // no longer due under its current row; expires later
-			}
-			rule = w.Rule(k.AnchorColumn())
-			if _, ok := k.ByJurisdiction[j]; !ok {
-				j = ""
-			}
-			selKey = selection{kind: kind, jurisdiction: j}.key()
-		} else if st.sel.due != nil && r.AnchorAt != nil && !st.sel.due.open(*r.AnchorAt, s.content.zoneOf(r)) {
-			continue // read with the superset of a due rule: not yet due in its zone
-		}
-		dn, reason := s.validate(r, kind, w)
-		dn.claim.Rule = rule
-		if reason != "" {
-			if inv.note(r.ID, kind, reason) {
+		v := s.classify(s.content, r, ask{sel: st.sel, retry: st.retry, channel: notice.ChannelEmail})
+		switch v.is {
+		case invalid:
+			if inv.note(r.ID, kind, v.reason) {
 				c.add(func(x *Summary) { x.Invalid++ })
 			}
-			continue
-		}
-		if s.content.defers(dn.n.TimeZone, dn.claim.WindowClosesAt) {
+		case deferred:
 			pg.quiet++ // a later pass sends it, outside the quiet hours
-			continue
+		case dueNow:
+			if d := send.DomainOf(v.dn.n); admit != nil && !admit(d) {
+				pg.skipped = append(pg.skipped, skippedRow{domain: d, before: prev})
+				continue
+			}
+			s.derive(&v.dn)
+			pg.cands = append(pg.cands, candidate{due: v.dn, reclaim: st.retry, sel: v.sel})
 		}
-		if admit != nil && !admit(send.DomainOf(dn.n)) {
-			pg.skipped = append(pg.skipped, skippedRow{domain: send.DomainOf(dn.n), before: prev})
-			continue
-		}
-		s.derive(&dn)
-		pg.cands = append(pg.cands, candidate{due: dn, reclaim: st.retry, sel: selKey})
 	}
 	if last != nil && *last != "" {
 		pg.last = last // past the retry rows left out of the page
@@ -667,47 +655,16 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 	slices.Sort(retryKeys)
 	var won []ledger.Won
 	if len(retryKeys) > 0 {
-		w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
-			return ledger.ReclaimUnlessSuppressed(ctx, s.db, opt, retryKeys, s.retryDigests(byKey, retryKeys))
-		})
+		w, err := s.reclaimPicked(ctx, c, opt, ps, retryKeys, byKey)
 		if err != nil {
 			return err
-		}
-		w, _ = s.takeSuppressed(c, w, byKey)
-		c.add(func(x *Summary) { x.Retried += len(w) })
-		for _, x := range w {
-			ps.reclaimed[byKey[x.Key].sel]++
 		}
 		won = append(won, w...)
 	}
 	if len(claims) > 0 {
-		// The email notices only: the sms stage mints beside this one
-		// (its fallbacks for this pass's failures were not foreseen).
-		if minted := c.snapshot().Minted - int(s.smsMinted.Load()); s.maxMint >= 0 && minted+len(claims) > s.maxMint {
-			return fmt.Errorf("%w: new subscriptions appeared during the pass; stopped at %d minted", ErrMaxMint, minted)
-		}
-		if h := s.cfg.Hooks.BeforeClaim; h != nil {
-			h(len(claims))
-		}
-		// One statement, autocommitted: the claim is durable before any
-		// notice of it leaves the process.
-		w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
-			return ledger.Insert(ctx, s.db, opt, claims)
-		})
+		w, err := s.insertPicked(ctx, c, opt, claims, byKey)
 		if err != nil {
 			return err
-		}
-		w, listed := s.takeSuppressed(c, w, byKey)
-		w, witnessed := splitWitnessed(w)
-		c.add(func(x *Summary) { x.Minted += len(w); x.Witnessed += witnessed })
-		s.log.Info().Int("candidates", len(claims)).Int("claimed", len(w)).
-			Int("conflicts", len(claims)-len(w)-witnessed-listed).Int("witnessed", witnessed).Msg("batch claimed")
-		if witnessed > 0 {
-			s.log.Warn().Int("witnessed", witnessed).
-				Msg("notices the ledger did not have but the provider's events show sent (a restore or failover lost their claims): recorded sent from that evidence, not sent again")
-		}
-		if h := s.cfg.Hooks.AfterClaimCommit; h != nil {
-			h(len(w))
 		}
 		won = append(won, w...)
 	}
@@ -719,6 +676,57 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 	c.add(func(x *Summary) { x.Attempts += attempts })
 	s.noteFallbacks(c, won, byKey)
 	return s.submit(ctx, d, won, byKey)
+}
+
+// reclaimPicked re-claims the picked retry rows (keys, sorted) by
+// compare-and-set, less those the suppression list now holds.
+func (s *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, ps *passState, keys []string, byKey map[string]candidate) ([]ledger.Won, error) {
+	w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
+		return ledger.ReclaimUnlessSuppressed(ctx, s.db, opt, keys, s.retryDigests(byKey, keys))
+	})
+	if err != nil {
+		return nil, err
+	}
+	w, _ = s.takeSuppressed(c, w, byKey)
+	c.add(func(x *Summary) { x.Retried += len(w) })
+	for _, x := range w {
+		ps.reclaimed[byKey[x.Key].sel]++
+	}
+	return w, nil
+}
+
+// insertPicked claims the picked new notices (claims, sorted) in one
+// statement, autocommitted: the claim is durable before any notice of it
+// leaves the process. It returns those to send: not suppressed, not
+// witnessed sent already.
+func (s *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, claims []ledger.Claim, byKey map[string]candidate) ([]ledger.Won, error) {
+	// The email notices only: the sms stage mints beside this one
+	// (its fallbacks for this pass's failures were not foreseen).
+	if minted := c.snapshot().Minted - int(s.smsMinted.Load()); s.maxMint >= 0 && minted+len(claims) > s.maxMint {
+		return nil, fmt.Errorf("%w: new subscriptions appeared during the pass; stopped at %d minted", ErrMaxMint, minted)
+	}
+	if h := s.cfg.Hooks.BeforeClaim; h != nil {
+		h(len(claims))
+	}
+	w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
+		return ledger.Insert(ctx, s.db, opt, claims)
+	})
+	if err != nil {
+		return nil, err
+	}
+	w, listed := s.takeSuppressed(c, w, byKey)
+	w, witnessed := splitWitnessed(w)
+	c.add(func(x *Summary) { x.Minted += len(w); x.Witnessed += witnessed })
+	s.log.Info().Int("candidates", len(claims)).Int("claimed", len(w)).
+		Int("conflicts", len(claims)-len(w)-witnessed-listed).Int("witnessed", witnessed).Msg("batch claimed")
+	if witnessed > 0 {
+		s.log.Warn().Int("witnessed", witnessed).
+			Msg("notices the ledger did not have but the provider's events show sent (a restore or failover lost their claims): recorded sent from that evidence, not sent again")
+	}
+	if h := s.cfg.Hooks.AfterClaimCommit; h != nil {
+		h(len(w))
+	}
+	return w, nil
 }
 
 // splitWitnessed returns the claims of won to send, and how many the
@@ -879,7 +887,7 @@ func (s *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn func([
 				return s.src.listClosed(ctx, db, sel, s.cfg.Now, from, after, s.cfg.BatchSize)
 			}
 			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				return fn(s.missedClaims(sel, rows))
+				return fn(s.missedClaims(sel, notice.ChannelEmail, rows))
 			}); err != nil {
 				return err
 			}
@@ -888,20 +896,15 @@ func (s *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn func([
 	return nil
 }
 
-// missedClaims are the claims that record the closed-window rows as
-// missed; a row that cannot make a notice key is left out.
-func (s *Pass) missedClaims(sel selection, rows []subscription.Row) []ledger.Claim {
+// missedClaims are the claims, keyed for channel, that record the
+// closed-window rows as missed; a row that cannot make a notice key is
+// left out (not counted invalid: classify's missed path).
+func (s *Pass) missedClaims(sel selection, channel string, rows []subscription.Row) []ledger.Claim {
 	claims := make([]ledger.Claim, 0, len(rows))
 	for _, r := range rows {
-		if r.ID == "" || len(r.ID) > notice.MaxSubscriptionIDLen || r.PeriodStart == nil || r.RenewsAt == nil || r.AnchorAt == nil {
-			continue
+		if v := s.classify(s.content, r, ask{sel: sel, channel: channel, missed: true}); v.is == closed {
+			claims = append(claims, v.dn.claim)
 		}
-		t := notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: sel.kind, Revision: r.Revision}
-		claims = append(claims, ledger.Claim{
-			Key: s.keyer.Key(t), SubscriptionID: r.ID, Kind: sel.kind, PeriodStart: *r.PeriodStart,
-			Revision: r.Revision, RenewsAt: *r.RenewsAt, WindowClosesAt: r.AnchorAt.Add(-sel.close),
-			Rule: sel.rule, TimeZone: s.content.zoneOf(r).String(),
-		})
 	}
 	return claims
 }
@@ -959,25 +962,16 @@ func (s *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 // dryRunPage counts one page of a group's open rows into out: invalid,
 // deferred by the quiet hours, or to mint.
 func (s *Pass) dryRunPage(sel selection, rows []subscription.Row, inv *invalidLog, out *DryRunSummary) {
-	w := policy.Window{OpenBefore: policy.Duration(sel.open), CloseBefore: policy.Duration(sel.close)}
 	for _, r := range rows {
-		if r.RenewsAt != nil && r.AnchorAt == nil {
-			continue // not due for this kind
-		}
-		if sel.due != nil && r.AnchorAt != nil && !sel.due.open(*r.AnchorAt, s.content.zoneOf(r)) {
-			continue // not yet due in its zone
-		}
-		dn, reason := s.validate(r, sel.kind, w)
-		if reason != "" {
-			if inv.note(r.ID, sel.kind, reason) {
+		switch v := s.classify(s.content, r, ask{sel: sel, channel: notice.ChannelEmail}); v.is {
+		case invalid:
+			if inv.note(r.ID, sel.kind, v.reason) {
 				out.Invalid++
 			}
-			continue
-		}
-		if s.content.defers(dn.n.TimeZone, dn.claim.WindowClosesAt) {
+		case deferred:
 			out.WouldDefer++
-			continue
+		case dueNow:
+			out.WouldMint++
 		}
-		out.WouldMint++
 	}
 }

@@ -103,7 +103,7 @@ func (s *Pass) previewKind(ctx context.Context, db sqlx.QueryerContext, id strin
 			p.Ledger = l.State
 		}
 	}
-	dn, reason := s.validate(r, k.Kind, w)
+	dn, reason := s.validate(s.content, r, k.Kind, w)
 	if reason != "" {
 		p.Invalid = reason
 		return p, nil

@@ -384,82 +384,12 @@ type due struct {
 	addr string
 }
 
-// validate turns a source row into a due notice, or returns a reason the
-// row is invalid (never containing the address). The notice's key and
-// what else comes from the secret are left to derive.
-func (s *Pass) validate(r subscription.Row, kind string, w policy.Window) (due, string) {
-	if r.ID == "" {
-		return due{}, "empty subscription id"
-	}
-	if len(r.ID) > notice.MaxSubscriptionIDLen {
-		return due{}, "subscription id over 255 bytes"
-	}
-	if r.RenewsAt == nil {
-		return due{}, "renews_at is NULL"
-	}
-	if r.PeriodStart == nil {
-		return due{}, "period_start is NULL"
-	}
-	if r.Revision < 0 {
-		return due{}, "notice_revision is negative"
-	}
-	j := deref(r.Jurisdiction)
-	if j != "" && s.cfg.Policy.UnknownJurisdiction == policy.UnknownInvalid && !s.cfg.Policy.KnownJurisdiction(j) {
-		return due{}, "jurisdiction not in the policy"
-	}
-	if r.Email == nil || *r.Email == "" {
-		return due{}, "no email"
-	}
-	addr, err := address.Parse(*r.Email)
-	if err != nil {
-		return due{}, "email: " + err.Error()
-	}
-	// Name reaches the To header and plan the Subject: a line break (or
-	// any control character, which Render would refuse after the claim)
-	// makes the row invalid before anything is claimed.
-	name, plan := deref(r.Name), deref(r.Plan)
-	if !address.ValidHeaderValue(name) {
-		return due{}, "CR, LF or control character in name"
-	}
-	if !address.ValidHeaderValue(plan) {
-		return due{}, "CR, LF or control character in plan"
-	}
-	to, domain := addr.Email, addr.Domain
-	if s.cfg.RedirectTo != "" {
-		to = s.cfg.RedirectTo // the original domain's bucket still applies
-	}
-	anchor := *r.RenewsAt
-	if r.AnchorAt != nil {
-		anchor = *r.AnchorAt
-	}
-	dn := due{
-		claim: ledger.Claim{
-			Key: deref(r.LedgerKey), SubscriptionID: r.ID, Kind: kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
-			RenewsAt: *r.RenewsAt, WindowClosesAt: anchor.Add(-time.Duration(w.CloseBefore)), Domain: domain,
-		},
-		n: send.Notice{
-			Key: deref(r.LedgerKey), SubscriptionID: r.ID, Kind: kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
-			RenewsAt: *r.RenewsAt, AnchorAt: anchor, To: to, Domain: domain, Name: name, Plan: plan,
-		},
-	}
-	reason, fallbacks := s.content.fill(r, s.kinds[kind], &dn.n)
-	if reason != "" {
-		return due{}, reason
-	}
-	dn.fallbacks = fallbacks
-	dn.claim.TimeZone = dn.n.TimeZone.String()
-	if s.cfg.RedirectTo == "" {
-		dn.addr, _ = notice.NormalizeEmail(addr.Email)
-	}
-	return dn, ""
-}
-
 // derive fills in what a valid due notice takes from the secret: its key
 // (unless the ledger row gave it), Message-ID and cancellation token. It
 // is the costly half of validation (two HMACs), so a row the pass skips
 // for now is never derived.
 func (s *Pass) derive(dn *due) {
-	t := notice.Tuple{SubscriptionID: dn.claim.SubscriptionID, PeriodStart: dn.claim.PeriodStart, Kind: dn.claim.Kind, Revision: dn.claim.Revision}
+	t := tupleOf(dn.claim)
 	if dn.claim.Key == "" {
 		dn.claim.Key = s.keyer.Key(t)
 		dn.n.Key = dn.claim.Key
@@ -469,6 +399,11 @@ func (s *Pass) derive(dn *due) {
 	if dn.addr != "" {
 		dn.claim.AddressHMAC = s.hasher.Digest(notice.ChannelEmail, dn.addr)
 	}
+}
+
+// tupleOf is the business tuple a claim names.
+func tupleOf(cl ledger.Claim) notice.Tuple {
+	return notice.Tuple{SubscriptionID: cl.SubscriptionID, PeriodStart: cl.PeriodStart, Kind: cl.Kind, Revision: cl.Revision}
 }
 
 func deref(p *string) string {

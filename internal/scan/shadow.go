@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"scan/internal/ledger"
+	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/subscription"
 )
@@ -61,28 +62,18 @@ func (s *Pass) shadowPage(sel selection, rows []subscription.Row, inv *invalidLo
 	var ss []ledger.Shadowed
 	w := sel.window()
 	for _, r := range rows {
-		if r.RenewsAt != nil && r.AnchorAt == nil {
-			continue
-		}
-		loc := s.content.zoneOf(r)
-		if sel.due != nil && r.AnchorAt != nil && !sel.due.open(*r.AnchorAt, loc) {
-			continue
-		}
-		dn, reason := s.validate(r, sel.kind, w)
-		if reason != "" {
-			if inv.note(r.ID, sel.kind, reason) {
+		switch v := s.classify(s.content, r, ask{sel: sel, channel: notice.ChannelEmail}); v.is {
+		case invalid:
+			if inv.note(r.ID, sel.kind, v.reason) {
 				out.Invalid++
 			}
-			continue
-		}
-		if s.content.defers(dn.n.TimeZone, dn.claim.WindowClosesAt) {
+		case deferred:
 			out.WouldDefer++
-			continue
+		case dueNow:
+			s.derive(&v.dn)
+			out.WouldClaim++
+			ss = append(ss, ledger.Shadowed{Claim: v.dn.claim, OpensAt: w.Opens(v.dn.n.AnchorAt, s.content.zoneOf(r)), ClosesAt: v.dn.claim.WindowClosesAt})
 		}
-		s.derive(&dn)
-		dn.claim.Rule = sel.rule
-		out.WouldClaim++
-		ss = append(ss, ledger.Shadowed{Claim: dn.claim, OpensAt: w.Opens(dn.n.AnchorAt, loc), ClosesAt: dn.claim.WindowClosesAt})
 	}
 	return ss
 }

@@ -10,13 +10,11 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 	"golang.org/x/time/rate"
 
 	"scan/internal/address"
 	"scan/internal/ledger"
 	"scan/internal/notice"
-	"scan/internal/policy"
 	"scan/internal/send"
 	"scan/internal/subscription"
 )
@@ -54,47 +52,6 @@ import (
 // outcome of each send (one a second at Twilio's pace). The pass's Hooks
 // run at the same boundaries as in the email stage.
 
-// subscriptionListFallback: the active rows of one group (the group
-// parameters, $7 false) with the window open (as subscriptionListOpen's
-// $3, $4), of kind $8, whose email row is failed or absent and whose sms
-// row is absent or retry (its key as notice_key), after the cursor $9,
-// from the period $10 (NULL: every month), at most $11, restricted to
-// the subscription ids $12 (NULL: every row).
-const subscriptionListFallback = `SELECT {cols}, e.state::text AS email_state, m.notice_key
-FROM {rel} s
-LEFT JOIN notice_ledger e
-       ON e.subscription_id = s.id::text AND e.period_start = s.period_start::date
-      AND e.revision = COALESCE(s.notice_revision, 0) AND e.kind = $8 AND e.channel = 'email'
-      AND ($10::date IS NULL OR e.period_start >= $10::date)
-LEFT JOIN notice_ledger m
-       ON m.subscription_id = s.id::text AND m.period_start = s.period_start::date
-      AND m.revision = COALESCE(s.notice_revision, 0) AND m.kind = $8 AND m.channel = 'sms'
-      AND ($10::date IS NULL OR m.period_start >= $10::date)
-WHERE ` + subscription.InGroup + `
-  AND (e.state = 'failed' OR e.subscription_id IS NULL)
-  AND (m.subscription_id IS NULL OR m.state = 'retry')
-  AND ($9::text IS NULL OR s.id::text > $9::text)
-  AND ($12::text[] IS NULL OR s.id::text = ANY($12::text[]))
-ORDER BY s.id::text
-LIMIT $11`
-
-// subscriptionListClosedSMS: the active rows of one group of a kind that
-// goes by sms first (the group parameters, $7 false) whose window closed
-// (as subscriptionListClosed's $3, $4) with no sms row of kind $8, after
-// the cursor $9, at most $11 ($10 unused: NULL).
-const subscriptionListClosedSMS = `SELECT {cols}
-FROM {rel} s
-WHERE ` + subscription.InGroup + `
-  AND s.period_start IS NOT NULL
-  AND NOT EXISTS (
-        SELECT 1 FROM notice_ledger m
-        WHERE m.subscription_id = s.id::text AND m.period_start = s.period_start::date
-          AND m.revision = COALESCE(s.notice_revision, 0) AND m.kind = $8 AND m.channel = 'sms')
-  AND ($9::text IS NULL OR s.id::text > $9::text)
-  AND ($10::date IS NULL OR s.period_start::date >= $10::date)
-ORDER BY s.id::text
-LIMIT $11`
-
 // recordMissedSMS records as missed (channel sms, the sms key) every
 // notice of a kind that goes by sms first whose window closed with no sms
 // row while the charge is still ahead, as recordMissed does for email.
@@ -103,15 +60,10 @@ func (s *Pass) recordMissedSMS(ctx context.Context, c *counters) error {
 	for _, group := range s.smsSels {
 		for _, sel := range group {
 			list := func(after *string) ([]subscription.Row, error) {
-				return s.src.ListGroup(ctx, s.db, subscriptionListClosedSMS, sel.closedGroup(), s.cfg.Now, s.cfg.Now.Add(sel.close),
-					sel.kind, textParam(after), nil, s.cfg.BatchSize)
+				return s.src.listClosedSMS(ctx, s.db, sel, s.cfg.Now, after, s.cfg.BatchSize)
 			}
 			err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				claims := s.missedClaims(sel, rows)
-				for i, cl := range claims {
-					claims[i].Key = s.keyer.ChannelKey(notice.Tuple{SubscriptionID: cl.SubscriptionID, PeriodStart: cl.PeriodStart, Kind: cl.Kind, Revision: cl.Revision}, notice.ChannelSMS)
-				}
-				won, err := ledger.Insert(ctx, s.db, opt, claims)
+				won, err := ledger.Insert(ctx, s.db, opt, s.missedClaims(sel, notice.ChannelSMS, rows))
 				if err != nil {
 					return err
 				}
@@ -263,10 +215,6 @@ func (s *Pass) sendSMS(ctx context.Context, c *counters, h *smsHandoff) error {
 // smsSweep runs the fallback statement over every sms window group,
 // restricted to the subscription ids ids unless nil.
 func (s *Pass) smsSweep(ctx context.Context, c *counters, lim *rate.Limiter, ids []string) error {
-	var only any // NULL: every row
-	if ids != nil {
-		only = pq.Array(ids)
-	}
 	for _, group := range slices.Concat(s.smsSels, s.sels) {
 		for _, sel := range group {
 			if !s.kinds[sel.kind].HasSMS() {
@@ -274,8 +222,7 @@ func (s *Pass) smsSweep(ctx context.Context, c *counters, lim *rate.Limiter, ids
 			}
 			sel.due = s.smsc.dueOf(sel)
 			list := func(after *string) ([]subscription.Row, error) {
-				return s.src.ListGroup(ctx, s.db, subscriptionListFallback, sel.group(), s.cfg.Now.Add(sel.close), sel.hi(s.cfg.Now),
-					sel.kind, textParam(after), nil, s.cfg.BatchSize, only)
+				return s.src.listFallback(ctx, s.db, sel, s.cfg.Now, after, s.cfg.BatchSize, ids)
 			}
 			err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error { return s.smsPage(ctx, c, lim, sel, rows) })
 			if err != nil {
@@ -338,8 +285,7 @@ func (s *Pass) smsDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRu
 			}
 			sel.due = s.smsc.dueOf(sel)
 			list := func(after *string) ([]subscription.Row, error) {
-				return s.src.ListGroup(ctx, tx, subscriptionListFallback, sel.group(), s.cfg.Now.Add(sel.close), sel.hi(s.cfg.Now),
-					sel.kind, textParam(after), nil, s.cfg.BatchSize, nil)
+				return s.src.listFallback(ctx, tx, sel, s.cfg.Now, after, s.cfg.BatchSize, nil)
 			}
 			err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
 				bt := s.smsSort(sel, rows)
@@ -443,28 +389,17 @@ func smsChunk(lim *rate.Limiter, batch int) int {
 func (s *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
 	bt := smsBatch{byKey: map[string]send.Notice{}, after: map[string]string{}}
 	k := s.kinds[sel.kind]
-	w := k.WindowFor(sel.jurisdiction)
 	for _, r := range rows {
-		if r.RenewsAt == nil || r.PeriodStart == nil || r.ID == "" || r.Revision < 0 {
-			continue
+		v := s.classify(s.smsc.content, r, ask{sel: sel, channel: notice.ChannelSMS})
+		if !v.keyed {
+			continue // no notice tuple, or not yet due in its zone
 		}
-		anchor := *r.RenewsAt
-		if r.AnchorAt != nil {
-			anchor = *r.AnchorAt
-		}
-		zone := s.smsc.content.zoneOf(r)
-		if sel.due != nil && !sel.due.open(anchor, zone) {
-			continue // read with the superset of a due rule: not yet due in its zone
-		}
-		t := notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: sel.kind, Revision: r.Revision}
-		base := ledger.Claim{SubscriptionID: r.ID, Kind: sel.kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
-			RenewsAt: *r.RenewsAt, WindowClosesAt: anchor.Add(-time.Duration(w.CloseBefore)),
-			Rule: sel.rule, TimeZone: zone.String()}
+		t := tupleOf(v.dn.claim)
 		if r.EmailState == nil && !k.SMSFirst() {
 			if _, err := address.Parse(deref(r.Email)); err == nil {
 				continue // a usable address with no email row yet: the email stage's (deferred)
 			}
-			e := base
+			e := v.dn.claim
 			e.Key = s.smsc.keyer.Key(t)
 			bt.noEmail = append(bt.noEmail, e)
 			bt.after[e.Key] = s.smsc.keyer.ChannelKey(t, notice.ChannelSMS)
@@ -472,40 +407,39 @@ func (s *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
 				bt.after[e.Key] = *r.LedgerKey
 			}
 		}
-		s.smsNotice(r, k, t, anchor, base, &bt)
+		s.smsNotice(r, t, v, &bt)
 	}
 	return bt
 }
 
-// smsNotice adds row r's sms notice to bt (to claim, re-claim, or record
-// without a usable number), unless its content is invalid or the quiet
-// hours defer it.
-func (s *Pass) smsNotice(r subscription.Row, k policy.Kind, t notice.Tuple, anchor time.Time, base ledger.Claim, bt *smsBatch) {
-	cl := base
+// smsNotice adds row r's sms notice (its verdict v) to bt: to claim,
+// re-claim, or record without a usable number; unless its content is
+// invalid or the quiet hours defer it.
+func (s *Pass) smsNotice(r subscription.Row, t notice.Tuple, v verdict, bt *smsBatch) {
+	cl := v.dn.claim
 	cl.Key = s.smsc.keyer.ChannelKey(t, notice.ChannelSMS)
 	if r.LedgerKey != nil {
 		cl.Key = *r.LedgerKey
 	}
-	phone, err := notice.NormalizePhone(deref(r.Phone))
-	if err != nil {
+	switch v.is {
+	case unreachable:
 		if r.Phone != nil && *r.Phone != "" {
-			s.log.Warn().Str("subscription_id", logID(r.ID)).Str("kind", k.Kind).Msg("phone is not E.164: the sms channel is unusable for the row")
+			s.log.Warn().Str("subscription_id", logID(r.ID)).Str("kind", cl.Kind).Msg("phone is not E.164: the sms channel is unusable for the row")
 		}
 		if r.LedgerKey == nil {
 			bt.noPhone = append(bt.noPhone, cl)
 		}
 		return
-	}
-	n := send.Notice{Key: cl.Key, SubscriptionID: r.ID, Kind: k.Kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
-		RenewsAt: *r.RenewsAt, AnchorAt: anchor, To: phone, Name: deref(r.Name), Plan: deref(r.Plan), CancelToken: s.smsc.keyer.CancelToken(t)}
-	if reason, _ := s.smsc.content.fill(r, k, &n); reason != "" {
-		return
-	}
-	if s.smsc.content.defers(n.TimeZone, cl.WindowClosesAt) {
+	case deferred:
 		bt.quiet++
 		return
+	case dueNow:
+	default: // invalid content: skipped
+		return
 	}
-	cl.AddressHMAC = s.smsc.hasher.Digest(notice.ChannelSMS, phone)
+	n := v.dn.n
+	n.Key, n.CancelToken = cl.Key, s.smsc.keyer.CancelToken(t)
+	cl.AddressHMAC = s.smsc.hasher.Digest(notice.ChannelSMS, v.dn.addr)
 	bt.byKey[cl.Key] = n
 	if r.LedgerKey != nil {
 		bt.retried = append(bt.retried, cl)

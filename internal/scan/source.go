@@ -89,14 +89,6 @@ func (sel selection) closedGroup() subscription.Group {
 	return g
 }
 
-// textParam is a cursor as a parameter: NULL for nil (from the start).
-func textParam(p *string) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
 // source is the pass's source relation (subscription.Open), read by the
 // windows of its selections at a pass's now. Safe for concurrent use.
 type source struct{ *subscription.Source }
@@ -141,6 +133,18 @@ func (s source) countHandled(ctx context.Context, db sqlx.QueryerContext, sel se
 // countOpen counts sel's open rows at now over all listOpen's pages.
 func (s source) countOpen(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time) (int, error) {
 	return s.CountOpen(ctx, db, sel.group(), now.Add(sel.close), sel.hi(now))
+}
+
+// listFallback reads a page of the sms channel's rows of sel at now,
+// restricted to the subscriptions ids unless nil.
+func (s source) listFallback(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, after *string, limit int, ids []string) ([]subscription.Row, error) {
+	return s.ListFallback(ctx, db, sel.group(), now.Add(sel.close), sel.hi(now), after, limit, ids)
+}
+
+// listClosedSMS reads a page of the rows of sel, a kind that goes by sms
+// first, whose window has closed at now with no sms row.
+func (s source) listClosedSMS(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, after *string, limit int) ([]subscription.Row, error) {
+	return s.ListClosedSMS(ctx, db, sel.closedGroup(), now, now.Add(sel.close), after, limit)
 }
 
 // sampleKeys reads the keys of the ledger rows of the subscriptions

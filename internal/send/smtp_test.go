@@ -66,8 +66,14 @@ func TestSMTPClassification(t *testing.T) {
 		t.Run(tt.class.String()+"/"+modeName(tt.mode), func(t *testing.T) {
 			t.Parallel()
 			srv := smtptest.New(t, smtptest.WithMode(tt.mode))
-			// HangAfterData ends by the send's timeout.
-			s := newSMTP(t, send.SMTPConfig{URL: srv.URL(), Pool: 1, Timeout: 500 * time.Millisecond})
+			// HangAfterData ends by the send's timeout; the other modes
+			// answer, so they keep a timeout a loaded machine cannot reach
+			// before the server's first reply (500 ms did, at load 18).
+			timeout := 30 * time.Second
+			if tt.mode == smtptest.HangAfterData {
+				timeout = 500 * time.Millisecond
+			}
+			s := newSMTP(t, send.SMTPConfig{URL: srv.URL(), Pool: 1, Timeout: timeout})
 			n := notice(1, "example.org")
 			_, err := s.Send(t.Context(), render(t, newRenderer(t), n))
 			var se *send.Error

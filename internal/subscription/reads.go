@@ -224,18 +224,32 @@ func page(ctx context.Context, db sqlx.QueryerContext, q string, args []any) ([]
 	return rows, nil
 }
 
-// InGroup is the group predicate ($1-$7, Source.ListGroup's), for the
-// one statement on the relation that package scan still holds (the sms
-// channel's, being rewritten beside this package): until it moves here,
-// it builds on the same fragment.
-const InGroup = inGroup
+// ListFallback returns a page of the sms channel's rows of g (the kind's
+// email notice failed or absent, its sms notice absent or in retry):
+// active rows whose window is open (lo, hi as ListOpen's), each with its
+// email row's state in EmailState and its sms row's key, if any, in
+// LedgerKey, restricted to the subscriptions ids unless nil
+// (subscriptionListFallback). g.WithNullTimes is ignored.
+func (s *Source) ListFallback(ctx context.Context, db sqlx.QueryerContext, g Group, lo, hi time.Time, after *string, limit int, ids []string) ([]Row, error) {
+	st, err := s.statements(g.Anchor)
+	if err != nil {
+		return nil, err
+	}
+	var only any // NULL: every row
+	if ids != nil {
+		only = pq.Array(ids)
+	}
+	return page(ctx, db, st.listFallback, s.group(g, lo, hi, false, g.Kind, textParam(after), nil, limit, only))
+}
 
-// ListGroup runs template, a statement on the relation with the slots
-// {rel}, {cols} and {anchor} and the group parameters $1-$7 (InGroup),
-// for g with the anchor in (lo, hi] (and no rows with a NULL renews_at),
-// followed by more. It fills the template on every call. It exists for
-// the sms channel's statement, until that statement moves here.
-func (s *Source) ListGroup(ctx context.Context, db sqlx.QueryerContext, template string, g Group, lo, hi time.Time, more ...any) ([]Row, error) {
-	q := fill(template, s.rel, s.cols(), pq.QuoteIdentifier(g.Anchor))
-	return page(ctx, db, q, s.group(g, lo, hi, false, more...))
+// ListClosedSMS returns a page of the active rows of g, a kind that goes
+// by sms first, whose window has closed (lo = now, hi = now+close) with
+// no sms row: the sms notices to record as missed
+// (subscriptionListClosedSMS). g.WithNullTimes is ignored.
+func (s *Source) ListClosedSMS(ctx context.Context, db sqlx.QueryerContext, g Group, lo, hi time.Time, after *string, limit int) ([]Row, error) {
+	st, err := s.statements(g.Anchor)
+	if err != nil {
+		return nil, err
+	}
+	return page(ctx, db, st.listClosedSMS, s.group(g, lo, hi, false, g.Kind, textParam(after), nil, limit))
 }

@@ -204,3 +204,44 @@ const subscriptionColumns = `SELECT * FROM {rel} LIMIT 0`
 const selectList = `s.id::text AS id, s.email::text AS email, s.renews_at, s.period_start::date AS period_start,
        s.jurisdiction::text AS jurisdiction, COALESCE(s.notice_revision, 0)::int AS revision,
        s.{anchor} AS anchor_at`
+
+// subscriptionListFallback: the active rows of one group (the group
+// parameters, $7 false) with the window open (as subscriptionListOpen's
+// $3, $4), of kind $8, whose email row is failed or absent and whose sms
+// row is absent or retry (its key as notice_key), after the cursor $9,
+// from the period $10 (NULL: every month), at most $11, restricted to
+// the subscription ids $12 (NULL: every row).
+const subscriptionListFallback = `SELECT {cols}, e.state::text AS email_state, m.notice_key
+FROM {rel} s
+LEFT JOIN notice_ledger e
+       ON e.subscription_id = s.id::text AND e.period_start = s.period_start::date
+      AND e.revision = COALESCE(s.notice_revision, 0) AND e.kind = $8 AND e.channel = 'email'
+      AND ($10::date IS NULL OR e.period_start >= $10::date)
+LEFT JOIN notice_ledger m
+       ON m.subscription_id = s.id::text AND m.period_start = s.period_start::date
+      AND m.revision = COALESCE(s.notice_revision, 0) AND m.kind = $8 AND m.channel = 'sms'
+      AND ($10::date IS NULL OR m.period_start >= $10::date)
+WHERE ` + inGroup + `
+  AND (e.state = 'failed' OR e.subscription_id IS NULL)
+  AND (m.subscription_id IS NULL OR m.state = 'retry')
+  AND ($9::text IS NULL OR s.id::text > $9::text)
+  AND ($12::text[] IS NULL OR s.id::text = ANY($12::text[]))
+ORDER BY s.id::text
+LIMIT $11`
+
+// subscriptionListClosedSMS: the active rows of one group of a kind that
+// goes by sms first (the group parameters, $7 false) whose window closed
+// (as subscriptionListClosed's $3, $4) with no sms row of kind $8, after
+// the cursor $9, at most $11 ($10 unused: NULL).
+const subscriptionListClosedSMS = `SELECT {cols}
+FROM {rel} s
+WHERE ` + inGroup + `
+  AND s.period_start IS NOT NULL
+  AND NOT EXISTS (
+        SELECT 1 FROM notice_ledger m
+        WHERE m.subscription_id = s.id::text AND m.period_start = s.period_start::date
+          AND m.revision = COALESCE(s.notice_revision, 0) AND m.kind = $8 AND m.channel = 'sms')
+  AND ($9::text IS NULL OR s.id::text > $9::text)
+  AND ($10::date IS NULL OR s.period_start::date >= $10::date)
+ORDER BY s.id::text
+LIMIT $11`

@@ -142,6 +142,7 @@ type Source struct {
 // anchorStatements are the statements filled for one anchor.
 type anchorStatements struct {
 	listOpen, listClosed, countOpen, periodFrom, countDue, countHandled, listByID, get string
+	listFallback, listClosedSMS                                                        string // the sms channel's
 }
 
 // Open checks the relation named relation (QuoteRelation) for shard of
@@ -260,6 +261,7 @@ func (s *Source) prepare(optional map[string]bool, anchors []Anchor) {
 			countOpen: f(subscriptionCountOpen), periodFrom: f(subscriptionPeriodFrom),
 			countDue: f(subscriptionCountDue), countHandled: f(subscriptionCountHandled),
 			listByID: f(subscriptionListRetry), get: f(subscriptionGet),
+			listFallback: f(subscriptionListFallback), listClosedSMS: f(subscriptionListClosedSMS),
 		}
 	}
 }

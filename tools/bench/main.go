@@ -220,14 +220,17 @@ type config struct {
 	n            int
 	latencyN     int
 	suppressionN int
-	channelsN    int
-	batches      []int
-	work         string
-	keep         bool
-	only         string
-	scanBefore   string
-	latency      time.Duration
-	concurrency  int
+	// suppressionRounds is how many alternated pairs (empty list, 1M
+	// list) the suppression scenario runs.
+	suppressionRounds int
+	channelsN         int
+	batches           []int
+	work              string
+	keep              bool
+	only              string
+	scanBefore        string
+	latency           time.Duration
+	concurrency       int
 
 	apiN           int
 	apiLatency     time.Duration
@@ -264,6 +267,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.work, "work", "", "work directory for policies, logs and the profile (default a new one in /dev/shm)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory")
 	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed, ledger, latency-api, due, suppression, channels, receive, durable")
+	fs.IntVar(&c.suppressionRounds, "suppression-rounds", 4, "alternated pairs of first passes (empty list, 1M list) the suppression scenario runs; it reports each pair's ratio and their median")
 	fs.IntVar(&c.suppressionN, "suppression-n", 50000, "due subscriptions of the suppression scenario (a first pass with an empty and with a 1M-entry suppression list)")
 	fs.IntVar(&c.channelsN, "channels-n", 600, "email notices of the channels scenario, beside as many that go by sms only")
 	fs.DurationVar(&c.latency, "latency", 5*time.Millisecond, "the SMTP sink's time per message in the fixed-latency scenario")

@@ -1,0 +1,258 @@
+package scan
+
+import (
+	"time"
+
+	"scan/internal/address"
+	"scan/internal/ledger"
+	"scan/internal/notice"
+	"scan/internal/policy"
+	"scan/internal/send"
+	"scan/internal/subscription"
+)
+
+// One classifier of a due row (issue 28): the email stage's pass, its
+// deferred count and the dry run, the shadow pass, the sms stage and the
+// missed-window paths all ask classify what a source row is for one
+// selection, and keep only what is their own: counting, admitting,
+// deriving, claiming, recording.
+
+// verdictIs is what a row is for one selection.
+type verdictIs int
+
+const (
+	// notDue: not due for this selection now (a NULL anchor, a due rule
+	// not yet open in the row's zone, a retry row its current window no
+	// longer holds). Never counted.
+	notDue verdictIs = iota
+	// invalid: the row cannot make the notice; verdict.reason says why
+	// (never the address).
+	invalid
+	// unreachable: an sms notice without a usable (E.164) phone number.
+	unreachable
+	// deferred: the quiet hours hold it for a later pass.
+	deferred
+	// dueNow: due now on the asked channel; verdict.dn is the notice.
+	dueNow
+	// closed: the missed-window path's: a closed window's row that makes
+	// a notice key; verdict.dn.claim records it missed.
+	closed
+)
+
+// ask is what a row is classified for.
+type ask struct {
+	sel selection
+	// retry: a ledger row in retry, re-checked against the current window
+	// of its row's jurisdiction (which then gives the rule and the group).
+	retry bool
+	// channel: the notice's channel (notice.ChannelEmail or ChannelSMS).
+	channel string
+	// missed: the row was read as its window closed (listClosed): only
+	// its tuple is checked, and every other check is left out.
+	missed bool
+}
+
+// verdict is classify's answer.
+type verdict struct {
+	is     verdictIs
+	reason string // invalid's
+	// dn is the notice (dueNow and deferred, and sms's invalid content
+	// and unreachable with the claim only; closed: the claim only). Its
+	// key, Message-ID and tokens are not derived: derive is the caller's
+	// (costly; a row the caller skips for now is never derived).
+	dn due
+	// keyed: the row makes a notice tuple (dn.claim names it), whatever
+	// the verdict (the sms stage's email step takes it).
+	keyed bool
+	// sel is the key of the window group the notice belongs to (a retry
+	// row's: its jurisdiction's).
+	sel string
+}
+
+// classify says what row r is for a: its steps, in order, are the due
+// checks (anchor, retry window, due rule), the row's validity (tuple,
+// address, content), then the quiet hours. c is the caller's content
+// resolver (the sms stage has its own: content is not safe for
+// concurrent use).
+func (s *Pass) classify(c *content, r subscription.Row, a ask) verdict {
+	switch {
+	case a.missed:
+		return s.classifyClosed(c, r, a)
+	case a.channel == notice.ChannelSMS:
+		return s.classifySMS(c, r, a)
+	}
+	sel, w, v := a.sel, a.sel.window(), verdict{sel: a.sel.key()}
+	rule := sel.rule
+	if r.RenewsAt != nil && r.AnchorAt == nil {
+		return v // a NULL anchor: not due for this kind (not invalid)
+	}
+	if a.retry {
+		k := s.kinds[sel.kind]
+		j := deref(r.Jurisdiction)
+		w = k.WindowFor(j)
+		if r.RenewsAt == nil || !w.Contains(*r.AnchorAt, s.cfg.Now, c.zoneOf(r)) {
+			return v // no longer due under its current row; expires later
+		}
+		rule = w.Rule(k.AnchorColumn())
+		if _, ok := k.ByJurisdiction[j]; !ok {
+			j = ""
+		}
+		v.sel = selection{kind: sel.kind, jurisdiction: j}.key()
+	} else if sel.due != nil && r.AnchorAt != nil && !sel.due.open(*r.AnchorAt, c.zoneOf(r)) {
+		return v // read with the superset of a due rule: not yet due in its zone
+	}
+	dn, reason := s.validate(c, r, sel.kind, w)
+	dn.claim.Rule = rule
+	v.dn, v.keyed = dn, reason == ""
+	switch {
+	case reason != "":
+		v.is, v.reason = invalid, reason
+	case c.defers(dn.n.TimeZone, dn.claim.WindowClosesAt):
+		v.is = deferred // a later pass sends it, outside the quiet hours
+	default:
+		v.is = dueNow
+	}
+	return v
+}
+
+// classifyClosed is the missed-window path's: a closed window's row is
+// recorded missed when it makes a notice key (its tuple), keyed for
+// a.channel; nothing else about it is checked (a row that cannot make a
+// key is left out, not counted invalid).
+func (s *Pass) classifyClosed(c *content, r subscription.Row, a ask) verdict {
+	v := verdict{sel: a.sel.key()}
+	if r.ID == "" || len(r.ID) > notice.MaxSubscriptionIDLen || r.PeriodStart == nil || r.RenewsAt == nil || r.AnchorAt == nil {
+		return v
+	}
+	v.is, v.keyed = closed, true
+	v.dn.claim = newClaim(r, a.sel.kind, *r.AnchorAt, a.sel.close)
+	v.dn.claim.Rule, v.dn.claim.TimeZone = a.sel.rule, c.zoneOf(r).String()
+	v.dn.claim.Key = s.keyer.ChannelKey(tupleOf(v.dn.claim), a.channel)
+	return v
+}
+
+// classifySMS is the sms stage's: a row that makes a notice tuple and is
+// due (its due rule, on its anchor or else renews_at) is unreachable
+// without a usable phone number, invalid when its content is, deferred by
+// the quiet hours, or due by sms. The notice's key and digest are the
+// caller's (smsNotice: the stage's own keyer and hasher).
+func (s *Pass) classifySMS(c *content, r subscription.Row, a ask) verdict {
+	sel, v := a.sel, verdict{sel: a.sel.key()}
+	if r.RenewsAt == nil || r.PeriodStart == nil || r.ID == "" || r.Revision < 0 {
+		return verdict{is: invalid, reason: "no notice tuple", sel: v.sel}
+	}
+	anchor := *r.RenewsAt
+	if r.AnchorAt != nil {
+		anchor = *r.AnchorAt
+	}
+	zone := c.zoneOf(r)
+	if sel.due != nil && !sel.due.open(anchor, zone) {
+		return v // read with the superset of a due rule: not yet due in its zone
+	}
+	k := s.kinds[sel.kind]
+	v.keyed = true
+	v.dn.claim = newClaim(r, sel.kind, anchor, time.Duration(k.WindowFor(sel.jurisdiction).CloseBefore))
+	v.dn.claim.Rule, v.dn.claim.TimeZone = sel.rule, zone.String()
+	phone, err := notice.NormalizePhone(deref(r.Phone))
+	if err != nil {
+		v.is, v.reason = unreachable, "phone"
+		return v
+	}
+	v.dn.n = newNotice(r, sel.kind, anchor, phone, "")
+	v.dn.addr = phone
+	if reason, _ := c.fill(r, k, &v.dn.n); reason != "" {
+		v.is, v.reason = invalid, reason
+		return v
+	}
+	if c.defers(v.dn.n.TimeZone, v.dn.claim.WindowClosesAt) {
+		v.is = deferred
+		return v
+	}
+	v.is = dueNow
+	return v
+}
+
+// newClaim is the claim of row r's notice of kind: its tuple, and its
+// window closing closeBefore ahead of anchor. The one constructor of a
+// pass's claims from a row (its key, rule and zone are the caller's).
+func newClaim(r subscription.Row, kind string, anchor time.Time, closeBefore time.Duration) ledger.Claim {
+	return ledger.Claim{
+		SubscriptionID: r.ID, Kind: kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
+		RenewsAt: *r.RenewsAt, WindowClosesAt: anchor.Add(-closeBefore), Key: deref(r.LedgerKey),
+	}
+}
+
+// newNotice is the notice of row r's notice of kind to the address to
+// (domain: its bucket's). The one constructor of a pass's notices.
+func newNotice(r subscription.Row, kind string, anchor time.Time, to, domain string) send.Notice {
+	return send.Notice{
+		Key: deref(r.LedgerKey), SubscriptionID: r.ID, Kind: kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
+		RenewsAt: *r.RenewsAt, AnchorAt: anchor, To: to, Domain: domain, Name: deref(r.Name), Plan: deref(r.Plan),
+	}
+}
+
+// validate turns a source row into a due email notice, or returns a
+// reason the row is invalid (never containing the address). The
+// notice's key and what else comes from the secret are left to derive.
+func (s *Pass) validate(c *content, r subscription.Row, kind string, w policy.Window) (due, string) {
+	if reason := tupleReason(r); reason != "" {
+		return due{}, reason
+	}
+	j := deref(r.Jurisdiction)
+	if j != "" && s.cfg.Policy.UnknownJurisdiction == policy.UnknownInvalid && !s.cfg.Policy.KnownJurisdiction(j) {
+		return due{}, "jurisdiction not in the policy"
+	}
+	if r.Email == nil || *r.Email == "" {
+		return due{}, "no email"
+	}
+	addr, err := address.Parse(*r.Email)
+	if err != nil {
+		return due{}, "email: " + err.Error()
+	}
+	// Name reaches the To header and plan the Subject: a line break (or
+	// any control character, which Render would refuse after the claim)
+	// makes the row invalid before anything is claimed.
+	if !address.ValidHeaderValue(deref(r.Name)) {
+		return due{}, "CR, LF or control character in name"
+	}
+	if !address.ValidHeaderValue(deref(r.Plan)) {
+		return due{}, "CR, LF or control character in plan"
+	}
+	to, domain := addr.Email, addr.Domain
+	if s.cfg.RedirectTo != "" {
+		to = s.cfg.RedirectTo // the original domain's bucket still applies
+	}
+	anchor := *r.RenewsAt
+	if r.AnchorAt != nil {
+		anchor = *r.AnchorAt
+	}
+	dn := due{claim: newClaim(r, kind, anchor, time.Duration(w.CloseBefore)), n: newNotice(r, kind, anchor, to, domain)}
+	dn.claim.Domain = domain
+	reason, fallbacks := c.fill(r, s.kinds[kind], &dn.n)
+	if reason != "" {
+		return due{}, reason
+	}
+	dn.fallbacks = fallbacks
+	dn.claim.TimeZone = dn.n.TimeZone.String()
+	if s.cfg.RedirectTo == "" {
+		dn.addr, _ = notice.NormalizeEmail(addr.Email)
+	}
+	return dn, ""
+}
+
+// tupleReason is why row r cannot make an email notice's tuple, or "".
+func tupleReason(r subscription.Row) string {
+	switch {
+	case r.ID == "":
+		return "empty subscription id"
+	case len(r.ID) > notice.MaxSubscriptionIDLen:
+		return "subscription id over 255 bytes"
+	case r.RenewsAt == nil:
+		return "renews_at is NULL"
+	case r.PeriodStart == nil:
+		return "period_start is NULL"
+	case r.Revision < 0:
+		return "notice_revision is negative"
+	}
+	return ""
+}
