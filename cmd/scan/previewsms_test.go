@@ -32,6 +32,16 @@ func TestPreviewSMS(t *testing.T) {
 		if code != 0 || strings.Contains(out, "Channel: sms") || !strings.Contains(errOut, "sms: a pass would not text it: no_usable_address") {
 			t.Errorf("%s: no phone: exit %d, %q\n%s", ch, code, errOut, out)
 		}
+		if ch == "[sms]" {
+			// An sms-only kind does not care for the row's email.
+			if _, err := f.db.Exec(`UPDATE subscriptions SET email = NULL WHERE id = $1`, subID(3)); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut = f.runIn(env, "preview", "--subscription", subID(3))
+			if code != 0 || !strings.Contains(out, "Encoding: GSM-7") || !strings.Contains(errOut, "due now") {
+				t.Errorf("[sms], no email: exit %d, %q\n%s", code, errOut, out)
+			}
+		}
 		if n := f.ledgerCount(); n != 0 || f.smtp.Total() != 0 || len(tw.Requests()) != 0 {
 			t.Fatalf("%s: preview wrote %d ledger rows, sent %d mails, %d sms", ch, n, f.smtp.Total(), len(tw.Requests()))
 		}

@@ -2,6 +2,8 @@ package scan
 
 import (
 	"context"
+	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -61,5 +63,17 @@ func (s *Pass) previewSMS(ctx context.Context, db sqlx.QueryerContext, id string
 	sp.Text = body
 	sp.Encoding, sp.Segments = message.SMSSegments(body)
 	p.SMS = sp
+	if sp.Invalid == "" && len(k.Channels) == 1 && emailReason(p.Invalid) {
+		// An sms-only kind: the row's email is not its concern.
+		p.Invalid = ""
+		p.Due = deref(r.Status) == "active" && p.inWindow(s.cfg.Now) && p.Ledger == ""
+		p.Deferred = p.Due && s.content.defers(n.TimeZone, r.AnchorAt.Add(-time.Duration(k.WindowFor(deref(r.Jurisdiction)).CloseBefore)))
+	}
 	return nil
+}
+
+// emailReason reports whether reason (validate's) is about the row's
+// email address only.
+func emailReason(reason string) bool {
+	return reason == "no email" || strings.HasPrefix(reason, "email: ")
 }
