@@ -36,9 +36,20 @@ LIMIT $11`
 // yet (subscriptionListAfterSMS): the email notices of a kind with
 // channels [sms, email]. from bounds the ledger's side, as ListOpen's.
 func (s *Source) ListAfterSMS(ctx context.Context, db sqlx.QueryerContext, g Group, lo, hi time.Time, from *time.Time, after *string, limit int) ([]Row, error) {
-	if _, err := s.statements(g.Anchor); err != nil {
+	q, args, err := s.afterSMSQuery(g, lo, hi, from, after, limit)
+	if err != nil {
 		return nil, err
 	}
+	return page(ctx, db, q, args)
+}
+
+// afterSMSQuery is subscriptionListAfterSMS with its parameters, filled
+// for g's anchor (on each call: the statement is read a page at a time,
+// only for the kinds with channels [sms, email]).
+func (s *Source) afterSMSQuery(g Group, lo, hi time.Time, from *time.Time, after *string, limit int) (string, []any, error) {
+	if _, err := s.statements(g.Anchor); err != nil {
+		return "", nil, err
+	}
 	q := fill(subscriptionListAfterSMS, s.rel, s.cols(), pq.QuoteIdentifier(g.Anchor))
-	return page(ctx, db, q, s.group(g, lo, hi, false, g.Kind, textParam(after), dateParam(from), limit))
+	return q, s.group(g, lo, hi, false, g.Kind, textParam(after), dateParam(from), limit), nil
 }
