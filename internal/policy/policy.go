@@ -154,14 +154,21 @@ type Kind struct {
 	// Channels are the channels the kind's notice may go by, in order
 	// (issue 30): the next is used when the one before cannot reach the
 	// customer while the window is open. Default [email]; this version
-	// takes [email], [email, sms] and [sms] (sms only: India's pre-debit
-	// notices).
+	// takes [email], [email, sms], [sms] (sms only: India's pre-debit
+	// notices) and [sms, email] (email when sms cannot reach).
 	Channels []string `yaml:"channels"`
 }
 
-// SMSFirst reports whether the kind goes by sms first ([sms]): the pass's
-// sms stage is its primary stage, and no email notice is made for it.
+// SMSFirst reports whether the kind goes by sms first ([sms] or [sms,
+// email]): the pass's sms stage is its primary stage, and an email notice
+// is made for it only as EmailAfterSMS says.
 func (k Kind) SMSFirst() bool { return len(k.Channels) > 0 && k.Channels[0] == notice.ChannelSMS }
+
+// EmailAfterSMS reports whether the kind goes by email when sms cannot
+// reach the customer ([sms, email]).
+func (k Kind) EmailAfterSMS() bool {
+	return slices.Equal(k.Channels, []string{notice.ChannelSMS, notice.ChannelEmail})
+}
 
 // HasSMS reports whether the kind may go by sms.
 func (k Kind) HasSMS() bool { return slices.Contains(k.Channels, notice.ChannelSMS) }
@@ -799,19 +806,17 @@ func (p *Policy) KnownJurisdiction(j string) bool {
 }
 
 // validateChannels checks a kind's channels: [email] (the default, also
-// when empty), [email, sms] or [sms].
+// when empty), [email, sms], [sms] or [sms, email].
 func validateChannels(f string, chs []string) error {
 	switch {
 	case len(chs) == 0, slices.Equal(chs, []string{notice.ChannelEmail}), slices.Equal(chs, []string{notice.ChannelEmail, notice.ChannelSMS}),
-		slices.Equal(chs, []string{notice.ChannelSMS}):
+		slices.Equal(chs, []string{notice.ChannelSMS}), slices.Equal(chs, []string{notice.ChannelSMS, notice.ChannelEmail}):
 		return nil
-	case slices.Equal(chs, []string{notice.ChannelSMS, notice.ChannelEmail}):
-		return &Error{Field: f + ".channels", Msg: "[sms, email]: email after sms is not built in this version; use [sms] (sms only) or [email, sms]"}
 	}
 	for _, c := range chs {
 		if !notice.ValidChannel(c) {
 			return &Error{Field: f + ".channels", Msg: fmt.Sprintf("%q is not a channel: use email or sms", c)}
 		}
 	}
-	return &Error{Field: f + ".channels", Msg: fmt.Sprintf("%v: this version takes [email], [email, sms] (sms when email cannot reach the customer) or [sms]", chs)}
+	return &Error{Field: f + ".channels", Msg: fmt.Sprintf("%v: this version takes [email], [email, sms] (sms when email cannot reach the customer), [sms] or [sms, email] (email when sms cannot)", chs)}
 }

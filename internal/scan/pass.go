@@ -66,6 +66,9 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	sms := s.startSMS(ctx, stop, c)
+	if sms == nil {
+		s.swept.done() // no sms stage: the email notices after sms read once more at once
+	}
 	s.smsQ = sms.queue()
 	ps, err := s.sendDue(ctx, c)
 	if err != nil {
@@ -125,13 +128,13 @@ func (s *Pass) guardMaxMint(ctx context.Context, c *counters) error {
 	if err != nil {
 		return err
 	}
-	if dry.WouldMint+dry.smsMint <= s.maxMint {
+	if dry.newKeys() <= s.maxMint {
 		return nil
 	}
 	c.Invalid = dry.Invalid
-	s.log.Error().Int("would_mint", dry.WouldMint).Int("would_mint_sms", dry.smsMint).Int("max_mint", s.maxMint).
+	s.log.Error().Int("would_mint", dry.WouldMint).Int("would_mint_sms", dry.smsMint).Int("would_email_after_sms", dry.WouldEmailAfterSMS).Int("max_mint", s.maxMint).
 		Msg("refusing to send: this pass would mint more new notice keys than --max-mint allows (a changed secret or a bad data load?); nothing was claimed")
-	return fmt.Errorf("%w: would mint %d new keys, limit %d", ErrMaxMint, dry.WouldMint+dry.smsMint, s.maxMint)
+	return fmt.Errorf("%w: would mint %d new keys, limit %d", ErrMaxMint, dry.newKeys(), s.maxMint)
 }
 
 // expireRetries marks missed the retry rows whose window has closed.
@@ -343,12 +346,18 @@ type stream struct {
 	skipped    map[string]bool
 	nSkipped   int
 	waiting    bool
+	// afterSMS: the email notices of a kind with channels [sms, email]
+	// whose sms notice failed (emailfallback.go); awaiting: read once,
+	// waiting for the sms stage's first sweep; reread: read again after
+	// it; swept: that sweep's end.
+	afterSMS, awaiting, reread, fromRead bool
+	swept                                <-chan struct{}
 }
 
 // rewindIfRoom rewinds a waiting stream to rescanFrom, to read again,
 // once one of the domains whose rows it skipped has room in the planner.
 func (st *stream) rewindIfRoom(pl *planner) {
-	if st.done || !st.waiting {
+	if st.done || !st.waiting || st.rewindAfterSweep() {
 		return
 	}
 	for d := range st.skipped {
@@ -388,6 +397,7 @@ func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 	if err := s.openStreams(ctx, ps); err != nil {
 		return err
 	}
+	ps.streams = append(ps.streams, s.afterSMSStreams()...)
 	inv := &invalidLog{seen: map[string]bool{}, log: s.log}
 	pl := newPlanner(fl, limits, s.cfg.BatchSize, s.cfg.Policy.Concurrency)
 	var deadline <-chan time.Time
@@ -438,6 +448,7 @@ func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 		}
 		select {
 		case <-fl.wake:
+		case <-sweptWake(ps.streams, pl):
 		case <-deadline:
 			deadline = closedTime
 		case <-ctx.Done():
@@ -524,7 +535,7 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 			err = s.cancelRetries(ctx, rp.cancelled, c)
 		}
 	} else {
-		rows, err = s.src.listOpen(ctx, db, st.sel, now, st.from, after, s.cfg.BatchSize)
+		rows, err = s.listStream(ctx, db, st, after)
 		read = len(rows)
 	}
 	if err != nil {
@@ -613,6 +624,7 @@ func (s *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 	case pg.end, st.nSkipped >= lookPast*s.cfg.BatchSize:
 		st.waiting = true
 	}
+	st.awaitSweep()
 	return nil
 }
 
@@ -828,7 +840,7 @@ func (s *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (b
 	// are the rows to count.
 	admitNone := func(string) bool { return false }
 	for _, st := range ps.streams {
-		rd := &stream{sel: st.sel, retry: st.retry, from: st.from}
+		rd := &stream{sel: st.sel, retry: st.retry, from: st.from, afterSMS: st.afterSMS, fromRead: st.fromRead}
 		err := eachPage(func(after *string) (*string, bool, error) {
 			pg, err := s.readPage(ctx, s.db, rd, after, admitNone, inv, &counters{})
 			if err != nil {
@@ -937,6 +949,9 @@ func (s *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 	}
 	out.WouldMiss += expiring
 	if err := s.smsDryRun(ctx, tx, &out); err != nil {
+		return out, err
+	}
+	if err := s.afterSMSDryRun(ctx, tx, &out); err != nil {
 		return out, err
 	}
 	out.Eligible = out.WouldMint + out.AlreadyClaimed + out.WouldDefer

@@ -36,6 +36,9 @@ type Preview struct {
 	Ledger ledger.State
 	// Opens and Closes bound its window (zero when its anchor is NULL).
 	Opens, Closes time.Time
+	// SMS is the sms channel's text, for a kind whose channels include
+	// sms (previewsms.go); nil otherwise.
+	SMS *SMSPreview
 }
 
 // ErrNoSubscription: the source has no row with the id Preview was given.
@@ -62,6 +65,9 @@ func (s *Pass) Preview(ctx context.Context, id string, kinds []string) ([]Previe
 			return nil, &ConfigError{"kind", fmt.Sprintf("%q is not a kind of the policy", kind)}
 		}
 		p, err := s.previewKind(ctx, s.db, id, k, rows)
+		if err == nil {
+			err = s.previewSMS(ctx, s.db, id, k, &p)
+		}
 		if err != nil {
 			return nil, err
 		}

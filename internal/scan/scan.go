@@ -201,6 +201,11 @@ type DryRunSummary struct {
 	WouldSMS          int `json:"would_sms"`
 	WouldSMSUnreached int `json:"would_sms_no_usable_address"`
 	smsMint           int // the new sms notices of WouldSMS: --max-mint counts them
+	// WouldEmailAfterSMS: the email notices of the kinds with channels
+	// [sms, email] the pass would mail now, their sms notice failed (or
+	// failing in this pass for want of a number or by the suppression
+	// list). Not in Eligible or WouldMint; --max-mint counts them.
+	WouldEmailAfterSMS int `json:"would_email_after_sms"`
 }
 
 // Pass is one pass of the job against one database, at one instant
@@ -227,6 +232,7 @@ type Pass struct {
 	smsc             *smsTools    // this run's sms stage's own resolvers (startSMS)
 	smsMinted        atomic.Int64 // this run's new sms notices, out of Minted
 	smsQ             *smsHandoff  // this run's sms stage's: the email stage's failures go there
+	swept            *sweptSignal // this run's sms stage's first sweep ended (emailfallback.go)
 }
 
 // New validates cfg and returns a Pass; it does no I/O (the ledger's and

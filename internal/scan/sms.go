@@ -148,6 +148,7 @@ type smsStage struct {
 // above); nil without Config.SMS or a kind with the sms channel. An
 // error of the stage cancels the pass with that cause.
 func (s *Pass) startSMS(ctx context.Context, cancel context.CancelCauseFunc, c *counters) *smsStage {
+	s.swept = newSweptSignal()
 	if s.cfg.SMS == nil && len(s.smsSels) > 0 {
 		s.log.Warn().Msg("no sms sender: the kinds that go by sms only send nothing in this pass")
 	}
@@ -163,6 +164,7 @@ func (s *Pass) startSMS(ctx context.Context, cancel context.CancelCauseFunc, c *
 	s.smsc = s.newSMSTools()
 	go func() {
 		err := s.sendSMS(ctx, c, st.handoff)
+		s.swept.done()
 		if err != nil {
 			cancel(err)
 		}
@@ -198,6 +200,7 @@ func (s *Pass) sendSMS(ctx context.Context, c *counters, h *smsHandoff) error {
 	if err := s.smsSweep(ctx, c, lim, nil); err != nil {
 		return err
 	}
+	s.swept.done() // the email notices after sms read what it failed
 	for {
 		ids, done, err := h.next(ctx, s.cfg.BatchSize)
 		if err != nil || done {
@@ -295,15 +298,19 @@ func (s *Pass) smsDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRu
 				if err != nil {
 					return err
 				}
+				var unreached []ledger.Claim // for email after sms
 				for i, h := range hit {
 					if !h {
 						out.WouldSMS++
 						if i < len(bt.claims) {
 							out.smsMint++ // a new key, for --max-mint
 						}
+					} else {
+						unreached = append(unreached, all[i])
 					}
 				}
 				out.WouldSMSUnreached += len(bt.noPhone)
+				out.WouldEmailAfterSMS += s.wouldMailAfter(sel, rows, append(unreached, bt.noPhone...))
 				return nil
 			})
 			if err != nil {

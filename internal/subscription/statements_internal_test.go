@@ -69,6 +69,9 @@ func TestSourcePagesPrunePastMonths(t *testing.T) {
 		{"closed", func(f *time.Time, a *string) (string, []any, error) {
 			return src.closedQuery(g, closedLo, closedHi, f, a, 1000)
 		}, closed},
+		{"after sms", func(f *time.Time, a *string) (string, []any, error) {
+			return src.afterSMSQuery(g, openLo, openHi, f, a, 1000)
+		}, from},
 	} {
 		plan := func(from *time.Time) string {
 			after := "a"

@@ -1,0 +1,189 @@
+package scan
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/rs/zerolog"
+
+	"scan/internal/ledger"
+	"scan/internal/subscription"
+)
+
+// Email after sms (issue 30): a kind with channels [sms, email] goes by
+// sms first (the sms stage is its primary stage, as for [sms]) and by
+// email when sms cannot reach the customer while its window is open: its
+// sms notice is failed because the row has no usable number (recorded
+// no_usable_address on the sms channel), the number is on the sms
+// suppression list, Twilio refused it for good (21211, 21610, ...), or
+// evidence reported it failed or undelivered.
+//
+// Those email notices go through the email stage's one pipeline: the
+// producer reads them as streams of their own (afterSMS), page by page in
+// one set-based statement (subscription.ListAfterSMS), and claims,
+// dispatches (per-domain buckets) and records them as every email notice,
+// with its key unchanged and the claim committed before the mail leaves.
+// The statement reads only rows whose sms notice is failed and that have
+// no email notice: a notice texted (sent), in quarantine (claimed), in
+// retry or missed on sms is never mailed.
+//
+// Timing: each such stream reads its window once from the start of the
+// pass (the sms failures of earlier passes and evidence since), then
+// waits for the sms stage's first sweep to end (smsSwept) and reads it
+// once more, so that what the sms stage failed in this pass (no number,
+// suppressed, refused) is mailed in this pass too. What evidence fails
+// later is mailed by the next pass ("in the next pass at the latest").
+
+// sweptSignal is closed once the sms stage's first sweep has ended (or
+// the pass has no sms stage): the afterSMS streams then read again.
+type sweptSignal struct {
+	once sync.Once
+	c    chan struct{}
+}
+
+func newSweptSignal() *sweptSignal { return &sweptSignal{c: make(chan struct{})} }
+
+// done closes the signal; later calls do nothing. A nil signal is a no-op.
+func (g *sweptSignal) done() {
+	if g != nil {
+		g.once.Do(func() { close(g.c) })
+	}
+}
+
+// afterSMSStreams are the producer's streams of the kinds with channels
+// [sms, email]: per kind its email retry rows, and per window group the
+// rows whose sms notice failed (afterSMS; its earliest period is read
+// with its first page, listStream).
+func (s *Pass) afterSMSStreams() []*stream {
+	var out []*stream
+	for _, group := range s.smsSels {
+		if !s.kinds[group[0].kind].EmailAfterSMS() {
+			continue
+		}
+		out = append(out, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
+		for _, sel := range group {
+			out = append(out, &stream{sel: sel, afterSMS: true, swept: s.swept.c, skipped: map[string]bool{}})
+		}
+	}
+	return out
+}
+
+// listStream reads a page of st's new notices: its window's open rows,
+// or for an afterSMS stream the rows whose sms notice failed.
+func (s *Pass) listStream(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string) ([]subscription.Row, error) {
+	if !st.afterSMS {
+		return s.src.listOpen(ctx, db, st.sel, s.cfg.Now, st.from, after, s.cfg.BatchSize)
+	}
+	if !st.fromRead {
+		from, err := s.src.openFrom(ctx, db, st.sel, s.cfg.Now)
+		if err != nil {
+			return nil, err
+		}
+		st.from, st.fromRead = from, true
+	}
+	return s.src.listAfterSMS(ctx, db, st.sel, s.cfg.Now, st.from, after, s.cfg.BatchSize)
+}
+
+// listAfterSMS reads a page of sel's open rows at now whose sms notice
+// failed and that have no email notice.
+func (s source) listAfterSMS(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, from *time.Time, after *string, limit int) ([]subscription.Row, error) {
+	return s.ListAfterSMS(ctx, db, sel.group(), now.Add(sel.close), sel.hi(now), from, after, limit)
+}
+
+// awaitSweep keeps an afterSMS stream that has read its window once from
+// ending: it waits for the sms stage's first sweep, then reads again
+// (rewindAfterSweep).
+func (st *stream) awaitSweep() {
+	if st.afterSMS && st.done && !st.reread {
+		st.done, st.waiting, st.awaiting = false, true, true
+	}
+}
+
+// rewindAfterSweep rewinds an afterSMS stream waiting for the sms stage's
+// first sweep to the start, for its second read, once that sweep has
+// ended; it reports whether st waits for it (still, or until now).
+func (st *stream) rewindAfterSweep() bool {
+	if !st.awaiting {
+		return false
+	}
+	select {
+	case <-st.swept:
+		st.cursor, st.waiting, st.awaiting, st.reread = nil, false, false, true
+	default:
+	}
+	return true
+}
+
+// sweptWake is the channel the producer also waits on while an afterSMS
+// stream waits for the sms stage's first sweep and the planner has room
+// to read it (the producer rewinds it then); nil (never ready) otherwise.
+func sweptWake(streams []*stream, pl *planner) <-chan struct{} {
+	if pl.full() {
+		return nil
+	}
+	for _, st := range streams {
+		if st.awaiting {
+			return st.swept
+		}
+	}
+	return nil
+}
+
+// afterSMSDryRun counts, inside the dry run's transaction, the email
+// notices of the kinds with channels [sms, email] whose sms notice has
+// already failed (WouldEmailAfterSMS; smsDryRun adds those its sweep
+// would fail for want of a number or by the suppression list).
+func (s *Pass) afterSMSDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
+	for _, group := range s.smsSels {
+		if !s.kinds[group[0].kind].EmailAfterSMS() {
+			continue
+		}
+		for _, sel := range group {
+			list := func(after *string) ([]subscription.Row, error) {
+				return s.src.listAfterSMS(ctx, tx, sel, s.cfg.Now, nil, after, s.cfg.BatchSize)
+			}
+			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
+				out.WouldEmailAfterSMS += s.wouldMail(sel, rows)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// wouldMail is how many of rows the email stage would mail now (valid,
+// not deferred by the quiet hours).
+func (s *Pass) wouldMail(sel selection, rows []subscription.Row) int {
+	var d DryRunSummary
+	s.dryRunPage(sel, rows, &invalidLog{seen: map[string]bool{}, log: zerolog.Nop()}, &d)
+	return d.WouldMint
+}
+
+// newKeys is what --max-mint counts of a dry run: the new email keys,
+// the new sms keys, and the email notices after sms.
+func (d DryRunSummary) newKeys() int { return d.WouldMint + d.smsMint + d.WouldEmailAfterSMS }
+
+// wouldMailAfter is how many of the rows whose sms notice the sms
+// stage's sweep would fail now (failed: their claims, by subscription
+// id) the email stage would then mail, for a kind with channels [sms,
+// email]; 0 for another kind.
+func (s *Pass) wouldMailAfter(sel selection, rows []subscription.Row, failed []ledger.Claim) int {
+	if len(failed) == 0 || !s.kinds[sel.kind].EmailAfterSMS() {
+		return 0
+	}
+	ids := map[string]bool{}
+	for _, cl := range failed {
+		ids[cl.SubscriptionID] = true
+	}
+	var of []subscription.Row
+	for _, r := range rows {
+		if ids[r.ID] {
+			of = append(of, r)
+		}
+	}
+	return s.wouldMail(sel, of)
+}
