@@ -19,6 +19,7 @@ import (
 
 	"scan/internal/devpg"
 	"scan/internal/ledger"
+	"scan/internal/notice"
 	"scan/internal/pgtest"
 	"scan/internal/scan"
 	"scan/internal/smtptest"
@@ -398,7 +399,7 @@ func TestQuarantineOlderThan(t *testing.T) {
 	for i, age := range ages {
 		id := subID(i)
 		opt := ledger.ClaimOptions{State: ledger.Claimed, Now: now.Add(-age), RunID: "crashed-run"}
-		c := ledger.Claim{Key: f.key(id, 0, testSecret), SubscriptionID: id, Kind: testKind, PeriodStart: ps,
+		c := ledger.Claim{Key: f.key(id, 0, testSecret), Tuple: notice.Tuple{SubscriptionID: id, Kind: testKind, PeriodStart: ps},
 			RenewsAt: f.renews, WindowClosesAt: f.renews.Add(-24 * time.Hour), Domain: "example.com", MessageID: f.msgID(id)}
 		if won, err := ledger.Insert(context.Background(), f.db, opt, []ledger.Claim{c}); err != nil || len(won) != 1 {
 			t.Fatalf("claim %s: %v %v", id, won, err)

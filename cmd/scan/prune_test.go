@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"scan/internal/ledger"
+	"scan/internal/notice"
 )
 
 // seedOld puts n notices of the billing period that starts on day into
@@ -23,7 +24,7 @@ func (f *fixture) seedOld(day time.Time, n, claimed int) []string {
 	keys := make([]string, n)
 	for i := range cs {
 		keys[i] = fmt.Sprintf("%016x%048x", day.Unix(), i)
-		cs[i] = ledger.Claim{Key: keys[i], SubscriptionID: fmt.Sprintf("old_%d", i), Kind: testKind, PeriodStart: day,
+		cs[i] = ledger.Claim{Key: keys[i], Tuple: notice.Tuple{SubscriptionID: fmt.Sprintf("old_%d", i), Kind: testKind, PeriodStart: day},
 			RenewsAt: day, WindowClosesAt: day, Domain: "example.com", MessageID: keys[i][:32] + "@" + testMsgIDDom}
 	}
 	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: day, RunID: run}

@@ -19,6 +19,7 @@ import (
 
 	"scan/internal/devpg"
 	"scan/internal/ledger"
+	"scan/internal/notice"
 	"scan/internal/pgtest"
 )
 
@@ -187,7 +188,7 @@ func quarantine(t *testing.T, f *fixture, n int) []string {
 	keys := make([]string, n)
 	for i := range cs {
 		keys[i] = f.key(subID(i+1), 0, testSecret)
-		cs[i] = ledger.Claim{Key: keys[i], SubscriptionID: subID(i + 1), Kind: testKind, PeriodStart: ps,
+		cs[i] = ledger.Claim{Key: keys[i], Tuple: notice.Tuple{SubscriptionID: subID(i + 1), Kind: testKind, PeriodStart: ps},
 			RenewsAt: f.renews, WindowClosesAt: f.renews.Add(-24 * time.Hour), Domain: "example.com", MessageID: f.msgID(subID(i + 1))}
 	}
 	now := time.Now().UTC()

@@ -35,7 +35,7 @@ func cmdShadow(ctx context.Context, e *env, args []string) error {
 	}
 	sends := make([]ledger.LegacySend, len(recs))
 	for i, r := range recs {
-		sends[i] = ledger.LegacySend{SubscriptionID: r.SubscriptionID, Kind: r.Kind, PeriodStart: r.PeriodStart, Revision: r.Revision, SentAt: r.SentAt}
+		sends[i] = ledger.LegacySend{Tuple: r.Tuple, SentAt: r.SentAt}
 	}
 	db, err := openDB(ctx, e)
 	if err != nil {

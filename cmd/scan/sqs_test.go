@@ -26,7 +26,7 @@ func (f *fixture) claimN(n int) {
 	cs := make([]ledger.Claim, n)
 	for i := range cs {
 		id := subID(i + 1)
-		cs[i] = ledger.Claim{Key: f.key(id, 0, testSecret), SubscriptionID: id, Kind: testKind, PeriodStart: ps,
+		cs[i] = ledger.Claim{Key: f.key(id, 0, testSecret), Tuple: notice.Tuple{SubscriptionID: id, Kind: testKind, PeriodStart: ps},
 			RenewsAt: f.renews, WindowClosesAt: f.renews.Add(-24 * time.Hour), Domain: "example.com", MessageID: f.msgID(id)}
 	}
 	if won, err := ledger.Insert(context.Background(), f.db, ledger.ClaimOptions{State: ledger.Claimed, Now: now, RunID: "crashed"}, cs); err != nil || len(won) != n {

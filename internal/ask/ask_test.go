@@ -10,6 +10,7 @@ import (
 
 	"scan/internal/ask"
 	"scan/internal/ledger"
+	"scan/internal/notice"
 	"scan/internal/pgtest"
 )
 
@@ -38,8 +39,8 @@ func setup(t *testing.T, cs ...claim) *sqlx.DB {
 	}
 	for i, c := range cs {
 		n := i + 1
-		cl := ledger.Claim{Key: key(n), SubscriptionID: fmt.Sprintf("sub_%d", n), Kind: "renewal_notice_t72",
-			PeriodStart: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), RenewsAt: now.Add(48 * time.Hour),
+		cl := ledger.Claim{Key: key(n), Tuple: notice.Tuple{SubscriptionID: fmt.Sprintf("sub_%d", n), Kind: "renewal_notice_t72",
+			PeriodStart: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}, RenewsAt: now.Add(48 * time.Hour),
 			WindowClosesAt: now.Add(24 * time.Hour), Domain: "example.com", MessageID: msgID(n)}
 		if won, err := ledger.Insert(ctx, db, ledger.ClaimOptions{State: ledger.Claimed, Now: now.Add(-c.age), RunID: "crashed"}, []ledger.Claim{cl}); err != nil || len(won) != 1 {
 			t.Fatalf("claim %d: won %d, %v", n, len(won), err)

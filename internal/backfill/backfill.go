@@ -26,12 +26,9 @@ const MaxRows = 5_000_000
 
 // Record is one line of the file.
 type Record struct {
-	Line           int
-	SubscriptionID string
-	PeriodStart    time.Time
-	Kind           string
-	Revision       int
-	SentAt         time.Time
+	Line int
+	notice.Tuple
+	SentAt time.Time
 }
 
 // LineError is a line that failed validation.
@@ -61,7 +58,7 @@ func Unique(recs []Record) []Record {
 	out := recs[:0:0]
 	at := map[string]int{} // tuple -> index in out
 	for _, x := range recs {
-		t := x.Tuple()
+		t := x.tupleString()
 		if i, dup := at[t]; dup {
 			if x.SentAt.Before(out[i].SentAt) {
 				out[i].SentAt = x.SentAt
@@ -74,9 +71,10 @@ func Unique(recs []Record) []Record {
 	return out
 }
 
-// Tuple is the record's business tuple as one string (id, period, kind,
-// revision): equal for two sends of the same notice.
-func (x Record) Tuple() string {
+// tupleString is the record's business tuple as one string (id, period,
+// kind, revision): equal for two sends of the same notice, whatever the
+// location of their parsed period_start.
+func (x Record) tupleString() string {
 	return x.SubscriptionID + "|" + x.PeriodStart.Format(notice.DateLayout) + "|" + x.Kind + "|" + strconv.Itoa(x.Revision)
 }
 
@@ -115,7 +113,7 @@ func ReadSends(r io.Reader) ([]Record, error) {
 		if len(out) >= MaxRows {
 			return nil, &LineError{line, fmt.Sprintf("more than %d rows; split the file", MaxRows)}
 		}
-		x := Record{Line: line, SubscriptionID: strings.TrimSpace(rec[0]), Kind: strings.TrimSpace(rec[2])}
+		x := Record{Line: line, Tuple: notice.Tuple{SubscriptionID: strings.TrimSpace(rec[0]), Kind: strings.TrimSpace(rec[2])}}
 		if x.SubscriptionID == "" || len(x.SubscriptionID) > notice.MaxSubscriptionIDLen {
 			return nil, &LineError{line, "subscription_id must be 1 to 255 bytes"}
 		}

@@ -18,9 +18,8 @@ import (
 func Notices(recs []Record, k *notice.Keyer, messageIDDomain string) []ledger.Backfilled {
 	bs := make([]ledger.Backfilled, len(recs))
 	for i, r := range recs {
-		key := k.Key(notice.Tuple{SubscriptionID: r.SubscriptionID, PeriodStart: r.PeriodStart, Kind: r.Kind, Revision: r.Revision})
-		bs[i] = ledger.Backfilled{Key: key, SubscriptionID: r.SubscriptionID, Kind: r.Kind, PeriodStart: r.PeriodStart,
-			Revision: r.Revision, SentAt: r.SentAt, MessageID: notice.MessageID(key, messageIDDomain)}
+		key := k.Key(r.Tuple)
+		bs[i] = ledger.Backfilled{Key: key, Tuple: r.Tuple, SentAt: r.SentAt, MessageID: notice.MessageID(key, messageIDDomain)}
 	}
 	return bs
 }

@@ -90,7 +90,7 @@ func TestImport(t *testing.T) {
 	ps := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 	claimed := other.Key(notice.Tuple{SubscriptionID: "sub_3", PeriodStart: ps, Kind: "renewal_notice_t72"})
 	if won, err := ledger.Insert(ctx, db, ledger.ClaimOptions{State: ledger.Claimed, Now: ps, RunID: "pass"}, []ledger.Claim{{
-		Key: claimed, SubscriptionID: "sub_3", Kind: "renewal_notice_t72", PeriodStart: ps,
+		Key: claimed, Tuple: notice.Tuple{SubscriptionID: "sub_3", Kind: "renewal_notice_t72", PeriodStart: ps},
 		RenewsAt: ps, WindowClosesAt: ps, Domain: "example.com", MessageID: claimed[:32] + "@n.example.com"}}); err != nil || len(won) != 1 {
 		t.Fatalf("claim: %v %v", won, err)
 	}

@@ -8,17 +8,16 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"scan/internal/notice"
 )
 
 // Backfilled is one notice that an earlier system already sent.
 type Backfilled struct {
-	Key            string
-	SubscriptionID string
-	Kind           string
-	PeriodStart    time.Time
-	Revision       int
-	SentAt         time.Time
-	MessageID      string
+	Key string
+	notice.Tuple
+	SentAt    time.Time
+	MessageID string
 }
 
 // Backfill inserts notices as sent and returns how many were inserted; the

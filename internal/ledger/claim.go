@@ -11,16 +11,18 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"scan/internal/notice"
 )
 
-// Claim is one notice to claim. Key is derived by the caller (package
-// notice); the ledger never sees the secret.
+// Claim is one notice to claim: its business tuple and what the ledger
+// keeps beside it. Key is derived by the caller (package notice, from the
+// tuple and the batch's channel); the ledger never sees the secret. The
+// channel is not a field: one claim statement is one channel's batch
+// (ClaimOptions.Channel), which its suppression probe reads.
 type Claim struct {
-	Key            string
-	SubscriptionID string
-	Kind           string
-	PeriodStart    time.Time
-	Revision       int
+	Key string
+	notice.Tuple
 	RenewsAt       time.Time
 	WindowClosesAt time.Time
 	Domain         string

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+
+	"scan/internal/notice"
 )
 
 // claimArrays writes exactly the literals pq.Array writes for the
@@ -30,10 +32,11 @@ func TestClaimArraysMatchPQ(t *testing.T) {
 		claims := make([]Claim, n)
 		for i := range claims {
 			claims[i] = Claim{
-				Key: word(), SubscriptionID: word(), Kind: word(), Domain: word(), MessageID: word(), CancelToken: word(),
+				Key: word(), Domain: word(), MessageID: word(), CancelToken: word(),
 				Rule: word(), TimeZone: word(),
-				PeriodStart:    time.Date(2020+rng.IntN(10), time.Month(1+rng.IntN(12)), 1+rng.IntN(28), 0, 0, 0, 0, time.UTC),
-				Revision:       rng.IntN(5),
+				Tuple: notice.Tuple{SubscriptionID: word(), Kind: word(),
+					PeriodStart: time.Date(2020+rng.IntN(10), time.Month(1+rng.IntN(12)), 1+rng.IntN(28), 0, 0, 0, 0, time.UTC),
+					Revision:    rng.IntN(5)},
 				RenewsAt:       time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).In(time.FixedZone("x", 3600*rng.IntN(5))),
 				WindowClosesAt: time.Unix(rng.Int64N(4e9), 0),
 			}

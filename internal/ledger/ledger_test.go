@@ -12,6 +12,7 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/ledger/ledgertest"
+	"scan/internal/notice"
 	"scan/internal/pgtest"
 )
 
@@ -32,8 +33,8 @@ func key(i int) string { return fmt.Sprintf("%032x%032x", i, i) }
 
 func claim(i, rev int) ledger.Claim {
 	return ledger.Claim{
-		Key: key(i*10 + rev), SubscriptionID: fmt.Sprintf("sub_%d", i), Kind: "renewal_notice_t72",
-		PeriodStart: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Revision: rev,
+		Key: key(i*10 + rev), Tuple: notice.Tuple{SubscriptionID: fmt.Sprintf("sub_%d", i), Kind: "renewal_notice_t72",
+			PeriodStart: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Revision: rev},
 		RenewsAt: t0.Add(48 * time.Hour), WindowClosesAt: t0.Add(24 * time.Hour),
 		Domain: "example.com", MessageID: key(i*10 + rev)[:32] + "@n.example.com", CancelToken: fmt.Sprintf("tok%d", i),
 	}

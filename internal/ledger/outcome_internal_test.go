@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"scan/internal/notice"
 	"scan/internal/pgtest"
 )
 
@@ -32,7 +33,7 @@ func TestOutcomePlanIsIndexScansAndAHashJoin(t *testing.T) {
 	cs := make([]Claim, n)
 	for i := range cs {
 		k := fmt.Sprintf("%064x", i+1)
-		cs[i] = Claim{Key: k, SubscriptionID: fmt.Sprintf("sub_%d", i), Kind: "renewal_notice_t72", PeriodStart: period,
+		cs[i] = Claim{Key: k, Tuple: notice.Tuple{SubscriptionID: fmt.Sprintf("sub_%d", i), Kind: "renewal_notice_t72", PeriodStart: period},
 			RenewsAt: at.Add(48 * time.Hour), WindowClosesAt: at.Add(24 * time.Hour), Domain: "example.com", MessageID: k[:32] + "@n.example.com"}
 	}
 	if won, err := Insert(ctx, db, ClaimOptions{State: Claimed, Now: at, RunID: "r"}, cs); err != nil || len(won) != n {

@@ -14,6 +14,7 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/ledger/ledgertest"
+	"scan/internal/notice"
 	"scan/internal/pgtest"
 )
 
@@ -149,7 +150,7 @@ VALUES ($1, 'claimed', 'sent', 'carol', 'seen in the provider console', $2)`, ke
 	// Both unique guarantees: the same key, and the same tuple under
 	// another key (a changed secret), each win nothing.
 	for _, r := range rows {
-		c := ledger.Claim{Key: r.key, SubscriptionID: r.sub, Kind: "renewal_notice_t72", PeriodStart: r.period, Revision: r.rev,
+		c := ledger.Claim{Key: r.key, Tuple: notice.Tuple{SubscriptionID: r.sub, Kind: "renewal_notice_t72", PeriodStart: r.period, Revision: r.rev},
 			RenewsAt: t0, WindowClosesAt: t0.Add(time.Hour), Domain: "example.com", MessageID: r.key[:32] + "@n.example.com"}
 		rotated := c
 		rotated.Key = fmt.Sprintf("%064x", 1000+len(r.sub)+int(r.period.Unix()%1000)*7+r.rev)
@@ -430,7 +431,7 @@ func TestKeyCheckTakesLowerCaseHexOnly(t *testing.T) {
 		"accented":   "\u00e0" + good[1:],
 	}
 	insert := func(k string) error {
-		c := ledger.Claim{Key: k, SubscriptionID: "sub_" + k, Kind: "renewal_notice_t72", PeriodStart: month(2026, 12),
+		c := ledger.Claim{Key: k, Tuple: notice.Tuple{SubscriptionID: "sub_" + k, Kind: "renewal_notice_t72", PeriodStart: month(2026, 12)},
 			RenewsAt: t0, WindowClosesAt: t0, Domain: "example.com", MessageID: "m@n.example.com"}
 		_, err := ledger.Insert(ctx, db, opt("r"), []ledger.Claim{c})
 		return err

@@ -13,6 +13,7 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/ledger/ledgertest"
+	"scan/internal/notice"
 )
 
 // settle applies ss in a transaction of its own, as reconcile.Apply does
@@ -131,8 +132,8 @@ func TestCallerOwnsTheTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, _ := ledger.NewDecision(ledger.RulingNotSent, key(10), "alice", "rolled back", t0)
-	bf := ledger.Backfilled{Key: key(30), SubscriptionID: "sub_3", Kind: "renewal_notice_t72",
-		PeriodStart: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), SentAt: t0, MessageID: key(30)[:32] + "@n.example.com"}
+	bf := ledger.Backfilled{Key: key(30), Tuple: notice.Tuple{SubscriptionID: "sub_3", Kind: "renewal_notice_t72",
+		PeriodStart: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}, SentAt: t0, MessageID: key(30)[:32] + "@n.example.com"}
 	rolledBack := errors.New("roll back")
 	err := ledger.WithTx(ctx, db, func(tx *sqlx.Tx) error {
 		if from, err := ledger.Resolve(ctx, tx, d); err != nil || from != ledger.Claimed {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"scan/internal/notice"
 )
 
 // Shadow mode (issue 27): `scan run --shadow` records the notices it would
@@ -62,11 +64,8 @@ func pruneShadow(ctx context.Context, db sqlx.ExecerContext, before string) (int
 
 // LegacySend is one send of a legacy sender (a line of the backfill's CSV).
 type LegacySend struct {
-	SubscriptionID string
-	Kind           string
-	PeriodStart    time.Time
-	Revision       int
-	SentAt         time.Time
+	notice.Tuple
+	SentAt time.Time
 }
 
 // ShadowReport is what the shadow passes would have sent against what a

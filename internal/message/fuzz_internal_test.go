@@ -10,6 +10,7 @@ import (
 	"text/template/parse"
 	"time"
 
+	"scan/internal/notice"
 	"scan/internal/send"
 )
 
@@ -60,8 +61,8 @@ func FuzzTemplateData(f *testing.F) {
 	r := fuzzRenderer(f)
 	f.Fuzz(func(t *testing.T, amount, currency, locale, zone, interval string, count int, name, plan, token string) {
 		n := send.Notice{
-			Key: strings.Repeat("ab", 32), To: "a@example.org", Kind: "renewal", ClaimedAt: time.Unix(1e9, 0),
-			PeriodStart: time.Unix(1e9, 0).UTC(), RenewsAt: time.Unix(1.7e9, 0), CancelToken: token,
+			Key: strings.Repeat("ab", 32), To: "a@example.org", ClaimedAt: time.Unix(1e9, 0),
+			Tuple: notice.Tuple{Kind: "renewal", PeriodStart: time.Unix(1e9, 0).UTC()}, RenewsAt: time.Unix(1.7e9, 0), CancelToken: token,
 			Amount: amount, Currency: currency, Locale: locale, Interval: interval, IntervalCount: count,
 			Name: name, Plan: plan,
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"scan/internal/notice"
 	"scan/internal/send"
 )
 
@@ -143,9 +144,11 @@ func TestRenderMatchesReference(t *testing.T) {
 		}
 		for range 400 {
 			n := send.Notice{
-				Key:         fmt.Sprintf("%016x%016x%016x%016x", rng.Uint64(), rng.Uint64(), rng.Uint64(), rng.Uint64()),
-				Kind:        pick(rng, []string{"renewal_notice_t72", "trial_ending", "default", "custom", "slow"}),
-				PeriodStart: time.Date(2026, time.Month(1+rng.IntN(12)), 1+rng.IntN(28), 0, 0, 0, 0, time.UTC),
+				Key: fmt.Sprintf("%016x%016x%016x%016x", rng.Uint64(), rng.Uint64(), rng.Uint64(), rng.Uint64()),
+				Tuple: notice.Tuple{
+					Kind:        pick(rng, []string{"renewal_notice_t72", "trial_ending", "default", "custom", "slow"}),
+					PeriodStart: time.Date(2026, time.Month(1+rng.IntN(12)), 1+rng.IntN(28), 0, 0, 0, 0, time.UTC),
+				},
 				RenewsAt:    time.Date(2026, 3, 4, rng.IntN(24), 30, 0, 0, time.UTC),
 				To:          pick(rng, locals) + "@example.org",
 				Name:        pick(rng, names),

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"scan/internal/notice"
 	"scan/internal/send"
 )
 
@@ -63,7 +64,7 @@ type SMSSample struct {
 // preview` refuse at load (exit 2) for a kind with the sms channel.
 func (r *Renderer) CheckSMS(samples []SMSSample, maxSegments int) error {
 	for _, s := range samples {
-		n := send.Notice{Key: strings.Repeat("a", 64), Kind: s.Kind, Locale: s.Locale, Plan: "Premium Plus",
+		n := send.Notice{Key: strings.Repeat("a", 64), Tuple: notice.Tuple{Kind: s.Kind}, Locale: s.Locale, Plan: "Premium Plus",
 			RenewsAt: time.Date(2026, 9, 30, 9, 0, 0, 0, time.UTC), Amount: "1234.56", Currency: "EUR",
 			CancelToken: strings.Repeat("0123456789abcdef", 2), Interval: "month", IntervalCount: 1}
 		body, err := r.RenderSMS(n)

@@ -127,7 +127,7 @@ func (s *Pass) classifyClosed(c *content, r subscription.Row, a ask) verdict {
 	v.is, v.keyed = closed, true
 	v.dn.claim = newClaim(r, a.sel.kind, *r.AnchorAt, a.sel.close)
 	v.dn.claim.Rule, v.dn.claim.TimeZone = a.sel.rule, c.zoneOf(r).String()
-	v.dn.claim.Key = s.keyer.ChannelKey(tupleOf(v.dn.claim), a.channel)
+	v.dn.claim.Key = s.keyer.ChannelKey(v.dn.claim.Tuple, a.channel)
 	return v
 }
 
@@ -158,7 +158,7 @@ func (s *Pass) classifySMS(c *content, r subscription.Row, a ask) verdict {
 		v.is, v.reason = unreachable, "phone"
 		return v
 	}
-	v.dn.n = newNotice(r, sel.kind, anchor, phone, "")
+	v.dn.n = newNotice(v.dn.claim.Tuple, r, anchor, phone, "")
 	v.dn.addr = phone
 	if reason, _ := c.fill(r, k, &v.dn.n); reason != "" {
 		v.is, v.reason = invalid, reason
@@ -177,17 +177,18 @@ func (s *Pass) classifySMS(c *content, r subscription.Row, a ask) verdict {
 // pass's claims from a row (its key, rule and zone are the caller's).
 func newClaim(r subscription.Row, kind string, anchor time.Time, closeBefore time.Duration) ledger.Claim {
 	return ledger.Claim{
-		SubscriptionID: r.ID, Kind: kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
+		Tuple:    notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: kind, Revision: r.Revision},
 		RenewsAt: *r.RenewsAt, WindowClosesAt: anchor.Add(-closeBefore), Key: deref(r.LedgerKey),
 	}
 }
 
-// newNotice is the notice of row r's notice of kind to the address to
-// (domain: its bucket's). The one constructor of a pass's notices.
-func newNotice(r subscription.Row, kind string, anchor time.Time, to, domain string) send.Notice {
+// newNotice is the notice named by t (its claim's tuple: newClaim's) of
+// row r to the address to (domain: its bucket's). The one constructor of
+// a pass's notices; its key and cancellation token are the claim's
+// (due.notice).
+func newNotice(t notice.Tuple, r subscription.Row, anchor time.Time, to, domain string) send.Notice {
 	return send.Notice{
-		Key: deref(r.LedgerKey), SubscriptionID: r.ID, Kind: kind, PeriodStart: *r.PeriodStart, Revision: r.Revision,
-		RenewsAt: *r.RenewsAt, AnchorAt: anchor, To: to, Domain: domain, Name: deref(r.Name), Plan: deref(r.Plan),
+		Tuple: t, RenewsAt: *r.RenewsAt, AnchorAt: anchor, To: to, Domain: domain, Name: deref(r.Name), Plan: deref(r.Plan),
 	}
 }
 
@@ -226,7 +227,8 @@ func (s *Pass) validate(c *content, r subscription.Row, kind string, w policy.Wi
 	if r.AnchorAt != nil {
 		anchor = *r.AnchorAt
 	}
-	dn := due{claim: newClaim(r, kind, anchor, time.Duration(w.CloseBefore)), n: newNotice(r, kind, anchor, to, domain)}
+	dn := due{claim: newClaim(r, kind, anchor, time.Duration(w.CloseBefore))}
+	dn.n = newNotice(dn.claim.Tuple, r, anchor, to, domain)
 	dn.claim.Domain = domain
 	reason, fallbacks := c.fill(r, s.kinds[kind], &dn.n)
 	if reason != "" {

@@ -781,12 +781,11 @@ func (s *Pass) submit(ctx context.Context, d *send.Dispatcher, won []ledger.Won,
 	at := s.cfg.Clock.Now()
 	for _, w := range won {
 		dn := byKey[w.Key]
-		n := dn.n
+		n := dn.notice()
 		n.ClaimedAt = at
 		n.Attempt = w.Attempt
-		n.CancelToken = w.CancelToken
-		if n.CancelToken == "" {
-			n.CancelToken = dn.claim.CancelToken
+		if w.CancelToken != "" {
+			n.CancelToken = w.CancelToken
 		}
 		// Every claimed notice goes to the dispatcher, even on shutdown:
 		// once the run is cancelled it answers at once with "not

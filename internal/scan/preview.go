@@ -111,8 +111,8 @@ func (s *Pass) previewKind(ctx context.Context, db sqlx.QueryerContext, id strin
 	s.derive(&dn)
 	p.Due = deref(r.Status) == "active" && p.inWindow(s.cfg.Now) && p.Ledger == ""
 	p.Deferred = p.Due && s.content.defers(dn.n.TimeZone, dn.claim.WindowClosesAt)
-	n := dn.n
-	n.ClaimedAt, n.CancelToken = s.cfg.Now, dn.claim.CancelToken
+	n := dn.notice()
+	n.ClaimedAt = s.cfg.Now
 	m, err := s.renderer.Render(n)
 	if err != nil {
 		return p, err
@@ -164,7 +164,7 @@ func SampleNotice(pol *policy.Policy, s Sample, now time.Time) (send.Notice, err
 	}
 	t := notice.Tuple{SubscriptionID: "sub_sample", PeriodStart: period, Kind: k.Kind}
 	return send.Notice{
-		Key: keyer.Key(t), SubscriptionID: t.SubscriptionID, Kind: k.Kind, PeriodStart: period,
+		Key: keyer.Key(t), Tuple: t,
 		RenewsAt: anchor, AnchorAt: anchor, To: "customer@example.com", Domain: "example.com",
 		Name: "Alex Example", Plan: "Example Box Plus", CancelToken: keyer.CancelToken(t), ClaimedAt: now,
 		Amount: "12.99", Currency: cur.String(), Interval: "month", IntervalCount: 1,

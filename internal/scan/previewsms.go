@@ -42,9 +42,8 @@ func (s *Pass) previewSMS(ctx context.Context, db sqlx.QueryerContext, id string
 		return nil // p says why (Invalid)
 	}
 	t := notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: k.Kind, Revision: r.Revision}
-	n := send.Notice{Key: s.keyer.ChannelKey(t, notice.ChannelSMS), SubscriptionID: r.ID, Kind: k.Kind, PeriodStart: *r.PeriodStart,
-		Revision: r.Revision, RenewsAt: *r.RenewsAt, AnchorAt: *r.AnchorAt, Name: deref(r.Name), Plan: deref(r.Plan),
-		CancelToken: s.keyer.CancelToken(t), ClaimedAt: s.cfg.Now}
+	n := send.Notice{Key: s.keyer.ChannelKey(t, notice.ChannelSMS), Tuple: t, RenewsAt: *r.RenewsAt, AnchorAt: *r.AnchorAt,
+		Name: deref(r.Name), Plan: deref(r.Plan), CancelToken: s.keyer.CancelToken(t), ClaimedAt: s.cfg.Now}
 	sp := &SMSPreview{}
 	if phone, err := notice.NormalizePhone(deref(r.Phone)); err != nil {
 		sp.Invalid = ledger.ReasonNoAddress

@@ -384,26 +384,29 @@ type due struct {
 	addr string
 }
 
-// derive fills in what a valid due notice takes from the secret: its key
-// (unless the ledger row gave it), Message-ID and cancellation token. It
-// is the costly half of validation (two HMACs), so a row the pass skips
-// for now is never derived.
+// derive fills in the claim of a valid due notice with what it takes from
+// the secret: its key (unless the ledger row gave it), Message-ID and
+// cancellation token. It is the costly half of validation (two HMACs), so
+// a row the pass skips for now is never derived. The key and token are
+// the claim's alone: the notice takes them when it leaves (due.notice).
 func (s *Pass) derive(dn *due) {
-	t := tupleOf(dn.claim)
 	if dn.claim.Key == "" {
-		dn.claim.Key = s.keyer.Key(t)
-		dn.n.Key = dn.claim.Key
+		dn.claim.Key = s.keyer.Key(dn.claim.Tuple)
 	}
 	dn.claim.MessageID = notice.MessageID(dn.claim.Key, s.cfg.Policy.MessageIDDomain)
-	dn.claim.CancelToken = s.keyer.CancelToken(t)
+	dn.claim.CancelToken = s.keyer.CancelToken(dn.claim.Tuple)
 	if dn.addr != "" {
 		dn.claim.AddressHMAC = s.hasher.Digest(notice.ChannelEmail, dn.addr)
 	}
 }
 
-// tupleOf is the business tuple a claim names.
-func tupleOf(cl ledger.Claim) notice.Tuple {
-	return notice.Tuple{SubscriptionID: cl.SubscriptionID, PeriodStart: cl.PeriodStart, Kind: cl.Kind, Revision: cl.Revision}
+// notice is dn's notice as it leaves for the renderer, with the claim's
+// key and cancellation token (derive's). A re-claim's stored token
+// replaces the latter (submit).
+func (dn *due) notice() send.Notice {
+	n := dn.n
+	n.Key, n.CancelToken = dn.claim.Key, dn.claim.CancelToken
+	return n
 }
 
 func deref(p *string) string {

@@ -394,7 +394,7 @@ func (s *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
 		if !v.keyed {
 			continue // no notice tuple, or not yet due in its zone
 		}
-		t := tupleOf(v.dn.claim)
+		t := v.dn.claim.Tuple
 		if r.EmailState == nil && !k.SMSFirst() {
 			if _, err := address.Parse(deref(r.Email)); err == nil {
 				continue // a usable address with no email row yet: the email stage's (deferred)

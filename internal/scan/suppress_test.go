@@ -66,8 +66,8 @@ func TestSuppressedRetryIsNotReclaimed(t *testing.T) {
 	e := setup(t)
 	e.insert(sub{id: "r", email: "r@x.com", renewsIn: 48 * time.Hour})
 	ctx := context.Background()
-	c := ledger.Claim{Key: keyOf("r", 0), SubscriptionID: "r", Kind: "renewal_notice_t72",
-		PeriodStart: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), RenewsAt: now.Add(48 * time.Hour), WindowClosesAt: now.Add(24 * time.Hour), Domain: "x.com"}
+	c := ledger.Claim{Key: keyOf("r", 0), Tuple: notice.Tuple{SubscriptionID: "r", Kind: "renewal_notice_t72", PeriodStart: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)},
+		RenewsAt: now.Add(48 * time.Hour), WindowClosesAt: now.Add(24 * time.Hour), Domain: "x.com"}
 	if _, err := ledger.Insert(ctx, e.db, ledger.ClaimOptions{State: ledger.Claimed, Now: now.Add(-time.Hour), RunID: "old"}, []ledger.Claim{c}); err != nil {
 		t.Fatal(err)
 	}

@@ -24,19 +24,20 @@ func key(s string) string {
 
 // notice returns a valid notice number i to someone at domain.
 func notice(i int, domain string) send.Notice {
-	return send.Notice{
-		Key:            key(fmt.Sprintf("%s/%d", domain, i)),
-		SubscriptionID: fmt.Sprintf("sub_%d", i),
-		Kind:           "renewal_notice_t72",
-		PeriodStart:    time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC),
-		RenewsAt:       renewsAt,
-		To:             fmt.Sprintf("user%d@%s", i, domain),
-		Domain:         domain,
-		Name:           "Ada Lovelace",
-		Plan:           "Pro",
-		CancelToken:    fmt.Sprintf("tok-%d", i),
-		ClaimedAt:      claimedAt,
+	n := send.Notice{
+		Key:         key(fmt.Sprintf("%s/%d", domain, i)),
+		RenewsAt:    renewsAt,
+		To:          fmt.Sprintf("user%d@%s", i, domain),
+		Domain:      domain,
+		Name:        "Ada Lovelace",
+		Plan:        "Pro",
+		CancelToken: fmt.Sprintf("tok-%d", i),
+		ClaimedAt:   claimedAt,
 	}
+	// The tuple's fields (send.Notice embeds notice.Tuple), set by name:
+	// this file's notice helper hides the package.
+	n.SubscriptionID, n.Kind, n.PeriodStart = fmt.Sprintf("sub_%d", i), "renewal_notice_t72", time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)
+	return n
 }
 
 func newRenderer(t testing.TB) *message.Renderer {

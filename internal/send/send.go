@@ -12,23 +12,27 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"scan/internal/notice"
 )
 
 // Notice is one claimed notice, ready to render and send. Every field is
 // already validated by the caller (no CR/LF, a parseable address).
+//
+// The embedded Tuple names the notice: SubscriptionID is logged, never
+// sent in a header; Kind selects the template; PeriodStart is the billing
+// period the charge starts. The channel is the Dispatcher's: each channel
+// has its own, with its own Renderer and Sender.
 type Notice struct {
-	Key            string    // 64 hex chars; the notice key
-	SubscriptionID string    // logged, never sent in a header
-	Kind           string    // selects the template
-	PeriodStart    time.Time // billing period the charge starts
-	Revision       int
-	RenewsAt       time.Time // when the card is charged
-	To             string    // recipient address (possibly the staging redirect)
-	Domain         string    // recipient domain, lower-case ASCII: the bucket key
-	Name           string    // optional display name, may be empty; Render cuts it at MaxNameLen characters
-	Plan           string    // optional plan name, may be empty; Render cuts it at MaxPlanLen characters
-	CancelToken    string    // token of the cancellation link; reused across revisions
-	ClaimedAt      time.Time // when the claim committed (for claim-to-commit latency)
+	Key string // 64 hex chars; the notice key
+	notice.Tuple
+	RenewsAt    time.Time // when the card is charged
+	To          string    // recipient address (possibly the staging redirect)
+	Domain      string    // recipient domain, lower-case ASCII: the bucket key
+	Name        string    // optional display name, may be empty; Render cuts it at MaxNameLen characters
+	Plan        string    // optional plan name, may be empty; Render cuts it at MaxPlanLen characters
+	CancelToken string    // token of the cancellation link; reused across revisions
+	ClaimedAt   time.Time // when the claim committed (for claim-to-commit latency)
 
 	// What the notice says (issue 21). Each is optional: the pass fills it
 	// where the source has the column, already validated.

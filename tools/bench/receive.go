@@ -33,6 +33,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"scan/internal/ledger"
+	"scan/internal/notice"
 )
 
 // Statements of the receive scenario.
@@ -64,7 +65,7 @@ func (b *bench) seedClaims(ctx context.Context, db *sql.DB, n int) error {
 		cs := make([]ledger.Claim, 0, 1000)
 		for i := lo; i < min(lo+1000, n); i++ {
 			k := receiveKey(i)
-			cs = append(cs, ledger.Claim{Key: k, SubscriptionID: fmt.Sprintf("r_%09d", i), Kind: kind, PeriodStart: ps,
+			cs = append(cs, ledger.Claim{Key: k, Tuple: notice.Tuple{SubscriptionID: fmt.Sprintf("r_%09d", i), Kind: kind, PeriodStart: ps},
 				RenewsAt: ps.Add(2 * time.Hour), WindowClosesAt: ps.Add(-22 * time.Hour), Domain: "d.example", MessageID: k[:32] + "@notices.example.com"})
 		}
 		if _, err := ledger.Insert(ctx, x, ledger.ClaimOptions{State: ledger.Claimed, Now: b.now, RunID: "bench-crashed"}, cs); err != nil {

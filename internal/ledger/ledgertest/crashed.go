@@ -32,8 +32,8 @@ func Crashed(t testing.TB, db *sqlx.DB, n int, t0 time.Time) {
 	}
 	cs := make([]ledger.Claim, n)
 	for i := range cs {
-		cs[i] = ledger.Claim{Key: Key(i + 1), SubscriptionID: fmt.Sprintf("sub_%d", i+1), Kind: "renewal_notice_t72",
-			PeriodStart: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), RenewsAt: t0.Add(48 * time.Hour),
+		cs[i] = ledger.Claim{Key: Key(i + 1), Tuple: notice.Tuple{SubscriptionID: fmt.Sprintf("sub_%d", i+1), Kind: "renewal_notice_t72",
+			PeriodStart: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}, RenewsAt: t0.Add(48 * time.Hour),
 			WindowClosesAt: t0.Add(24 * time.Hour), Domain: "example.com", MessageID: MessageID(i + 1)}
 	}
 	if won, err := ledger.Insert(ctx, db, ledger.ClaimOptions{State: ledger.Claimed, Now: t0, RunID: "crashed"}, cs); err != nil || len(won) != n {
