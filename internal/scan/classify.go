@@ -74,12 +74,12 @@ type verdict struct {
 // address, content), then the quiet hours. c is the caller's content
 // resolver (the sms stage has its own: content is not safe for
 // concurrent use).
-func (s *Pass) classify(c *content, r subscription.Row, a ask) verdict {
+func (p *Pass) classify(c *content, r subscription.Row, a ask) verdict {
 	switch {
 	case a.missed:
-		return s.classifyClosed(c, r, a)
+		return p.classifyClosed(c, r, a)
 	case a.channel == notice.ChannelSMS:
-		return s.classifySMS(c, r, a)
+		return p.classifySMS(c, r, a)
 	}
 	sel, w, v := a.sel, a.sel.window(), verdict{sel: a.sel.key()}
 	rule := sel.rule
@@ -87,10 +87,10 @@ func (s *Pass) classify(c *content, r subscription.Row, a ask) verdict {
 		return v // a NULL anchor: not due for this kind (not invalid)
 	}
 	if a.retry {
-		k := s.kinds[sel.kind]
+		k := p.kinds[sel.kind]
 		j := deref(r.Jurisdiction)
 		w = k.WindowFor(j)
-		if r.RenewsAt == nil || !w.Contains(*r.AnchorAt, s.cfg.Now, c.zoneOf(r)) {
+		if r.RenewsAt == nil || !w.Contains(*r.AnchorAt, p.cfg.Now, c.zoneOf(r)) {
 			return v // no longer due under its current row; expires later
 		}
 		rule = w.Rule(k.AnchorColumn())
@@ -101,7 +101,7 @@ func (s *Pass) classify(c *content, r subscription.Row, a ask) verdict {
 	} else if sel.due != nil && r.AnchorAt != nil && !sel.due.open(*r.AnchorAt, c.zoneOf(r)) {
 		return v // read with the superset of a due rule: not yet due in its zone
 	}
-	dn, reason := s.validate(c, r, sel.kind, w)
+	dn, reason := p.validate(c, r, sel.kind, w)
 	dn.claim.Rule = rule
 	v.dn, v.keyed = dn, reason == ""
 	switch {
@@ -119,7 +119,7 @@ func (s *Pass) classify(c *content, r subscription.Row, a ask) verdict {
 // recorded missed when it makes a notice key (its tuple), keyed for
 // a.channel; nothing else about it is checked (a row that cannot make a
 // key is left out, not counted invalid).
-func (s *Pass) classifyClosed(c *content, r subscription.Row, a ask) verdict {
+func (p *Pass) classifyClosed(c *content, r subscription.Row, a ask) verdict {
 	v := verdict{sel: a.sel.key()}
 	if r.ID == "" || len(r.ID) > notice.MaxSubscriptionIDLen || r.PeriodStart == nil || r.RenewsAt == nil || r.AnchorAt == nil {
 		return v
@@ -127,7 +127,7 @@ func (s *Pass) classifyClosed(c *content, r subscription.Row, a ask) verdict {
 	v.is, v.keyed = closed, true
 	v.dn.claim = newClaim(r, a.sel.kind, *r.AnchorAt, a.sel.close)
 	v.dn.claim.Rule, v.dn.claim.TimeZone = a.sel.rule, c.zoneOf(r).String()
-	v.dn.claim.Key = s.keyer.ChannelKey(v.dn.claim.Tuple, a.channel)
+	v.dn.claim.Key = p.keyer.ChannelKey(v.dn.claim.Tuple, a.channel)
 	return v
 }
 
@@ -136,7 +136,7 @@ func (s *Pass) classifyClosed(c *content, r subscription.Row, a ask) verdict {
 // without a usable phone number, invalid when its content is, deferred by
 // the quiet hours, or due by sms. The notice's key and digest are the
 // caller's (smsNotice: the stage's own keyer and hasher).
-func (s *Pass) classifySMS(c *content, r subscription.Row, a ask) verdict {
+func (p *Pass) classifySMS(c *content, r subscription.Row, a ask) verdict {
 	sel, v := a.sel, verdict{sel: a.sel.key()}
 	if r.RenewsAt == nil || r.PeriodStart == nil || r.ID == "" || r.Revision < 0 {
 		return verdict{is: invalid, reason: "no notice tuple", sel: v.sel}
@@ -149,7 +149,7 @@ func (s *Pass) classifySMS(c *content, r subscription.Row, a ask) verdict {
 	if sel.due != nil && !sel.due.open(anchor, zone) {
 		return v // read with the superset of a due rule: not yet due in its zone
 	}
-	k := s.kinds[sel.kind]
+	k := p.kinds[sel.kind]
 	v.keyed = true
 	v.dn.claim = newClaim(r, sel.kind, anchor, time.Duration(k.WindowFor(sel.jurisdiction).CloseBefore))
 	v.dn.claim.Rule, v.dn.claim.TimeZone = sel.rule, zone.String()
@@ -195,12 +195,12 @@ func newNotice(t notice.Tuple, r subscription.Row, anchor time.Time, to, domain 
 // validate turns a source row into a due email notice, or returns a
 // reason the row is invalid (never containing the address). The
 // notice's key and what else comes from the secret are left to derive.
-func (s *Pass) validate(c *content, r subscription.Row, kind string, w policy.Window) (due, string) {
+func (p *Pass) validate(c *content, r subscription.Row, kind string, w policy.Window) (due, string) {
 	if reason := tupleReason(r); reason != "" {
 		return due{}, reason
 	}
 	j := deref(r.Jurisdiction)
-	if j != "" && s.cfg.Policy.UnknownJurisdiction == policy.UnknownInvalid && !s.cfg.Policy.KnownJurisdiction(j) {
+	if j != "" && p.cfg.Policy.UnknownJurisdiction == policy.UnknownInvalid && !p.cfg.Policy.KnownJurisdiction(j) {
 		return due{}, "jurisdiction not in the policy"
 	}
 	if r.Email == nil || *r.Email == "" {
@@ -220,8 +220,8 @@ func (s *Pass) validate(c *content, r subscription.Row, kind string, w policy.Wi
 		return due{}, "CR, LF or control character in plan"
 	}
 	to, domain := addr.Email, addr.Domain
-	if s.cfg.RedirectTo != "" {
-		to = s.cfg.RedirectTo // the original domain's bucket still applies
+	if p.cfg.RedirectTo != "" {
+		to = p.cfg.RedirectTo // the original domain's bucket still applies
 	}
 	anchor := *r.RenewsAt
 	if r.AnchorAt != nil {
@@ -230,13 +230,13 @@ func (s *Pass) validate(c *content, r subscription.Row, kind string, w policy.Wi
 	dn := due{claim: newClaim(r, kind, anchor, time.Duration(w.CloseBefore))}
 	dn.n = newNotice(dn.claim.Tuple, r, anchor, to, domain)
 	dn.claim.Domain = domain
-	reason, fallbacks := c.fill(r, s.kinds[kind], &dn.n)
+	reason, fallbacks := c.fill(r, p.kinds[kind], &dn.n)
 	if reason != "" {
 		return due{}, reason
 	}
 	dn.fallbacks = fallbacks
 	dn.claim.TimeZone = dn.n.TimeZone.String()
-	if s.cfg.RedirectTo == "" {
+	if p.cfg.RedirectTo == "" {
 		dn.addr, _ = notice.NormalizeEmail(addr.Email)
 	}
 	return dn, ""

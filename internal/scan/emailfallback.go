@@ -56,15 +56,15 @@ func (g *sweptSignal) done() {
 // [sms, email]: per kind its email retry rows, and per window group the
 // rows whose sms notice failed (afterSMS; its earliest period is read
 // with its first page, listStream).
-func (s *Pass) afterSMSStreams() []*stream {
+func (p *Pass) afterSMSStreams() []*stream {
 	var out []*stream
-	for _, group := range s.smsSels {
-		if !s.kinds[group[0].kind].EmailAfterSMS() {
+	for _, group := range p.smsSels {
+		if !p.kinds[group[0].kind].EmailAfterSMS() {
 			continue
 		}
 		out = append(out, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
 		for _, sel := range group {
-			out = append(out, &stream{sel: sel, afterSMS: true, swept: s.swept.c, skipped: map[string]bool{}})
+			out = append(out, &stream{sel: sel, afterSMS: true, swept: p.swept.c, skipped: map[string]bool{}})
 		}
 	}
 	return out
@@ -72,18 +72,18 @@ func (s *Pass) afterSMSStreams() []*stream {
 
 // listStream reads a page of st's new notices: its window's open rows,
 // or for an afterSMS stream the rows whose sms notice failed.
-func (s *Pass) listStream(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string) ([]subscription.Row, error) {
+func (p *Pass) listStream(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string) ([]subscription.Row, error) {
 	if !st.afterSMS {
-		return s.src.listOpen(ctx, db, st.sel, s.cfg.Now, st.from, after, s.cfg.BatchSize)
+		return p.src.listOpen(ctx, db, st.sel, p.cfg.Now, st.from, after, p.cfg.BatchSize)
 	}
 	if !st.fromRead {
-		from, err := s.src.openFrom(ctx, db, st.sel, s.cfg.Now)
+		from, err := p.src.openFrom(ctx, db, st.sel, p.cfg.Now)
 		if err != nil {
 			return nil, err
 		}
 		st.from, st.fromRead = from, true
 	}
-	return s.src.listAfterSMS(ctx, db, st.sel, s.cfg.Now, st.from, after, s.cfg.BatchSize)
+	return p.src.listAfterSMS(ctx, db, st.sel, p.cfg.Now, st.from, after, p.cfg.BatchSize)
 }
 
 // listAfterSMS reads a page of sel's open rows at now whose sms notice
@@ -135,17 +135,17 @@ func sweptWake(streams []*stream, pl *planner) <-chan struct{} {
 // notices of the kinds with channels [sms, email] whose sms notice has
 // already failed (WouldEmailAfterSMS; smsDryRun adds those its sweep
 // would fail for want of a number or by the suppression list).
-func (s *Pass) afterSMSDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
-	for _, group := range s.smsSels {
-		if !s.kinds[group[0].kind].EmailAfterSMS() {
+func (p *Pass) afterSMSDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
+	for _, group := range p.smsSels {
+		if !p.kinds[group[0].kind].EmailAfterSMS() {
 			continue
 		}
 		for _, sel := range group {
 			list := func(after *string) ([]subscription.Row, error) {
-				return s.src.listAfterSMS(ctx, tx, sel, s.cfg.Now, nil, after, s.cfg.BatchSize)
+				return p.src.listAfterSMS(ctx, tx, sel, p.cfg.Now, nil, after, p.cfg.BatchSize)
 			}
-			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				out.WouldEmailAfterSMS += s.wouldMail(sel, rows)
+			if err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
+				out.WouldEmailAfterSMS += p.wouldMail(sel, rows)
 				return nil
 			}); err != nil {
 				return err
@@ -157,9 +157,9 @@ func (s *Pass) afterSMSDryRun(ctx context.Context, tx sqlx.QueryerContext, out *
 
 // wouldMail is how many of rows the email stage would mail now (valid,
 // not deferred by the quiet hours).
-func (s *Pass) wouldMail(sel selection, rows []subscription.Row) int {
+func (p *Pass) wouldMail(sel selection, rows []subscription.Row) int {
 	var d DryRunSummary
-	s.dryRunPage(sel, rows, &invalidLog{seen: map[string]bool{}, log: zerolog.Nop()}, &d)
+	p.dryRunPage(sel, rows, &invalidLog{seen: map[string]bool{}, log: zerolog.Nop()}, &d)
 	return d.WouldMint
 }
 
@@ -171,8 +171,8 @@ func (d DryRunSummary) newKeys() int { return d.WouldMint + d.smsMint + d.WouldE
 // stage's sweep would fail now (failed: their claims, by subscription
 // id) the email stage would then mail, for a kind with channels [sms,
 // email]; 0 for another kind.
-func (s *Pass) wouldMailAfter(sel selection, rows []subscription.Row, failed []ledger.Claim) int {
-	if len(failed) == 0 || !s.kinds[sel.kind].EmailAfterSMS() {
+func (p *Pass) wouldMailAfter(sel selection, rows []subscription.Row, failed []ledger.Claim) int {
+	if len(failed) == 0 || !p.kinds[sel.kind].EmailAfterSMS() {
 		return 0
 	}
 	ids := map[string]bool{}
@@ -185,5 +185,5 @@ func (s *Pass) wouldMailAfter(sel selection, rows []subscription.Row, failed []l
 			of = append(of, r)
 		}
 	}
-	return s.wouldMail(sel, of)
+	return p.wouldMail(sel, of)
 }

@@ -34,43 +34,43 @@ const keyCheckSample = 20
 // that would mint more than --max-mint, expire the retries whose window
 // closed, send (claim, dispatch and record) the due notices, then count
 // what the pass left: the missed, the deferred and the suppressed.
-func (s *Pass) Run(ctx context.Context) (Summary, error) {
-	start := s.cfg.Clock.Now()
-	s.start = start
-	c := &counters{Summary: Summary{RunID: s.cfg.RunID}}
+func (p *Pass) Run(ctx context.Context) (Summary, error) {
+	start := p.cfg.Clock.Now()
+	p.start = start
+	c := &counters{Summary: Summary{RunID: p.cfg.RunID}}
 	finish := func(err error) (Summary, error) {
-		s.fillQuarantine(ctx, c)
+		p.fillQuarantine(ctx, c)
 		sum := c.snapshot()
-		sum.DurationMS = s.cfg.Clock.Now().Sub(start).Milliseconds()
+		sum.DurationMS = p.cfg.Clock.Now().Sub(start).Milliseconds()
 		return sum, err
 	}
 	if err := ctx.Err(); err != nil {
 		return finish(err)
 	}
-	if err := s.checkEpoch(ctx); err != nil {
+	if err := p.checkEpoch(ctx); err != nil {
 		return finish(err)
 	}
-	c.KeyMismatch = s.checkKeys(ctx)
+	c.KeyMismatch = p.checkKeys(ctx)
 	var err error
-	if s.suppressionEmail, err = ledger.SuppressionAny(ctx, s.db, notice.ChannelEmail); err != nil {
+	if p.suppressionEmail, err = ledger.SuppressionAny(ctx, p.db, notice.ChannelEmail); err != nil {
 		return finish(err)
 	}
-	if err := s.guardMaxMint(ctx, c); err != nil {
+	if err := p.guardMaxMint(ctx, c); err != nil {
 		return finish(err)
 	}
-	if err := s.expireRetries(ctx, c); err != nil {
+	if err := p.expireRetries(ctx, c); err != nil {
 		return finish(err)
 	}
 	// The sms stage runs beside the email stage (sms.go): neither waits
 	// for the other; an error of either stops both.
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	sms := s.startSMS(ctx, stop, c)
+	sms := p.startSMS(ctx, stop, c)
 	if sms == nil {
-		s.swept.done() // no sms stage: the email notices after sms read once more at once
+		p.swept.done() // no sms stage: the email notices after sms read once more at once
 	}
-	s.smsQ = sms.queue()
-	ps, err := s.sendDue(ctx, c)
+	p.smsQ = sms.queue()
+	ps, err := p.sendDue(ctx, c)
 	if err != nil {
 		stop(err)
 	}
@@ -80,18 +80,18 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 	if err != nil {
 		return finish(err)
 	}
-	if err := s.recordMissed(ctx, c); err != nil {
+	if err := p.recordMissed(ctx, c); err != nil {
 		return finish(err)
 	}
-	if err := s.recordMissedSMS(ctx, c); err != nil {
+	if err := p.recordMissedSMS(ctx, c); err != nil {
 		return finish(err)
 	}
-	if ps.stopped || s.sawQuiet {
-		if err := s.tallyDeferred(ctx, ps, c); err != nil {
+	if ps.stopped || p.sawQuiet {
+		if err := p.tallyDeferred(ctx, ps, c); err != nil {
 			return finish(err)
 		}
 	}
-	return finish(s.countSuppressed(ctx, ps, c))
+	return finish(p.countSuppressed(ctx, ps, c))
 }
 
 // checkEpoch records where the pass found the ledger's database, in one
@@ -99,47 +99,47 @@ func (s *Pass) Run(ctx context.Context) (Summary, error) {
 // when it is on another timeline than the last pass found it: restored or
 // failed over, it may have lost claims whose notices went out. A server
 // that does not tell its timeline is not checked; the pass says so.
-func (s *Pass) checkEpoch(ctx context.Context) error {
-	here, err := ledger.CheckPass(ctx, s.db, s.cfg.RunID, s.start)
+func (p *Pass) checkEpoch(ctx context.Context) error {
+	here, err := ledger.CheckPass(ctx, p.db, p.cfg.RunID, p.start)
 	var re *ledger.RestoredError
 	switch {
 	case errors.Is(err, ledger.ErrNoTimeline):
-		s.log.Warn().Err(err).Msg("the ledger's server does not tell its WAL timeline: this pass cannot notice a restore or a failover")
+		p.log.Warn().Err(err).Msg("the ledger's server does not tell its WAL timeline: this pass cannot notice a restore or a failover")
 		return nil
 	case errors.As(err, &re):
-		s.log.Error().Int64("timeline", here.Timeline).Str("lsn", here.LSN).
+		p.log.Error().Int64("timeline", here.Timeline).Str("lsn", here.LSN).
 			Str("last_run_id", re.Last.RunID).Time("last_recorded_at", re.Last.RecordedAt).Str("last_kind", re.Last.Kind).
 			Msg("refusing to claim: the ledger's database was restored or failed over since the last pass it knows of; run `scan recover`")
 		return err
 	case err != nil:
 		return err
 	}
-	s.log.Debug().Int64("timeline", here.Timeline).Str("lsn", here.LSN).Msg("ledger epoch recorded")
+	p.log.Debug().Int64("timeline", here.Timeline).Str("lsn", here.LSN).Msg("ledger epoch recorded")
 	return nil
 }
 
 // guardMaxMint refuses (ErrMaxMint, nothing claimed) a pass whose dry run
 // would mint more new notice keys than --max-mint allows.
-func (s *Pass) guardMaxMint(ctx context.Context, c *counters) error {
-	if s.maxMint < 0 {
+func (p *Pass) guardMaxMint(ctx context.Context, c *counters) error {
+	if p.maxMint < 0 {
 		return nil
 	}
-	dry, err := s.DryRun(ctx)
+	dry, err := p.DryRun(ctx)
 	if err != nil {
 		return err
 	}
-	if dry.newKeys() <= s.maxMint {
+	if dry.newKeys() <= p.maxMint {
 		return nil
 	}
 	c.Invalid = dry.Invalid
-	s.log.Error().Int("would_mint", dry.WouldMint).Int("would_mint_sms", dry.smsMint).Int("would_email_after_sms", dry.WouldEmailAfterSMS).Int("max_mint", s.maxMint).
+	p.log.Error().Int("would_mint", dry.WouldMint).Int("would_mint_sms", dry.smsMint).Int("would_email_after_sms", dry.WouldEmailAfterSMS).Int("max_mint", p.maxMint).
 		Msg("refusing to send: this pass would mint more new notice keys than --max-mint allows (a changed secret or a bad data load?); nothing was claimed")
-	return fmt.Errorf("%w: would mint %d new keys, limit %d", ErrMaxMint, dry.newKeys(), s.maxMint)
+	return fmt.Errorf("%w: would mint %d new keys, limit %d", ErrMaxMint, dry.newKeys(), p.maxMint)
 }
 
 // expireRetries marks missed the retry rows whose window has closed.
-func (s *Pass) expireRetries(ctx context.Context, c *counters) error {
-	expired, err := ledger.ExpireRetries(ctx, s.db, s.cfg.Now)
+func (p *Pass) expireRetries(ctx context.Context, c *counters) error {
+	expired, err := ledger.ExpireRetries(ctx, p.db, p.cfg.Now)
 	if err != nil {
 		return err
 	}
@@ -150,22 +150,22 @@ func (s *Pass) expireRetries(ctx context.Context, c *counters) error {
 // sendDue claims the due notices, sends them through a dispatcher and records
 // their outcomes, and returns what the producer leaves to the end of the
 // pass. Its error is the pass's (errorCause).
-func (s *Pass) sendDue(ctx context.Context, c *counters) (*passState, error) {
+func (p *Pass) sendDue(ctx context.Context, c *counters) (*passState, error) {
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	limits := s.cfg.Policy.Rate.Share(s.cfg.Shards)
-	d, err := s.startDispatcher(pctx, limits)
+	limits := p.cfg.Policy.Rate.Share(p.cfg.Shards)
+	d, err := p.startDispatcher(pctx, limits)
 	if err != nil {
 		return nil, err
 	}
 	fl := newFlow()
-	recDone := s.startRecorder(ctx, d, c, fl, cancel)
+	recDone := p.startRecorder(ctx, d, c, fl, cancel)
 	ps := &passState{handled: map[string]int{}, reclaimed: map[string]int{}}
-	prodErr := s.produce(pctx, d, c, fl, limits, ps)
+	prodErr := p.produce(pctx, d, c, fl, limits, ps)
 	d.Close()
 	recErr := <-recDone
 	if err := errorCause(pctx, prodErr, recErr); err != nil {
-		s.log.Error().Err(err).Msg("pass aborted; it is safe to run again")
+		p.log.Error().Err(err).Msg("pass aborted; it is safe to run again")
 		return nil, err
 	}
 	return ps, nil
@@ -173,15 +173,15 @@ func (s *Pass) sendDue(ctx context.Context, c *counters) (*passState, error) {
 
 // startDispatcher starts the pass's dispatcher over the shard's buckets;
 // a sender it refuses is a *ConfigError.
-func (s *Pass) startDispatcher(ctx context.Context, limits pace.Limits) (*send.Dispatcher, error) {
-	p := s.cfg.Policy
+func (p *Pass) startDispatcher(ctx context.Context, limits pace.Limits) (*send.Dispatcher, error) {
+	pol := p.cfg.Policy
 	d, err := send.NewDispatcher(ctx, send.DispatcherConfig{
-		Sender: s.sender, Renderer: s.renderer, Limits: limits,
+		Sender: p.sender, Renderer: p.renderer, Limits: limits,
 		// The producer claims no further ahead than the buckets allow
 		// (flow.go), so the dispatcher never holds more than a batch or
 		// two: its own bound is only a backstop.
-		Concurrency: p.Concurrency, MaxQueued: 2 * s.cfg.BatchSize, Retry: s.cfg.Retry,
-		Clock: s.cfg.Clock,
+		Concurrency: pol.Concurrency, MaxQueued: 2 * p.cfg.BatchSize, Retry: p.cfg.Retry,
+		Clock: p.cfg.Clock,
 	})
 	if err != nil {
 		return nil, &ConfigError{"sender", err.Error()}
@@ -192,16 +192,16 @@ func (s *Pass) startDispatcher(ctx context.Context, limits pace.Limits) (*send.D
 // startRecorder records d's results in its own goroutine until they end;
 // the returned channel receives its error. Outcomes are written even after
 // ctx is cancelled (recorder.run).
-func (s *Pass) startRecorder(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, cancel context.CancelCauseFunc) <-chan error {
-	rec := &recorder{db: s.db, runID: s.cfg.RunID, clock: s.cfg.Clock, log: s.log, hooks: s.cfg.Hooks, c: c, cancel: cancel, grace: s.cfg.ShutdownGrace, flow: fl, sms: s.smsQ}
+func (p *Pass) startRecorder(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, cancel context.CancelCauseFunc) <-chan error {
+	rec := &recorder{db: p.db, runID: p.cfg.RunID, clock: p.cfg.Clock, log: p.log, hooks: p.cfg.Hooks, c: c, cancel: cancel, grace: p.cfg.ShutdownGrace, flow: fl, sms: p.smsQ}
 	recDone := make(chan error, 1)
 	go func() {
 		// A panic here would kill the process outside run()'s recover (and
 		// print unredacted): turn it into the pass's error, stop producing,
 		// and keep draining so the dispatcher can finish.
 		defer func() {
-			if p := recover(); p != nil {
-				err := fmt.Errorf("recording outcomes: panic: %v", p)
+			if rec := recover(); rec != nil {
+				err := fmt.Errorf("recording outcomes: panic: %v", rec)
 				cancel(err)
 				for range d.Results() {
 				}
@@ -230,9 +230,9 @@ func errorCause(pctx context.Context, prodErr, recErr error) error {
 
 // countSuppressed counts the due notices of every window group that other
 // runs handled, and with them the pass's eligible notices.
-func (s *Pass) countSuppressed(ctx context.Context, ps *passState, c *counters) error {
+func (p *Pass) countSuppressed(ctx context.Context, ps *passState, c *counters) error {
 	suppressed := 0
-	for _, group := range s.sels {
+	for _, group := range p.sels {
 		for _, sel := range group {
 			n, ok := ps.handled[sel.key()]
 			if ok {
@@ -241,7 +241,7 @@ func (s *Pass) countSuppressed(ctx context.Context, ps *passState, c *counters) 
 				n -= ps.reclaimed[sel.key()]
 			} else {
 				var err error
-				if n, err = s.src.countHandled(ctx, s.db, sel, s.cfg.Now, s.cfg.RunID); err != nil {
+				if n, err = p.src.countHandled(ctx, p.db, sel, p.cfg.Now, p.cfg.RunID); err != nil {
 					return err
 				}
 			}
@@ -255,7 +255,7 @@ func (s *Pass) countSuppressed(ctx context.Context, ps *passState, c *counters) 
 	return nil
 }
 
-func (s *Pass) fillQuarantine(ctx context.Context, c *counters) {
+func (p *Pass) fillQuarantine(ctx context.Context, c *counters) {
 	// By now every outcome of this pass is recorded, so its own claims
 	// still without one (ambiguous, or not recordable) are quarantine like
 	// any earlier run's, and may be the oldest.
@@ -264,23 +264,23 @@ func (s *Pass) fillQuarantine(ctx context.Context, c *counters) {
 		qctx, cancel = context.WithTimeout(qctx, ShutdownQuarantineTimeout)
 	}
 	defer cancel()
-	q, err := ledger.QuarantineSize(qctx, s.db, "")
+	q, err := ledger.QuarantineSize(qctx, p.db, "")
 	if err != nil {
-		s.log.Warn().Err(err).Msg("could not read the quarantine size")
+		p.log.Warn().Err(err).Msg("could not read the quarantine size")
 		return
 	}
 	c.add(func(x *Summary) {
 		x.Quarantine = q.Count
 		x.QuarantineSince = q.Oldest
-		x.WindowLength = s.cfg.Policy.LongestWindow()
+		x.WindowLength = p.cfg.Policy.LongestWindow()
 	})
-	if r, err := ledger.RetryOldest(qctx, s.db); err != nil {
-		s.log.Warn().Err(err).Msg("could not read the oldest retry row")
+	if r, err := ledger.RetryOldest(qctx, p.db); err != nil {
+		p.log.Warn().Err(err).Msg("could not read the oldest retry row")
 	} else {
 		c.add(func(x *Summary) { x.RetryOldest = r })
 	}
 	if q.Count > 0 {
-		s.log.Warn().Int("quarantine", q.Count).Time("quarantine_since", *q.Oldest).
+		p.log.Warn().Int("quarantine", q.Count).Time("quarantine_since", *q.Oldest).
 			Msg("claims without a recorded outcome are waiting in quarantine: settle them with `scan reconcile` or `scan resolve`")
 	}
 }
@@ -289,32 +289,32 @@ func (s *Pass) fillQuarantine(ctx context.Context, c *counters) {
 // current windows, else the most recently claimed) and reports whether
 // any differ: the secret changed. The business-tuple index still
 // suppresses every notice already in the ledger, so nothing is re-sent.
-func (s *Pass) checkKeys(ctx context.Context) bool {
+func (p *Pass) checkKeys(ctx context.Context) bool {
 	// Subscriptions renewing between now and the furthest window's opening.
-	hi := s.cfg.Now
-	for _, group := range s.sels {
+	hi := p.cfg.Now
+	for _, group := range p.sels {
 		for _, sel := range group {
-			if o := sel.hi(s.cfg.Now); o.After(hi) {
+			if o := sel.hi(p.cfg.Now); o.After(hi) {
 				hi = o
 			}
 		}
 	}
-	rows, err := s.src.sampleKeys(ctx, s.db, s.cfg.Now, hi, keyCheckSample)
+	rows, err := p.src.sampleKeys(ctx, p.db, p.cfg.Now, hi, keyCheckSample)
 	if err == nil && len(rows) == 0 {
-		rows, err = ledger.Recent(ctx, s.db, keyCheckSample)
+		rows, err = ledger.Recent(ctx, p.db, keyCheckSample)
 	}
 	if err != nil {
-		s.log.Warn().Err(err).Msg("could not check the ledger's keys")
+		p.log.Warn().Err(err).Msg("could not check the ledger's keys")
 		return false
 	}
 	bad := 0
 	for _, r := range rows {
-		if s.keyer.Key(notice.Tuple{SubscriptionID: r.SubscriptionID, PeriodStart: r.PeriodStart, Kind: r.Kind, Revision: r.Revision}) != r.Key {
+		if p.keyer.Key(notice.Tuple{SubscriptionID: r.SubscriptionID, PeriodStart: r.PeriodStart, Kind: r.Kind, Revision: r.Revision}) != r.Key {
 			bad++
 		}
 	}
 	if bad > 0 {
-		s.log.Error().Int("mismatched", bad).Int("checked", len(rows)).
+		p.log.Error().Int("mismatched", bad).Int("checked", len(rows)).
 			Msg("NOTICE_KEY_SECRET does not derive the keys stored in the ledger: the secret was changed or rotated. " +
 				"Notices already in the ledger stay suppressed by the business-tuple index and are not sent again")
 	}
@@ -393,16 +393,16 @@ type passState struct {
 // the dispatcher as soon as it commits. A group with nothing open (the
 // usual nightly re-run) is settled by one count. It returns when every
 // stream is read and claimed, or when the time budget ends (ps.stopped).
-func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, limits pace.Limits, ps *passState) error {
-	if err := s.openStreams(ctx, ps); err != nil {
+func (p *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, limits pace.Limits, ps *passState) error {
+	if err := p.openStreams(ctx, ps); err != nil {
 		return err
 	}
-	ps.streams = append(ps.streams, s.afterSMSStreams()...)
-	inv := &invalidLog{seen: map[string]bool{}, log: s.log}
-	pl := newPlanner(fl, limits, s.cfg.BatchSize, s.cfg.Policy.Concurrency)
+	ps.streams = append(ps.streams, p.afterSMSStreams()...)
+	inv := &invalidLog{seen: map[string]bool{}, log: p.log}
+	pl := newPlanner(fl, limits, p.cfg.BatchSize, p.cfg.Policy.Concurrency)
 	var deadline <-chan time.Time
-	if s.cfg.MaxDuration > 0 {
-		t := s.cfg.Clock.NewTimer(s.cfg.MaxDuration - s.cfg.Clock.Now().Sub(s.start))
+	if p.cfg.MaxDuration > 0 {
+		t := p.cfg.Clock.NewTimer(p.cfg.MaxDuration - p.cfg.Clock.Now().Sub(p.start))
 		defer t.Stop()
 		deadline = t.C()
 	}
@@ -414,15 +414,15 @@ func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 		case <-deadline:
 			ps.stopped = true
 			if n := len(pl.drain()); n > 0 || !allDone(ps.streams) {
-				s.log.Warn().Dur("max_duration", s.cfg.MaxDuration).Int("held", n).
+				p.log.Warn().Dur("max_duration", p.cfg.MaxDuration).Int("held", n).
 					Msg("the pass's time budget ended: no more claims; what is claimed is sent and recorded, the rest is left to the next pass (deferred)")
 			}
 			return nil
 		default:
 		}
 		progressed := false
-		if picked := pl.pick(s.cfg.Clock.Now()); len(picked) > 0 {
-			if err := s.claimPicked(ctx, d, c, fl, ps, picked); err != nil {
+		if picked := pl.pick(p.cfg.Clock.Now()); len(picked) > 0 {
+			if err := p.claimPicked(ctx, d, c, fl, ps, picked); err != nil {
 				return err
 			}
 			progressed = true
@@ -433,7 +433,7 @@ func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 				if !st.readable() {
 					continue
 				}
-				if err := s.readInto(ctx, st, pl, inv, c); err != nil {
+				if err := p.readInto(ctx, st, pl, inv, c); err != nil {
 					return err
 				}
 				progressed = true
@@ -460,16 +460,16 @@ func (s *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 // retry rows, then each window group with notices open at the start; a
 // group with none (the usual nightly re-run) is settled by its count of
 // the notices other runs handled.
-func (s *Pass) openStreams(ctx context.Context, ps *passState) error {
-	now := s.cfg.Now
-	for _, group := range s.sels {
+func (p *Pass) openStreams(ctx context.Context, ps *passState) error {
+	now := p.cfg.Now
+	for _, group := range p.sels {
 		ps.streams = append(ps.streams, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
 		for _, sel := range group {
-			from, err := s.src.openFrom(ctx, s.db, sel, now)
+			from, err := p.src.openFrom(ctx, p.db, sel, now)
 			if err != nil {
 				return err
 			}
-			due, err := s.src.countDue(ctx, s.db, sel, now, s.cfg.RunID, from)
+			due, err := p.src.countDue(ctx, p.db, sel, now, p.cfg.RunID, from)
 			if err != nil {
 				return err
 			}
@@ -521,21 +521,21 @@ type skippedRow struct {
 // candidates, invalid rows noted in inv and counted in c. A valid row
 // whose domain admit refuses (admit nil takes all) is returned in
 // skipped, without deriving its key.
-func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string, admit func(domain string) bool, inv *invalidLog, c *counters) (pg page, err error) {
-	now := s.cfg.Now
+func (p *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string, admit func(domain string) bool, inv *invalidLog, c *counters) (pg page, err error) {
+	now := p.cfg.Now
 	kind := st.sel.kind
 	var rows []subscription.Row
 	var read int // rows the page's query returned: fewer than a batch ends the stream
 	var last *string
 	if st.retry {
 		var rp retryPage
-		rp, err = s.src.listRetry(ctx, db, st.sel, now, deref(after), s.cfg.BatchSize)
+		rp, err = p.src.listRetry(ctx, db, st.sel, now, deref(after), p.cfg.BatchSize)
 		rows, read, last = rp.rows, rp.n, &rp.last
 		if err == nil {
-			err = s.cancelRetries(ctx, rp.cancelled, c)
+			err = p.cancelRetries(ctx, rp.cancelled, c)
 		}
 	} else {
-		rows, err = s.listStream(ctx, db, st, after)
+		rows, err = p.listStream(ctx, db, st, after)
 		read = len(rows)
 	}
 	if err != nil {
@@ -551,7 +551,7 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 			id := r.ID
 			pg.last = &id
 		}
-		v := s.classify(s.content, r, ask{sel: st.sel, retry: st.retry, channel: notice.ChannelEmail})
+		v := p.classify(p.content, r, ask{sel: st.sel, retry: st.retry, channel: notice.ChannelEmail})
 		switch v.is {
 		case invalid:
 			if inv.note(r.ID, kind, v.reason) {
@@ -564,34 +564,34 @@ func (s *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 				pg.skipped = append(pg.skipped, skippedRow{domain: d, before: prev})
 				continue
 			}
-			s.derive(&v.dn)
+			p.derive(&v.dn)
 			pg.cands = append(pg.cands, candidate{due: v.dn, reclaim: st.retry, sel: v.sel})
 		}
 	}
 	if last != nil && *last != "" {
 		pg.last = last // past the retry rows left out of the page
 	}
-	pg.end = read < s.cfg.BatchSize
+	pg.end = read < p.cfg.BatchSize
 	return pg, nil
 }
 
 // cancelRetries ends as cancelled the retry rows of keys, whose
 // subscriptions are no longer active: a recorded no-op, never sent.
-func (s *Pass) cancelRetries(ctx context.Context, keys []string, c *counters) error {
-	n, err := ledger.CancelRetries(ctx, s.db, keys, s.cfg.Now)
+func (p *Pass) cancelRetries(ctx context.Context, keys []string, c *counters) error {
+	n, err := ledger.CancelRetries(ctx, p.db, keys, p.cfg.Now)
 	if err != nil {
 		return err
 	}
 	if n > 0 {
 		c.add(func(x *Summary) { x.Cancelled += int(n) })
-		s.log.Info().Int64("cancelled", n).Msg("retry rows whose subscription is no longer active ended as cancelled; nothing sent")
+		p.log.Info().Int64("cancelled", n).Msg("retry rows whose subscription is no longer active ended as cancelled; nothing sent")
 	}
 	return nil
 }
 
 // readInto reads st's next page into the planner, skipping (and noting
 // where) the rows whose domain's queue is full.
-func (s *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *invalidLog, c *counters) error {
+func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *invalidLog, c *counters) error {
 	pending := map[string]int{}
 	admit := func(domain string) bool {
 		if !pl.admits(domain, pending[domain]) {
@@ -600,7 +600,7 @@ func (s *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 		pending[domain]++
 		return true
 	}
-	pg, err := s.readPage(ctx, s.db, st, st.cursor, admit, inv, c)
+	pg, err := p.readPage(ctx, p.db, st, st.cursor, admit, inv, c)
 	if err != nil {
 		return err
 	}
@@ -608,7 +608,7 @@ func (s *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 		pl.offer(cd)
 	}
 	if pg.quiet > 0 {
-		s.sawQuiet = true // counted at the end: a rescan re-reads rows
+		p.sawQuiet = true // counted at the end: a rescan re-reads rows
 	}
 	for _, sk := range pg.skipped {
 		if !st.rescan {
@@ -621,7 +621,7 @@ func (s *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 	switch {
 	case pg.end && !st.rescan:
 		st.done = true
-	case pg.end, st.nSkipped >= lookPast*s.cfg.BatchSize:
+	case pg.end, st.nSkipped >= lookPast*p.cfg.BatchSize:
 		st.waiting = true
 	}
 	st.awaitSweep()
@@ -630,9 +630,9 @@ func (s *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 
 // claimPicked claims the planner's pick, new notices in one statement and
 // retry rows in another, and hands what it won to the dispatcher.
-func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, ps *passState, picked []candidate) error {
-	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: s.cfg.Now, RunID: s.cfg.RunID, RedirectTo: s.cfg.RedirectTo,
-		Suppression: s.suppressionEmail}
+func (p *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, ps *passState, picked []candidate) error {
+	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: p.cfg.Now, RunID: p.cfg.RunID, RedirectTo: p.cfg.RedirectTo,
+		Suppression: p.suppressionEmail}
 	var claims []ledger.Claim
 	var retryKeys []string
 	byKey := make(map[string]candidate, len(picked))
@@ -655,14 +655,14 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 	slices.Sort(retryKeys)
 	var won []ledger.Won
 	if len(retryKeys) > 0 {
-		w, err := s.reclaimPicked(ctx, c, opt, ps, retryKeys, byKey)
+		w, err := p.reclaimPicked(ctx, c, opt, ps, retryKeys, byKey)
 		if err != nil {
 			return err
 		}
 		won = append(won, w...)
 	}
 	if len(claims) > 0 {
-		w, err := s.insertPicked(ctx, c, opt, claims, byKey)
+		w, err := p.insertPicked(ctx, c, opt, claims, byKey)
 		if err != nil {
 			return err
 		}
@@ -674,20 +674,20 @@ func (s *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 		attempts += w.Attempt
 	}
 	c.add(func(x *Summary) { x.Attempts += attempts })
-	s.noteFallbacks(c, won, byKey)
-	return s.submit(ctx, d, won, byKey)
+	p.noteFallbacks(c, won, byKey)
+	return p.submit(ctx, d, won, byKey)
 }
 
 // reclaimPicked re-claims the picked retry rows (keys, sorted) by
 // compare-and-set, less those the suppression list now holds.
-func (s *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, ps *passState, keys []string, byKey map[string]candidate) ([]ledger.Won, error) {
-	w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
-		return ledger.ReclaimUnlessSuppressed(ctx, s.db, opt, keys, s.retryDigests(byKey, keys))
+func (p *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, ps *passState, keys []string, byKey map[string]candidate) ([]ledger.Won, error) {
+	w, err := p.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
+		return ledger.ReclaimUnlessSuppressed(ctx, p.db, opt, keys, p.retryDigests(byKey, keys))
 	})
 	if err != nil {
 		return nil, err
 	}
-	w, _ = s.takeSuppressed(c, w, byKey)
+	w, _ = p.takeSuppressed(c, w, byKey)
 	c.add(func(x *Summary) { x.Retried += len(w) })
 	for _, x := range w {
 		ps.reclaimed[byKey[x.Key].sel]++
@@ -699,31 +699,31 @@ func (s *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimO
 // statement, autocommitted: the claim is durable before any notice of it
 // leaves the process. It returns those to send: not suppressed, not
 // witnessed sent already.
-func (s *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, claims []ledger.Claim, byKey map[string]candidate) ([]ledger.Won, error) {
+func (p *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, claims []ledger.Claim, byKey map[string]candidate) ([]ledger.Won, error) {
 	// The email notices only: the sms stage mints beside this one
 	// (its fallbacks for this pass's failures were not foreseen).
-	if minted := c.snapshot().Minted - int(s.smsMinted.Load()); s.maxMint >= 0 && minted+len(claims) > s.maxMint {
+	if minted := c.snapshot().Minted - int(p.smsMinted.Load()); p.maxMint >= 0 && minted+len(claims) > p.maxMint {
 		return nil, fmt.Errorf("%w: new subscriptions appeared during the pass; stopped at %d minted", ErrMaxMint, minted)
 	}
-	if h := s.cfg.Hooks.BeforeClaim; h != nil {
+	if h := p.cfg.Hooks.BeforeClaim; h != nil {
 		h(len(claims))
 	}
-	w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
-		return ledger.Insert(ctx, s.db, opt, claims)
+	w, err := p.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
+		return ledger.Insert(ctx, p.db, opt, claims)
 	})
 	if err != nil {
 		return nil, err
 	}
-	w, listed := s.takeSuppressed(c, w, byKey)
+	w, listed := p.takeSuppressed(c, w, byKey)
 	w, witnessed := splitWitnessed(w)
 	c.add(func(x *Summary) { x.Minted += len(w); x.Witnessed += witnessed })
-	s.log.Info().Int("candidates", len(claims)).Int("claimed", len(w)).
+	p.log.Info().Int("candidates", len(claims)).Int("claimed", len(w)).
 		Int("conflicts", len(claims)-len(w)-witnessed-listed).Int("witnessed", witnessed).Msg("batch claimed")
 	if witnessed > 0 {
-		s.log.Warn().Int("witnessed", witnessed).
+		p.log.Warn().Int("witnessed", witnessed).
 			Msg("notices the ledger did not have but the provider's events show sent (a restore or failover lost their claims): recorded sent from that evidence, not sent again")
 	}
-	if h := s.cfg.Hooks.AfterClaimCommit; h != nil {
+	if h := p.cfg.Hooks.AfterClaimCommit; h != nil {
 		h(len(w))
 	}
 	return w, nil
@@ -746,7 +746,7 @@ func splitWitnessed(won []ledger.Won) ([]ledger.Won, int) {
 // that go out in the policy's default locale or time zone because their
 // row's was malformed or unknown. Counted once claimed, so each notice
 // counts once however often its row was read.
-func (s *Pass) noteFallbacks(c *counters, won []ledger.Won, byKey map[string]candidate) {
+func (p *Pass) noteFallbacks(c *counters, won []ledger.Won, byKey map[string]candidate) {
 	n := 0
 	for _, w := range won {
 		cd := byKey[w.Key]
@@ -754,7 +754,7 @@ func (s *Pass) noteFallbacks(c *counters, won []ledger.Won, byKey map[string]can
 			continue
 		}
 		n++
-		s.log.Warn().Str("subscription_id", logID(cd.claim.SubscriptionID)).Str("kind", cd.claim.Kind).
+		p.log.Warn().Str("subscription_id", logID(cd.claim.SubscriptionID)).Str("kind", cd.claim.Kind).
 			Strs("fallback", cd.fallbacks).Str("locale", cd.n.Locale).Str("time_zone", cd.n.TimeZone.String()).
 			Msg("malformed or unknown locale or time_zone: the notice goes out with the policy's default")
 	}
@@ -768,7 +768,7 @@ func (s *Pass) noteFallbacks(c *counters, won []ledger.Won, byKey map[string]can
 // its own, and a claim that committed while its answer was dropped would
 // stay in quarantine although nothing was sent. Its rows go to submit,
 // which releases them as retry on shutdown. recordTimeout bounds it.
-func (s *Pass) claim(ctx context.Context, stmt func(context.Context) ([]ledger.Won, error)) ([]ledger.Won, error) {
+func (p *Pass) claim(ctx context.Context, stmt func(context.Context) ([]ledger.Won, error)) ([]ledger.Won, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -777,8 +777,8 @@ func (s *Pass) claim(ctx context.Context, stmt func(context.Context) ([]ledger.W
 	return stmt(cctx)
 }
 
-func (s *Pass) submit(ctx context.Context, d *send.Dispatcher, won []ledger.Won, byKey map[string]candidate) error {
-	at := s.cfg.Clock.Now()
+func (p *Pass) submit(ctx context.Context, d *send.Dispatcher, won []ledger.Won, byKey map[string]candidate) error {
+	at := p.cfg.Clock.Now()
 	for _, w := range won {
 		dn := byKey[w.Key]
 		n := dn.notice()
@@ -801,8 +801,8 @@ func (s *Pass) submit(ctx context.Context, d *send.Dispatcher, won []ledger.Won,
 // tallyDeferred counts the due notices the pass left to the next one:
 // those the quiet hours held, and, after a pass that its time budget
 // stopped, those it did not reach, by recipient domain.
-func (s *Pass) tallyDeferred(ctx context.Context, ps *passState, c *counters) error {
-	byDomain, quiet, err := s.countDeferred(ctx, ps, c)
+func (p *Pass) tallyDeferred(ctx context.Context, ps *passState, c *counters) error {
+	byDomain, quiet, err := p.countDeferred(ctx, ps, c)
 	if err != nil {
 		return err
 	}
@@ -817,11 +817,11 @@ func (s *Pass) tallyDeferred(ctx context.Context, ps *passState, c *counters) er
 		x.Deferred, x.DeferredByDomain, x.DeferredQuietHours = x.Deferred+n+quiet, byDomain, x.DeferredQuietHours+quiet
 	})
 	if n > 0 {
-		s.log.Warn().Int("deferred", n).
+		p.log.Warn().Int("deferred", n).
 			Msg("notices left unclaimed when the time budget ended: the next pass takes them while their window is open")
 	}
 	if quiet > 0 {
-		s.log.Info().Int("deferred", quiet).Str("reason", "quiet_hours").
+		p.log.Info().Int("deferred", quiet).Str("reason", "quiet_hours").
 			Msg("notices due inside the recipient's quiet hours left to a later pass that runs outside them before their window closes")
 	}
 	return nil
@@ -832,7 +832,7 @@ func (s *Pass) tallyDeferred(ctx context.Context, ps *passState, c *counters) er
 // its time budget stopped left to the next pass, and apart those the
 // quiet hours hold (quiet). Invalid rows it meets for the first time are
 // counted as such.
-func (s *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (byDomain map[string]int, quiet int, _ error) {
+func (p *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (byDomain map[string]int, quiet int, _ error) {
 	byDomain = map[string]int{}
 	inv := &invalidLog{seen: map[string]bool{}, log: zerolog.Nop()}
 	// Admitting no row, readPage returns every valid row that is not
@@ -842,7 +842,7 @@ func (s *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (b
 	for _, st := range ps.streams {
 		rd := &stream{sel: st.sel, retry: st.retry, from: st.from, afterSMS: st.afterSMS, fromRead: st.fromRead}
 		err := eachPage(func(after *string) (*string, bool, error) {
-			pg, err := s.readPage(ctx, s.db, rd, after, admitNone, inv, &counters{})
+			pg, err := p.readPage(ctx, p.db, rd, after, admitNone, inv, &counters{})
 			if err != nil {
 				return nil, false, err
 			}
@@ -861,32 +861,32 @@ func (s *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (b
 
 // recordMissed records as missed every notice whose window closed with no
 // ledger row while the charge is still ahead.
-func (s *Pass) recordMissed(ctx context.Context, c *counters) error {
-	return s.eachClosed(ctx, s.db, func(claims []ledger.Claim) error {
-		n, err := ledger.RecordMissed(ctx, s.db, s.cfg.Now, s.cfg.RunID, claims)
+func (p *Pass) recordMissed(ctx context.Context, c *counters) error {
+	return p.eachClosed(ctx, p.db, func(claims []ledger.Claim) error {
+		n, err := ledger.RecordMissed(ctx, p.db, p.cfg.Now, p.cfg.RunID, claims)
 		if err != nil {
 			return err
 		}
 		c.add(func(x *Summary) { x.Missed += n })
 		if n > 0 {
-			s.log.Warn().Int("missed", n).Msg("notice windows closed before any pass claimed them; recorded as missed, nothing sent")
+			p.log.Warn().Int("missed", n).Msg("notice windows closed before any pass claimed them; recorded as missed, nothing sent")
 		}
 		return nil
 	})
 }
 
-func (s *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn func([]ledger.Claim) error) error {
-	for _, group := range s.sels {
+func (p *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn func([]ledger.Claim) error) error {
+	for _, group := range p.sels {
 		for _, sel := range group {
-			from, err := s.src.closedFrom(ctx, db, sel, s.cfg.Now)
+			from, err := p.src.closedFrom(ctx, db, sel, p.cfg.Now)
 			if err != nil {
 				return err
 			}
 			list := func(after *string) ([]subscription.Row, error) {
-				return s.src.listClosed(ctx, db, sel, s.cfg.Now, from, after, s.cfg.BatchSize)
+				return p.src.listClosed(ctx, db, sel, p.cfg.Now, from, after, p.cfg.BatchSize)
 			}
-			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				return fn(s.missedClaims(sel, notice.ChannelEmail, rows))
+			if err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
+				return fn(p.missedClaims(sel, notice.ChannelEmail, rows))
 			}); err != nil {
 				return err
 			}
@@ -898,10 +898,10 @@ func (s *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn func([
 // missedClaims are the claims, keyed for channel, that record the
 // closed-window rows as missed; a row that cannot make a notice key is
 // left out (not counted invalid: classify's missed path).
-func (s *Pass) missedClaims(sel selection, channel string, rows []subscription.Row) []ledger.Claim {
+func (p *Pass) missedClaims(sel selection, channel string, rows []subscription.Row) []ledger.Claim {
 	claims := make([]ledger.Claim, 0, len(rows))
 	for _, r := range rows {
-		if v := s.classify(s.content, r, ask{sel: sel, channel: channel, missed: true}); v.is == closed {
+		if v := p.classify(p.content, r, ask{sel: sel, channel: channel, missed: true}); v.is == closed {
 			claims = append(claims, v.dn.claim)
 		}
 	}
@@ -910,34 +910,34 @@ func (s *Pass) missedClaims(sel selection, channel string, rows []subscription.R
 
 // DryRun reports what a pass would do now, inside a read-only transaction:
 // it writes nothing of any kind.
-func (s *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
+func (p *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 	var out DryRunSummary
-	tx, err := s.db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := p.db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return out, fmt.Errorf("dry run: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only; nothing to keep
-	now := s.cfg.Now
-	inv := &invalidLog{seen: map[string]bool{}, log: s.log}
-	for _, group := range s.sels {
+	now := p.cfg.Now
+	inv := &invalidLog{seen: map[string]bool{}, log: p.log}
+	for _, group := range p.sels {
 		for _, sel := range group {
 			list := func(after *string) ([]subscription.Row, error) {
-				return s.src.listOpen(ctx, tx, sel, now, nil, after, s.cfg.BatchSize)
+				return p.src.listOpen(ctx, tx, sel, now, nil, after, p.cfg.BatchSize)
 			}
-			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				s.dryRunPage(sel, rows, inv, &out)
+			if err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
+				p.dryRunPage(sel, rows, inv, &out)
 				return nil
 			}); err != nil {
 				return out, err
 			}
-			n, err := s.src.countHandled(ctx, tx, sel, now, "")
+			n, err := p.src.countHandled(ctx, tx, sel, now, "")
 			if err != nil {
 				return out, err
 			}
 			out.AlreadyClaimed += n
 		}
 	}
-	if err := s.eachClosed(ctx, tx, func(claims []ledger.Claim) error {
+	if err := p.eachClosed(ctx, tx, func(claims []ledger.Claim) error {
 		out.WouldMiss += len(claims)
 		return nil
 	}); err != nil {
@@ -948,10 +948,10 @@ func (s *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 		return out, err
 	}
 	out.WouldMiss += expiring
-	if err := s.smsDryRun(ctx, tx, &out); err != nil {
+	if err := p.smsDryRun(ctx, tx, &out); err != nil {
 		return out, err
 	}
-	if err := s.afterSMSDryRun(ctx, tx, &out); err != nil {
+	if err := p.afterSMSDryRun(ctx, tx, &out); err != nil {
 		return out, err
 	}
 	out.Eligible = out.WouldMint + out.AlreadyClaimed + out.WouldDefer
@@ -960,9 +960,9 @@ func (s *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 
 // dryRunPage counts one page of a group's open rows into out: invalid,
 // deferred by the quiet hours, or to mint.
-func (s *Pass) dryRunPage(sel selection, rows []subscription.Row, inv *invalidLog, out *DryRunSummary) {
+func (p *Pass) dryRunPage(sel selection, rows []subscription.Row, inv *invalidLog, out *DryRunSummary) {
 	for _, r := range rows {
-		switch v := s.classify(s.content, r, ask{sel: sel, channel: notice.ChannelEmail}); v.is {
+		switch v := p.classify(p.content, r, ask{sel: sel, channel: notice.ChannelEmail}); v.is {
 		case invalid:
 			if inv.note(r.ID, sel.kind, v.reason) {
 				out.Invalid++

@@ -47,34 +47,34 @@ var ErrNoSubscription = errors.New("no such subscription")
 // Preview renders the notices subscription id would get at the pass's
 // now: of each kind named, or, with none named, of each kind whose window
 // is open now. It reads the source and the ledger and writes nothing.
-func (s *Pass) Preview(ctx context.Context, id string, kinds []string) ([]Preview, error) {
+func (p *Pass) Preview(ctx context.Context, id string, kinds []string) ([]Preview, error) {
 	all := len(kinds) == 0
 	if all {
-		for _, k := range s.cfg.Policy.Notices {
+		for _, k := range p.cfg.Policy.Notices {
 			kinds = append(kinds, k.Kind)
 		}
 	}
-	rows, err := ledger.BySubscription(ctx, s.db, id)
+	rows, err := ledger.BySubscription(ctx, p.db, id)
 	if err != nil {
 		return nil, err
 	}
 	var out []Preview
 	for _, kind := range kinds {
-		k, ok := s.kinds[kind]
+		k, ok := p.kinds[kind]
 		if !ok {
 			return nil, &ConfigError{"kind", fmt.Sprintf("%q is not a kind of the policy", kind)}
 		}
-		p, err := s.previewKind(ctx, s.db, id, k, rows)
+		pv, err := p.previewKind(ctx, p.db, id, k, rows)
 		if err == nil {
-			err = s.previewSMS(ctx, s.db, id, k, &p)
+			err = p.previewSMS(ctx, p.db, id, k, &pv)
 		}
 		if err != nil {
 			return nil, err
 		}
-		if all && !p.inWindow(s.cfg.Now) {
+		if all && !pv.inWindow(p.cfg.Now) {
 			continue // not this kind's time
 		}
-		out = append(out, p)
+		out = append(out, pv)
 	}
 	return out, nil
 }
@@ -83,42 +83,42 @@ func (p Preview) inWindow(now time.Time) bool {
 	return !now.Before(p.Opens) && now.Before(p.Closes)
 }
 
-func (s *Pass) previewKind(ctx context.Context, db sqlx.QueryerContext, id string, k policy.Kind, ledgerRows []ledger.Row) (Preview, error) {
-	p := Preview{Kind: k.Kind}
-	r, err := s.src.Get(ctx, db, k.AnchorColumn(), id)
+func (p *Pass) previewKind(ctx context.Context, db sqlx.QueryerContext, id string, k policy.Kind, ledgerRows []ledger.Row) (Preview, error) {
+	pv := Preview{Kind: k.Kind}
+	r, err := p.src.Get(ctx, db, k.AnchorColumn(), id)
 	if err != nil {
 		if errors.Is(err, subscription.ErrNotFound) {
-			return p, fmt.Errorf("%w: %q", ErrNoSubscription, id)
+			return pv, fmt.Errorf("%w: %q", ErrNoSubscription, id)
 		}
-		return p, err
+		return pv, err
 	}
 	w := k.WindowFor(deref(r.Jurisdiction))
 	if r.AnchorAt == nil {
-		p.Invalid = k.AnchorColumn() + " is NULL: not due for this kind"
-		return p, nil
+		pv.Invalid = k.AnchorColumn() + " is NULL: not due for this kind"
+		return pv, nil
 	}
-	p.Opens, p.Closes = w.Opens(*r.AnchorAt, s.content.zoneOf(r)), r.AnchorAt.Add(-time.Duration(w.CloseBefore))
+	pv.Opens, pv.Closes = w.Opens(*r.AnchorAt, p.content.zoneOf(r)), r.AnchorAt.Add(-time.Duration(w.CloseBefore))
 	for _, l := range ledgerRows {
 		if l.Kind == k.Kind && r.PeriodStart != nil && sameDay(l.PeriodStart, *r.PeriodStart) && l.Revision == r.Revision {
-			p.Ledger = l.State
+			pv.Ledger = l.State
 		}
 	}
-	dn, reason := s.validate(s.content, r, k.Kind, w)
+	dn, reason := p.validate(p.content, r, k.Kind, w)
 	if reason != "" {
-		p.Invalid = reason
-		return p, nil
+		pv.Invalid = reason
+		return pv, nil
 	}
-	s.derive(&dn)
-	p.Due = deref(r.Status) == "active" && p.inWindow(s.cfg.Now) && p.Ledger == ""
-	p.Deferred = p.Due && s.content.defers(dn.n.TimeZone, dn.claim.WindowClosesAt)
+	p.derive(&dn)
+	pv.Due = deref(r.Status) == "active" && pv.inWindow(p.cfg.Now) && pv.Ledger == ""
+	pv.Deferred = pv.Due && p.content.defers(dn.n.TimeZone, dn.claim.WindowClosesAt)
 	n := dn.notice()
-	n.ClaimedAt = s.cfg.Now
-	m, err := s.renderer.Render(n)
+	n.ClaimedAt = p.cfg.Now
+	m, err := p.renderer.Render(n)
 	if err != nil {
-		return p, err
+		return pv, err
 	}
-	p.Message = m
-	return p, nil
+	pv.Message = m
+	return pv, nil
 }
 
 // Sample is a request for one sample notice (scan preview --out).

@@ -30,43 +30,43 @@ type SMSPreview struct {
 // previewSMS adds to p the sms text subscription id would get, for a
 // kind whose channels include sms. It reads the source (the row) and
 // writes nothing.
-func (s *Pass) previewSMS(ctx context.Context, db sqlx.QueryerContext, id string, k policy.Kind, p *Preview) error {
+func (p *Pass) previewSMS(ctx context.Context, db sqlx.QueryerContext, id string, k policy.Kind, pv *Preview) error {
 	if !k.HasSMS() {
 		return nil
 	}
-	r, err := s.src.Get(ctx, db, k.AnchorColumn(), id)
+	r, err := p.src.Get(ctx, db, k.AnchorColumn(), id)
 	if err != nil {
 		return err
 	}
 	if r.PeriodStart == nil || r.RenewsAt == nil || r.AnchorAt == nil {
-		return nil // p says why (Invalid)
+		return nil // pv says why (Invalid)
 	}
 	t := notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: k.Kind, Revision: r.Revision}
-	n := send.Notice{Key: s.keyer.ChannelKey(t, notice.ChannelSMS), Tuple: t, RenewsAt: *r.RenewsAt, AnchorAt: *r.AnchorAt,
-		Name: deref(r.Name), Plan: deref(r.Plan), CancelToken: s.keyer.CancelToken(t), ClaimedAt: s.cfg.Now}
+	n := send.Notice{Key: p.keyer.ChannelKey(t, notice.ChannelSMS), Tuple: t, RenewsAt: *r.RenewsAt, AnchorAt: *r.AnchorAt,
+		Name: deref(r.Name), Plan: deref(r.Plan), CancelToken: p.keyer.CancelToken(t), ClaimedAt: p.cfg.Now}
 	sp := &SMSPreview{}
 	if phone, err := notice.NormalizePhone(deref(r.Phone)); err != nil {
 		sp.Invalid = ledger.ReasonNoAddress
 	} else {
 		n.To = phone
 	}
-	if reason, _ := s.content.fill(r, k, &n); reason != "" {
+	if reason, _ := p.content.fill(r, k, &n); reason != "" {
 		sp.Invalid = reason
-		p.SMS = sp
+		pv.SMS = sp
 		return nil
 	}
-	body, err := s.renderer.RenderSMS(n)
+	body, err := p.renderer.RenderSMS(n)
 	if err != nil {
 		return err
 	}
 	sp.Text = body
 	sp.Encoding, sp.Segments = message.SMSSegments(body)
-	p.SMS = sp
-	if sp.Invalid == "" && len(k.Channels) == 1 && emailReason(p.Invalid) {
+	pv.SMS = sp
+	if sp.Invalid == "" && len(k.Channels) == 1 && emailReason(pv.Invalid) {
 		// An sms-only kind: the row's email is not its concern.
-		p.Invalid = ""
-		p.Due = deref(r.Status) == "active" && p.inWindow(s.cfg.Now) && p.Ledger == ""
-		p.Deferred = p.Due && s.content.defers(n.TimeZone, r.AnchorAt.Add(-time.Duration(k.WindowFor(deref(r.Jurisdiction)).CloseBefore)))
+		pv.Invalid = ""
+		pv.Due = deref(r.Status) == "active" && pv.inWindow(p.cfg.Now) && pv.Ledger == ""
+		pv.Deferred = pv.Due && p.content.defers(n.TimeZone, r.AnchorAt.Add(-time.Duration(k.WindowFor(deref(r.Jurisdiction)).CloseBefore)))
 	}
 	return nil
 }

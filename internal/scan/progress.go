@@ -15,17 +15,17 @@ import (
 // fetching rows), and an estimate only in that rows may change while the
 // pass runs and invalid rows are included. It exists to give a progress bar
 // its total; it writes nothing.
-func (s *Pass) CountDue(ctx context.Context) (int, error) {
+func (p *Pass) CountDue(ctx context.Context) (int, error) {
 	total := 0
-	for _, group := range s.sels {
+	for _, group := range p.sels {
 		for _, sel := range group {
-			n, err := s.src.countOpen(ctx, s.db, sel, s.cfg.Now)
+			n, err := p.src.countOpen(ctx, p.db, sel, p.cfg.Now)
 			if err != nil {
 				return 0, err
 			}
 			total += n
 		}
-		n, err := s.src.countRetry(ctx, s.db, group[0], s.cfg.Now)
+		n, err := p.src.countRetry(ctx, p.db, group[0], p.cfg.Now)
 		if err != nil {
 			return 0, err
 		}

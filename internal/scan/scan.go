@@ -323,14 +323,14 @@ func checkSource(cfg Config) error {
 
 // selectGroups builds the pass's window groups: per kind, its default
 // window and each jurisdiction's override.
-func (s *Pass) selectGroups() {
-	cfg := s.cfg
-	s.kinds = map[string]policy.Kind{}
+func (p *Pass) selectGroups() {
+	cfg := p.cfg
+	p.kinds = map[string]policy.Kind{}
 	for _, k := range cfg.Policy.Notices {
-		s.kinds[k.Kind] = k
+		p.kinds[k.Kind] = k
 		anchor := k.AnchorColumn()
 		def := k.Default()
-		group := []selection{{kind: k.Kind, anchor: anchor, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: len(s.sels) == 0 && !k.SMSFirst(), rule: def.Rule(k.AnchorColumn())}}
+		group := []selection{{kind: k.Kind, anchor: anchor, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: len(p.sels) == 0 && !k.SMSFirst(), rule: def.Rule(k.AnchorColumn())}}
 		if def.Due != nil {
 			group[0].due = newDueBounds(def.Due, cfg.Now)
 		}
@@ -339,10 +339,10 @@ func (s *Pass) selectGroups() {
 			group = append(group, selection{kind: k.Kind, anchor: anchor, open: time.Duration(w.OpenBefore), close: time.Duration(w.CloseBefore), jurisdiction: j, rule: w.Rule(k.AnchorColumn())})
 		}
 		if k.SMSFirst() {
-			s.smsSels = append(s.smsSels, group) // the sms stage's alone
+			p.smsSels = append(p.smsSels, group) // the sms stage's alone
 			continue
 		}
-		s.sels = append(s.sels, group)
+		p.sels = append(p.sels, group)
 	}
 }
 
@@ -389,14 +389,14 @@ type due struct {
 // cancellation token. It is the costly half of validation (two HMACs), so
 // a row the pass skips for now is never derived. The key and token are
 // the claim's alone: the notice takes them when it leaves (due.notice).
-func (s *Pass) derive(dn *due) {
+func (p *Pass) derive(dn *due) {
 	if dn.claim.Key == "" {
-		dn.claim.Key = s.keyer.Key(dn.claim.Tuple)
+		dn.claim.Key = p.keyer.Key(dn.claim.Tuple)
 	}
-	dn.claim.MessageID = notice.MessageID(dn.claim.Key, s.cfg.Policy.MessageIDDomain)
-	dn.claim.CancelToken = s.keyer.CancelToken(dn.claim.Tuple)
+	dn.claim.MessageID = notice.MessageID(dn.claim.Key, p.cfg.Policy.MessageIDDomain)
+	dn.claim.CancelToken = p.keyer.CancelToken(dn.claim.Tuple)
 	if dn.addr != "" {
-		dn.claim.AddressHMAC = s.hasher.Digest(notice.ChannelEmail, dn.addr)
+		dn.claim.AddressHMAC = p.hasher.Digest(notice.ChannelEmail, dn.addr)
 	}
 }
 

@@ -30,17 +30,17 @@ type ShadowSummary struct {
 // notice it would have claimed now, with its window, once however many
 // shadow passes see it (ledger.ShadowRecord). A notice already in the
 // ledger is not one it would claim.
-func (s *Pass) Shadow(ctx context.Context) (ShadowSummary, error) {
-	start := s.cfg.Clock.Now()
-	out := ShadowSummary{RunID: s.cfg.RunID, Shadow: true}
-	inv := &invalidLog{seen: map[string]bool{}, log: s.log}
-	for _, group := range s.sels {
+func (p *Pass) Shadow(ctx context.Context) (ShadowSummary, error) {
+	start := p.cfg.Clock.Now()
+	out := ShadowSummary{RunID: p.cfg.RunID, Shadow: true}
+	inv := &invalidLog{seen: map[string]bool{}, log: p.log}
+	for _, group := range p.sels {
 		for _, sel := range group {
 			list := func(after *string) ([]subscription.Row, error) {
-				return s.src.listOpen(ctx, s.db, sel, s.cfg.Now, nil, after, s.cfg.BatchSize)
+				return p.src.listOpen(ctx, p.db, sel, p.cfg.Now, nil, after, p.cfg.BatchSize)
 			}
-			if err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				n, err := ledger.ShadowRecord(ctx, s.db, s.cfg.RunID, s.cfg.Now, s.shadowPage(sel, rows, inv, &out))
+			if err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
+				n, err := ledger.ShadowRecord(ctx, p.db, p.cfg.RunID, p.cfg.Now, p.shadowPage(sel, rows, inv, &out))
 				out.Recorded += n
 				return err
 			}); err != nil {
@@ -49,8 +49,8 @@ func (s *Pass) Shadow(ctx context.Context) (ShadowSummary, error) {
 		}
 	}
 	out.Eligible = out.WouldClaim + out.WouldDefer
-	out.DurationMS = s.cfg.Clock.Now().Sub(start).Milliseconds()
-	s.log.Info().Int("would_claim", out.WouldClaim).Int("recorded", out.Recorded).
+	out.DurationMS = p.cfg.Clock.Now().Sub(start).Milliseconds()
+	p.log.Info().Int("would_claim", out.WouldClaim).Int("recorded", out.Recorded).
 		Msg("shadow pass: nothing claimed in the ledger, nothing sent")
 	return out, nil
 }
@@ -58,11 +58,11 @@ func (s *Pass) Shadow(ctx context.Context) (ShadowSummary, error) {
 // shadowPage returns the notices of one page of a group's open rows that
 // a pass would claim now, each with its window, and counts the page into
 // out.
-func (s *Pass) shadowPage(sel selection, rows []subscription.Row, inv *invalidLog, out *ShadowSummary) []ledger.Shadowed {
+func (p *Pass) shadowPage(sel selection, rows []subscription.Row, inv *invalidLog, out *ShadowSummary) []ledger.Shadowed {
 	var ss []ledger.Shadowed
 	w := sel.window()
 	for _, r := range rows {
-		switch v := s.classify(s.content, r, ask{sel: sel, channel: notice.ChannelEmail}); v.is {
+		switch v := p.classify(p.content, r, ask{sel: sel, channel: notice.ChannelEmail}); v.is {
 		case invalid:
 			if inv.note(r.ID, sel.kind, v.reason) {
 				out.Invalid++
@@ -70,9 +70,9 @@ func (s *Pass) shadowPage(sel selection, rows []subscription.Row, inv *invalidLo
 		case deferred:
 			out.WouldDefer++
 		case dueNow:
-			s.derive(&v.dn)
+			p.derive(&v.dn)
 			out.WouldClaim++
-			ss = append(ss, ledger.Shadowed{Claim: v.dn.claim, OpensAt: w.Opens(v.dn.n.AnchorAt, s.content.zoneOf(r)), ClosesAt: v.dn.claim.WindowClosesAt})
+			ss = append(ss, ledger.Shadowed{Claim: v.dn.claim, OpensAt: w.Opens(v.dn.n.AnchorAt, p.content.zoneOf(r)), ClosesAt: v.dn.claim.WindowClosesAt})
 		}
 	}
 	return ss

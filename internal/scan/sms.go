@@ -55,15 +55,15 @@ import (
 // recordMissedSMS records as missed (channel sms, the sms key) every
 // notice of a kind that goes by sms first whose window closed with no sms
 // row while the charge is still ahead, as recordMissed does for email.
-func (s *Pass) recordMissedSMS(ctx context.Context, c *counters) error {
-	opt := ledger.ClaimOptions{State: ledger.Missed, Now: s.cfg.Now, RunID: s.cfg.RunID, Channel: notice.ChannelSMS}
-	for _, group := range s.smsSels {
+func (p *Pass) recordMissedSMS(ctx context.Context, c *counters) error {
+	opt := ledger.ClaimOptions{State: ledger.Missed, Now: p.cfg.Now, RunID: p.cfg.RunID, Channel: notice.ChannelSMS}
+	for _, group := range p.smsSels {
 		for _, sel := range group {
 			list := func(after *string) ([]subscription.Row, error) {
-				return s.src.listClosedSMS(ctx, s.db, sel, s.cfg.Now, after, s.cfg.BatchSize)
+				return p.src.listClosedSMS(ctx, p.db, sel, p.cfg.Now, after, p.cfg.BatchSize)
 			}
-			err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				won, err := ledger.Insert(ctx, s.db, opt, s.missedClaims(sel, notice.ChannelSMS, rows))
+			err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
+				won, err := ledger.Insert(ctx, p.db, opt, p.missedClaims(sel, notice.ChannelSMS, rows))
 				if err != nil {
 					return err
 				}
@@ -147,24 +147,24 @@ type smsStage struct {
 // startSMS starts the pass's sms stage beside the email stage (see
 // above); nil without Config.SMS or a kind with the sms channel. An
 // error of the stage cancels the pass with that cause.
-func (s *Pass) startSMS(ctx context.Context, cancel context.CancelCauseFunc, c *counters) *smsStage {
-	s.swept = newSweptSignal()
-	if s.cfg.SMS == nil && len(s.smsSels) > 0 {
-		s.log.Warn().Msg("no sms sender: the kinds that go by sms only send nothing in this pass")
+func (p *Pass) startSMS(ctx context.Context, cancel context.CancelCauseFunc, c *counters) *smsStage {
+	p.swept = newSweptSignal()
+	if p.cfg.SMS == nil && len(p.smsSels) > 0 {
+		p.log.Warn().Msg("no sms sender: the kinds that go by sms only send nothing in this pass")
 	}
-	if s.cfg.SMS == nil || !s.cfg.Policy.UsesSMS() {
+	if p.cfg.SMS == nil || !p.cfg.Policy.UsesSMS() {
 		return nil
 	}
-	if s.cfg.RedirectTo != "" {
-		s.log.Warn().Msg("a staging redirect is in force: the sms channel sends nothing")
+	if p.cfg.RedirectTo != "" {
+		p.log.Warn().Msg("a staging redirect is in force: the sms channel sends nothing")
 		return nil
 	}
 	st := &smsStage{handoff: newSMSHandoff(), done: make(chan error, 1)}
-	s.smsMinted.Store(0)
-	s.smsc = s.newSMSTools()
+	p.smsMinted.Store(0)
+	p.smsc = p.newSMSTools()
 	go func() {
-		err := s.sendSMS(ctx, c, st.handoff)
-		s.swept.done()
+		err := p.sendSMS(ctx, c, st.handoff)
+		p.swept.done()
 		if err != nil {
 			cancel(err)
 		}
@@ -194,19 +194,19 @@ func (st *smsStage) wait() error {
 
 // sendSMS is the sms stage: the first sweep, then what the email stage
 // hands over until it ends.
-func (s *Pass) sendSMS(ctx context.Context, c *counters, h *smsHandoff) error {
-	b := s.cfg.Policy.Rate.Share(s.cfg.Shards).SMS
+func (p *Pass) sendSMS(ctx context.Context, c *counters, h *smsHandoff) error {
+	b := p.cfg.Policy.Rate.Share(p.cfg.Shards).SMS
 	lim := rate.NewLimiter(rate.Limit(b.PerSecond), max(b.Burst, 1))
-	if err := s.smsSweep(ctx, c, lim, nil); err != nil {
+	if err := p.smsSweep(ctx, c, lim, nil); err != nil {
 		return err
 	}
-	s.swept.done() // the email notices after sms read what it failed
+	p.swept.done() // the email notices after sms read what it failed
 	for {
-		ids, done, err := h.next(ctx, s.cfg.BatchSize)
+		ids, done, err := h.next(ctx, p.cfg.BatchSize)
 		if err != nil || done {
 			return err
 		}
-		if err := s.smsSweep(ctx, c, lim, ids); err != nil {
+		if err := p.smsSweep(ctx, c, lim, ids); err != nil {
 			return err
 		}
 	}
@@ -214,17 +214,17 @@ func (s *Pass) sendSMS(ctx context.Context, c *counters, h *smsHandoff) error {
 
 // smsSweep runs the fallback statement over every sms window group,
 // restricted to the subscription ids ids unless nil.
-func (s *Pass) smsSweep(ctx context.Context, c *counters, lim *rate.Limiter, ids []string) error {
-	for _, group := range slices.Concat(s.smsSels, s.sels) {
+func (p *Pass) smsSweep(ctx context.Context, c *counters, lim *rate.Limiter, ids []string) error {
+	for _, group := range slices.Concat(p.smsSels, p.sels) {
 		for _, sel := range group {
-			if !s.kinds[sel.kind].HasSMS() {
+			if !p.kinds[sel.kind].HasSMS() {
 				continue
 			}
-			sel.due = s.smsc.dueOf(sel)
+			sel.due = p.smsc.dueOf(sel)
 			list := func(after *string) ([]subscription.Row, error) {
-				return s.src.listFallback(ctx, s.db, sel, s.cfg.Now, after, s.cfg.BatchSize, ids)
+				return p.src.listFallback(ctx, p.db, sel, p.cfg.Now, after, p.cfg.BatchSize, ids)
 			}
-			err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error { return s.smsPage(ctx, c, lim, sel, rows) })
+			err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error { return p.smsPage(ctx, c, lim, sel, rows) })
 			if err != nil {
 				return err
 			}
@@ -242,10 +242,10 @@ type smsTools struct {
 	due     map[string]*dueBounds // by selection key: sel.due's, with a cache of its own
 }
 
-func (s *Pass) newSMSTools() *smsTools {
-	keyer, _ := notice.NewKeyer(s.cfg.Secret) // checked by New
-	hasher, _ := notice.NewAddressHasher(s.cfg.Secret)
-	return &smsTools{content: s.content.fork(), keyer: keyer, hasher: hasher, due: map[string]*dueBounds{}}
+func (p *Pass) newSMSTools() *smsTools {
+	keyer, _ := notice.NewKeyer(p.cfg.Secret) // checked by New
+	hasher, _ := notice.NewAddressHasher(p.cfg.Secret)
+	return &smsTools{content: p.content.fork(), keyer: keyer, hasher: hasher, due: map[string]*dueBounds{}}
 }
 
 // dueOf is the stage's own copy of sel's due rule (nil without one).
@@ -273,22 +273,22 @@ func (c *content) fork() *content {
 // the notices it would record without a usable address. The email
 // notices the email stage would fail during the pass (suppressed,
 // refused) are not foreseen.
-func (s *Pass) smsDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
-	if !s.cfg.Policy.UsesSMS() {
+func (p *Pass) smsDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
+	if !p.cfg.Policy.UsesSMS() {
 		return nil
 	}
-	s.smsc = s.newSMSTools()
-	for _, group := range slices.Concat(s.smsSels, s.sels) {
+	p.smsc = p.newSMSTools()
+	for _, group := range slices.Concat(p.smsSels, p.sels) {
 		for _, sel := range group {
-			if !s.kinds[sel.kind].HasSMS() {
+			if !p.kinds[sel.kind].HasSMS() {
 				continue
 			}
-			sel.due = s.smsc.dueOf(sel)
+			sel.due = p.smsc.dueOf(sel)
 			list := func(after *string) ([]subscription.Row, error) {
-				return s.src.listFallback(ctx, tx, sel, s.cfg.Now, after, s.cfg.BatchSize, nil)
+				return p.src.listFallback(ctx, tx, sel, p.cfg.Now, after, p.cfg.BatchSize, nil)
 			}
-			err := eachRowPage(s.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				bt := s.smsSort(sel, rows)
+			err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
+				bt := p.smsSort(sel, rows)
 				all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
 				digests := make([][]byte, len(all))
 				for i, cl := range all {
@@ -310,7 +310,7 @@ func (s *Pass) smsDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRu
 					}
 				}
 				out.WouldSMSUnreached += len(bt.noPhone)
-				out.WouldEmailAfterSMS += s.wouldMailAfter(sel, rows, append(unreached, bt.noPhone...))
+				out.WouldEmailAfterSMS += p.wouldMailAfter(sel, rows, append(unreached, bt.noPhone...))
 				return nil
 			})
 			if err != nil {
@@ -338,20 +338,20 @@ type smsBatch struct {
 }
 
 // smsPage claims and sends one page of the sms stage.
-func (s *Pass) smsPage(ctx context.Context, c *counters, lim *rate.Limiter, sel selection, rows []subscription.Row) error {
-	bt := s.smsSort(sel, rows)
+func (p *Pass) smsPage(ctx context.Context, c *counters, lim *rate.Limiter, sel selection, rows []subscription.Row) error {
+	bt := p.smsSort(sel, rows)
 	if bt.quiet > 0 {
 		c.add(func(x *Summary) { x.Deferred += bt.quiet; x.DeferredQuietHours += bt.quiet })
 	}
-	if err := s.smsUnreached(ctx, c, &bt); err != nil {
+	if err := p.smsUnreached(ctx, c, &bt); err != nil {
 		return err
 	}
 	// Claimed a chunk at a time, about a second of the bucket's sends, so
 	// that a time budget ending mid-page defers the rest instead of
 	// sending a whole page at rate.sms past it.
-	size := smsChunk(lim, s.cfg.BatchSize)
+	size := smsChunk(lim, p.cfg.BatchSize)
 	for len(bt.claims)+len(bt.retries) > 0 {
-		if s.cfg.MaxDuration > 0 && s.cfg.Clock.Now().Sub(s.start) >= s.cfg.MaxDuration {
+		if p.cfg.MaxDuration > 0 && p.cfg.Clock.Now().Sub(p.start) >= p.cfg.MaxDuration {
 			n := len(bt.claims) + len(bt.retries)
 			c.add(func(x *Summary) { x.Deferred += n })
 			return nil
@@ -361,17 +361,17 @@ func (s *Pass) smsPage(ctx context.Context, c *counters, lim *rate.Limiter, sel 
 		part.retries, bt.retries = bt.retries[:k], bt.retries[k:]
 		k = min(size-k, len(bt.claims))
 		part.claims, bt.claims = bt.claims[:k], bt.claims[k:]
-		won, err := s.smsClaim(ctx, c, &part)
+		won, err := p.smsClaim(ctx, c, &part)
 		if err != nil {
 			return err
 		}
 		for _, w := range won {
 			n := bt.byKey[w.Key]
-			n.Attempt, n.ClaimedAt = w.Attempt, s.cfg.Clock.Now()
+			n.Attempt, n.ClaimedAt = w.Attempt, p.cfg.Clock.Now()
 			if w.CancelToken != "" {
 				n.CancelToken = w.CancelToken
 			}
-			if err := s.smsSend(ctx, c, lim, n); err != nil {
+			if err := p.smsSend(ctx, c, lim, n); err != nil {
 				return err
 			}
 		}
@@ -386,11 +386,11 @@ func smsChunk(lim *rate.Limiter, batch int) int {
 }
 
 // smsSort sorts a page's rows into what to record, claim or re-claim.
-func (s *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
+func (p *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
 	bt := smsBatch{byKey: map[string]send.Notice{}, after: map[string]string{}}
-	k := s.kinds[sel.kind]
+	k := p.kinds[sel.kind]
 	for _, r := range rows {
-		v := s.classify(s.smsc.content, r, ask{sel: sel, channel: notice.ChannelSMS})
+		v := p.classify(p.smsc.content, r, ask{sel: sel, channel: notice.ChannelSMS})
 		if !v.keyed {
 			continue // no notice tuple, or not yet due in its zone
 		}
@@ -400,14 +400,14 @@ func (s *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
 				continue // a usable address with no email row yet: the email stage's (deferred)
 			}
 			e := v.dn.claim
-			e.Key = s.smsc.keyer.Key(t)
+			e.Key = p.smsc.keyer.Key(t)
 			bt.noEmail = append(bt.noEmail, e)
-			bt.after[e.Key] = s.smsc.keyer.ChannelKey(t, notice.ChannelSMS)
+			bt.after[e.Key] = p.smsc.keyer.ChannelKey(t, notice.ChannelSMS)
 			if r.LedgerKey != nil {
 				bt.after[e.Key] = *r.LedgerKey
 			}
 		}
-		s.smsNotice(r, t, v, &bt)
+		p.smsNotice(r, t, v, &bt)
 	}
 	return bt
 }
@@ -415,16 +415,16 @@ func (s *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
 // smsNotice adds row r's sms notice (its verdict v) to bt: to claim,
 // re-claim, or record without a usable number; unless its content is
 // invalid or the quiet hours defer it.
-func (s *Pass) smsNotice(r subscription.Row, t notice.Tuple, v verdict, bt *smsBatch) {
+func (p *Pass) smsNotice(r subscription.Row, t notice.Tuple, v verdict, bt *smsBatch) {
 	cl := v.dn.claim
-	cl.Key = s.smsc.keyer.ChannelKey(t, notice.ChannelSMS)
+	cl.Key = p.smsc.keyer.ChannelKey(t, notice.ChannelSMS)
 	if r.LedgerKey != nil {
 		cl.Key = *r.LedgerKey
 	}
 	switch v.is {
 	case unreachable:
 		if r.Phone != nil && *r.Phone != "" {
-			s.log.Warn().Str("subscription_id", logID(r.ID)).Str("kind", cl.Kind).Msg("phone is not E.164: the sms channel is unusable for the row")
+			p.log.Warn().Str("subscription_id", logID(r.ID)).Str("kind", cl.Kind).Msg("phone is not E.164: the sms channel is unusable for the row")
 		}
 		if r.LedgerKey == nil {
 			bt.noPhone = append(bt.noPhone, cl)
@@ -438,8 +438,8 @@ func (s *Pass) smsNotice(r subscription.Row, t notice.Tuple, v verdict, bt *smsB
 		return
 	}
 	n := v.dn.n
-	n.Key, n.CancelToken = cl.Key, s.smsc.keyer.CancelToken(t)
-	cl.AddressHMAC = s.smsc.hasher.Digest(notice.ChannelSMS, v.dn.addr)
+	n.Key, n.CancelToken = cl.Key, p.smsc.keyer.CancelToken(t)
+	cl.AddressHMAC = p.smsc.hasher.Digest(notice.ChannelSMS, v.dn.addr)
 	bt.byKey[cl.Key] = n
 	if r.LedgerKey != nil {
 		bt.retried = append(bt.retried, cl)
@@ -450,16 +450,16 @@ func (s *Pass) smsNotice(r subscription.Row, t notice.Tuple, v verdict, bt *smsB
 
 // smsUnreached records the page's notices without a usable address and
 // takes the suppressed numbers out of what it will claim.
-func (s *Pass) smsUnreached(ctx context.Context, c *counters, bt *smsBatch) error {
-	emailOpt := ledger.ClaimOptions{Now: s.cfg.Now, RunID: s.cfg.RunID, Channel: notice.ChannelEmail}
+func (p *Pass) smsUnreached(ctx context.Context, c *counters, bt *smsBatch) error {
+	emailOpt := ledger.ClaimOptions{Now: p.cfg.Now, RunID: p.cfg.RunID, Channel: notice.ChannelEmail}
 	smsOpt := emailOpt
 	smsOpt.Channel = notice.ChannelSMS
-	a, err := ledger.RecordUnreached(ctx, s.db, emailOpt, ledger.ReasonNoAddress, bt.noEmail)
+	a, err := ledger.RecordUnreached(ctx, p.db, emailOpt, ledger.ReasonNoAddress, bt.noEmail)
 	if err != nil {
 		return err
 	}
 	bt.dropUnrecorded(a)
-	b, err := ledger.RecordUnreached(ctx, s.db, smsOpt, ledger.ReasonNoAddress, bt.noPhone)
+	b, err := ledger.RecordUnreached(ctx, p.db, smsOpt, ledger.ReasonNoAddress, bt.noPhone)
 	if err != nil {
 		return err
 	}
@@ -469,7 +469,7 @@ func (s *Pass) smsUnreached(ctx context.Context, c *counters, bt *smsBatch) erro
 	for i, cl := range all {
 		digests[i] = cl.AddressHMAC
 	}
-	hit, err := ledger.SuppressionMatch(ctx, s.db, notice.ChannelSMS, digests)
+	hit, err := ledger.SuppressionMatch(ctx, p.db, notice.ChannelSMS, digests)
 	if err != nil {
 		return err
 	}
@@ -488,11 +488,11 @@ func (s *Pass) smsUnreached(ctx context.Context, c *counters, bt *smsBatch) erro
 			keep = append(keep, cl)
 		}
 	}
-	rec, err := ledger.RecordUnreached(ctx, s.db, smsOpt, ledger.ReasonSuppressed, drop)
+	rec, err := ledger.RecordUnreached(ctx, p.db, smsOpt, ledger.ReasonSuppressed, drop)
 	if err != nil {
 		return err
 	}
-	marked, err := ledger.MarkUnreached(ctx, s.db, s.cfg.Now, ledger.ReasonSuppressed, dropR)
+	marked, err := ledger.MarkUnreached(ctx, p.db, p.cfg.Now, ledger.ReasonSuppressed, dropR)
 	if err != nil {
 		return err
 	}
@@ -522,11 +522,11 @@ func (bt *smsBatch) dropUnrecorded(recorded []string) {
 
 // smsClaim claims the page's sms notices (one statement) and re-claims
 // its retry rows (one more), each committed before anything is sent.
-func (s *Pass) smsClaim(ctx context.Context, c *counters, bt *smsBatch) ([]ledger.Won, error) {
-	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: s.cfg.Now, RunID: s.cfg.RunID, RedirectTo: s.cfg.RedirectTo, Channel: notice.ChannelSMS}
+func (p *Pass) smsClaim(ctx context.Context, c *counters, bt *smsBatch) ([]ledger.Won, error) {
+	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: p.cfg.Now, RunID: p.cfg.RunID, RedirectTo: p.cfg.RedirectTo, Channel: notice.ChannelSMS}
 	var won []ledger.Won
 	if len(bt.retries) > 0 {
-		w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) { return ledger.Reclaim(ctx, s.db, opt, bt.retries) })
+		w, err := p.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) { return ledger.Reclaim(ctx, p.db, opt, bt.retries) })
 		if err != nil {
 			return nil, err
 		}
@@ -534,18 +534,18 @@ func (s *Pass) smsClaim(ctx context.Context, c *counters, bt *smsBatch) ([]ledge
 		won = append(won, w...)
 	}
 	if len(bt.claims) > 0 {
-		if h := s.cfg.Hooks.BeforeClaim; h != nil {
+		if h := p.cfg.Hooks.BeforeClaim; h != nil {
 			h(len(bt.claims))
 		}
-		w, err := s.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) { return ledger.Insert(ctx, s.db, opt, bt.claims) })
+		w, err := p.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) { return ledger.Insert(ctx, p.db, opt, bt.claims) })
 		if err != nil {
 			return nil, err
 		}
 		c.add(func(x *Summary) { x.Minted += len(w); x.SMS += len(w) })
-		s.smsMinted.Add(int64(len(w)))
+		p.smsMinted.Add(int64(len(w)))
 		won = append(won, w...)
 	}
-	if h := s.cfg.Hooks.AfterClaimCommit; h != nil && len(won) > 0 {
+	if h := p.cfg.Hooks.AfterClaimCommit; h != nil && len(won) > 0 {
 		h(len(won))
 	}
 	return won, nil
@@ -554,9 +554,9 @@ func (s *Pass) smsClaim(ctx context.Context, c *counters, bt *smsBatch) ([]ledge
 // smsSend renders and sends one claimed sms notice at the sms bucket's
 // pace and records its outcome. A sender refusing its credentials stops
 // the pass (the notice is released as retry).
-func (s *Pass) smsSend(ctx context.Context, c *counters, lim *rate.Limiter, n send.Notice) error {
+func (p *Pass) smsSend(ctx context.Context, c *counters, lim *rate.Limiter, n send.Notice) error {
 	out := ledger.Outcome{Key: n.Key, PeriodStart: n.PeriodStart}
-	body, err := s.renderer.RenderSMS(n)
+	body, err := p.renderer.RenderSMS(n)
 	var sendErr error
 	switch {
 	case err != nil:
@@ -567,24 +567,24 @@ func (s *Pass) smsSend(ctx context.Context, c *counters, lim *rate.Limiter, n se
 		sum := sha256.Sum256([]byte(body))
 		out.Digest = sum[:]
 		var rec send.Receipt
-		rec, sendErr = s.cfg.SMS.Send(ctx, &send.Message{Notice: n, Text: body})
-		out.State, out.ProviderID, out.SentAt, out.Error = smsOutcome(rec, sendErr, s.cfg.Clock.Now())
-		if h := s.cfg.Hooks.AfterAccepted; h != nil && sendErr == nil {
+		rec, sendErr = p.cfg.SMS.Send(ctx, &send.Message{Notice: n, Text: body})
+		out.State, out.ProviderID, out.SentAt, out.Error = smsOutcome(rec, sendErr, p.cfg.Clock.Now())
+		if h := p.cfg.Hooks.AfterAccepted; h != nil && sendErr == nil {
 			h(n.Key)
 		}
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	if _, err := ledger.RecordOutcomes(rctx, s.db, s.cfg.RunID, s.cfg.Clock.Now(), []ledger.Outcome{out}); err != nil {
+	if _, err := ledger.RecordOutcomes(rctx, p.db, p.cfg.RunID, p.cfg.Clock.Now(), []ledger.Outcome{out}); err != nil {
 		return fmt.Errorf("record sms outcome: %w", err)
 	}
-	s.countOutcome(c, out.State)
-	if h := s.cfg.Hooks.AfterOutcomeCommit; h != nil {
+	p.countOutcome(c, out.State)
+	if h := p.cfg.Hooks.AfterOutcomeCommit; h != nil {
 		h(1)
 	}
 	if errors.Is(sendErr, send.ErrUnsubscribed) {
-		d := s.smsc.hasher.Digest(notice.ChannelSMS, n.To)
-		if _, err := ledger.SuppressionAdd(rctx, s.db, s.cfg.Now, []ledger.Suppression{{Channel: notice.ChannelSMS, Digest: d,
+		d := p.smsc.hasher.Digest(notice.ChannelSMS, n.To)
+		if _, err := ledger.SuppressionAdd(rctx, p.db, p.cfg.Now, []ledger.Suppression{{Channel: notice.ChannelSMS, Digest: d,
 			Reason: "twilio 21610: the recipient replied STOP", Source: ledger.SuppressedByProvider, NoticeKey: n.Key}}); err != nil {
 			return err
 		}
@@ -611,7 +611,7 @@ func smsOutcome(rec send.Receipt, err error, now time.Time) (ledger.State, strin
 }
 
 // countOutcome adds one outcome to the summary.
-func (s *Pass) countOutcome(c *counters, st ledger.State) {
+func (p *Pass) countOutcome(c *counters, st ledger.State) {
 	c.add(func(x *Summary) {
 		switch st {
 		case ledger.Sent:

@@ -19,8 +19,8 @@ import (
 // retryDigests returns the recipients' digests of the retry rows keys,
 // from the rows the pass read (the address it would send to now, which
 // the probe checks), in the order of keys; nil when nothing is probed.
-func (s *Pass) retryDigests(byKey map[string]candidate, keys []string) [][]byte {
-	if !s.suppressionEmail {
+func (p *Pass) retryDigests(byKey map[string]candidate, keys []string) [][]byte {
+	if !p.suppressionEmail {
 		return nil
 	}
 	out := make([][]byte, len(keys))
@@ -34,7 +34,7 @@ func (s *Pass) retryDigests(byKey map[string]candidate, keys []string) [][]byte 
 // failed because their recipient is on the email suppression list, counts
 // them, hands them to the sms stage (byKey: the candidates claimed), and
 // returns the rest (to send) and how many it took.
-func (s *Pass) takeSuppressed(c *counters, won []ledger.Won, byKey map[string]candidate) ([]ledger.Won, int) {
+func (p *Pass) takeSuppressed(c *counters, won []ledger.Won, byKey map[string]candidate) ([]ledger.Won, int) {
 	out := won[:0:0]
 	var ids []string
 	for _, w := range won {
@@ -49,7 +49,7 @@ func (s *Pass) takeSuppressed(c *counters, won []ledger.Won, byKey map[string]ca
 		return won, 0
 	}
 	c.add(func(x *Summary) { x.SuppressedAddress += n })
-	s.smsQ.push(ids...) // the kind's next channel, in this pass
-	s.log.Info().Int("suppressed_address", n).Msg("recipients on the suppression list: not sent by email")
+	p.smsQ.push(ids...) // the kind's next channel, in this pass
+	p.log.Info().Int("suppressed_address", n).Msg("recipients on the suppression list: not sent by email")
 	return out, n
 }
