@@ -215,17 +215,25 @@ func (p *Pass) sendSMS(ctx context.Context, c *counters, h *smsHandoff) error {
 // smsSweep runs the fallback statement over every sms window group,
 // restricted to the subscription ids ids unless nil.
 func (p *Pass) smsSweep(ctx context.Context, c *counters, lim *rate.Limiter, ids []string) error {
+	return p.eachSMSSelection(func(sel selection) error {
+		list := func(after *string) ([]subscription.Row, error) {
+			return p.src.listFallback(ctx, p.db, sel, p.cfg.Now, after, p.cfg.BatchSize, ids)
+		}
+		return eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error { return p.smsPage(ctx, c, lim, sel, rows) })
+	})
+}
+
+// eachSMSSelection calls fn with the selection of every window group whose
+// kind goes by sms (sms-first kinds, then the email kinds with an sms
+// fallback), carrying the sms stage's own copy of its due rule.
+func (p *Pass) eachSMSSelection(fn func(sel selection) error) error {
 	for _, group := range slices.Concat(p.smsSels, p.sels) {
 		for _, sel := range group {
 			if !p.kinds[sel.kind].HasSMS() {
 				continue
 			}
 			sel.due = p.smsc.dueOf(sel)
-			list := func(after *string) ([]subscription.Row, error) {
-				return p.src.listFallback(ctx, p.db, sel, p.cfg.Now, after, p.cfg.BatchSize, ids)
-			}
-			err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error { return p.smsPage(ctx, c, lim, sel, rows) })
-			if err != nil {
+			if err := fn(sel); err != nil {
 				return err
 			}
 		}
@@ -278,47 +286,37 @@ func (p *Pass) smsDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRu
 		return nil
 	}
 	p.smsc = p.newSMSTools()
-	for _, group := range slices.Concat(p.smsSels, p.sels) {
-		for _, sel := range group {
-			if !p.kinds[sel.kind].HasSMS() {
-				continue
+	return p.eachSMSSelection(func(sel selection) error {
+		list := func(after *string) ([]subscription.Row, error) {
+			return p.src.listFallback(ctx, tx, sel, p.cfg.Now, after, p.cfg.BatchSize, nil)
+		}
+		return eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
+			bt := p.smsSort(sel, rows)
+			all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
+			digests := make([][]byte, len(all))
+			for i, cl := range all {
+				digests[i] = cl.AddressHMAC
 			}
-			sel.due = p.smsc.dueOf(sel)
-			list := func(after *string) ([]subscription.Row, error) {
-				return p.src.listFallback(ctx, tx, sel, p.cfg.Now, after, p.cfg.BatchSize, nil)
-			}
-			err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				bt := p.smsSort(sel, rows)
-				all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
-				digests := make([][]byte, len(all))
-				for i, cl := range all {
-					digests[i] = cl.AddressHMAC
-				}
-				hit, err := ledger.SuppressionMatch(ctx, tx, notice.ChannelSMS, digests)
-				if err != nil {
-					return err
-				}
-				var unreached []ledger.Claim // for email after sms
-				for i, h := range hit {
-					if !h {
-						out.WouldSMS++
-						if i < len(bt.claims) {
-							out.smsMint++ // a new key, for --max-mint
-						}
-					} else {
-						unreached = append(unreached, all[i])
-					}
-				}
-				out.WouldSMSUnreached += len(bt.noPhone)
-				out.WouldEmailAfterSMS += p.wouldMailAfter(sel, rows, append(unreached, bt.noPhone...))
-				return nil
-			})
+			hit, err := ledger.SuppressionMatch(ctx, tx, notice.ChannelSMS, digests)
 			if err != nil {
 				return err
 			}
-		}
-	}
-	return nil
+			var unreached []ledger.Claim // for email after sms
+			for i, h := range hit {
+				if !h {
+					out.WouldSMS++
+					if i < len(bt.claims) {
+						out.smsMint++ // a new key, for --max-mint
+					}
+				} else {
+					unreached = append(unreached, all[i])
+				}
+			}
+			out.WouldSMSUnreached += len(bt.noPhone)
+			out.WouldEmailAfterSMS += p.wouldMailAfter(sel, rows, append(unreached, bt.noPhone...))
+			return nil
+		})
+	})
 }
 
 // smsBatch is what one page of the sms stage found.
