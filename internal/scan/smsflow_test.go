@@ -10,10 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"scan/internal/ledger"
-	"scan/internal/message"
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/scan"
@@ -182,16 +179,7 @@ func TestSMSDryRun(t *testing.T) {
 		Digest: h.Digest("sms", "+14155550123"), Reason: "test", Source: ledger.SuppressedByOperator}}); err != nil {
 		t.Fatal(err)
 	}
-	outbox, _ := send.NewOutbox(t.TempDir())
-	r, _ := message.NewRenderer(message.RenderConfig{From: e.pol.From, MessageIDDomain: e.pol.MessageIDDomain, CancelURL: e.pol.CancelURL})
-	sc, err := newPass(context.Background(), e.db, outbox, r, zerolog.Nop(), scan.Config{Policy: e.pol, Secret: []byte(secret), RunID: "dry", Now: now, BatchSize: 50, SMS: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := sc.DryRun(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := dryRun(t, e, c)
 	if d.WouldSMS != 1 || d.WouldSMSUnreached != 1 || d.WouldMint != 1 {
 		t.Fatalf("dry run %+v", d)
 	}
