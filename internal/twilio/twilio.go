@@ -185,7 +185,7 @@ func CallbackURL(base, key string, attempt int) string {
 //
 // A notice with a DeliverBy carries ValidityPeriod up to it; one with less
 // than MinValidity left is not sent (ErrTooLate).
-func (c *Client) Send(ctx context.Context, m *send.Message) (send.Receipt, error) {
+func (c *Client) Send(ctx context.Context, m *notice.Message) (send.Receipt, error) {
 	var validity time.Duration
 	if !m.Notice.DeliverBy.IsZero() {
 		validity = m.Notice.DeliverBy.Sub(c.cfg.Clock.Now()).Truncate(time.Second)
