@@ -154,7 +154,7 @@ type Dispatcher struct {
 	out       []Result   // results not yet delivered
 	inFlight  int
 	queued    int
-	globalAt  time.Time // the global bucket has no token before this
+	globalAt  time.Time             // the global bucket has no token before this
 	wanting   map[*bucketQueue]bool // paced domains with more notices than slots
 	leasing   bool                  // a lease is in flight
 	cancelled bool
