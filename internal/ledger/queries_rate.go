@@ -22,7 +22,8 @@ ON CONFLICT (bucket) DO UPDATE SET granted = 0`
 // all due at once after it was idle), and it grants no slot later than
 // now + ahead. So the fleet's sends of one bucket never outrun it, and a
 // slot is never more than ahead in the future: a crashed pass's lease
-// runs out by itself.
+// runs out by itself. (The 1e-6 keeps a slot that falls exactly on
+// now + ahead from being lost to the division's rounding.)
 //
 // $1 bucket names, $2 slots wanted (int[]), $3 intervals in seconds
 // (float8[]), $4 bursts (int[]), $5 now, $6 ahead in seconds.
@@ -33,7 +34,7 @@ FROM (
     SELECT x.bucket, x.iv, x.start,
            least(x.want, CASE WHEN x.start > $5::timestamptz + make_interval(secs => $6)
                               THEN 0
-                              ELSE floor(extract(epoch FROM ($5::timestamptz + make_interval(secs => $6) - x.start))::float8 / x.iv)::int + 1
+                              ELSE floor(extract(epoch FROM ($5::timestamptz + make_interval(secs => $6) - x.start))::float8 / x.iv + 1e-6)::int + 1
                          END) AS granted
     FROM (
         SELECT a.bucket, a.want, a.iv,
