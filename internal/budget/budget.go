@@ -37,6 +37,21 @@ const (
 	bucketDomain = "domain:" // + the recipient domain, lower case
 )
 
+// SMSDomain is the dispatcher queue key of the sms channel: a Budget
+// paces it by the policy's rate.sms (bucket BucketSMS), apart from every
+// email domain and from the global bucket. No email domain can be named
+// so (it is not a host name).
+const SMSDomain = "sms:"
+
+// bucket returns the notice_rate bucket and the policy bucket of a
+// dispatcher queue key, and whether its sends take global slots too.
+func (b *Budget) bucket(domain string) (name string, bk pace.Bucket, global bool) {
+	if domain == SMSDomain {
+		return BucketSMS, b.limits.SMS, false
+	}
+	return bucketDomain + domain, b.limits.For(domain), true
+}
+
 // Budget leases send slots of the policy's buckets from the ledger.
 type Budget struct {
 	db     *sqlx.DB
@@ -62,7 +77,8 @@ func New(db *sqlx.DB, limits pace.Limits, ahead time.Duration) *Budget {
 // Paced reports whether sends to domain are limited at all: by the
 // domain's bucket or by the global one.
 func (b *Budget) Paced(domain string) bool {
-	return b.limits.For(domain).PerSecond > 0 || b.limits.Global.PerSecond > 0
+	_, bk, global := b.bucket(domain)
+	return bk.PerSecond > 0 || (global && b.limits.Global.PerSecond > 0)
 }
 
 // stamp is one domain slot on its way to a global one.
@@ -80,13 +96,16 @@ func (b *Budget) Lease(ctx context.Context, now time.Time, asks []send.SlotAsk) 
 	var rasks []ledger.RateAsk
 	total := 0
 	for _, a := range asks {
-		total += a.N
-		if bk := b.limits.For(a.Domain); bk.PerSecond > 0 {
-			rasks = append(rasks, ledger.RateAsk{Bucket: bucketDomain + a.Domain, Want: a.N, PerSecond: bk.PerSecond, Burst: max(bk.Burst, 1)})
+		name, bk, global := b.bucket(a.Domain)
+		if global {
+			total += a.N
+		}
+		if bk.PerSecond > 0 {
+			rasks = append(rasks, ledger.RateAsk{Bucket: name, Want: a.N, PerSecond: bk.PerSecond, Burst: max(bk.Burst, 1)})
 		}
 	}
 	g := b.limits.Global
-	if g.PerSecond > 0 {
+	if g.PerSecond > 0 && total > 0 {
 		rasks = append(rasks, ledger.RateAsk{Bucket: BucketGlobal, Want: total, PerSecond: g.PerSecond, Burst: max(g.Burst, 1)})
 	}
 	grants, err := b.take(ctx, now, rasks)
@@ -94,25 +113,29 @@ func (b *Budget) Lease(ctx context.Context, now time.Time, asks []send.SlotAsk) 
 		return nil, err
 	}
 	out := make(map[string]*send.SlotGrant, len(asks))
-	var stamps []stamp
+	var stamps, own []stamp // own: slots that take no global slot (sms)
 	for _, a := range asks {
 		sg := &send.SlotGrant{Domain: a.Domain}
 		out[a.Domain] = sg
-		bk := b.limits.For(a.Domain)
+		name, bk, global := b.bucket(a.Domain)
+		to := &stamps
+		if !global {
+			to = &own
+		}
 		if bk.PerSecond == 0 {
-			stamps = appendSlots(stamps, a.Domain, now, 0, a.N)
+			*to = appendSlots(*to, a.Domain, now, 0, a.N)
 			continue
 		}
-		rg := grants[bucketDomain+a.Domain]
-		stamps = appendSlots(stamps, a.Domain, rg.Start, 1/bk.PerSecond, rg.Granted)
+		rg := grants[name]
+		*to = appendSlots(*to, a.Domain, rg.Start, 1/bk.PerSecond, rg.Granted)
 		if rg.Granted < a.N {
 			sg.Retry = b.retry(rg.Next)
 		}
 	}
-	if g.PerSecond > 0 {
+	if g.PerSecond > 0 && total > 0 {
 		stamps = b.pairGlobal(stamps, grants[BucketGlobal], 1/g.PerSecond, out)
 	}
-	for _, s := range stamps {
+	for _, s := range append(stamps, own...) {
 		out[s.domain].Slots = append(out[s.domain].Slots, s.at)
 	}
 	res := make([]send.SlotGrant, 0, len(out))

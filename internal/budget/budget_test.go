@@ -43,6 +43,7 @@ func TestBudgetSharesTheLedgersBuckets(t *testing.T) {
 		Default: pace.Bucket{PerSecond: 10, Burst: 1},
 		Domains: map[string]pace.Bucket{"Slow.example": {PerSecond: 2, Burst: 1}},
 		Global:  pace.Bucket{PerSecond: 20, Burst: 1},
+		SMS:     pace.Bucket{PerSecond: 1, Burst: 1},
 	}
 	a := budget.New(db, limits, time.Second)
 	b := budget.New(db, limits, time.Second)
@@ -83,5 +84,21 @@ func TestBudgetSharesTheLedgersBuckets(t *testing.T) {
 		if g.Domain == "slow.example" && !g.Retry.Equal(ms(750)) {
 			t.Errorf("slow.example short by 4: retry at %v, want 750ms (its next slot, 1.5 s, less three quarters of the lease's second)", g.Retry.Sub(t0))
 		}
+	}
+	// The sms queue takes rate.sms's slots, and none of the global
+	// bucket's: the email slots above are all it gave.
+	gs, err := a.Lease(ctx, t0, []send.SlotAsk{{Domain: budget.SMSDomain, N: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bySlots(gs)[budget.SMSDomain]; !slices.Equal(got, []time.Time{ms(0), ms(1000)}) {
+		t.Errorf("sms: slots %v, want 0 and 1s (1/s, one second ahead)", got)
+	}
+	var globalTat time.Time
+	if err := db.Get(&globalTat, `SELECT tat FROM notice_rate WHERE bucket = 'global'`); err != nil {
+		t.Fatal(err)
+	}
+	if !globalTat.Equal(ms(700)) {
+		t.Errorf("the global bucket's next slot is %v, want 700ms (14 email slots, none for sms)", globalTat.Sub(t0))
 	}
 }
