@@ -157,6 +157,8 @@ type Dispatcher struct {
 	globalAt  time.Time             // the global bucket has no token before this
 	wanting   map[*bucketQueue]bool // paced domains with more notices than slots
 	leasing   bool                  // a lease is in flight
+	handed    int                   // notices handed out to workers
+	handRate  handRate
 	cancelled bool
 	drained   bool // closed was seen with an empty intake
 	seq       uint64
@@ -603,6 +605,7 @@ func (d *Dispatcher) dispatch(now time.Time) {
 			j.started = now
 		}
 		d.inFlight++
+		d.handed++
 		d.work <- j // buffered for every notice handed out: never blocks
 		// Behind every domain already waiting, if it has more.
 		heap.Pop(&d.ready)
