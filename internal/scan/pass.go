@@ -171,8 +171,8 @@ func (p *Pass) sendDue(ctx context.Context, c *counters) (*passState, error) {
 	return ps, nil
 }
 
-// startDispatcher starts the pass's dispatcher over the shard's buckets;
-// a sender it refuses is a *ConfigError.
+// startDispatcher starts the pass's dispatcher over the policy's buckets
+// and the fleet's budget; a sender it refuses is a *ConfigError.
 func (p *Pass) startDispatcher(ctx context.Context, limits pace.Limits, budget send.Budget) (*send.Dispatcher, error) {
 	pol := p.cfg.Policy
 	d, err := send.NewDispatcher(ctx, send.DispatcherConfig{
