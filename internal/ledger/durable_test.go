@@ -118,3 +118,39 @@ func count(t *testing.T, db *sqlx.DB, q string) int {
 	}
 	return n
 }
+
+// A pass that finds a new timeline after an epoch whose witness says its
+// pass claimed under a synchronous standby still refuses where it cannot
+// read the new timeline's history: a role without pg_read_server_files
+// (here, a timeline with no history file at all) cannot tell a
+// switchover from a failover. The refusal says why.
+func TestCheckPassRefusesASwitchItCannotRead(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	if _, err := ledger.CheckPass(ctx, db, "run-1", t0); err != nil {
+		t.Fatal(err)
+	}
+	var w struct {
+		SyncStandbys int    `db:"sync_standbys"`
+		SyncCommit   string `db:"sync_commit"`
+		SystemID     string `db:"system_id"`
+	}
+	if err := db.Get(&w, `SELECT sync_standbys, sync_commit, system_id FROM notice_ledger_epoch WHERE run_id = 'run-1'`); err != nil {
+		t.Fatal(err)
+	}
+	if w.SyncStandbys != 0 || w.SyncCommit == "" || w.SystemID == "" {
+		t.Fatalf("the epoch's witness on a server with no standby: %+v", w)
+	}
+	// As if run-1 had claimed on timeline 2 under a synchronous standby,
+	// and the server were now on another timeline.
+	db.MustExec(`UPDATE notice_ledger_epoch SET timeline = timeline + 1, sync_standbys = 1, sync_commit = 'on' WHERE run_id = 'run-1'`)
+	_, err := ledger.CheckPass(ctx, db, "run-2", t0.Add(time.Hour))
+	var re *ledger.RestoredError
+	if !errors.As(err, &re) || !strings.Contains(re.Why, "history") || !strings.Contains(err.Error(), "not a lossless switchover") {
+		t.Fatalf("a switch it cannot read: %v", err)
+	}
+	if n := count(t, db, `SELECT count(*) FROM notice_ledger_epoch WHERE run_id = 'run-2'`); n != 0 {
+		t.Fatalf("a refused pass recorded %d epochs", n)
+	}
+}
