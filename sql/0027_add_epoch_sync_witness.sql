@@ -8,8 +8,8 @@
 -- pg_stat_replication; 0 where the role may not read their state);
 -- sync_commit: the pass's synchronous_commit; system_id: the cluster's
 -- system identifier (pg_control_system). NULL on rows recorded before
--- this migration, and on acknowledged epochs: such a row proves nothing,
--- so a new timeline after it still refuses.
+-- this migration: such a row proves nothing, so a new timeline after it
+-- still refuses. `scan recover` records the same witness.
 --
 -- kind 'switchover': a pass found a new timeline whose branch point the
 -- last epoch's synchronous standby had acknowledged, and went on.

@@ -121,8 +121,8 @@ func count(t *testing.T, db *sqlx.DB, q string) int {
 
 // A pass that finds a new timeline after an epoch whose witness says its
 // pass claimed under a synchronous standby still refuses where it cannot
-// read the new timeline's history: a role without pg_read_server_files
-// (here, a timeline with no history file at all) cannot tell a
+// read the new timeline's history: a role not granted EXECUTE on
+// pg_read_file (here, a timeline with no history file at all) cannot tell a
 // switchover from a failover. The refusal says why.
 func TestCheckPassRefusesASwitchItCannotRead(t *testing.T) {
 	t.Parallel()

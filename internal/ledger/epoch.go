@@ -49,8 +49,7 @@ type Epoch struct {
 }
 
 // Witness is what an epoch records of the replication its pass claimed
-// under (sql/0027); nil fields on rows that recorded none (acknowledged
-// epochs, and rows older than the migration).
+// under (sql/0027); nil fields on rows older than the migration.
 type Witness struct {
 	SyncStandbys *int    `db:"sync_standbys" json:"sync_standbys,omitempty"` // standbys in sync_state 'sync'
 	SyncCommit   *string `db:"sync_commit" json:"sync_commit,omitempty"`     // the pass's synchronous_commit
@@ -231,6 +230,14 @@ func (r Replication) AllAsync() bool {
 		return false
 	}
 	return r.Hidden == 0 || r.SyncNames == ""
+}
+
+// SyncHidden reports whether the server is a primary with a synchronous
+// standby named (synchronous_standby_names) whose state this role may not
+// read: a pass's epoch then records no synchronous standby, so a
+// switchover refuses like a lossy failover (grant pg_monitor).
+func (r Replication) SyncHidden() bool {
+	return !r.Standby && r.Hidden > 0 && r.SyncNames != ""
 }
 
 // ReplicationOf reads what the server says of its standbys.

@@ -769,8 +769,10 @@ SELECT here.timeline, here.lsn::text AS lsn, here.system_id, EXISTS (SELECT 1 FR
 FROM here LEFT JOIN last ON true`
 
 // noticeEpochTimelineHistory reads the history file of timeline $1 from
-// the server's pg_wal (pg_read_file: superuser, pg_read_server_files, or
-// EXECUTE on pg_read_file(text) granted to the role). Each line names a
+// the server's pg_wal (pg_read_file: a superuser, or a role granted
+// EXECUTE on pg_read_file(text); pg_read_server_files alone does not
+// grant it, and is not needed for a path inside the data directory).
+// Each line names a
 // parent timeline, the LSN where the next one branched from it, and why.
 const noticeEpochTimelineHistory = `
 SELECT pg_read_file('pg_wal/' || lpad(upper(to_hex($1::bigint)), 8, '0') || '.history')`
@@ -788,13 +790,17 @@ SELECT 'switchover', $1, ('x' || lpad(left(pg_walfile_name(pg_current_wal_lsn())
 RETURNING id`
 
 // noticeEpochAcknowledge records an acknowledged epoch (scan recover)
-// where the database is now.
+// where the database is now, with the same witness as a pass's epoch.
 // $1 kind, $2 run id, $3 recorded_by, $4 reason, $5 since, $6 recorded_at.
 const noticeEpochAcknowledge = `
-INSERT INTO notice_ledger_epoch (kind, run_id, timeline, lsn, recorded_at, recorded_by, reason, since)
+INSERT INTO notice_ledger_epoch (kind, run_id, timeline, lsn, recorded_at, recorded_by, reason, since,
+                                 sync_standbys, sync_commit, system_id)
 SELECT $1, $2, ('x' || lpad(left(pg_walfile_name(pg_current_wal_lsn()), 8), 16, '0'))::bit(64)::bigint,
-       pg_current_wal_lsn(), $6, $3, $4, $5
-RETURNING id, kind, run_id, timeline, lsn::text AS lsn, recorded_at, recorded_by, reason, since`
+       pg_current_wal_lsn(), $6, $3, $4, $5,
+       (SELECT count(*) FILTER (WHERE sync_state = 'sync') FROM pg_stat_replication)::int,
+       current_setting('synchronous_commit'), (SELECT system_identifier::text FROM pg_control_system())
+RETURNING id, kind, run_id, timeline, lsn::text AS lsn, recorded_at, recorded_by, reason, since,
+          sync_standbys, sync_commit, system_id`
 
 // noticeEpochLast returns the last epoch recorded.
 const noticeEpochLast = `

@@ -160,7 +160,7 @@ func judgeSwitch(ctx context.Context, db sqlx.QueryerContext, last Epoch, here W
 	if err := sqlx.GetContext(ctx, db, &history, noticeEpochTimelineHistory, here.Timeline); err != nil {
 		var pe *pq.Error
 		if errors.As(err, &pe) {
-			return nil, fmt.Sprintf("the role cannot read timeline %d's history (grant pg_read_server_files, or EXECUTE on pg_read_file(text)): %s",
+			return nil, fmt.Sprintf("the role cannot read timeline %d's history (GRANT EXECUTE ON FUNCTION pg_read_file(text) TO the role): %s",
 				here.Timeline, pe.Message), nil
 		}
 		return nil, "", fmt.Errorf("timeline history: %w", err)

@@ -59,3 +59,23 @@ func TestJudgeHistory(t *testing.T) {
 		}
 	}
 }
+
+// A role that may not read pg_stat_replication's sync_state sees a
+// synchronous standby as hidden: the startup warning says a switchover
+// will refuse. A standby, or a primary with no synchronous standby
+// named, says nothing.
+func TestReplicationSyncHidden(t *testing.T) {
+	for _, c := range []struct {
+		r    Replication
+		want bool
+	}{
+		{Replication{Standbys: 1, Hidden: 1, SyncNames: "node2"}, true},
+		{Replication{Standbys: 1, Synchronous: 1, SyncNames: "node2"}, false},
+		{Replication{Standbys: 1, Hidden: 1}, false},
+		{Replication{Standby: true, Standbys: 1, Hidden: 1, SyncNames: "node2"}, false},
+	} {
+		if got := c.r.SyncHidden(); got != c.want {
+			t.Errorf("%+v: SyncHidden %v, want %v", c.r, got, c.want)
+		}
+	}
+}
