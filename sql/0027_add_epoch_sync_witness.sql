@@ -6,7 +6,7 @@
 --
 -- sync_standbys: standbys in sync_state 'sync' when the pass began (from
 -- pg_stat_replication; 0 where the role may not read their state);
--- sync_commit: the pass's synchronous_commit; system_id: the cluster's
+-- sync_commit: what its claims commit with (at least on); system_id: the cluster's
 -- system identifier (pg_control_system). NULL on rows recorded before
 -- this migration: such a row proves nothing, so a new timeline after it
 -- still refuses. `scan recover` records the same witness.

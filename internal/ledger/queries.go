@@ -743,7 +743,9 @@ SELECT EXISTS (SELECT 1 FROM notice_suppression WHERE channel = $1)`
 // it (NULLs when there is none). With the epoch it records the witness a
 // later switchover is judged by (sql/0027): how many standbys were in
 // sync_state 'sync' (0 where this role may not read their state), the
-// session's synchronous_commit, and the system identifier. One statement
+// synchronous_commit its claims commit with (noticeClaimDurable's: on, or
+// remote_apply where that is the session's), and the system identifier.
+// One statement
 // per pass.
 // $1 run id, $2 recorded_at.
 const noticeEpochCheckPass = `
@@ -751,7 +753,7 @@ WITH here AS (
     SELECT ('x' || lpad(left(pg_walfile_name(pg_current_wal_lsn()), 8), 16, '0'))::bit(64)::bigint AS timeline,
            pg_current_wal_lsn() AS lsn,
            (SELECT count(*) FILTER (WHERE sync_state = 'sync') FROM pg_stat_replication)::int AS sync_standbys,
-           current_setting('synchronous_commit') AS sync_commit,
+           CASE current_setting('synchronous_commit') WHEN 'remote_apply' THEN 'remote_apply' ELSE 'on' END AS sync_commit,
            (SELECT system_identifier::text FROM pg_control_system()) AS system_id),
 last AS (
     SELECT id, kind, run_id, timeline, lsn, recorded_at, sync_standbys, sync_commit, system_id
@@ -786,7 +788,8 @@ INSERT INTO notice_ledger_epoch (kind, run_id, timeline, lsn, recorded_at, reaso
 SELECT 'switchover', $1, ('x' || lpad(left(pg_walfile_name(pg_current_wal_lsn()), 8), 16, '0'))::bit(64)::bigint,
        pg_current_wal_lsn(), $2, $3,
        (SELECT count(*) FILTER (WHERE sync_state = 'sync') FROM pg_stat_replication)::int,
-       current_setting('synchronous_commit'), (SELECT system_identifier::text FROM pg_control_system())
+       CASE current_setting('synchronous_commit') WHEN 'remote_apply' THEN 'remote_apply' ELSE 'on' END,
+       (SELECT system_identifier::text FROM pg_control_system())
 RETURNING id`
 
 // noticeEpochAcknowledge records an acknowledged epoch (scan recover)
@@ -798,7 +801,8 @@ INSERT INTO notice_ledger_epoch (kind, run_id, timeline, lsn, recorded_at, recor
 SELECT $1, $2, ('x' || lpad(left(pg_walfile_name(pg_current_wal_lsn()), 8), 16, '0'))::bit(64)::bigint,
        pg_current_wal_lsn(), $6, $3, $4, $5,
        (SELECT count(*) FILTER (WHERE sync_state = 'sync') FROM pg_stat_replication)::int,
-       current_setting('synchronous_commit'), (SELECT system_identifier::text FROM pg_control_system())
+       CASE current_setting('synchronous_commit') WHEN 'remote_apply' THEN 'remote_apply' ELSE 'on' END,
+       (SELECT system_identifier::text FROM pg_control_system())
 RETURNING id, kind, run_id, timeline, lsn::text AS lsn, recorded_at, recorded_by, reason, since,
           sync_standbys, sync_commit, system_id`
 
