@@ -251,12 +251,16 @@ type member struct {
 	Timeline int    `json:"timeline"`
 }
 
+// restClient asks Patroni's REST API; a node that does not answer within
+// seconds is asked again on the next poll.
+var restClient = &http.Client{Timeout: 3 * time.Second}
+
 // members asks any node that answers for the cluster's members.
 func (p *patroni) members() ([]member, error) {
 	var err error
 	for _, n := range p.nodes {
 		var resp *http.Response
-		resp, err = http.Get(fmt.Sprintf("http://127.0.0.1:%d/cluster", n.apiPort))
+		resp, err = restClient.Get(fmt.Sprintf("http://127.0.0.1:%d/cluster", n.apiPort))
 		if err != nil {
 			continue
 		}
