@@ -52,7 +52,7 @@ type Epoch struct {
 // under (sql/0027); nil fields on rows older than the migration.
 type Witness struct {
 	SyncStandbys *int    `db:"sync_standbys" json:"sync_standbys,omitempty"` // standbys in sync_state 'sync'
-	SyncCommit   *string `db:"sync_commit" json:"sync_commit,omitempty"`     // the pass's synchronous_commit
+	SyncCommit   *string `db:"sync_commit" json:"sync_commit,omitempty"`     // what its claims commit with (at least on)
 	SystemID     *string `db:"system_id" json:"system_id,omitempty"`         // pg_control_system().system_identifier
 }
 
