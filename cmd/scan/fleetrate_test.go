@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,8 +28,9 @@ var fleetPolicy = strings.Replace(testPolicy,
 	"default: {per_second: 20, burst: 1}\n  global: {per_second: 1000, burst: 1000}", 1)
 
 // fleetFixture is a fixture of n notices, all to one domain, paced by
-// fleetPolicy, whose SMTP server notes when each message arrives.
-func fleetFixture(t *testing.T, n int) (*fixture, func() []time.Time) {
+// fleetPolicy, whose SMTP server notes when each message arrives and then
+// calls also, if given.
+func fleetFixture(t *testing.T, n int, also ...func()) (*fixture, func() []time.Time) {
 	t.Helper()
 	f := newFixture(t, n, "")
 	if !strings.Contains(fleetPolicy, "per_second: 20, burst: 1}") {
@@ -45,6 +47,9 @@ func fleetFixture(t *testing.T, n int) (*fixture, func() []time.Time) {
 		mu.Lock()
 		at = append(at, now)
 		mu.Unlock()
+		for _, fn := range also {
+			fn()
+		}
 	})
 	return f, func() []time.Time {
 		mu.Lock()
@@ -142,4 +147,42 @@ func TestFleetRateOnePassReachesTheRate(t *testing.T) {
 	if overall < 0.8*fleetRate || took > 2*n/fleetRate*time.Second {
 		t.Errorf("one pass sent at %.1f/s and took %v, want about %v/s", overall, took, fleetRate)
 	}
+}
+
+// A pass SIGKILLed mid-send leaves its lease to run out by itself: the
+// next pass, started at once, sends its first message within seconds (the
+// killed pass's slots reached a second ahead at most) and then at the
+// rate, and no span over both passes runs above it.
+func TestFleetRateKilledPassLeaseRunsOut(t *testing.T) {
+	t.Parallel()
+	const n, k = 200, 50
+	var seen atomic.Int64
+	var killed atomic.Pointer[child]
+	done := make(chan struct{})
+	f, arrivals := fleetFixture(t, n, func() {
+		if seen.Add(1) == k {
+			killed.Load().kill()
+			close(done)
+		}
+	})
+	c := f.start(f.env(), "run", "--batch-size", "20")
+	killed.Store(c)
+	<-done // the kill was sent at the k-th arrival: no sleep
+	if r := c.wait(); !r.killed {
+		t.Fatalf("the pass was not killed at message %d (exit %d)\n%s", k, r.code, tail(r.stderr))
+	}
+	before := len(arrivals())
+	start := time.Now()
+	s := f.mustRun(f.env())
+	after := arrivals()
+	if len(after) <= before {
+		t.Fatalf("the next pass sent nothing: %+v", s)
+	}
+	first := after[before].Sub(start)
+	t.Logf("killed at message %d (%d arrived); the next pass's first message %v after its start, sent %d", k, before, first.Round(time.Millisecond), s.Sent)
+	if first > 3*time.Second {
+		t.Errorf("the next pass's first message came %v after its start: the killed pass's lease held it", first)
+	}
+	checkFleetRate(t, after)
+	f.check(false) // each notice received at most once
 }
