@@ -29,7 +29,7 @@ import (
 	"scan/internal/scan"
 	"scan/internal/send"
 	"scan/internal/subscription"
-	"scan/internal/twilio"
+	"scan/internal/provider/twilio"
 )
 
 var sqlOpenDB = sql.OpenDB

@@ -12,6 +12,9 @@ import (
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/provider"
+	"scan/internal/provider/mailgun"
+	"scan/internal/provider/postmark"
+	"scan/internal/provider/sendgrid"
 )
 
 // askProviders are the providers --ask knows, in the order a usage error
@@ -87,7 +90,7 @@ func newAskProvider(e *env, name string) (ask.Provider, error) {
 		if err := askNeedsProvider(e, provider.Postmark); err != nil {
 			return nil, err
 		}
-		return ask.NewPostmark(token, cfg)
+		return postmark.NewAsker(token, cfg)
 	case provider.Mailgun:
 		key, domain := e.getenv("MAILGUN_API_KEY"), e.getenv("MAILGUN_DOMAIN")
 		if key == "" {
@@ -100,7 +103,7 @@ func newAskProvider(e *env, name string) (ask.Provider, error) {
 		if err != nil {
 			return nil, err
 		}
-		p, err := ask.NewMailgun(key, domain, cfg)
+		p, err := mailgun.NewAsker(key, domain, cfg)
 		if err != nil {
 			return nil, usagef("MAILGUN_DOMAIN", "%v", err)
 		}
@@ -119,7 +122,7 @@ func newAskProvider(e *env, name string) (ask.Provider, error) {
 		if err := askNeedsProvider(e, provider.SendGrid); err != nil {
 			return nil, err
 		}
-		return ask.NewSendGrid(key, cfg)
+		return sendgrid.NewAsker(key, cfg)
 	case provider.Twilio:
 		return newTwilioAsker(e)
 	}

@@ -7,7 +7,7 @@ import (
 	"scan/internal/message"
 	"scan/internal/policy"
 	"scan/internal/send"
-	"scan/internal/twilio"
+	"scan/internal/provider/twilio"
 )
 
 // newSMSSender builds the sms channel's Twilio client from TWILIO_* and

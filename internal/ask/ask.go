@@ -9,11 +9,12 @@
 // per its Config, retries 429 and 5xx answers with backoff, and stops when
 // its context is cancelled.
 //
-// Postmark (postmark.go), Mailgun (mailgun.go) and SendGrid (sendgrid.go)
-// implement it over one paced, retrying HTTP client (client.go); their
-// answers are read by package reconcile's webhook rules (evidence.go).
-// Reconcile (run.go) asks about each claim in quarantine and applies the
-// answers, one transaction per claim. SES has no such API.
+// Each provider with such an API implements it in its own package
+// (internal/provider/<name>: postmark, mailgun, sendgrid, twilio) over one
+// paced, retrying HTTP client (Client), and reads the answers by its own
+// webhook's event mapping (Decode). Reconcile (run.go) asks about each
+// claim in quarantine and applies the answers, one transaction per
+// claim: what is the same for every provider. SES has no such API.
 package ask
 
 import (
@@ -54,7 +55,7 @@ type Answer struct {
 	Unknown string
 }
 
-// notFound is the answer when the provider has no record of the claim's
+// NotFound is the answer when the provider has no record of the claim's
 // attempt, evaluated at now. It is evidence that the message never
 // reached the provider (one "not sent" settlement, so that the next pass
 // sends it again) only once the provider's documented indexing delay has
@@ -62,7 +63,7 @@ type Answer struct {
 // shortest retention the provider documents (an older record may have
 // been discarded); before the delay it is Pending, after the retention
 // Unknown.
-func notFound(provider string, c Claim, now time.Time, delay, retention time.Duration) Answer {
+func NotFound(provider string, c Claim, now time.Time, delay, retention time.Duration) Answer {
 	age := now.Sub(c.ClaimedAt)
 	switch {
 	case age < delay:

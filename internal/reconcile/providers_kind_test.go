@@ -1,4 +1,4 @@
-package reconcile
+package reconcile_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"scan/internal/ledger"
+	"scan/internal/reconcile"
 )
 
 // Every branch of each decoder gives the kind of evidence the metric
@@ -65,13 +66,13 @@ func TestDecoderKinds(t *testing.T) {
 		{"postmark", `{"RecordType":"Click","MessageID":"a"}`, ledger.Sent, ledger.KindEngagement},
 		{"postmark", `{"RecordType":"SubscriptionChange","MessageID":"a"}`, "", ledger.KindOther},
 	} {
-		ev, err := decoders[tc.format]([]byte(tc.payload))
+		ev, err := reconcile.DecoderOf(tc.format)([]byte(tc.payload))
 		if err != nil {
 			t.Errorf("%s %s: %v", tc.format, tc.payload, err)
 			continue
 		}
-		if ev.to != tc.to || ev.kind != tc.kind {
-			t.Errorf("%s %s: %q/%s, want %q/%s", tc.format, tc.payload, ev.to, ev.kind, tc.to, tc.kind)
+		if ev.To != tc.to || ev.Kind != tc.kind {
+			t.Errorf("%s %s: %q/%s, want %q/%s", tc.format, tc.payload, ev.To, ev.Kind, tc.to, tc.kind)
 		}
 	}
 }
@@ -81,14 +82,14 @@ func TestDecoderKinds(t *testing.T) {
 func TestFixtureKinds(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("testdata/providers/*.txt")
-	if err != nil || len(files) < len(decoders) {
+	if err != nil || len(files) < len(reconcile.Formats)-1 {
 		t.Fatalf("fixtures %v, %v", files, err)
 	}
 	for _, f := range files {
 		format := filepath.Base(f)
 		format = format[:len(format)-len(filepath.Ext(format))]
 		format, _, _ = strings.Cut(format, "-") // sendgrid-details is sendgrid
-		dec := decoders[format]
+		dec := reconcile.DecoderOf(format)
 		if dec == nil {
 			t.Fatalf("%s: no decoder %q", f, format)
 		}
@@ -97,7 +98,7 @@ func TestFixtureKinds(t *testing.T) {
 			t.Fatal(err)
 		}
 		seen := 0
-		if _, err := split(bytes.NewReader(b), func(line int, payload []byte, problem string, oversized bool) error {
+		if _, err := reconcile.Split(bytes.NewReader(b), func(line int, payload []byte, problem string, oversized bool) error {
 			if problem != "" || oversized {
 				return nil
 			}
@@ -106,8 +107,8 @@ func TestFixtureKinds(t *testing.T) {
 				return nil
 			}
 			seen++
-			if !slices.Contains(ledger.EventKinds, ev.kind) || ev.to == "" && ev.kind != ledger.KindOther {
-				t.Errorf("%s:%d: kind %q, state %q", f, line, ev.kind, ev.to)
+			if !slices.Contains(ledger.EventKinds, ev.Kind) || ev.To == "" && ev.Kind != ledger.KindOther {
+				t.Errorf("%s:%d: kind %q, state %q", f, line, ev.Kind, ev.To)
 			}
 			return nil
 		}); err != nil {

@@ -15,8 +15,8 @@ import (
 	"scan/internal/notice"
 	"scan/internal/scan"
 	"scan/internal/send"
-	"scan/internal/twilio"
-	"scan/internal/twilio/twiliotest"
+	"scan/internal/provider/twilio"
+	"scan/internal/provider/twilio/twiliotest"
 )
 
 // A kind with channels [sms, email] goes by sms first and by email when

@@ -13,8 +13,8 @@ import (
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/scan"
-	"scan/internal/twilio"
-	"scan/internal/twilio/twiliotest"
+	"scan/internal/provider/twilio"
+	"scan/internal/provider/twilio/twiliotest"
 )
 
 const smsPolicy = `

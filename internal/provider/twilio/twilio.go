@@ -2,8 +2,8 @@
 // client that creates one Message per notice (Client, a send.Sender), the
 // classification of Twilio's answers and error codes into send's classes
 // (Outcome), the X-Twilio-Signature check of status callbacks
-// (VerifySignature) and their decoding into ledger.Settlements
-// (DecodeCallback). It holds no queue and touches no database; the body
+// (VerifySignature, Webhook) and their decoding into ledger.Settlements
+// (DecodeCallback), and the Messages API asked for --ask (Asker). It holds no queue and touches no database; the body
 // and its GSM-7/UCS-2 segments are package message's (RenderSMS,
 // SMSSegments).
 //
@@ -30,8 +30,12 @@ import (
 	"time"
 
 	"scan/internal/notice"
+	"scan/internal/provider"
 	"scan/internal/send"
 )
+
+// Name is the provider's name.
+const Name = provider.Twilio
 
 // DefaultBaseURL is Twilio's REST API.
 const DefaultBaseURL = "https://api.twilio.com"

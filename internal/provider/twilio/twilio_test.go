@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"scan/internal/ledger"
+	"scan/internal/provider/twilio"
+	"scan/internal/provider/twilio/twiliotest"
 	"scan/internal/send"
-	"scan/internal/twilio"
-	"scan/internal/twilio/twiliotest"
 )
 
 const key = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

@@ -9,8 +9,8 @@ import (
 
 	"scan/internal/ask"
 	"scan/internal/ledger"
-	"scan/internal/twilio"
-	"scan/internal/twilio/twiliotest"
+	"scan/internal/provider/twilio"
+	"scan/internal/provider/twilio/twiliotest"
 )
 
 var _ ask.Provider = (*twilio.Asker)(nil)

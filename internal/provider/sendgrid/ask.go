@@ -1,4 +1,4 @@
-package ask
+package sendgrid
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"net/url"
 	"time"
 
+	"scan/internal/ask"
 	"scan/internal/ledger"
 	"scan/internal/notice"
-	"scan/internal/provider"
 )
 
 // SendGrid's Email Logs API, as its reference documents it
@@ -28,56 +28,56 @@ import (
 //
 // Email Logs keep 30 days of events.
 const (
-	SendGridAPI = "https://api.sendgrid.com"
-	// SendGridDelay is how long after a claim Email Logs must have listed
+	API = "https://api.sendgrid.com"
+	// Delay is how long after a claim Email Logs must have listed
 	// the message before its absence counts as "not sent". SendGrid says
 	// "near real time" without a bound; we take Mailgun's documented half
 	// hour (MailgunDelay) as the margin.
-	SendGridDelay = 30 * time.Minute
-	// SendGridRetention is Email Logs' retention: "30 days of email event
+	Delay = 30 * time.Minute
+	// Retention is Email Logs' retention: "30 days of email event
 	// history".
-	SendGridRetention = 30 * 24 * time.Hour
-	sendgridLimit     = 1000
+	Retention     = 30 * 24 * time.Hour
+	sendgridLimit = 1000
 	// sendgridWindow is how long after its claim a message is looked for:
 	// a pass hands a claimed message over within its time budget.
 	sendgridWindow = 6 * time.Hour
 )
 
 // ErrNoEmailLogs is what SendGrid answers (HTTP 403) when the account or
-// the API key cannot read Email Logs; it wraps ErrUnsupported.
-var ErrNoEmailLogs = fmt.Errorf("%w: SendGrid refused the Email Logs API (HTTP 403): the account has no Email Logs, or the API key lacks the email activity read scope; ask the provider with another key, or settle from the Event Webhook (scan receive) instead", ErrUnsupported)
+// the API key cannot read Email Logs; it wraps ask.ErrUnsupported.
+var ErrNoEmailLogs = fmt.Errorf("%w: SendGrid refused the Email Logs API (HTTP 403): the account has no Email Logs, or the API key lacks the email activity read scope; ask the provider with another key, or settle from the Event Webhook (scan receive) instead", ask.ErrUnsupported)
 
-// SendGrid asks SendGrid's Email Logs API. Email Logs cannot be searched
+// Asker asks SendGrid's Email Logs API. Email Logs cannot be searched
 // by unique_args, nor by the X-Message-ID a quarantined claim never got
 // to record, so About reads every message SendGrid created in the hours
 // after the claim (the listing, then each message's events, which carry
 // its custom_args) and finds the claim's by its notice_key: one scan per
 // hour of claims, kept for the other claims of that hour. That costs a
-// request per message sent in those hours, paced by ClientConfig.Rate.
+// request per message sent in those hours, paced by ask.ClientConfig.Rate.
 // Safe for use by one goroutine at a time.
-type SendGrid struct {
-	c       *client
+type Asker struct {
+	c       *ask.Client
 	byKey   map[string][]ledger.Settlement // what the scans found, by notice key
 	scanned map[time.Time]bool             // the hours of claims scanned
 }
 
-// NewSendGrid returns SendGrid's provider.
-func NewSendGrid(apiKey string, cfg ClientConfig) (*SendGrid, error) {
+// NewAsker returns SendGrid's provider.
+func NewAsker(apiKey string, cfg ask.ClientConfig) (*Asker, error) {
 	if apiKey == "" {
 		return nil, errors.New("ask: SendGrid API key is empty")
 	}
-	c, err := newClient(string(provider.SendGrid), SendGridAPI, cfg, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+apiKey) })
+	c, err := ask.NewClient(string(Name), API, cfg, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+apiKey) })
 	if err != nil {
 		return nil, err
 	}
-	return &SendGrid{c: c, byKey: map[string][]ledger.Settlement{}, scanned: map[time.Time]bool{}}, nil
+	return &Asker{c: c, byKey: map[string][]ledger.Settlement{}, scanned: map[time.Time]bool{}}, nil
 }
 
-// Name is provider.SendGrid.
-func (s *SendGrid) Name() string { return string(provider.SendGrid) }
+// Name is the provider's name.
+func (s *Asker) Name() string { return string(Name) }
 
-// Retention is SendGridRetention: a claim older than that is never asked about.
-func (s *SendGrid) Retention() time.Duration { return SendGridRetention }
+// Retention is the package's Retention: a claim older than that is never asked about.
+func (s *Asker) Retention() time.Duration { return Retention }
 
 type sendgridMessage struct {
 	SGMessageID string `json:"sg_message_id"`
@@ -87,8 +87,8 @@ type sendgridMessage struct {
 // About scans the messages created from the claim's hour (less
 // ledger.ClockSkew) to sendgridWindow after it, unless an earlier claim
 // of that hour did, and answers from the events of the claim's key; none
-// of its attempt is notFound (SendGridDelay, SendGridRetention).
-func (s *SendGrid) About(ctx context.Context, c Claim, now time.Time) (Answer, error) {
+// of its attempt is notFound (Delay, Retention).
+func (s *Asker) About(ctx context.Context, c ask.Claim, now time.Time) (ask.Answer, error) {
 	hour := c.ClaimedAt.UTC().Truncate(time.Hour)
 	if !s.scanned[hour] {
 		to := hour.Add(sendgridWindow)
@@ -100,15 +100,15 @@ func (s *SendGrid) About(ctx context.Context, c Claim, now time.Time) (Answer, e
 			return nil
 		})
 		if err != nil {
-			return Answer{}, err
+			return ask.Answer{}, err
 		}
 		s.scanned[hour] = true
 	}
 	ss := s.byKey[c.Key]
-	if covers(c, ss) {
-		return Answer{Settlements: ss}, nil
+	if ask.Covers(c, ss) {
+		return ask.Answer{Settlements: ss}, nil
 	}
-	a := notFound(string(provider.SendGrid), c, now, SendGridDelay, SendGridRetention)
+	a := ask.NotFound(string(Name), c, now, Delay, Retention)
 	a.Settlements = append(ss, a.Settlements...)
 	return a, nil
 }
@@ -116,11 +116,11 @@ func (s *SendGrid) About(ctx context.Context, c Claim, now time.Time) (Answer, e
 // Since calls fn with each event of every message of ours SendGrid
 // created from since on. A span with more messages than one listing
 // returns (1000) is halved until each half fits.
-func (s *SendGrid) Since(ctx context.Context, since time.Time, fn func(ledger.Settlement) error) error {
-	return s.span(ctx, since, s.c.now().UTC(), fn)
+func (s *Asker) Since(ctx context.Context, since time.Time, fn func(ledger.Settlement) error) error {
+	return s.span(ctx, since, s.c.Now().UTC(), fn)
 }
 
-func (s *SendGrid) span(ctx context.Context, from, to time.Time, fn func(ledger.Settlement) error) error {
+func (s *Asker) span(ctx context.Context, from, to time.Time, fn func(ledger.Settlement) error) error {
 	msgs, err := s.list(ctx, from, to)
 	if err != nil {
 		return err
@@ -153,13 +153,13 @@ func (s *SendGrid) span(ctx context.Context, from, to time.Time, fn func(ledger.
 }
 
 // list returns the messages created in [from, to).
-func (s *SendGrid) list(ctx context.Context, from, to time.Time) ([]sendgridMessage, error) {
+func (s *Asker) list(ctx context.Context, from, to time.Time) ([]sendgridMessage, error) {
 	query := fmt.Sprintf(`sg_message_id_created_at >= TIMESTAMP %q AND sg_message_id_created_at < TIMESTAMP %q`,
 		from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
 	var answer struct {
 		Messages []sendgridMessage `json:"messages"`
 	}
-	status, err := s.c.do(ctx, http.MethodPost, "/v3/logs", nil, map[string]any{"query": query, "limit": sendgridLimit}, &answer)
+	status, err := s.c.Do(ctx, http.MethodPost, "/v3/logs", nil, map[string]any{"query": query, "limit": sendgridLimit}, &answer)
 	if status == http.StatusForbidden {
 		return nil, ErrNoEmailLogs
 	}
@@ -169,12 +169,12 @@ func (s *SendGrid) list(ctx context.Context, from, to time.Time) ([]sendgridMess
 // message reads one message's events as the Event Webhook's, with the
 // message's custom_args (notice_key, notice_attempt) on each, as the
 // webhook puts unique_args.
-func (s *SendGrid) message(ctx context.Context, id string) ([]ledger.Settlement, error) {
+func (s *Asker) message(ctx context.Context, id string) ([]ledger.Settlement, error) {
 	var m struct {
 		CustomArgs map[string]string `json:"custom_args"`
 		Events     []map[string]any  `json:"events"`
 	}
-	status, err := s.c.do(ctx, http.MethodGet, "/v3/logs/"+url.PathEscape(id), nil, nil, &m)
+	status, err := s.c.Do(ctx, http.MethodGet, "/v3/logs/"+url.PathEscape(id), nil, nil, &m)
 	switch {
 	case status == http.StatusNotFound:
 		return nil, nil // listed, then gone: past the retention
@@ -196,5 +196,5 @@ func (s *SendGrid) message(ctx context.Context, id string) ([]ledger.Settlement,
 		}
 		hooks = append(hooks, e)
 	}
-	return decode(string(provider.SendGrid), hooks...)
+	return ask.Decode(string(Name), Decode, hooks...)
 }

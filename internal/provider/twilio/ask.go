@@ -33,8 +33,8 @@ type Asker struct{ c *Client }
 // NewAsker returns the Asker of c's account.
 func NewAsker(c *Client) *Asker { return &Asker{c: c} }
 
-// Name is provider.Twilio.
-func (a *Asker) Name() string { return string(provider.Twilio) }
+// Name is the provider's name.
+func (a *Asker) Name() string { return string(Name) }
 
 // message is the part of a Message resource About reads
 // (https://www.twilio.com/docs/messaging/api/message-resource#message-properties).

@@ -4,7 +4,7 @@ import (
 	"net/url"
 	"testing"
 
-	"scan/internal/twilio"
+	"scan/internal/provider/twilio"
 )
 
 // Twilio's own published example: auth token 12345, the URL and POST

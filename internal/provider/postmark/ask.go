@@ -1,4 +1,4 @@
-package ask
+package postmark
 
 import (
 	"context"
@@ -9,9 +9,10 @@ import (
 	"strconv"
 	"time"
 
+	"scan/internal/ask"
 	"scan/internal/ledger"
 	"scan/internal/notice"
-	"scan/internal/provider"
+	"scan/internal/reconcile"
 )
 
 // Postmark's Messages API, as its reference documents it
@@ -32,46 +33,46 @@ import (
 // Every request carries X-Postmark-Server-Token. Messages are kept for
 // the server's retention, 45 days by default and as little as 7.
 const (
-	PostmarkAPI = "https://api.postmarkapp.com"
-	// PostmarkDelay is how long after a claim Postmark's search must have
+	API = "https://api.postmarkapp.com"
+	// Delay is how long after a claim Postmark's search must have
 	// found the message before its absence counts as "not sent". Postmark
 	// documents no indexing delay (a message is in the Messages API as
 	// soon as Postmark accepted it, Status Queued); we take Mailgun's
-	// documented half hour (MailgunDelay) as the margin, so that a slow
+	// documented half hour (mailgun.Delay) as the margin, so that a slow
 	// hand-over is never taken for a message that did not leave.
-	PostmarkDelay = 30 * time.Minute
-	// PostmarkRetention is the shortest retention Postmark lets a server
+	Delay = 30 * time.Minute
+	// Retention is the shortest retention Postmark lets a server
 	// have (7 days; "retention can be customized from 7 to 365 days").
-	PostmarkRetention = 7 * 24 * time.Hour
+	Retention         = 7 * 24 * time.Hour
 	postmarkPage      = 500
 	postmarkMaxSearch = 10000
 )
 
-// Postmark asks Postmark's Messages API. Messages are found by the
+// Asker asks Postmark's Messages API. Messages are found by the
 // metadata notice_key that the pass sets (X-PM-Metadata-notice_key, with
 // the policy's provider: postmark) and matched to an attempt by
 // notice_attempt. Safe for use by one goroutine at a time.
-type Postmark struct {
-	c *client
+type Asker struct {
+	c *ask.Client
 }
 
-// NewPostmark returns Postmark's provider; token is a server token.
-func NewPostmark(token string, cfg ClientConfig) (*Postmark, error) {
+// NewAsker returns Postmark's provider; token is a server token.
+func NewAsker(token string, cfg ask.ClientConfig) (*Asker, error) {
 	if token == "" {
 		return nil, errors.New("ask: Postmark server token is empty")
 	}
-	c, err := newClient(string(provider.Postmark), PostmarkAPI, cfg, func(r *http.Request) { r.Header.Set("X-Postmark-Server-Token", token) })
+	c, err := ask.NewClient(string(Name), API, cfg, func(r *http.Request) { r.Header.Set("X-Postmark-Server-Token", token) })
 	if err != nil {
 		return nil, err
 	}
-	return &Postmark{c: c}, nil
+	return &Asker{c: c}, nil
 }
 
-// Name is provider.Postmark.
-func (p *Postmark) Name() string { return string(provider.Postmark) }
+// Name is the provider's name.
+func (p *Asker) Name() string { return string(Name) }
 
-// Retention is PostmarkRetention: a claim older than that is never asked about.
-func (p *Postmark) Retention() time.Duration { return PostmarkRetention }
+// Retention is the package's Retention: a claim older than that is never asked about.
+func (p *Asker) Retention() time.Duration { return Retention }
 
 type postmarkMessage struct {
 	MessageID     string            `json:"MessageID"`
@@ -92,12 +93,12 @@ type postmarkSearch struct {
 
 // About searches the messages tagged with c's key, reads each one's
 // events, and answers from them; no message of c's attempt is notFound
-// (PostmarkDelay, PostmarkRetention).
-func (p *Postmark) About(ctx context.Context, c Claim, now time.Time) (Answer, error) {
+// (Delay, Retention).
+func (p *Asker) About(ctx context.Context, c ask.Claim, now time.Time) (ask.Answer, error) {
 	q := url.Values{"count": {"50"}, "offset": {"0"}, "metadata_" + notice.KeyField: {c.Key}}
 	var found postmarkSearch
-	if _, err := p.c.do(ctx, http.MethodGet, "/messages/outbound", q, nil, &found); err != nil {
-		return Answer{}, err
+	if _, err := p.c.Do(ctx, http.MethodGet, "/messages/outbound", q, nil, &found); err != nil {
+		return ask.Answer{}, err
 	}
 	var ss []ledger.Settlement
 	for _, m := range found.Messages {
@@ -106,14 +107,14 @@ func (p *Postmark) About(ctx context.Context, c Claim, now time.Time) (Answer, e
 		}
 		got, err := p.message(ctx, m)
 		if err != nil {
-			return Answer{}, err
+			return ask.Answer{}, err
 		}
 		ss = append(ss, got...)
 	}
-	if covers(c, ss) {
-		return Answer{Settlements: ss}, nil
+	if ask.Covers(c, ss) {
+		return ask.Answer{Settlements: ss}, nil
 	}
-	a := notFound(string(provider.Postmark), c, now, PostmarkDelay, PostmarkRetention)
+	a := ask.NotFound(string(Name), c, now, Delay, Retention)
 	a.Settlements = append(ss, a.Settlements...)
 	return a, nil
 }
@@ -121,15 +122,15 @@ func (p *Postmark) About(ctx context.Context, c Claim, now time.Time) (Answer, e
 // message returns what one message of ours says: its acceptance (the
 // search found it, so Postmark took it) and each of its events, read as
 // Postmark's webhooks are.
-func (p *Postmark) message(ctx context.Context, m postmarkMessage) ([]ledger.Settlement, error) {
+func (p *Asker) message(ctx context.Context, m postmarkMessage) ([]ledger.Settlement, error) {
 	var d postmarkMessage
-	if _, err := p.c.do(ctx, http.MethodGet, "/messages/outbound/"+url.PathEscape(m.MessageID)+"/details", nil, nil, &d); err != nil {
+	if _, err := p.c.Do(ctx, http.MethodGet, "/messages/outbound/"+url.PathEscape(m.MessageID)+"/details", nil, nil, &d); err != nil {
 		return nil, err
 	}
 	attempt, _ := strconv.Atoi(m.Metadata[notice.AttemptField])
 	at := postmarkTime(m.ReceivedAt)
 	ss := []ledger.Settlement{{Key: m.Metadata[notice.KeyField], ProviderID: m.MessageID, To: ledger.Sent, Kind: ledger.KindAccepted,
-		Event: string(provider.Postmark) + ":api/" + lower(m.Status), At: at, Attempt: attempt, Detail: "status=" + m.Status}}
+		Event: string(Name) + ":api/" + reconcile.Lower(m.Status), At: at, Attempt: attempt, Detail: "status=" + m.Status}}
 	var hooks []any
 	for _, e := range d.MessageEvents {
 		base := map[string]any{"MessageID": m.MessageID, "Metadata": m.Metadata}
@@ -142,12 +143,12 @@ func (p *Postmark) message(ctx context.Context, m postmarkMessage) ([]ledger.Set
 			base["RecordType"], base["ReceivedAt"] = "Click", e.ReceivedAt
 		case "Transient":
 			ss = append(ss, ledger.Settlement{Key: m.Metadata[notice.KeyField], ProviderID: m.MessageID, To: ledger.Sent, Kind: ledger.KindDeferred,
-				Event: string(provider.Postmark) + ":api/transient", At: postmarkTime(e.ReceivedAt), Attempt: attempt})
+				Event: string(Name) + ":api/transient", At: postmarkTime(e.ReceivedAt), Attempt: attempt})
 			continue
 		case "Bounced":
 			id, _ := e.Details["BounceID"].(float64)
 			var b map[string]any
-			if _, err := p.c.do(ctx, http.MethodGet, "/bounces/"+strconv.FormatInt(int64(id), 10), nil, nil, &b); err != nil {
+			if _, err := p.c.Do(ctx, http.MethodGet, "/bounces/"+strconv.FormatInt(int64(id), 10), nil, nil, &b); err != nil {
 				return nil, err
 			}
 			b["RecordType"], b["MessageID"], b["Metadata"] = "Bounce", m.MessageID, m.Metadata
@@ -157,7 +158,7 @@ func (p *Postmark) message(ctx context.Context, m postmarkMessage) ([]ledger.Set
 		}
 		hooks = append(hooks, base)
 	}
-	got, err := decode(string(provider.Postmark), hooks...)
+	got, err := ask.Decode(string(Name), Decode, hooks...)
 	return append(ss, got...), err
 }
 
@@ -165,7 +166,7 @@ func (p *Postmark) message(ctx context.Context, m postmarkMessage) ([]ledger.Set
 // on (newest first, as the search returns them), and each one's events.
 // The search reaches at most 10,000 messages: more is an error that says
 // so (run it again with a later since).
-func (p *Postmark) Since(ctx context.Context, since time.Time, fn func(ledger.Settlement) error) error {
+func (p *Asker) Since(ctx context.Context, since time.Time, fn func(ledger.Settlement) error) error {
 	et, err := time.LoadLocation("America/New_York")
 	if err != nil {
 		return fmt.Errorf("postmark: Eastern Time: %w", err)
@@ -177,7 +178,7 @@ func (p *Postmark) Since(ctx context.Context, since time.Time, fn func(ledger.Se
 		}
 		q := url.Values{"count": {strconv.Itoa(postmarkPage)}, "offset": {strconv.Itoa(offset)}, "fromdate": {from}}
 		var page postmarkSearch
-		if _, err := p.c.do(ctx, http.MethodGet, "/messages/outbound", q, nil, &page); err != nil {
+		if _, err := p.c.Do(ctx, http.MethodGet, "/messages/outbound", q, nil, &page); err != nil {
 			return err
 		}
 		for _, m := range page.Messages {

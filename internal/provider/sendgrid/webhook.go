@@ -1,4 +1,4 @@
-package receive
+package sendgrid
 
 import (
 	"crypto/ecdsa"
@@ -8,8 +8,38 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"scan/internal/receive"
 	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
 )
+
+// limit bounds a request: SendGrid posts events in batches of at most
+// 768 KB (https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/getting-started-event-webhook).
+const limit = 2 << 20
+
+// KeyVar is the setting that holds the Event Webhook's verification key
+// as SendGrid shows it: base64 of the DER (PKIX) ECDSA P-256 public key.
+const KeyVar = "SENDGRID_WEBHOOK_PUBLIC_KEY"
+
+// Webhook returns the endpoint of the signed Event Webhook, verified with
+// the key in KeyVar (getenv); without it, an endpoint that accepts
+// nothing. A key that is not one is a *receive.ConfigError naming KeyVar.
+func Webhook(getenv func(string) string) (receive.Endpoint, error) {
+	ep := receive.Endpoint{Name: string(Name), Limit: limit}
+	if getenv(KeyVar) == "" {
+		return ep, nil
+	}
+	k, err := parseKey(getenv(KeyVar))
+	if err != nil {
+		return ep, &receive.ConfigError{Field: KeyVar, Msg: err.Error()}
+	}
+	ep.Verify = func(r *http.Request, body []byte, _ time.Time, _ zerolog.Logger) (receive.Verdict, error) {
+		return verify(k, r, body)
+	}
+	return ep, nil
+}
 
 // The headers of SendGrid's signed Event Webhook.
 const (
@@ -17,11 +47,11 @@ const (
 	sendGridTimestampHeader = "X-Twilio-Email-Event-Webhook-Timestamp"
 )
 
-// parseSendGridKey reads the verification key as SendGrid shows it: the
+// parseKey reads the verification key as SendGrid shows it: the
 // base64 of the DER (PKIX) encoding of an ECDSA P-256 public key
 // (https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/getting-started-event-webhook-security-features,
 // "Signed Event Webhook Requests"). A PEM block is taken too.
-func parseSendGridKey(s string) (*ecdsa.PublicKey, error) {
+func parseKey(s string) (*ecdsa.PublicKey, error) {
 	s = strings.TrimSpace(s)
 	s = strings.TrimPrefix(s, "-----BEGIN PUBLIC KEY-----")
 	s = strings.TrimSuffix(s, "-----END PUBLIC KEY-----")
@@ -41,7 +71,7 @@ func parseSendGridKey(s string) (*ecdsa.PublicKey, error) {
 	return ek, nil
 }
 
-// verifySendGrid checks the signed Event Webhook: the signature header is
+// verify checks the signed Event Webhook: the signature header is
 // the base64 of an ASN.1 DER ECDSA signature over SHA-256 of the
 // timestamp header followed by the raw body, by the account's P-256 key
 // (the security-features page above; SendGrid's own Go helper does the
@@ -49,20 +79,20 @@ func parseSendGridKey(s string) (*ecdsa.PublicKey, error) {
 // VerifySignature). The timestamp's age is not limited: SendGrid retries
 // a batch for up to 24 hours and documents no limit, and a replayed batch
 // changes nothing (its events are kept once: "duplicate").
-func (s *Server) verifySendGrid(r *http.Request, body []byte) (verdict, error) {
+func verify(key *ecdsa.PublicKey, r *http.Request, body []byte) (receive.Verdict, error) {
 	sig64, ts := r.Header.Get(sendGridSignatureHeader), r.Header.Get(sendGridTimestampHeader)
 	if sig64 == "" || ts == "" {
-		return verdict{}, unverified("no %s or %s header", sendGridSignatureHeader, sendGridTimestampHeader)
+		return receive.Verdict{}, receive.Unverified("no %s or %s header", sendGridSignatureHeader, sendGridTimestampHeader)
 	}
 	sig, err := base64.StdEncoding.DecodeString(sig64)
 	if err != nil {
-		return verdict{}, refused("signature is not base64")
+		return receive.Verdict{}, receive.Refused("signature is not base64")
 	}
 	h := sha256.New()
 	h.Write([]byte(ts))
 	h.Write(body)
-	if !ecdsa.VerifyASN1(s.sendgrid, h.Sum(nil), sig) {
-		return verdict{}, refused("signature does not verify")
+	if !ecdsa.VerifyASN1(key, h.Sum(nil), sig) {
+		return receive.Verdict{}, receive.Refused("signature does not verify")
 	}
-	return verdict{events: body}, nil
+	return receive.Verdict{Events: body}, nil
 }

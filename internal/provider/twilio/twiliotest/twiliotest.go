@@ -17,7 +17,7 @@ import (
 	"testing"
 
 	"scan/internal/message"
-	"scan/internal/twilio"
+	"scan/internal/provider/twilio"
 )
 
 //go:embed testdata/message_created.json

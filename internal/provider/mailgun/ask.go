@@ -1,4 +1,4 @@
-package ask
+package mailgun
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"scan/internal/ask"
 	"scan/internal/ledger"
-	"scan/internal/provider"
 )
 
 // Mailgun's Events API, as its reference documents it
@@ -25,61 +25,61 @@ import (
 // item is the event-data of the webhooks, so reconcile's mailgun rules
 // read it.
 const (
-	MailgunAPI = "https://api.mailgun.net"
-	// MailgunDelay is Mailgun's documented delay before its event store
+	API = "https://api.mailgun.net"
+	// Delay is Mailgun's documented delay before its event store
 	// is complete: events reach it by different routes, and the Event
 	// Polling section of the events guide
 	// (https://documentation.mailgun.com/docs/mailgun/user-manual/events/#event-polling)
 	// takes a page as trustworthy only once its events are half an hour
 	// old (mailgun-go's PollEvents starts half an hour back for the same
 	// reason: events.go). Before it, no event is no evidence.
-	MailgunDelay = 30 * time.Minute
-	// MailgunRetention is the shortest retention of Mailgun's events: one
+	Delay = 30 * time.Minute
+	// Retention is the shortest retention of Mailgun's events: one
 	// day on a free account (up to 30 days on paid plans).
-	MailgunRetention = 24 * time.Hour
-	mailgunLimit     = 300
-	mailgunMaxPages  = 100
+	Retention       = 24 * time.Hour
+	mailgunLimit    = 300
+	mailgunMaxPages = 100
 )
 
-// Mailgun asks Mailgun's Events API about a message by its Message-ID
+// Asker asks Mailgun's Events API about a message by its Message-ID
 // (Mailgun keeps the Message-ID header a message was submitted with as its
 // message id). Safe for use by one goroutine at a time.
-type Mailgun struct {
-	c      *client
+type Asker struct {
+	c      *ask.Client
 	domain string
 }
 
-// NewMailgun returns Mailgun's provider for the sending domain.
-func NewMailgun(apiKey, domain string, cfg ClientConfig) (*Mailgun, error) {
+// NewAsker returns Mailgun's provider for the sending domain.
+func NewAsker(apiKey, domain string, cfg ask.ClientConfig) (*Asker, error) {
 	switch {
 	case apiKey == "":
 		return nil, errors.New("ask: Mailgun API key is empty")
 	case domain == "" || strings.ContainsAny(domain, "/?#"):
 		return nil, fmt.Errorf("ask: Mailgun domain %q is not a domain", domain)
 	}
-	c, err := newClient(string(provider.Mailgun), MailgunAPI, cfg, func(r *http.Request) { r.SetBasicAuth("api", apiKey) })
+	c, err := ask.NewClient(string(Name), API, cfg, func(r *http.Request) { r.SetBasicAuth("api", apiKey) })
 	if err != nil {
 		return nil, err
 	}
-	return &Mailgun{c: c, domain: domain}, nil
+	return &Asker{c: c, domain: domain}, nil
 }
 
-// Name is provider.Mailgun.
-func (m *Mailgun) Name() string { return string(provider.Mailgun) }
+// Name is the provider's name.
+func (m *Asker) Name() string { return string(Name) }
 
-// Retention is MailgunRetention: a claim older than that is never asked about.
-func (m *Mailgun) Retention() time.Duration { return MailgunRetention }
+// Retention is the package's Retention: a claim older than that is never asked about.
+func (m *Asker) Retention() time.Duration { return Retention }
 
 // About lists the events of c's Message-ID since the claim (less
-// ledger.ClockSkew); none of c's attempt is notFound (MailgunDelay,
-// MailgunRetention).
-func (m *Mailgun) About(ctx context.Context, c Claim, now time.Time) (Answer, error) {
+// ledger.ClockSkew); none of c's attempt is notFound (Delay,
+// Retention).
+func (m *Asker) About(ctx context.Context, c ask.Claim, now time.Time) (ask.Answer, error) {
 	id := strings.Trim(c.ProviderID, "<>")
 	if id == "" {
 		id = c.MessageID
 	}
 	if id == "" {
-		return Answer{Unknown: "no Message-ID recorded"}, nil
+		return ask.Answer{Unknown: "no Message-ID recorded"}, nil
 	}
 	var ss []ledger.Settlement
 	err := m.events(ctx, url.Values{"message-id": {id}}, c.ClaimedAt.Add(-ledger.ClockSkew), func(s ledger.Settlement) error {
@@ -87,24 +87,24 @@ func (m *Mailgun) About(ctx context.Context, c Claim, now time.Time) (Answer, er
 		return nil
 	})
 	if err != nil {
-		return Answer{}, err
+		return ask.Answer{}, err
 	}
-	if covers(c, ss) {
-		return Answer{Settlements: ss}, nil
+	if ask.Covers(c, ss) {
+		return ask.Answer{Settlements: ss}, nil
 	}
-	a := notFound(string(provider.Mailgun), c, now, MailgunDelay, MailgunRetention)
+	a := ask.NotFound(string(Name), c, now, Delay, Retention)
 	a.Settlements = append(ss, a.Settlements...)
 	return a, nil
 }
 
 // Since calls fn with each event Mailgun recorded from since on, oldest
 // first: every message accepted, and everything that happened to it.
-func (m *Mailgun) Since(ctx context.Context, since time.Time, fn func(ledger.Settlement) error) error {
+func (m *Asker) Since(ctx context.Context, since time.Time, fn func(ledger.Settlement) error) error {
 	return m.events(ctx, url.Values{}, since, fn)
 }
 
 // events walks the pages of the events matching filter from begin on.
-func (m *Mailgun) events(ctx context.Context, filter url.Values, begin time.Time, fn func(ledger.Settlement) error) error {
+func (m *Asker) events(ctx context.Context, filter url.Values, begin time.Time, fn func(ledger.Settlement) error) error {
 	q := filter
 	q.Set("begin", strconv.FormatInt(begin.Unix(), 10))
 	q.Set("ascending", "yes")
@@ -117,7 +117,7 @@ func (m *Mailgun) events(ctx context.Context, filter url.Values, begin time.Time
 				Next string `json:"next"`
 			} `json:"paging"`
 		}
-		if _, err := m.c.do(ctx, http.MethodGet, path, q, nil, &answer); err != nil {
+		if _, err := m.c.Do(ctx, http.MethodGet, path, q, nil, &answer); err != nil {
 			return err
 		}
 		if len(answer.Items) == 0 {
@@ -127,7 +127,7 @@ func (m *Mailgun) events(ctx context.Context, filter url.Values, begin time.Time
 		for i, it := range answer.Items {
 			hooks[i] = map[string]json.RawMessage{"event-data": it}
 		}
-		ss, err := decode(string(provider.Mailgun), hooks...)
+		ss, err := ask.Decode(string(Name), Decode, hooks...)
 		if err != nil {
 			return err
 		}
@@ -145,10 +145,11 @@ func (m *Mailgun) events(ctx context.Context, filter url.Values, begin time.Time
 
 // next turns a paging URL into a path and query on the API's own base:
 // the API key is never sent to another host.
-func (m *Mailgun) next(raw string) (string, url.Values, error) {
+func (m *Asker) next(raw string) (string, url.Values, error) {
 	u, err := url.Parse(raw)
-	if err != nil || u.Host != m.c.base.Host || !strings.HasPrefix(u.Path, m.c.base.Path+"/") {
-		return "", nil, fmt.Errorf("mailgun: paging URL %q is not on %s", raw, m.c.base.Host)
+	base := m.c.Base()
+	if err != nil || u.Host != base.Host || !strings.HasPrefix(u.Path, base.Path+"/") {
+		return "", nil, fmt.Errorf("mailgun: paging URL %q is not on %s", raw, base.Host)
 	}
-	return strings.TrimPrefix(u.Path, m.c.base.Path), u.Query(), nil
+	return strings.TrimPrefix(u.Path, base.Path), u.Query(), nil
 }

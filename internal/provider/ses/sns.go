@@ -1,4 +1,4 @@
-package receive
+package ses
 
 import (
 	"crypto"
@@ -16,12 +16,66 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"scan/internal/receive"
 	"strings"
 	"sync"
 	"time"
 
-	"scan/internal/provider"
+	"github.com/rs/zerolog"
 )
+
+// limit bounds a request: an SNS message is at most 256 KiB
+// (https://docs.aws.amazon.com/sns/latest/dg/sns-message-and-json-formats.html);
+// its envelope JSON-escapes it, which at worst doubles it.
+const limit = 1 << 20
+
+// The settings of the SNS subscription's endpoint.
+const (
+	// TopicsVar holds the topic ARNs (comma-separated) whose messages are
+	// taken and whose subscriptions are confirmed; empty: the endpoint
+	// accepts nothing.
+	TopicsVar = "SNS_TOPIC_ARNS"
+	// CertHostsVar holds the hosts a SigningCertURL or SubscribeURL may
+	// name; empty is sns.<region>.amazonaws.com and .com.cn for the
+	// region of each topic. https only, except for a loopback host.
+	CertHostsVar = "SNS_CERT_HOSTS"
+)
+
+// Webhook returns the endpoint of the SNS subscription (SES event
+// publishing), configured from TopicsVar and CertHostsVar (getenv); a
+// topic or host that is not one is a *receive.ConfigError naming its
+// setting.
+func Webhook(getenv func(string) string) (receive.Endpoint, error) {
+	return NewWebhook(splitList(getenv(TopicsVar)), splitList(getenv(CertHostsVar)), nil)
+}
+
+// NewWebhook returns the endpoint taking topics' messages, with
+// certificates and SubscribeURLs on hosts (none: the topics' regions'),
+// fetched with client (nil: a client with a 10s timeout that follows no
+// redirect). No topics: an endpoint that accepts nothing.
+func NewWebhook(topics, hosts []string, client *http.Client) (receive.Endpoint, error) {
+	ep := receive.Endpoint{Name: string(Name), Limit: limit}
+	if len(topics) == 0 {
+		return ep, nil
+	}
+	v, err := newSNSVerifier(topics, hosts, client)
+	if err != nil {
+		return ep, err
+	}
+	ep.Verify = v.verify
+	return ep, nil
+}
+
+// splitList splits a comma-separated setting, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // snsMessage is an SNS HTTP/HTTPS delivery: a Notification, a
 // SubscriptionConfirmation or an UnsubscribeConfirmation
@@ -80,7 +134,7 @@ func newSNSVerifier(topics, hosts []string, client *http.Client) (*snsVerifier, 
 	for _, t := range topics {
 		p := strings.Split(t, ":")
 		if len(p) != 6 || p[0] != "arn" || p[2] != "sns" || p[3] == "" || p[5] == "" {
-			return nil, &ConfigError{"SNS_TOPIC_ARNS", fmt.Sprintf("%q is not a topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME)", t)}
+			return nil, &receive.ConfigError{Field: TopicsVar, Msg: fmt.Sprintf("%q is not a topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME)", t)}
 		}
 		v.topics[t] = true
 		if defaults {
@@ -91,7 +145,7 @@ func newSNSVerifier(topics, hosts []string, client *http.Client) (*snsVerifier, 
 	for _, h := range hosts {
 		h = strings.ToLower(strings.TrimSpace(h))
 		if h == "" || strings.ContainsAny(h, "/:@") && !isLoopbackHostPort(h) {
-			return nil, &ConfigError{"SNS_CERT_HOSTS", fmt.Sprintf("%q is not a host name", h)}
+			return nil, &receive.ConfigError{Field: CertHostsVar, Msg: fmt.Sprintf("%q is not a host name", h)}
 		}
 		v.hosts[hostOnly(h)] = true
 	}
@@ -134,14 +188,14 @@ func isLoopback(host string) bool {
 func (v *snsVerifier) checkURL(what, raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.User != nil {
-		return nil, refused("%s is not a URL", what)
+		return nil, receive.Refused("%s is not a URL", what)
 	}
 	host := strings.ToLower(u.Hostname())
 	if !v.hosts[host] {
-		return nil, refused("%s names host %q, not one of SNS_CERT_HOSTS", what, host)
+		return nil, receive.Refused("%s names host %q, not one of SNS_CERT_HOSTS", what, host)
 	}
 	if u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(host)) {
-		return nil, refused("%s is not https", what)
+		return nil, receive.Refused("%s is not https", what)
 	}
 	return u, nil
 }
@@ -183,11 +237,11 @@ func (m *snsMessage) canonical() []byte {
 func verifySignature(m *snsMessage, cert *x509.Certificate) error {
 	pub, ok := cert.PublicKey.(*rsa.PublicKey)
 	if !ok {
-		return refused("signing certificate has no RSA key")
+		return receive.Refused("signing certificate has no RSA key")
 	}
 	sig, err := base64.StdEncoding.DecodeString(m.Signature)
 	if err != nil {
-		return refused("signature is not base64")
+		return receive.Refused("signature is not base64")
 	}
 	var h crypto.Hash
 	var sum []byte
@@ -199,10 +253,10 @@ func verifySignature(m *snsMessage, cert *x509.Certificate) error {
 		s := sha256.Sum256(m.canonical())
 		h, sum = crypto.SHA256, s[:]
 	default:
-		return refused("SignatureVersion %q is neither 1 nor 2", m.SignatureVersion)
+		return receive.Refused("SignatureVersion %q is neither 1 nor 2", m.SignatureVersion)
 	}
 	if rsa.VerifyPKCS1v15(pub, h, sum, sig) != nil {
-		return refused("signature does not verify")
+		return receive.Refused("signature does not verify")
 	}
 	return nil
 }
@@ -233,7 +287,7 @@ func (v *snsVerifier) cert(r *http.Request, u *url.URL, now time.Time) (*x509.Ce
 	// An emulator's certificate (goaws makes one valid for 5 seconds from
 	// its start) is taken outside its validity; SNS's own never is.
 	if (now.Before(c.NotBefore) || now.After(c.NotAfter)) && !isLoopback(u.Hostname()) {
-		return nil, refused("signing certificate is outside its validity")
+		return nil, receive.Refused("signing certificate is outside its validity")
 	}
 	return c, nil
 }
@@ -247,7 +301,7 @@ func (v *snsVerifier) cached(key string) *x509.Certificate {
 func (v *snsVerifier) fetch(r *http.Request, u string) (*x509.Certificate, error) {
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u, nil)
 	if err != nil {
-		return nil, refused("SigningCertURL: %v", err)
+		return nil, receive.Refused("SigningCertURL: %v", err)
 	}
 	resp, err := v.client.Do(req)
 	if err != nil {
@@ -263,16 +317,16 @@ func (v *snsVerifier) fetch(r *http.Request, u string) (*x509.Certificate, error
 	}
 	blk, _ := pem.Decode(b)
 	if blk == nil || blk.Type != "CERTIFICATE" {
-		return nil, refused("SigningCertURL does not hold a PEM certificate")
+		return nil, receive.Refused("SigningCertURL does not hold a PEM certificate")
 	}
 	c, err := x509.ParseCertificate(blk.Bytes)
 	if err != nil {
-		return nil, refused("signing certificate: %v", err)
+		return nil, receive.Refused("signing certificate: %v", err)
 	}
 	return c, nil
 }
 
-// verifySNS checks an SNS delivery as SNS documents
+// verify checks an SNS delivery as SNS documents
 // (https://docs.aws.amazon.com/sns/latest/dg/sns-verify-signature-of-message.html
 // and .../SendMessageToHttp.prepare.html): an allowed topic first (a
 // foreign topic costs no fetch), a SigningCertURL of an allowed host, the
@@ -280,51 +334,51 @@ func (v *snsVerifier) fetch(r *http.Request, u string) (*x509.Certificate, error
 // (the SES event) is applied as format ses; a SubscriptionConfirmation is
 // confirmed by visiting its SubscribeURL (an allowed host too); an
 // UnsubscribeConfirmation is logged.
-func (s *Server) verifySNS(r *http.Request, body []byte) (verdict, error) {
+func (v *snsVerifier) verify(r *http.Request, body []byte, now time.Time, log zerolog.Logger) (receive.Verdict, error) {
 	var m snsMessage
 	if err := json.Unmarshal(body, &m); err != nil || m.Type == "" {
-		return verdict{}, unverified("not an SNS message")
+		return receive.Verdict{}, receive.Unverified("not an SNS message")
 	}
 	if m.Signature == "" || m.SigningCertURL == "" {
-		return verdict{}, unverified("SNS message without a signature")
+		return receive.Verdict{}, receive.Unverified("SNS message without a signature")
 	}
 	if h := r.Header.Get("X-Amz-Sns-Message-Type"); h != "" && h != m.Type {
-		return verdict{}, refused("x-amz-sns-message-type does not match the message's Type")
+		return receive.Verdict{}, receive.Refused("x-amz-sns-message-type does not match the message's Type")
 	}
-	if !s.sns.topics[m.TopicArn] {
+	if !v.topics[m.TopicArn] {
 		// The topic is named in the log only when it looks like one: what
 		// a sender puts there is not ours to log.
 		if topicARN.MatchString(m.TopicArn) {
-			return verdict{}, refused("topic %s is not one of SNS_TOPIC_ARNS", m.TopicArn)
+			return receive.Verdict{}, receive.Refused("topic %s is not one of SNS_TOPIC_ARNS", m.TopicArn)
 		}
-		return verdict{}, refused("TopicArn is not a topic ARN")
+		return receive.Verdict{}, receive.Refused("TopicArn is not a topic ARN")
 	}
-	cu, err := s.sns.checkURL("SigningCertURL", m.SigningCertURL)
+	cu, err := v.checkURL("SigningCertURL", m.SigningCertURL)
 	if err != nil {
-		return verdict{}, err
+		return receive.Verdict{}, err
 	}
-	cert, err := s.sns.cert(r, cu, s.now())
+	cert, err := v.cert(r, cu, now)
 	if err != nil {
-		return verdict{}, err
+		return receive.Verdict{}, err
 	}
 	if err := verifySignature(&m, cert); err != nil {
-		return verdict{}, err
+		return receive.Verdict{}, err
 	}
-	log := s.log.With().Str("provider", string(provider.SES)).Str("topic", m.TopicArn).Logger()
+	log = log.With().Str("topic", m.TopicArn).Logger()
 	switch m.Type {
 	case snsNotification:
-		return verdict{events: []byte(m.Message)}, nil
+		return receive.Verdict{Events: []byte(m.Message)}, nil
 	case snsSubscribe:
-		if err := s.confirm(r, &m); err != nil {
-			return verdict{}, err
+		if err := v.confirm(r, &m); err != nil {
+			return receive.Verdict{}, err
 		}
 		log.Info().Msg("subscription confirmed")
-		return verdict{result: "subscribed"}, nil
+		return receive.Verdict{Result: "subscribed"}, nil
 	case snsUnsubscribe:
 		log.Warn().Msg("UnsubscribeConfirmation: this endpoint no longer receives the topic's events; subscribe it again to resume")
-		return verdict{result: "unsubscribed"}, nil
+		return receive.Verdict{Result: "unsubscribed"}, nil
 	}
-	return verdict{}, refused("SNS message Type not handled")
+	return receive.Verdict{}, receive.Refused("SNS message Type not handled")
 }
 
 // errConfirm is a SubscribeURL visit that failed: 503, so that SNS (or
@@ -332,16 +386,16 @@ func (s *Server) verifySNS(r *http.Request, body []byte) (verdict, error) {
 var errConfirm = errors.New("confirm the subscription")
 
 // confirm visits m's SubscribeURL, once its host is checked.
-func (s *Server) confirm(r *http.Request, m *snsMessage) error {
-	u, err := s.sns.checkURL("SubscribeURL", m.SubscribeURL)
+func (v *snsVerifier) confirm(r *http.Request, m *snsMessage) error {
+	u, err := v.checkURL("SubscribeURL", m.SubscribeURL)
 	if err != nil {
 		return err
 	}
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u.String(), nil)
 	if err != nil {
-		return refused("SubscribeURL: %v", err)
+		return receive.Refused("SubscribeURL: %v", err)
 	}
-	resp, err := s.sns.client.Do(req)
+	resp, err := v.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errConfirm, err)
 	}
