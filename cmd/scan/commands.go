@@ -26,10 +26,10 @@ import (
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/provider"
+	"scan/internal/provider/twilio"
 	"scan/internal/scan"
 	"scan/internal/send"
 	"scan/internal/subscription"
-	"scan/internal/provider/twilio"
 )
 
 var sqlOpenDB = sql.OpenDB

@@ -6,8 +6,8 @@ import (
 
 	"scan/internal/message"
 	"scan/internal/policy"
-	"scan/internal/send"
 	"scan/internal/provider/twilio"
+	"scan/internal/send"
 )
 
 // newSMSSender builds the sms channel's Twilio client from TWILIO_* and

@@ -12,9 +12,9 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/policy"
-	"scan/internal/scan"
 	"scan/internal/provider/twilio"
 	"scan/internal/provider/twilio/twiliotest"
+	"scan/internal/scan"
 )
 
 const smsPolicy = `
