@@ -311,7 +311,7 @@ func (r *Renderer) MessageID(key string) string { return MessageID(key, r.domain
 //     {"unique_args":{"notice_key":"KEY","notice_attempt":"N"}} (events:
 //     both at the top level).
 //   - mailgun: X-Mailgun-Variables: {"notice_key":"KEY","notice_attempt":"N"}
-//     (events: event-data.user-variables).
+//     (events: their user-variables).
 //   - postmark: X-PM-Metadata-notice_key: KEY and
 //     X-PM-Metadata-notice_attempt: N (events: Metadata.notice_key,
 //     Metadata.notice_attempt).

@@ -1,11 +1,12 @@
 // Package reconcile reads provider events (our own JSON lines, or the
-// payloads Amazon SES, SendGrid, Mailgun and Postmark post) and turns them
+// payloads a provider posts, read by the Decoder its package registers:
+// RegisterFormat) and turns them
 // into evidence about one attempt of a notice (the attempt the message
 // carried beside its key, when the provider echoes it): an event that
 // proves the provider accepted a message settles its claim as sent
 // (failed for a permanent bounce); an explicit rejection before sending
 // settles it as retry (failed when the provider names its suppression
-// list: notSent), and overrules an acceptance of the same attempt. What
+// list), and overrules an acceptance of the same attempt. What
 // the provider said of each event (a response, a bounce code) is kept as
 // its detail, without any e-mail address (cleanDetail).
 // It reads any size of file in bounded memory and never stops for one bad

@@ -22,7 +22,7 @@ const FormatJSONL = "jsonl"
 var Formats = []string{FormatJSONL}
 
 // ErrNoEvent is a payload with no event type: a Decoder's error for it
-// names the field it looked in ("no event type (eventType)").
+// names the field it looked in.
 var ErrNoEvent = errors.New("no event type")
 
 // A Decoder reads one payload of a provider's event format into the
@@ -68,38 +68,12 @@ func DecoderOf(format string) Decoder { return decoders[format] }
 // provider id or Message-ID (at least one). Memory stays bounded by
 // MaxLine whatever the size of r.
 //
-// What each provider's events prove (everything else is irrelevant):
-//
-//   - ses (an SNS notification whose Message is the event, or the event
-//     itself as Firehose or SQS deliver it; eventType or notificationType):
-//     Send, Delivery, DeliveryDelay, Complaint, Open, Click and a
-//     Transient or Undetermined Bounce: sent. A Permanent Bounce: failed.
-//     Reject (SES refused it, nothing left): retry.
-//   - sendgrid (event objects, usually in a JSON array): processed,
-//     delivered, deferred, open, click, spamreport and a "blocked" bounce:
-//     sent. A bounce of type "bounce": failed. dropped (never sent):
-//     failed when its reason names a suppression list, else retry
-//     (notSent).
-//     sg_message_id is matched without its suffix (from ".recvd-..." or
-//     ".filter..."); an asynchronous bounce, which carries neither the key
-//     nor sg_message_id, by its smtp-id (our Message-ID).
-//   - mailgun (webhook bodies {"signature":..., "event-data":...}):
-//     accepted, delivered, opened, clicked, complained and a temporary
-//     failure: sent. A permanent failure: failed (also when its reason is
-//     a suppression, suppress-bounce, ...: Mailgun dropped it before
-//     sending, and would again; notSent). A failure of severity internal (Mailgun never sent it and does
-//     not retry): retry. rejected: retry. user-variables that are not an
-//     object ([] for a message without variables) hold no key.
-//   - postmark (one webhook object per event, by RecordType): Delivery,
-//     Open, Click, SpamComplaint and any Bounce but those below: sent. A
-//     Bounce of Type HardBounce or BadEmailAddress: failed; of Type
-//     SMTPApiError (Postmark refused to send to a suppressed recipient):
-//     failed.
-//
-// Each payload is also classified by kind (one of Kinds): what happened to
-// the message, whatever the state it leads to; and its Detail holds what
-// the provider said of it (responses, bounce types and codes, reasons;
-// see the decoders), without any e-mail address (cleanDetail).
+// What each provider's events prove (everything else is irrelevant) is
+// its Decoder's, documented in its package (internal/provider/<name>).
+// Each settlement is classified by kind (one of ledger.EventKinds): what
+// happened to the message, whatever the state it leads to; and its Detail
+// holds what the provider said of it, without any e-mail address
+// (cleanDetail).
 func ReadFormat(r io.Reader, format string, fn func(ledger.Settlement) error) (Stats, error) {
 	if format == "" || format == FormatJSONL {
 		st, err := Read(r, fn)
