@@ -26,6 +26,7 @@ import (
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/provider"
+	"scan/internal/provider/ses"
 	"scan/internal/provider/twilio"
 	"scan/internal/scan"
 	"scan/internal/send"
@@ -445,7 +446,7 @@ func (p *preparedPass) newSender() (send.Sender, error) {
 	case senderHTTP:
 		return send.NewHTTP(send.HTTPConfig{URL: p.httpURL, Pool: p.concurrency})
 	case senderSES:
-		return send.NewSES(send.SESConfig{AWS: p.aws, ConfigurationSet: p.pol.SES.ConfigurationSet, Pool: p.concurrency})
+		return ses.NewSender(ses.SenderConfig{AWS: p.aws, ConfigurationSet: p.pol.SES.ConfigurationSet, Pool: p.concurrency})
 	default:
 		if err := os.MkdirAll(p.outboxDir, 0o755); err != nil {
 			return nil, fmt.Errorf("outbox %s: %w", p.outboxDir, err)

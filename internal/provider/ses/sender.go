@@ -1,4 +1,4 @@
-package send
+package ses
 
 import (
 	"context"
@@ -20,26 +20,26 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"scan/internal/notice"
-	"scan/internal/provider"
+	"scan/internal/send"
 )
 
-// SESConfig configures the Amazon SES v2 sender.
-type SESConfig struct {
+// SenderConfig configures the Amazon SES v2 sender.
+type SenderConfig struct {
 	// AWS is the SDK configuration: region, credentials and endpoint, as
 	// config.LoadDefaultConfig resolves them (environment, shared files,
 	// IRSA web identity in Kubernetes, instance roles). Its Retryer is
 	// replaced, and its HTTPClient (nil, or the *awshttp.BuildableClient
-	// the loader builds for AWS_CA_BUNDLE) gives the transport that NewSES
+	// the loader builds for AWS_CA_BUNDLE) gives the transport that NewSender
 	// sizes: its TLS roots are kept.
 	AWS aws.Config
 	// ConfigurationSet, when set, is the configuration set of every
 	// message (its event destinations publish the events reconcile reads).
 	ConfigurationSet string
-	// Timeout bounds one Send. Default DefaultSendTimeout.
+	// Timeout bounds one Send. Default send.DefaultSendTimeout.
 	Timeout time.Duration
 	// Pool is the most connections open to the endpoint, kept alive
 	// between requests; give it the Dispatcher's Concurrency. Default
-	// DefaultConcurrency. Ignored with Transport.
+	// send.DefaultConcurrency. Ignored with Transport.
 	Pool int
 	// Transport is the HTTP transport under the SDK, used as given.
 	// Default: the SDK's own transport (from AWS.HTTPClient, or the SDK's
@@ -48,45 +48,45 @@ type SESConfig struct {
 	Transport http.RoundTripper
 }
 
-// SES sends each message through Amazon SES v2 SendEmail as raw content:
+// Sender sends each message through Amazon SES v2 SendEmail as raw content:
 // the bytes Render produced, byte for byte, with the notice key as the
 // email tag notice_key and the attempt as the tag notice_attempt (which
 // SES events carry as mail.tags.notice_key and mail.tags.notice_attempt).
-// An SES is safe for concurrent use.
+// A Sender is safe for concurrent use.
 //
 // The SDK never retries: a request whose answer was lost may have been
 // accepted, and sending it again would be a duplicate. Outcomes:
 //
-//   - a MessageId: sent, and the id is the Receipt's ProviderID;
+//   - a MessageId: sent, and the id is the send.Receipt's ProviderID;
 //   - throttling (TooManyRequests, LimitExceeded, HTTP 429), an HTTP 5xx
-//     answer, or a request that never fully left: Transient;
+//     answer, or a request that never fully left: send.Transient;
 //   - MessageRejected, MailFromDomainNotVerified, BadRequest (an invalid
-//     recipient) or another 4xx answer: Permanent;
+//     recipient) or another 4xx answer: send.Permanent;
 //   - SendingPaused, AccountSuspended, a configuration set SES does not
-//     know, credentials the SDK cannot find or sign with: Transient with
-//     ErrMisconfigured (nothing can be sent; the pass should stop);
+//     know, credentials the SDK cannot find or sign with: send.Transient with
+//     send.ErrMisconfigured (nothing can be sent; the pass should stop);
 //   - a timeout, a lost connection or an unreadable answer after the
-//     request left: Unknown (the claim stays quarantined).
-type SES struct {
+//     request left: send.Unknown (the claim stays quarantined).
+type Sender struct {
 	transport http.RoundTripper
 	client    *sesv2.Client
 	configSet string
 	timeout   time.Duration
 }
 
-// NewSES returns an SES sender. It requires a region.
-func NewSES(cfg SESConfig) (*SES, error) {
+// NewSender returns an SES sender. It requires a region.
+func NewSender(cfg SenderConfig) (*Sender, error) {
 	if cfg.AWS.Region == "" {
-		return nil, errors.New("send: SESConfig.AWS has no region")
+		return nil, errors.New("send: SenderConfig.AWS has no region")
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultSendTimeout
+		cfg.Timeout = send.DefaultSendTimeout
 	}
 	if cfg.Pool < 0 {
-		return nil, fmt.Errorf("send: SESConfig.Pool %d is negative", cfg.Pool)
+		return nil, fmt.Errorf("send: SenderConfig.Pool %d is negative", cfg.Pool)
 	}
 	if cfg.Pool == 0 {
-		cfg.Pool = DefaultConcurrency
+		cfg.Pool = send.DefaultConcurrency
 	}
 	tr := cfg.Transport
 	if tr == nil {
@@ -97,15 +97,15 @@ func NewSES(cfg SESConfig) (*SES, error) {
 		case *awshttp.BuildableClient:
 			base = c
 		default:
-			return nil, fmt.Errorf("send: SESConfig.AWS.HTTPClient is a %T, not the SDK's buildable client: give SESConfig.Transport", c)
+			return nil, fmt.Errorf("send: SenderConfig.AWS.HTTPClient is a %T, not the SDK's buildable client: give SenderConfig.Transport", c)
 		}
 		// A copy of the SDK's transport, with the roots of AWS_CA_BUNDLE
 		// if the loader added them, and the SDK's dialer and timeouts.
 		t := base.GetTransport()
 		if t.TLSClientConfig != nil && t.TLSClientConfig.InsecureSkipVerify {
-			return nil, errors.New("send: SESConfig.AWS.HTTPClient: InsecureSkipVerify is not allowed")
+			return nil, errors.New("send: SenderConfig.AWS.HTTPClient: InsecureSkipVerify is not allowed")
 		}
-		sizeTransport(t, cfg.Pool)
+		send.SizeTransport(t, cfg.Pool)
 		tr = t
 	}
 	awsCfg := cfg.AWS.Copy()
@@ -113,7 +113,7 @@ func NewSES(cfg SESConfig) (*SES, error) {
 	awsCfg.RetryMaxAttempts = 1
 	_, std := tr.(*http.Transport)
 	awsCfg.HTTPClient = &http.Client{Transport: wroteTracker{next: tr, waitWrite: std}}
-	return &SES{
+	return &Sender{
 		transport: tr,
 		client: sesv2.NewFromConfig(awsCfg, func(o *sesv2.Options) {
 			o.Retryer = aws.NopRetryer{}
@@ -125,7 +125,7 @@ func NewSES(cfg SESConfig) (*SES, error) {
 }
 
 // String names the sender for logs.
-func (s *SES) String() string { return string(provider.SES) }
+func (s *Sender) String() string { return string(Name) }
 
 // unusedSESMiddleware names the steps of the SDK's SendEmail stack that do
 // work on every call for nothing this sender uses; trimSendEmail removes
@@ -155,7 +155,7 @@ var unusedSESMiddleware = []struct{ step, id string }{
 	// next signatures. It cannot help here: a clock off by more than SigV4
 	// accepts fails the first request with one of the SDK's clock-skew
 	// codes (retry.clockSkewCodes; SES, a modern service, answers
-	// InvalidSignatureException), which classifySES makes ErrMisconfigured,
+	// InvalidSignatureException), which classifySES makes send.ErrMisconfigured,
 	// and the pass stops on it before a corrected signature could be used.
 	{"finalize", "Retry"},
 	// Parses SES's Date header on every answer, for the skew correction
@@ -180,7 +180,7 @@ func trimSendEmail(st *middleware.Stack) error {
 }
 
 // Close closes the idle connections of the transport; it returns nil.
-func (s *SES) Close() error {
+func (s *Sender) Close() error {
 	if c, ok := s.transport.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
@@ -188,9 +188,9 @@ func (s *SES) Close() error {
 }
 
 // Send submits m through SendEmail and classifies the answer.
-func (s *SES) Send(ctx context.Context, m *Message) (Receipt, error) {
+func (s *Sender) Send(ctx context.Context, m *send.Message) (send.Receipt, error) {
 	if err := ctx.Err(); err != nil {
-		return Receipt{}, &Error{Class: Transient, Err: fmt.Errorf("ses: %w: %w", ErrNotAttempted, err)}
+		return send.Receipt{}, &send.Error{Class: send.Transient, Err: fmt.Errorf("ses: %w: %w", send.ErrNotAttempted, err)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -209,15 +209,15 @@ func (s *SES) Send(ctx context.Context, m *Message) (Receipt, error) {
 	if err == nil {
 		if out.MessageId == nil || *out.MessageId == "" {
 			// Accepted (2xx) but without the id we would store: it left.
-			return Receipt{ProviderID: "ses:" + m.MessageID}, nil
+			return send.Receipt{ProviderID: "ses:" + m.MessageID}, nil
 		}
-		return Receipt{ProviderID: *out.MessageId}, nil
+		return send.Receipt{ProviderID: *out.MessageId}, nil
 	}
-	return Receipt{}, classifySES(err, sent.Load(), m.Notice.To)
+	return send.Receipt{}, classifySES(err, sent.Load(), m.Notice.To)
 }
 
 func classifySES(err error, left bool, to string) error {
-	msg := func(e error) error { return errors.New("ses: " + scrub(e.Error(), to)) }
+	msg := func(e error) error { return errors.New("ses: " + send.Scrub(e.Error(), to)) }
 	var api smithy.APIError
 	var resp *smithyhttp.ResponseError
 	status := 0
@@ -225,28 +225,28 @@ func classifySES(err error, left bool, to string) error {
 		status = resp.HTTPStatusCode()
 	}
 	if errors.As(err, &api) && status != 0 {
-		var class Class
+		var class send.Class
 		cause := msg(fmt.Errorf("%s: %s", api.ErrorCode(), api.ErrorMessage()))
 		switch api.ErrorCode() {
 		case "TooManyRequestsException", "LimitExceededException", "Throttling", "ThrottlingException":
-			class = Transient
+			class = send.Transient
 		case "SendingPausedException", "AccountSuspendedException", "NotFoundException",
 			"UnrecognizedClientException", "InvalidSignatureException", "AccessDeniedException",
 			"IncompleteSignature", "InvalidClientTokenId", "SignatureDoesNotMatch", "ExpiredTokenException":
-			return &Error{Class: Transient, Code: status, Err: fmt.Errorf("%w: %w", ErrMisconfigured, cause)}
+			return &send.Error{Class: send.Transient, Code: status, Err: fmt.Errorf("%w: %w", send.ErrMisconfigured, cause)}
 		case "MessageRejected", "MailFromDomainNotVerifiedException", "BadRequestException":
-			class = Permanent
+			class = send.Permanent
 		default:
 			switch {
 			case status == 429 || status >= 500:
-				class = Transient
+				class = send.Transient
 			case status >= 400:
-				class = Permanent
+				class = send.Permanent
 			default:
-				class = Unknown
+				class = send.Unknown
 			}
 		}
-		return &Error{Class: class, Code: status, Err: cause}
+		return &send.Error{Class: class, Code: status, Err: cause}
 	}
 	if status != 0 {
 		// An answer we could not read: a 5xx or 429 refused it for now,
@@ -254,28 +254,28 @@ func classifySES(err error, left bool, to string) error {
 		// accepted it.
 		switch {
 		case status == 429 || status >= 500:
-			return &Error{Class: Transient, Code: status, Err: msg(err)}
+			return &send.Error{Class: send.Transient, Code: status, Err: msg(err)}
 		case status >= 400:
-			return &Error{Class: Permanent, Code: status, Err: msg(err)}
+			return &send.Error{Class: send.Permanent, Code: status, Err: msg(err)}
 		}
-		return &Error{Class: Unknown, Code: status, Err: msg(err)}
+		return &send.Error{Class: send.Unknown, Code: status, Err: msg(err)}
 	}
-	var send *smithyhttp.RequestSendError
-	if errors.As(err, &send) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	var notSent *smithyhttp.RequestSendError
+	if errors.As(err, &notSent) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		if left {
-			return &Error{Class: Unknown, Err: fmt.Errorf("ses: no answer after the request was handed over: %w", msg(err))}
+			return &send.Error{Class: send.Unknown, Err: fmt.Errorf("ses: no answer after the request was handed over: %w", msg(err))}
 		}
 		if errors.Is(err, context.Canceled) {
-			return &Error{Class: Transient, Err: fmt.Errorf("%w: %w", ErrNotAttempted, msg(err))}
+			return &send.Error{Class: send.Transient, Err: fmt.Errorf("%w: %w", send.ErrNotAttempted, msg(err))}
 		}
-		return &Error{Class: Transient, Err: fmt.Errorf("%w: %w", ErrUnreachable, msg(err))}
+		return &send.Error{Class: send.Transient, Err: fmt.Errorf("%w: %w", send.ErrUnreachable, msg(err))}
 	}
 	if !left {
 		// Failed before anything left: credentials, signing, building the
 		// request.
-		return &Error{Class: Transient, Err: fmt.Errorf("%w: %w", ErrMisconfigured, msg(err))}
+		return &send.Error{Class: send.Transient, Err: fmt.Errorf("%w: %w", send.ErrMisconfigured, msg(err))}
 	}
-	return &Error{Class: Unknown, Err: msg(err)}
+	return &send.Error{Class: send.Unknown, Err: msg(err)}
 }
 
 // wroteKey carries the flag that wroteTracker sets once the whole request
@@ -296,7 +296,7 @@ func withWroteFlag(ctx context.Context, f *atomic.Bool) context.Context {
 // fails and the connection is thrown away, so that about one request in a
 // thousand opened a new TLS connection. It waits only on an
 // *http.Transport, which reports the end of every write it starts; a
-// Transport given in SESConfig may not.
+// Transport given in SenderConfig may not.
 type wroteTracker struct {
 	next      http.RoundTripper
 	waitWrite bool

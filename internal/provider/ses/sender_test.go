@@ -1,4 +1,4 @@
-package send_test
+package ses_test
 
 import (
 	"bytes"
@@ -22,6 +22,9 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"scan/internal/message"
+	"scan/internal/message/messagetest"
+	"scan/internal/provider/ses"
 	"scan/internal/send"
 )
 
@@ -78,9 +81,9 @@ func (f *fakeSES) requests() []sesRequest {
 	return append([]sesRequest(nil), f.reqs...)
 }
 
-func newSES(t *testing.T, endpoint string, timeout time.Duration) *send.SES {
+func newSES(t *testing.T, endpoint string, timeout time.Duration) *ses.Sender {
 	t.Helper()
-	s, err := send.NewSES(send.SESConfig{
+	s, err := ses.NewSender(ses.SenderConfig{
 		AWS: aws.Config{
 			Region:       "eu-west-1",
 			Credentials:  credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", ""),
@@ -239,7 +242,7 @@ func TestSESUnreachableIsTransient(t *testing.T) {
 
 func TestNewSESNeedsARegion(t *testing.T) {
 	t.Parallel()
-	if _, err := send.NewSES(send.SESConfig{}); err == nil {
+	if _, err := ses.NewSender(ses.SenderConfig{}); err == nil {
 		t.Fatal("no region accepted")
 	}
 }
@@ -324,4 +327,17 @@ func verifySigV4(r *http.Request, body []byte) error {
 		return fmt.Errorf("signature does not verify:\n got  %s\n want %s", auth, want)
 	}
 	return nil
+}
+
+func notice(i int, domain string) send.Notice { return messagetest.Notice(i, domain) }
+
+func newRenderer(t testing.TB) *message.Renderer { t.Helper(); return messagetest.NewRenderer(t) }
+
+func render(t testing.TB, r *message.Renderer, n send.Notice) *send.Message {
+	t.Helper()
+	return messagetest.Render(t, r, n)
+}
+
+func staticCredentials() aws.CredentialsProvider {
+	return credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "")
 }
