@@ -160,7 +160,7 @@ func (w *world) counted(provider, result string, want float64) {
 }
 
 // Payloads, from the providers' documented examples (the same as
-// internal/reconcile/testdata/providers, which cites the pages), with our
+// internal/provider/<name>/testdata, whose README cites the pages), with our
 // keys where the provider echoes them.
 
 // postmarkDelivery is Postmark's Delivery webhook

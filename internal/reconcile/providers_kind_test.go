@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"scan/internal/ledger"
@@ -81,14 +80,12 @@ func TestDecoderKinds(t *testing.T) {
 // Kinds, and one that proves nothing is "other".
 func TestFixtureKinds(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob("testdata/providers/*.txt")
+	files, err := filepath.Glob("../provider/*/testdata/*.txt")
 	if err != nil || len(files) < len(reconcile.Formats)-1 {
 		t.Fatalf("fixtures %v, %v", files, err)
 	}
 	for _, f := range files {
-		format := filepath.Base(f)
-		format = format[:len(format)-len(filepath.Ext(format))]
-		format, _, _ = strings.Cut(format, "-") // sendgrid-details is sendgrid
+		format := filepath.Base(filepath.Dir(filepath.Dir(f))) // ../provider/<format>/testdata
 		dec := reconcile.DecoderOf(format)
 		if dec == nil {
 			t.Fatalf("%s: no decoder %q", f, format)
