@@ -26,6 +26,7 @@ import (
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/provider"
+	"scan/internal/provider/registry"
 	"scan/internal/provider/ses"
 	"scan/internal/provider/twilio"
 	"scan/internal/scan"
@@ -383,8 +384,12 @@ func (p *preparedPass) checkRemote(field string, u *url.URL) error {
 // newRenderer builds the message renderer from the policy: one place, so
 // that `scan preview` renders exactly what `scan run` sends.
 func newRenderer(pol *policy.Policy) (*message.Renderer, error) {
+	correlation, err := registry.Correlation(pol.Provider, pol.SES.ConfigurationSet)
+	if err != nil {
+		return nil, usagef("provider", "%v", err)
+	}
 	rc := message.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL,
-		Provider: pol.Provider, ConfigurationSet: pol.SES.ConfigurationSet}
+		Correlation: correlation}
 	if pol.TemplatesDir != "" {
 		rc.Templates = os.DirFS(pol.TemplatesDir)
 	}

@@ -10,7 +10,10 @@
 package registry
 
 import (
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 
 	"scan/internal/provider"
 	"scan/internal/provider/mailgun"
@@ -36,15 +39,20 @@ type Provider struct {
 	// WebhookVars names the settings that turn Webhook's endpoint on, for
 	// the message when none is.
 	WebhookVars string
+	// Correlation returns the headers (name, value) that make the provider
+	// echo a notice's key and attempt in its events (configSet is SES's
+	// configuration set, "" for none); nil for a provider that is no email
+	// provider the policy may name.
+	Correlation func(key string, attempt int, configSet string) [][2]string
 }
 
 var providers []Provider
 
 func init() {
-	Register(Provider{Name: ses.Name, Decode: ses.Decode, Webhook: ses.Webhook, WebhookVars: ses.TopicsVar})
-	Register(Provider{Name: sendgrid.Name, Decode: sendgrid.Decode, Webhook: sendgrid.Webhook, WebhookVars: sendgrid.KeyVar})
-	Register(Provider{Name: mailgun.Name, Decode: mailgun.Decode, Webhook: mailgun.Webhook, WebhookVars: mailgun.KeyVar})
-	Register(Provider{Name: postmark.Name, Decode: postmark.Decode, Webhook: postmark.Webhook, WebhookVars: postmark.UserVar})
+	Register(Provider{Name: ses.Name, Decode: ses.Decode, Webhook: ses.Webhook, WebhookVars: ses.TopicsVar, Correlation: ses.CorrelationHeaders})
+	Register(Provider{Name: sendgrid.Name, Decode: sendgrid.Decode, Webhook: sendgrid.Webhook, WebhookVars: sendgrid.KeyVar, Correlation: sendgrid.CorrelationHeaders})
+	Register(Provider{Name: mailgun.Name, Decode: mailgun.Decode, Webhook: mailgun.Webhook, WebhookVars: mailgun.KeyVar, Correlation: mailgun.CorrelationHeaders})
+	Register(Provider{Name: postmark.Name, Decode: postmark.Decode, Webhook: postmark.Webhook, WebhookVars: postmark.UserVar, Correlation: postmark.CorrelationHeaders})
 	Register(Provider{Name: twilio.Name, Webhook: twilio.Webhook, WebhookVars: twilio.AuthTokenVar + " with " + twilio.CallbackURLVar})
 }
 
@@ -91,4 +99,26 @@ func WebhookVars() []string {
 		}
 	}
 	return vs
+}
+
+// Correlation returns the function that gives each message of the
+// policy's provider name the headers it echoes in its events (the
+// renderer's RenderConfig.Correlation), with SES's configuration set
+// configSet: nil for "" and "none" (no provider behind the sender). A
+// name that is no registered email provider, or a configSet of anything
+// but letters, digits, '-' and '_', is an error.
+func Correlation(name, configSet string) (func(key string, attempt int) [][2]string, error) {
+	if strings.Trim(configSet, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
+		return nil, errors.New("the configuration set may hold only letters, digits, '-' and '_'")
+	}
+	if name == "" || name == string(provider.None) {
+		return nil, nil
+	}
+	for _, p := range providers {
+		if string(p.Name) == name && p.Correlation != nil {
+			headers := p.Correlation
+			return func(key string, attempt int) [][2]string { return headers(key, attempt, configSet) }, nil
+		}
+	}
+	return nil, fmt.Errorf("%q is not none or an email provider (%s)", name, strings.Join(provider.Strings(provider.Email...), ", "))
 }

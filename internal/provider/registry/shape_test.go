@@ -16,24 +16,28 @@ import (
 // root is the module's directory, from this package's.
 const root = "../../.."
 
-// Each provider's wire vocabulary (its field names, headers and event
-// type fields) is written, in string literals or struct tags, in the
+// Each provider's wire vocabulary (its field names, its correlation and
+// signature headers, its event type fields) is written, in string literals or struct tags, in the
 // non-test code of exactly one package under internal/: the provider's
 // own. Test helpers (packages named *test, such as the stand-ins of
 // twiliotest) are test code. Comments do not count.
 func TestVocabularyLivesInOneProvider(t *testing.T) {
 	t.Parallel()
 	want := map[string]string{
-		"sg_message_id":      "internal/provider/sendgrid",
-		"event-data":         "internal/provider/mailgun",
-		"RecordType":         "internal/provider/postmark",
-		"SigningCertURL":     "internal/provider/ses",
-		"SignatureVersion":   "internal/provider/ses",
-		"eventType":          "internal/provider/ses",
-		"notificationType":   "internal/provider/ses",
-		"bounceType":         "internal/provider/ses",
-		"MessageStatus":      "internal/provider/twilio",
-		"X-Twilio-Signature": "internal/provider/twilio",
+		"sg_message_id":       "internal/provider/sendgrid",
+		"event-data":          "internal/provider/mailgun",
+		"RecordType":          "internal/provider/postmark",
+		"SigningCertURL":      "internal/provider/ses",
+		"SignatureVersion":    "internal/provider/ses",
+		"eventType":           "internal/provider/ses",
+		"notificationType":    "internal/provider/ses",
+		"bounceType":          "internal/provider/ses",
+		"X-SES-MESSAGE-TAGS":  "internal/provider/ses",
+		"X-SMTPAPI":           "internal/provider/sendgrid",
+		"X-Mailgun-Variables": "internal/provider/mailgun",
+		"X-PM-Metadata-":      "internal/provider/postmark",
+		"MessageStatus":       "internal/provider/twilio",
+		"X-Twilio-Signature":  "internal/provider/twilio",
 	}
 	found := map[string][]string{}
 	fset := token.NewFileSet()
