@@ -94,3 +94,25 @@ type Provider interface {
 // that answers the question: SES has none, SendGrid's Email Logs API is an
 // add-on of some accounts only.
 var ErrUnsupported = errors.New("the provider's API cannot answer this")
+
+// Spec is how a provider's package offers its pull API to `--ask`: the
+// command checks Settings, then the base URL in BaseURLVar (an http(s)
+// URL, or unset for the provider's own), then, when ByMetadata, that the
+// policy's provider is this one (the API finds messages by the metadata
+// that provider's correlation headers add), and builds the Provider with
+// New. Settings and New report a wrong or missing setting as a
+// *ConfigError naming it.
+type Spec struct {
+	Settings   func(getenv func(string) string) error
+	BaseURLVar string
+	ByMetadata bool
+	New        func(getenv func(string) string, cfg ClientConfig) (Provider, error)
+}
+
+// ConfigError is a setting of --ask that is missing or wrong; Field
+// names it.
+type ConfigError struct {
+	Field, Msg string
+}
+
+func (e *ConfigError) Error() string { return e.Field + ": " + e.Msg }

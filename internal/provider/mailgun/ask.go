@@ -153,3 +153,32 @@ func (m *Asker) next(raw string) (string, url.Values, error) {
 	}
 	return strings.TrimPrefix(u.Path, base.Path), u.Query(), nil
 }
+
+// The settings of `--ask mailgun`.
+const (
+	APIKeyVar = "MAILGUN_API_KEY"
+	DomainVar = "MAILGUN_DOMAIN"
+	APIURLVar = "MAILGUN_API_URL"
+)
+
+// AskSpec is `--ask mailgun`: the Events API of the sending domain in
+// DomainVar, with the key in APIKeyVar.
+var AskSpec = ask.Spec{
+	Settings: func(getenv func(string) string) error {
+		if getenv(APIKeyVar) == "" {
+			return &ask.ConfigError{Field: APIKeyVar, Msg: "required with --ask mailgun"}
+		}
+		if getenv(DomainVar) == "" {
+			return &ask.ConfigError{Field: DomainVar, Msg: "required with --ask mailgun: the sending domain the notices go through"}
+		}
+		return nil
+	},
+	BaseURLVar: APIURLVar,
+	New: func(getenv func(string) string, cfg ask.ClientConfig) (ask.Provider, error) {
+		p, err := NewAsker(getenv(APIKeyVar), getenv(DomainVar), cfg)
+		if err != nil {
+			return nil, &ask.ConfigError{Field: DomainVar, Msg: err.Error()}
+		}
+		return p, nil
+	},
+}

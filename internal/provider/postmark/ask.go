@@ -210,3 +210,26 @@ func postmarkTime(s string) time.Time {
 	}
 	return t.UTC()
 }
+
+// The settings of `--ask postmark`.
+const (
+	TokenVar  = "POSTMARK_SERVER_TOKEN"
+	APIURLVar = "POSTMARK_API_URL"
+)
+
+// AskSpec is `--ask postmark`: the Messages API of the server whose token
+// is in TokenVar, searched by the metadata the policy's provider postmark
+// adds.
+var AskSpec = ask.Spec{
+	Settings: func(getenv func(string) string) error {
+		if getenv(TokenVar) == "" {
+			return &ask.ConfigError{Field: TokenVar, Msg: "required with --ask postmark: a server token of the server the notices go through"}
+		}
+		return nil
+	},
+	BaseURLVar: APIURLVar,
+	ByMetadata: true,
+	New: func(getenv func(string) string, cfg ask.ClientConfig) (ask.Provider, error) {
+		return NewAsker(getenv(TokenVar), cfg)
+	},
+}

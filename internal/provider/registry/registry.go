@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"scan/internal/ask"
 	"scan/internal/provider"
 	"scan/internal/provider/mailgun"
 	"scan/internal/provider/postmark"
@@ -44,16 +45,20 @@ type Provider struct {
 	// configuration set, "" for none); nil for a provider that is no email
 	// provider the policy may name.
 	Correlation func(key string, attempt int, configSet string) [][2]string
+	// Ask is its pull API for `--ask`, nil when it has none; NoAsk then
+	// says why, for the usage error.
+	Ask   *ask.Spec
+	NoAsk string
 }
 
 var providers []Provider
 
 func init() {
-	Register(Provider{Name: ses.Name, Decode: ses.Decode, Webhook: ses.Webhook, WebhookVars: ses.TopicsVar, Correlation: ses.CorrelationHeaders})
-	Register(Provider{Name: sendgrid.Name, Decode: sendgrid.Decode, Webhook: sendgrid.Webhook, WebhookVars: sendgrid.KeyVar, Correlation: sendgrid.CorrelationHeaders})
-	Register(Provider{Name: mailgun.Name, Decode: mailgun.Decode, Webhook: mailgun.Webhook, WebhookVars: mailgun.KeyVar, Correlation: mailgun.CorrelationHeaders})
-	Register(Provider{Name: postmark.Name, Decode: postmark.Decode, Webhook: postmark.Webhook, WebhookVars: postmark.UserVar, Correlation: postmark.CorrelationHeaders})
-	Register(Provider{Name: twilio.Name, Webhook: twilio.Webhook, WebhookVars: twilio.AuthTokenVar + " with " + twilio.CallbackURLVar})
+	Register(Provider{Name: ses.Name, Decode: ses.Decode, Webhook: ses.Webhook, WebhookVars: ses.TopicsVar, Correlation: ses.CorrelationHeaders, NoAsk: ses.NoAsker})
+	Register(Provider{Name: sendgrid.Name, Decode: sendgrid.Decode, Webhook: sendgrid.Webhook, WebhookVars: sendgrid.KeyVar, Correlation: sendgrid.CorrelationHeaders, Ask: &sendgrid.AskSpec})
+	Register(Provider{Name: mailgun.Name, Decode: mailgun.Decode, Webhook: mailgun.Webhook, WebhookVars: mailgun.KeyVar, Correlation: mailgun.CorrelationHeaders, Ask: &mailgun.AskSpec})
+	Register(Provider{Name: postmark.Name, Decode: postmark.Decode, Webhook: postmark.Webhook, WebhookVars: postmark.UserVar, Correlation: postmark.CorrelationHeaders, Ask: &postmark.AskSpec})
+	Register(Provider{Name: twilio.Name, Webhook: twilio.Webhook, WebhookVars: twilio.AuthTokenVar + " with " + twilio.CallbackURLVar, Ask: &twilio.AskSpec})
 }
 
 // Register adds p to the providers, and its event format to reconcile's.
@@ -67,6 +72,27 @@ func Register(p Provider) {
 		reconcile.RegisterFormat(p.Name, p.Decode)
 	}
 	providers = append(providers, p)
+}
+
+// Lookup returns the provider of name.
+func Lookup(name string) (Provider, bool) {
+	for _, p := range providers {
+		if string(p.Name) == name {
+			return p, true
+		}
+	}
+	return Provider{}, false
+}
+
+// Askers lists the providers with a pull API for `--ask`, in their order.
+func Askers() []string {
+	var names []string
+	for _, p := range providers {
+		if p.Ask != nil {
+			names = append(names, string(p.Name))
+		}
+	}
+	return names
 }
 
 // All returns the providers, in their order.

@@ -198,3 +198,26 @@ func (s *Asker) message(ctx context.Context, id string) ([]ledger.Settlement, er
 	}
 	return ask.Decode(string(Name), Decode, hooks...)
 }
+
+// The settings of `--ask sendgrid`.
+const (
+	APIKeyVar = "SENDGRID_API_KEY"
+	APIURLVar = "SENDGRID_API_URL"
+)
+
+// AskSpec is `--ask sendgrid`: the Email Logs API with the key in
+// APIKeyVar. Email Logs give each message's custom_args, the unique_args
+// that messages carry only with the policy's provider sendgrid.
+var AskSpec = ask.Spec{
+	Settings: func(getenv func(string) string) error {
+		if getenv(APIKeyVar) == "" {
+			return &ask.ConfigError{Field: APIKeyVar, Msg: "required with --ask sendgrid: a key with read access to Email Logs"}
+		}
+		return nil
+	},
+	BaseURLVar: APIURLVar,
+	ByMetadata: true,
+	New: func(getenv func(string) string, cfg ask.ClientConfig) (ask.Provider, error) {
+		return NewAsker(getenv(APIKeyVar), cfg)
+	},
+}

@@ -15,3 +15,7 @@ import "scan/internal/provider"
 
 // Name is the provider's name.
 const Name = provider.SES
+
+// NoAsker is why `--ask ses` is refused: SES has no API that answers for
+// one message.
+const NoAsker = "Amazon SES has no API that tells what became of one message: settle SES claims from its events (--sqs QUEUE_URL, --events FILE --format ses, or scan receive)"

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -157,4 +158,33 @@ func (a *Asker) get(ctx context.Context, u string, v any) (int, error) {
 // restore the ledger has no digest to match a body by.
 func (a *Asker) Since(context.Context, time.Time, func(ledger.Settlement) error) error {
 	return ask.ErrUnsupported
+}
+
+// AskSpec is `--ask twilio`: the Messages API of the account in
+// TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN (TWILIO_API_URL overrides the
+// base URL, and New checks it), asked about the sms claims in quarantine.
+var AskSpec = ask.Spec{
+	Settings: func(getenv func(string) string) error {
+		for _, v := range []string{"TWILIO_ACCOUNT_SID", AuthTokenVar} {
+			if getenv(v) == "" {
+				return &ask.ConfigError{Field: v, Msg: "required with --ask twilio"}
+			}
+		}
+		return nil
+	},
+	New: func(getenv func(string) string, _ ask.ClientConfig) (ask.Provider, error) {
+		c, err := New(Config{
+			AccountSID: getenv("TWILIO_ACCOUNT_SID"), AuthToken: getenv(AuthTokenVar),
+			From: getenv("TWILIO_FROM"), MessagingServiceSID: getenv("TWILIO_MESSAGING_SERVICE_SID"),
+			BaseURL: getenv("TWILIO_API_URL"),
+		})
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			return nil, &ask.ConfigError{Field: ce.Field, Msg: ce.Msg}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return NewAsker(c), nil
+	},
 }
