@@ -1,4 +1,4 @@
-package send_test
+package ses_test
 
 import (
 	"net/http"
@@ -9,19 +9,28 @@ import (
 	"scan/internal/smtptest"
 )
 
+// The failover sender is internal/send's; its tests live here because
+// SCAN_SENDER=ses,smtp is the list an operator writes, and the SES
+// stand-in is this package's.
+
 // failoverPair is an SES stand-in answering with handler in front of a
 // real SMTP server, as SCAN_SENDER=ses,smtp builds them.
 func failoverPair(t *testing.T, handler func(http.ResponseWriter, *http.Request), timeout time.Duration) (*send.Failover, *fakeSES, *smtptest.Server) {
 	t.Helper()
 	f := newFakeSES(t, handler)
 	srv := smtptest.New(t)
+	smtpSender, err := send.NewSMTP(send.SMTPConfig{URL: srv.URL(), Pool: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	fo, err := send.NewFailover(send.FailoverConfig{Senders: []send.Named{
 		{Name: "ses", Sender: newSES(t, f.srv.URL, timeout)},
-		{Name: "smtp", Sender: newSMTP(t, send.SMTPConfig{URL: srv.URL(), Pool: 1})},
+		{Name: "smtp", Sender: smtpSender},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = fo.Close() })
 	return fo, f, srv
 }
 
