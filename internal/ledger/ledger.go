@@ -190,6 +190,10 @@ type Row struct {
 	// (notice.AddressHasher), written with the claim; nil for rows claimed
 	// before it was kept. Never printed.
 	AddressHMAC []byte `db:"address_hmac" json:"-"`
+	// Sender names the sender the current attempt went through (ses,
+	// smtp, http, outbox, twilio; issue 36's failover); nil before an
+	// outcome is recorded and for rows older than migration 0032.
+	Sender *string `db:"sender" json:"sender,omitempty"`
 }
 
 // Digest returns MessageSHA256 in lower-case hex, "" when there is none.
