@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"scan/internal/ledger"
 	"scan/internal/notice"
@@ -22,24 +23,44 @@ type lookupRow struct {
 	Evidence      []ledger.Evidence `json:"evidence"`
 }
 
-func cmdLookup(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "lookup", "SUBSCRIPTION_ID [--json]")
-	asJSON := fs.Bool("json", false, "JSON lines instead of a table")
-	pos, err := parse(fs, args)
+var lookupCommand = command{use: "lookup SUBSCRIPTION_ID", short: "every ledger row of one subscription: did this notice go out? (-o json|csv|table)",
+	long: "The id is the argument or --subscription ID. A subscription with no ledger row is exit 1.",
+	env:  []string{"DATABASE_URL"}, maxArgs: 1, flags: lookupFlags}
+
+// lookupFlags declares scan lookup's flags.
+func lookupFlags(fs *pflag.FlagSet) runFunc {
+	sub := fs.String("subscription", "", "the subscription id (or give it as the argument)")
+	out := outputFlag(fs, false)
+	return func(ctx context.Context, e *env, args []string) error {
+		id := *sub
+		switch {
+		case len(args) == 1 && id != "" && args[0] != id:
+			return usagef("SUBSCRIPTION_ID", "give the id once: as the argument or as --subscription")
+		case len(args) == 1:
+			id = args[0]
+		case id == "":
+			return usagef("SUBSCRIPTION_ID", "exactly one subscription id is required (the argument, or --subscription ID)")
+		}
+		return cmdLookup(ctx, e, id, out)
+	}
+}
+
+func cmdLookup(ctx context.Context, e *env, id string, out *output) error {
+	format, err := out.resolve(e)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usagef("SUBSCRIPTION_ID", "exactly one subscription id is required")
 	}
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	rows, err := ledger.BySubscription(ctx, db, pos[0])
+	rows, err := ledger.BySubscription(ctx, db, id)
 	if err != nil {
 		return err
+	}
+	if len(rows) == 0 {
+		return fmt.Errorf("lookup: no ledger row for subscription %q: no notice of it was claimed or sent", id)
 	}
 	keys := make([]string, len(rows))
 	for i, r := range rows {
@@ -49,20 +70,18 @@ func cmdLookup(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON || !isTerminal(e.stdout) {
-		enc := json.NewEncoder(e.stdout)
+	l := rowsListing(rows, "")
+	if format == outJSON {
+		l.records = l.records[:0]
 		for _, r := range rows {
-			out := lookupRow{Row: r, PeriodStart: r.Period(), MessageSHA256: r.Digest(), Evidence: ev[r.NoticeKey]}
-			if out.Evidence == nil {
-				out.Evidence = []ledger.Evidence{}
+			rec := lookupRow{Row: r, PeriodStart: r.Period(), MessageSHA256: r.Digest(), Evidence: ev[r.NoticeKey]}
+			if rec.Evidence == nil {
+				rec.Evidence = []ledger.Evidence{}
 			}
-			if err := enc.Encode(out); err != nil {
-				return err
-			}
+			l.records = append(l.records, rec)
 		}
-		return nil
 	}
-	if err := printRows(e, rows, false, "no ledger rows for that subscription: no notice was claimed or sent"); err != nil {
+	if err := l.print(e.stdout, format); err != nil || format != outTable {
 		return err
 	}
 	return printEvidence(e.stdout, rows, ev)

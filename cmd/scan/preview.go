@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/text/language"
 
 	"scan/internal/address"
@@ -20,21 +20,6 @@ import (
 	"scan/internal/send"
 	"scan/internal/subscription"
 )
-
-// listFlag is a flag that may be repeated and takes comma-separated
-// values: --kind a,b --kind c.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-
-func (l *listFlag) Set(v string) error {
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			*l = append(*l, s)
-		}
-	}
-	return nil
-}
 
 // previewFlags are the flags of `scan preview`.
 type previewFlags struct {
@@ -46,8 +31,12 @@ type previewFlags struct {
 // `--subscription ID` prints what that subscription would get now,
 // `--out DIR` writes sample notices from built-in sample data. Neither
 // writes to the ledger or reaches a sender.
-func cmdPreview(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "preview", "--subscription ID [--kind K] [--now T]  |  --kind K --locale L [--jurisdiction J] --out DIR")
+var previewCommand = command{use: "preview", short: "print the message a subscription would get now (--subscription ID), or write samples (--out DIR)",
+	long: "--subscription ID [--kind K] [--now T]  |  --kind K --locale L [--jurisdiction J] --out DIR\nWrites nothing to the ledger; sends nothing.",
+	env:  []string{"DATABASE_URL", "NOTICE_KEY_SECRET", "SCAN_CONFIG"}, flags: previewFlagsOf}
+
+// previewFlagsOf declares scan preview's flags.
+func previewFlagsOf(fs *pflag.FlagSet) runFunc {
 	var f previewFlags
 	fs.StringVar(&f.config, "config", "", "policy file (env SCAN_CONFIG); built-in defaults when empty")
 	fs.StringVar(&f.source, "source", "subscriptions", "table or view to read, schema-qualified allowed")
@@ -57,9 +46,10 @@ func cmdPreview(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&f.jurisdiction, "jurisdiction", "", "jurisdiction of the sample notices (its window)")
 	fs.StringVar(&f.out, "out", "", "directory the sample notices are written to (<kind>.<locale>[.<J>].eml, .txt, .html)")
 	fs.StringVar(&f.now, "now", "", "render at this RFC3339 instant instead of the clock")
-	if err := parseNoArgs(fs, args, ""); err != nil {
-		return err
-	}
+	return func(ctx context.Context, e *env, _ []string) error { return cmdPreview(ctx, e, fs, &f) }
+}
+
+func cmdPreview(ctx context.Context, e *env, fs *pflag.FlagSet, f *previewFlags) error {
 	pol, err := loadPolicy(e, fs, f.config)
 	if err != nil {
 		return err
@@ -83,12 +73,12 @@ func cmdPreview(ctx context.Context, e *env, args []string) error {
 				return usagef(other.name, "belongs to the sample form (scan preview --kind K --locale L --out DIR); with --subscription the row's own values are used")
 			}
 		}
-		return previewSubscription(ctx, e, pol, renderer, &f, now)
+		return previewSubscription(ctx, e, pol, renderer, f, now)
 	}
 	if f.out == "" {
 		return usagef("--out", "required: the directory the sample notices are written to (or give --subscription ID to preview one subscription's notice)")
 	}
-	return previewSamples(e, pol, renderer, &f, now)
+	return previewSamples(e, pol, renderer, f, now)
 }
 
 func kindNames(pol *policy.Policy) string {
@@ -125,7 +115,7 @@ func previewSubscription(ctx context.Context, e *env, pol *policy.Policy, render
 	}
 	previews, err := sc.Preview(ctx, f.subscription, f.kinds)
 	if errors.Is(err, scan.ErrNoSubscription) {
-		return usagef("--subscription", "no subscription %q in %s", f.subscription, f.source)
+		return fmt.Errorf("preview: no subscription %q in %s", f.subscription, f.source)
 	}
 	if err != nil {
 		return err
@@ -252,6 +242,3 @@ func previewSamples(e *env, pol *policy.Policy, renderer *message.Renderer, f *p
 	}
 	return nil
 }
-
-// preview flags use the flag package's Value; keep the import used.
-var _ flag.Value = (*listFlag)(nil)

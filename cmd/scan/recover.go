@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/spf13/pflag"
 
 	"scan/internal/ask"
 	"scan/internal/ledger"
@@ -31,9 +32,10 @@ const recoverBatch = 1000
 
 // recoverFlags are scan recover's flags.
 type recoverFlags struct {
-	since, events, format, askName string
-	noneLost                       bool
-	reason, by                     string
+	since                   *timeFlag
+	events, format, askName string
+	noneLost                bool
+	reason, by              string
 }
 
 // cmdRecover: after the ledger's database was restored or failed over,
@@ -42,19 +44,24 @@ type recoverFlags struct {
 // sends it again, then records an acknowledged epoch, which lifts the
 // passes' refusal (exit 4). --none-lost records the acknowledgement alone,
 // with who and why, where no record exists.
-func cmdRecover(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "recover", "--since T (--events FILE|- [--format F] | --ask PROVIDER) | --none-lost --reason TEXT --by NAME")
-	var f recoverFlags
-	fs.StringVar(&f.since, "since", "", "RFC3339 instant: the restore point, or the last pass the ledger knows of")
+var recoverCommand = command{use: "recover", short: "after a restore or failover (exit 4): record the provider's record since T, or --none-lost",
+	long: "--since T (--events FILE|- [--format F] | --ask PROVIDER)  |  --none-lost --reason TEXT --by NAME\n--format names the events' format (the input).",
+	env:  append([]string{"DATABASE_URL", "USER"}, envAsk...), flags: recoverFlagsOf}
+
+// recoverFlagsOf declares scan recover's flags.
+func recoverFlagsOf(fs *pflag.FlagSet) runFunc {
+	f := recoverFlags{since: newTimeFlag("")}
+	fs.Var(f.since, "since", "the restore point, or the last pass the ledger knows of: an RFC 3339 instant or a duration back (2d)")
 	fs.StringVar(&f.events, "events", "", "the provider's record of what went out, in --format; - for stdin")
 	fs.StringVar(&f.format, "format", reconcile.FormatJSONL, reconcile.FormatJSONL+", or the payloads "+orList(provider.Strings(provider.Email...))+" post")
 	fs.StringVar(&f.askName, "ask", "", "list what the provider accepted since --since through its API")
 	fs.BoolVar(&f.noneLost, "none-lost", false, "acknowledge that nothing can have been lost (no record exists)")
 	fs.StringVar(&f.reason, "reason", "", "why (recorded with the acknowledgement)")
 	fs.StringVar(&f.by, "by", "", "who (recorded with the acknowledgement; default $USER)")
-	if err := parseNoArgs(fs, args, ""); err != nil {
-		return err
-	}
+	return func(ctx context.Context, e *env, _ []string) error { return cmdRecover(ctx, e, f) }
+}
+
+func cmdRecover(ctx context.Context, e *env, f recoverFlags) error {
 	since, err := f.validate(e)
 	if err != nil {
 		return err
@@ -95,18 +102,14 @@ func (f *recoverFlags) validate(e *env) (time.Time, error) {
 		}
 	}
 	var since time.Time
-	if f.since != "" {
-		t, err := time.Parse(time.RFC3339, f.since)
-		if err != nil {
-			return time.Time{}, usagef("--since", "%q is not an RFC3339 instant (e.g. 2026-11-30T02:00:00Z)", f.since)
-		}
-		since = t
+	if f.since.given() {
+		since = f.since.instant(e.clockNow().UTC())
 	}
 	if f.noneLost {
 		return since, nil
 	}
 	switch {
-	case f.since == "":
+	case !f.since.given():
 		return time.Time{}, usagef("--since", "required: the restore point, or the last pass the ledger knows of")
 	case (f.events == "") == (f.askName == ""):
 		return time.Time{}, usagef("--events", "give the provider's record with --events FILE|- or --ask PROVIDER (one of them)")
@@ -206,8 +209,7 @@ func applyRecord(ctx context.Context, e *env, db *sqlx.DB, f recoverFlags, in io
 	}
 	var err error
 	if p != nil {
-		since, _ := time.Parse(time.RFC3339, f.since)
-		err = p.Since(ctx, since, add)
+		err = p.Since(ctx, f.since.instant(e.clockNow().UTC()), add)
 	} else {
 		var st reconcile.Stats
 		st, err = reconcile.ReadClassified(in, f.format, add)

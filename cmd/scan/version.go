@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // Set at build time, e.g. by the Dockerfile:
@@ -70,11 +72,10 @@ func buildOf(ver, rev, at string, bi *debug.BuildInfo) build {
 	return b
 }
 
-func cmdVersion(_ context.Context, e *env, args []string) error {
-	fs := newFlags(e, "version", "")
-	if err := parseNoArgs(fs, args, ""); err != nil {
-		return err
-	}
+var versionCommand = command{use: "version", short: "version, commit and build time (also scan --version)",
+	flags: func(*pflag.FlagSet) runFunc { return cmdVersion }}
+
+func cmdVersion(_ context.Context, e *env, _ []string) error {
 	_, err := fmt.Fprintln(e.stdout, thisBuild())
 	return err
 }
