@@ -194,6 +194,7 @@ func helpCommand(root *cobra.Command, e *env) *cobra.Command {
 				}
 				return usagef("help", "unknown command %q%s ('scan --help' lists them)", e.redact(unknown), didYouMean(c.SuggestionsFor(unknown)))
 			}
+			c.InitDefaultHelpFlag()
 			return c.Help()
 		},
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
