@@ -26,10 +26,6 @@ import (
 // a provider's API. Written only at initialisation; read-only after.
 var testAskProviders = map[string]func(e *env) (ask.Provider, error){}
 
-// recoverBatch is how many events of the provider's record one
-// transaction applies.
-const recoverBatch = 1000
-
 // recoverFlags are scan recover's flags.
 type recoverFlags struct {
 	since                   *timeFlag
@@ -139,17 +135,14 @@ func (f *recoverFlags) input(e *env) (io.Reader, func(), error) {
 
 // recoverReport is the JSON object scan recover prints.
 type recoverReport struct {
-	Since        *time.Time    `json:"since,omitempty"`
-	Events       int           `json:"events"`
-	Recorded     int           `json:"recorded"`
-	AlreadyKnown int           `json:"already_known"`
-	Unknown      int           `json:"unknown"`
-	Epoch        *ledger.Epoch `json:"epoch,omitempty"`
+	Since *time.Time `json:"since,omitempty"`
+	reconcile.RecordResult
+	Epoch *ledger.Epoch `json:"epoch,omitempty"`
 }
 
-// runRecover applies the record in batches, each in a transaction, then
-// records the acknowledged epoch (after the whole record is in: a
-// recovery that stopped half-way lifts nothing), and prints the report.
+// runRecover applies the record (reconcile.Record), then records the
+// acknowledged epoch (after the whole record is in: a recovery that
+// stopped half-way lifts nothing), and prints the report.
 func runRecover(ctx context.Context, e *env, db *sqlx.DB, f recoverFlags, since time.Time, in io.Reader, p ask.Provider) error {
 	var rep recoverReport
 	if !since.IsZero() {
@@ -159,7 +152,17 @@ func runRecover(ctx context.Context, e *env, db *sqlx.DB, f recoverFlags, since 
 	kind, reason := ledger.EpochNoneLost, f.reason
 	if !f.noneLost {
 		var err error
-		if rep, err = applyRecord(ctx, e, db, f, in, p, rep); err != nil {
+		rep.RecordResult, err = reconcile.Record(ctx, db, f.by, e.clockNow, func(add func(ledger.Settlement) error) error {
+			if p != nil {
+				return p.Since(ctx, since, add)
+			}
+			st, err := reconcile.ReadClassified(in, f.format, add)
+			for _, pr := range st.Problems {
+				fmt.Fprintf(e.stderr, "scan recover: line %d skipped: %s\n", pr.Line, pr.Reason)
+			}
+			return err
+		})
+		if err != nil {
 			return err
 		}
 		kind = ledger.EpochRecover
@@ -179,46 +182,4 @@ func runRecover(ctx context.Context, e *env, db *sqlx.DB, f recoverFlags, since 
 		rep.Epoch = &ep
 	}
 	return json.NewEncoder(e.stdout).Encode(rep)
-}
-
-// applyRecord reads the provider's record (the file's events, or the
-// provider's answers) and applies it with ledger.Recover in batches.
-func applyRecord(ctx context.Context, e *env, db *sqlx.DB, f recoverFlags, in io.Reader, p ask.Provider, rep recoverReport) (recoverReport, error) {
-	batch := make([]ledger.Settlement, 0, recoverBatch)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := ledger.WithTx(ctx, db, func(tx *sqlx.Tx) error {
-			r, err := ledger.Recover(ctx, tx, f.by, e.clockNow().UTC(), batch)
-			rep.Recorded += r.Recorded
-			rep.AlreadyKnown += r.AlreadyKnown
-			rep.Unknown += r.Unknown
-			return err
-		})
-		rep.Events += len(batch)
-		batch = batch[:0]
-		return err
-	}
-	add := func(s ledger.Settlement) error {
-		batch = append(batch, s)
-		if len(batch) >= recoverBatch {
-			return flush()
-		}
-		return nil
-	}
-	var err error
-	if p != nil {
-		err = p.Since(ctx, f.since.instant(e.clockNow().UTC()), add)
-	} else {
-		var st reconcile.Stats
-		st, err = reconcile.ReadClassified(in, f.format, add)
-		for _, pr := range st.Problems {
-			fmt.Fprintf(e.stderr, "scan recover: line %d skipped: %s\n", pr.Line, pr.Reason)
-		}
-	}
-	if err == nil {
-		err = flush()
-	}
-	return rep, err
 }
