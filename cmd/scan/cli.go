@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -210,15 +211,21 @@ func helpCommand(root *cobra.Command, e *env) *cobra.Command {
 	}
 }
 
-// flagError makes a flag that cannot be parsed a usage error, with the
-// flag the operator probably meant.
+// flagError makes a flag that cannot be parsed a usage error: a bad value
+// names its flag as the field, an unknown flag comes with the flag the
+// operator probably meant.
 func flagError(cc *cobra.Command, err error) error {
-	msg := err.Error()
-	hint := ""
-	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
-		hint = didYouMean(similarFlags(cc.Flags(), name))
+	see := fmt.Sprintf(" (see 'scan %s --help')", strings.TrimPrefix(cc.CommandPath(), "scan "))
+	var bad *pflag.InvalidValueError
+	if errors.As(err, &bad) {
+		return usagef("--"+bad.GetFlag().Name, "%v%s", errors.Unwrap(bad), see)
 	}
-	return usagef("flags", "%s%s (see 'scan %s --help')", msg, hint, strings.TrimPrefix(cc.CommandPath(), "scan "))
+	var unknown *pflag.NotExistError
+	hint := ""
+	if errors.As(err, &unknown) && len(unknown.GetSpecifiedName()) > 1 {
+		hint = didYouMean(similarFlags(cc.Flags(), unknown.GetSpecifiedName()))
+	}
+	return usagef("flags", "%v%s%s", err, hint, see)
 }
 
 // didYouMean phrases suggestions: `; did you mean "a" or "b"?`.
@@ -265,14 +272,4 @@ func distance(a, b string) int {
 		prev = cur
 	}
 	return prev[len(b)]
-}
-
-// aliases keeps old flag names working, hidden: each maps to its new name.
-func aliases(fs *pflag.FlagSet, old map[string]string) {
-	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-		if n, ok := old[name]; ok {
-			return pflag.NormalizedName(n)
-		}
-		return pflag.NormalizedName(name)
-	})
 }

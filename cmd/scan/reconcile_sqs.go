@@ -37,17 +37,22 @@ func sourceFlags(fs *pflag.FlagSet) *reconcileSources {
 	s := &reconcileSources{olderThan: newTimeFlag("15m")}
 	fs.StringVar(&s.sqs, "sqs", "", "drain this SQS queue (its URL) of SES events, SNS-enveloped or raw; each message is deleted once what it said is committed")
 	fs.DurationVar(&s.budget, "receive-for", defaultDrainBudget, "with --sqs: stop receiving after this long (0: only when the queue is empty)")
-	fs.StringVar(&s.ask, "ask", "", "ask this provider's API (postmark, mailgun, sendgrid) about each claim in quarantine")
-	fs.Var(s.olderThan, "older-than", "with --ask: only claims older than this: a duration (15m, 2d) or an RFC 3339 instant")
 	// --max-duration is the pass's budget in scan run; here it was the
 	// receive time. The old spelling still works, hidden.
-	aliases(fs, map[string]string{"max-duration": "receive-for"})
+	fs.DurationVar(&s.budget, "max-duration", defaultDrainBudget, "the same as --receive-for")
+	_ = fs.MarkHidden("max-duration")
+	fs.StringVar(&s.ask, "ask", "", "ask this provider's API (postmark, mailgun, sendgrid) about each claim in quarantine")
+	fs.Var(s.olderThan, "older-than", "with --ask: only claims older than this: a duration (15m, 2d) or an RFC 3339 instant")
 	return s
 }
 
 // check refuses a command line that names more than one source, or a flag
 // of one source with another.
 func (s *reconcileSources) check(fs *pflag.FlagSet, events string) error {
+	budget := "--receive-for"
+	if isSet(fs, "max-duration") {
+		budget = "--max-duration" // the spelling the operator typed
+	}
 	n := 0
 	for _, v := range []string{events, s.sqs, s.ask} {
 		if v != "" {
@@ -57,12 +62,12 @@ func (s *reconcileSources) check(fs *pflag.FlagSet, events string) error {
 	switch {
 	case n > 1:
 		return usagef("--events", "give one of --events, --sqs and --ask")
-	case isSet(fs, "receive-for") && s.sqs == "":
-		return usagef("--receive-for", "only with --sqs")
+	case (isSet(fs, "receive-for") || isSet(fs, "max-duration")) && s.sqs == "":
+		return usagef(budget, "only with --sqs")
 	case isSet(fs, "older-than") && s.ask == "":
 		return usagef("--older-than", "only with --ask")
 	case s.budget < 0:
-		return usagef("--receive-for", "must not be negative")
+		return usagef(budget, "must not be negative")
 	}
 	return nil
 }

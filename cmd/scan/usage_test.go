@@ -205,7 +205,7 @@ func TestRunConfigErrors(t *testing.T) {
 		{name: "unknown flag", args: []string{"--frobnicate"},
 			want: []string{"flags", "unknown flag: --frobnicate", "scan run --help"}},
 		{name: "flag without its value", args: []string{"--max-mint", "many"},
-			want: []string{"flags", `invalid argument "many" for "--max-mint" flag`}},
+			want: []string{"--max-mint", `"many" is not a whole number`, "scan run --help"}},
 		{name: "argument", args: []string{"now"},
 			want: []string{"arguments", `run takes no arguments, got "now"`}},
 		{name: "batch size", args: []string{"--batch-size", "0"},
