@@ -12,6 +12,7 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/metrics"
+	"scan/internal/progress"
 	"scan/internal/scan"
 )
 
@@ -27,7 +28,7 @@ type observer struct {
 	log     zerolog.Logger
 	m       *metrics.Pass
 	pushURL string
-	prog    *progress
+	prog    *progress.Reporter
 	clock   func() time.Time
 	start   time.Time
 	// progressTick overrides the ticker of the progress lines (tests).
@@ -71,18 +72,18 @@ func (o *observer) hooks(base scan.Hooks) scan.Hooks {
 	own := scan.Hooks{
 		AfterClaimCommit: func(n int) {
 			if p := o.prog; p != nil {
-				p.onClaim(n)
+				p.OnClaim(n)
 			}
 		},
 		AfterOutcomeCommit: func(n int) {
 			if p := o.prog; p != nil {
-				p.onRecorded(n)
+				p.OnRecorded(n)
 			}
 		},
 		Outcome: func(state ledger.State, domain string, claimToCommit, claimToSend, waited time.Duration) {
 			o.m.ObserveOutcome(string(state), domain, claimToCommit, claimToSend, waited)
 			if p := o.prog; p != nil {
-				p.onOutcome(state)
+				p.OnOutcome(state)
 			}
 		},
 	}
@@ -100,7 +101,7 @@ func (o *observer) run(ctx context.Context, e *env, sc *scan.Pass) (scan.Summary
 
 // begin starts the progress reporter just before sc runs: a bar when
 // stderr is a terminal (its total from sc.CountDue, one count query per
-// window group), else a log line every progressEvery.
+// window group), else a log line every progress.Every.
 func (o *observer) begin(ctx context.Context, e *env, sc *scan.Pass) {
 	o.start = o.clock()
 	if f, ok := e.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
@@ -108,16 +109,15 @@ func (o *observer) begin(ctx context.Context, e *env, sc *scan.Pass) {
 		if err != nil {
 			o.log.Debug().Err(err).Msg("could not count the notices due; the progress bar grows as batches are claimed")
 		}
-		o.prog = newProgressBar(e.stderr, total, o.clock)
+		o.prog = progress.NewBar(e.stderr, total, o.clock)
 		return
 	}
 	tick, stopTick := o.progressTick, func() {}
 	if tick == nil {
-		t := time.NewTicker(progressEvery)
+		t := time.NewTicker(progress.Every)
 		tick, stopTick = t.C, t.Stop
 	}
-	o.prog = newProgressLog(o.log, tick, o.clock)
-	o.prog.stopTick = stopTick
+	o.prog = progress.NewLog(o.log, tick, stopTick, o.clock)
 }
 
 // finish stops the progress reporter, sets the pass's totals and pushes
@@ -126,7 +126,7 @@ func (o *observer) begin(ctx context.Context, e *env, sc *scan.Pass) {
 func (o *observer) finish(ctx context.Context, sum scan.Summary, err error) {
 	completed := err == nil
 	if o.prog != nil {
-		o.prog.stop(completed)
+		o.prog.Stop(completed)
 	}
 	c := metrics.Counts{Notices: sum.Counts(), Backlog: sum.DeferredByDomain,
 		Quarantine: sum.Quarantine, KeyMismatch: sum.KeyMismatch,
