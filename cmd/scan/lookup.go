@@ -13,16 +13,6 @@ import (
 	"scan/internal/notice"
 )
 
-// lookupRow is one notice as `scan lookup --json` prints it: the ledger
-// row, the digest of the message its current attempt handed over, and the
-// provider evidence kept for each attempt.
-type lookupRow struct {
-	ledger.Row
-	PeriodStart   string            `json:"period_start"`
-	MessageSHA256 string            `json:"message_sha256,omitempty"`
-	Evidence      []ledger.Evidence `json:"evidence"`
-}
-
 var lookupCommand = command{use: "lookup SUBSCRIPTION_ID", short: "every ledger row of one subscription: did this notice go out? (-o json|csv|table)",
 	long: "The id is the argument or --subscription ID. A subscription with no ledger row is exit 1.",
 	env:  []string{"DATABASE_URL"}, maxArgs: 1, flags: lookupFlags}
@@ -55,42 +45,35 @@ func cmdLookup(ctx context.Context, e *env, id string, out *output) error {
 		return err
 	}
 	defer db.Close()
-	rows, err := ledger.BySubscription(ctx, db, id)
+	hs, err := ledger.Lookup(ctx, db, id)
 	if err != nil {
 		return err
 	}
-	if len(rows) == 0 {
+	if len(hs) == 0 {
 		return fmt.Errorf("lookup: no ledger row for subscription %q: no notice of it was claimed or sent", id)
 	}
-	keys := make([]string, len(rows))
-	for i, r := range rows {
-		keys[i] = r.NoticeKey
-	}
-	ev, err := ledger.EvidenceOf(ctx, db, keys)
-	if err != nil {
-		return err
+	rows := make([]ledger.Row, len(hs))
+	for i, h := range hs {
+		rows[i] = h.Row
 	}
 	l := rowsListing(rows, "")
 	if format == outJSON {
 		l.records = l.records[:0]
-		for _, r := range rows {
-			rec := lookupRow{Row: r, PeriodStart: r.Period(), MessageSHA256: r.Digest(), Evidence: ev[r.NoticeKey]}
-			if rec.Evidence == nil {
-				rec.Evidence = []ledger.Evidence{}
-			}
-			l.records = append(l.records, rec)
+		for _, h := range hs {
+			l.records = append(l.records, h)
 		}
 	}
 	if err := l.print(e.stdout, format); err != nil || format != outTable {
 		return err
 	}
-	return printEvidence(e.stdout, rows, ev)
+	return printEvidence(e.stdout, hs)
 }
 
 // printEvidence writes, under lookup's table, each notice's digest and the
 // evidence kept for each of its attempts.
-func printEvidence(w io.Writer, rows []ledger.Row, ev map[string][]ledger.Evidence) error {
-	for _, r := range rows {
+func printEvidence(w io.Writer, hs []ledger.History) error {
+	for _, h := range hs {
+		r := h.Row
 		digest := r.Digest()
 		if digest == "" {
 			digest = "- (no message handed over in this attempt)"
@@ -103,7 +86,7 @@ func printEvidence(w io.Writer, rows []ledger.Row, ev map[string][]ledger.Eviden
 		if r.Reason != nil {
 			fmt.Fprintf(w, "  reason: %s\n", *r.Reason)
 		}
-		es := ev[r.NoticeKey]
+		es := h.Evidence
 		if len(es) == 0 {
 			fmt.Fprintln(w, "  no provider evidence kept")
 			continue
