@@ -283,3 +283,16 @@ func newRunID(now time.Time) string {
 	_, _ = rand.Read(b[:])
 	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
+
+// checkPushURL validates PUSHGATEWAY_URL (empty: no push) so that a typo
+// is a usage error before anything is written, not a warning every night.
+func checkPushURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("PUSHGATEWAY_URL", "not an http(s) URL such as http://pushgateway.monitoring:9091")
+	}
+	return nil
+}

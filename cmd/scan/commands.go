@@ -24,6 +24,7 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/message"
 	"scan/internal/notice"
+	"scan/internal/observe"
 	"scan/internal/policy"
 	"scan/internal/provider"
 	"scan/internal/scan"
@@ -178,7 +179,7 @@ func cmdRun(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags) error {
 		}
 		return json.NewEncoder(e.stdout).Encode(d)
 	}
-	sum, err := obs.run(ctx, e, sc)
+	sum, err := obs.Run(ctx, sc)
 	if encErr := json.NewEncoder(e.stdout).Encode(sum); encErr != nil && err == nil {
 		err = encErr
 	}
@@ -190,14 +191,19 @@ func cmdRun(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags) error {
 // environment into a scan.Config. The pass's hooks are the observer's,
 // after the fail points of a crash-test build. closeSender must be called
 // once the pass is over.
-func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *runFlags, now time.Time) (sc *scan.Pass, obs *observer, closeSender func() error, err error) {
+func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *runFlags, now time.Time) (sc *scan.Pass, obs *observe.Observer, closeSender func() error, err error) {
 	sender, err := ps.newSender()
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	runID := newRunID(now)
 	passLog := ps.log.With().Int("shard", ps.shard).Logger()
-	obs = newObserver(e, ps, runID, passLog)
+	domains := make([]string, 0, len(ps.pol.Rate.Domains))
+	for d := range ps.pol.Rate.Domains {
+		domains = append(domains, d)
+	}
+	obs = observe.New(observe.Config{Log: passLog, RunID: runID, Domains: domains, Shard: ps.shard, Shards: ps.shards,
+		PushURL: e.getenv("PUSHGATEWAY_URL"), Stderr: e.stderr, Clock: e.clockNow})
 	// --max-mint keeps its meaning: 0 refuses any mint, below 0 (the
 	// default -1) is no limit, which is a nil Config.MaxMint.
 	var maxMint *int
@@ -212,7 +218,7 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 	sc, err = scan.New(db, sender, ps.renderer, passLog, scan.Config{
 		Policy: ps.pol, Secret: ps.secret, Source: src, RunID: runID, Now: now,
 		MaxMint: maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
-		MaxDuration: ps.maxDuration, Hooks: obs.hooks(failpointHooks()), Schedule: ps.schedule,
+		MaxDuration: ps.maxDuration, Hooks: obs.Hooks(failpointHooks()), Schedule: ps.schedule,
 		SMS: smsSender(ps.sms),
 	})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/metrics"
 	"scan/internal/notice"
+	"scan/internal/observe"
 	"scan/internal/provider"
 	"scan/internal/reconcile"
 )
@@ -288,7 +289,7 @@ func pushReconcile(ctx context.Context, e *env, format string, res reconcile.Res
 	for t, n := range res.Tally {
 		counts = append(counts, metrics.ReconcileCount{Event: string(t.Event), Result: t.Result, N: n})
 	}
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), observe.PushTimeout)
 	defer cancel()
 	if err := metrics.PushReconcile(pctx, gw, nil, format, reconcileLabels(), counts); err != nil {
 		fmt.Fprintf(e.stderr, "scan reconcile: %v (the events were applied)\n", err)

@@ -66,7 +66,7 @@ func cmdSchedule(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags, ex
 			var sum scan.Summary
 			sc, obs, closeSender, err := ps.newPass(ctx, e, db, f, now)
 			if err == nil {
-				sum, err = obs.run(ctx, e, sc)
+				sum, err = obs.Run(ctx, sc)
 				closeSender()
 			}
 			// Printed even for a pass that could not start, as an empty
