@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"scan/internal/cli"
 	"scan/internal/clock"
 	"scan/internal/ledger"
 	"scan/internal/notice"
@@ -295,4 +296,13 @@ func checkPushURL(raw string) error {
 		return usagef("PUSHGATEWAY_URL", "not an http(s) URL such as http://pushgateway.monitoring:9091")
 	}
 	return nil
+}
+
+// outputFormat is the format a listing command prints in (its -o).
+func outputFormat(e *env, o *cli.Output) (string, error) {
+	f, err := o.Format(isTerminal(e.stdout))
+	if err != nil {
+		return "", usagef("-o", "%v", err)
+	}
+	return f, nil
 }

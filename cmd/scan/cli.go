@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"scan/internal/cli"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -118,12 +118,12 @@ func (c *command) build(e *env) *cobra.Command {
 		}
 		cc.Args = func(cc *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef(c.name(), "unknown subcommand %q%s ('scan %s --help' lists them)", e.redact(args[0]), didYouMean(cc.SuggestionsFor(args[0])), c.name())
+				return usagef(c.name(), "unknown subcommand %q%s ('scan %s --help' lists them)", e.redact(args[0]), cli.DidYouMean(cc.SuggestionsFor(args[0])), c.name())
 			}
 			return nil
 		}
 		cc.RunE = func(*cobra.Command, []string) error {
-			return usagef(c.name(), "give a subcommand: %s ('scan %s --help' says more)", orList(names), c.name())
+			return usagef(c.name(), "give a subcommand: %s ('scan %s --help' says more)", cli.OrList(names), c.name())
 		}
 		return cc
 	}
@@ -164,7 +164,7 @@ func newRoot(e *env) *cobra.Command {
 		SilenceErrors: true, SilenceUsage: true, SuggestionsMinimumDistance: 2,
 		Args: func(cc *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("command", "unknown command %q%s ('scan --help' lists them)", e.redact(args[0]), didYouMean(cc.SuggestionsFor(args[0])))
+				return usagef("command", "unknown command %q%s ('scan --help' lists them)", e.redact(args[0]), cli.DidYouMean(cc.SuggestionsFor(args[0])))
 			}
 			return nil
 		},
@@ -193,7 +193,7 @@ func helpCommand(root *cobra.Command, e *env) *cobra.Command {
 				if len(rest) > 0 {
 					unknown = rest[0]
 				}
-				return usagef("help", "unknown command %q%s ('scan --help' lists them)", e.redact(unknown), didYouMean(c.SuggestionsFor(unknown)))
+				return usagef("help", "unknown command %q%s ('scan --help' lists them)", e.redact(unknown), cli.DidYouMean(c.SuggestionsFor(unknown)))
 			}
 			c.InitDefaultHelpFlag()
 			return c.Help()
@@ -223,53 +223,7 @@ func flagError(cc *cobra.Command, err error) error {
 	var unknown *pflag.NotExistError
 	hint := ""
 	if errors.As(err, &unknown) && len(unknown.GetSpecifiedName()) > 1 {
-		hint = didYouMean(similarFlags(cc.Flags(), unknown.GetSpecifiedName()))
+		hint = cli.DidYouMean(cli.SimilarFlags(cc.Flags(), unknown.GetSpecifiedName()))
 	}
 	return usagef("flags", "%v%s%s", err, hint, see)
-}
-
-// didYouMean phrases suggestions: `; did you mean "a" or "b"?`.
-func didYouMean(s []string) string {
-	if len(s) == 0 {
-		return ""
-	}
-	q := make([]string, len(s))
-	for i, n := range s {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return "; did you mean " + orList(q) + "?"
-}
-
-// similarFlags are the visible flags of fs whose name is within two edits
-// of name, or starts with it, as --name.
-func similarFlags(fs *pflag.FlagSet, name string) []string {
-	var out []string
-	fs.VisitAll(func(f *pflag.Flag) {
-		if !f.Hidden && (strings.HasPrefix(f.Name, name) || distance(f.Name, name) <= 2) {
-			out = append(out, "--"+f.Name)
-		}
-	})
-	sort.Strings(out)
-	return out
-}
-
-// distance is the Levenshtein distance of a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"scan/internal/cli"
 	"scan/internal/ledger"
 	"scan/internal/message"
 	"scan/internal/notice"
@@ -58,7 +59,7 @@ type runFlags struct {
 	config, sender, source, redirect, now, shard string
 	maxDuration                                  string
 	shards, batch                                int
-	maxMint                                      optionalInt
+	maxMint                                      cli.OptionalInt
 	dryRun, shadow                               bool
 }
 
@@ -73,17 +74,9 @@ const (
 // senders lists them, in the order the usage gives them.
 var senders = []string{senderOutbox, senderSMTP, senderHTTP, senderSES}
 
-// orList writes names as a usage lists them: "a, b, c or d".
-func orList(names []string) string {
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
-
 func (f *runFlags) register(fs *pflag.FlagSet, withRunOnly bool) {
 	fs.StringVar(&f.config, "config", "", "policy file (env SCAN_CONFIG); built-in defaults when empty")
-	fs.StringVar(&f.sender, "sender", senderOutbox, orList(senders)+" (env SCAN_SENDER)")
+	fs.StringVar(&f.sender, "sender", senderOutbox, cli.OrList(senders)+" (env SCAN_SENDER)")
 	fs.StringVar(&f.source, "source", "subscriptions", "table or view to read, schema-qualified allowed")
 	fs.StringVar(&f.redirect, "redirect-to", "", "deliver every notice to this address instead (env SCAN_REDIRECT_TO)")
 	fs.StringVar(&f.shard, "shard", "", "I/N: take shard I of N (default from JOB_COMPLETION_INDEX and --shards)")
@@ -207,8 +200,8 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 	// --max-mint keeps its meaning: 0 refuses any mint, below 0 (the
 	// default -1) is no limit, which is a nil Config.MaxMint.
 	var maxMint *int
-	if f.maxMint.set && f.maxMint.n >= 0 {
-		maxMint = &f.maxMint.n
+	if n, ok := f.maxMint.Value(); ok && n >= 0 {
+		maxMint = &n
 	}
 	src, err := openSource(ctx, db, ps.pol, f.source, ps.shard, ps.shards)
 	if err != nil {

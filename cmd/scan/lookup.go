@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"scan/internal/cli"
 	"scan/internal/ledger"
 	"scan/internal/notice"
 )
@@ -20,7 +21,7 @@ var lookupCommand = command{use: "lookup SUBSCRIPTION_ID", short: "every ledger 
 // lookupFlags declares scan lookup's flags.
 func lookupFlags(fs *pflag.FlagSet) runFunc {
 	sub := fs.String("subscription", "", "the subscription id (or give it as the argument)")
-	out := outputFlag(fs, false)
+	out := cli.OutputFlag(fs, false)
 	return func(ctx context.Context, e *env, args []string) error {
 		id := *sub
 		switch {
@@ -35,8 +36,8 @@ func lookupFlags(fs *pflag.FlagSet) runFunc {
 	}
 }
 
-func cmdLookup(ctx context.Context, e *env, id string, out *output) error {
-	format, err := out.resolve(e)
+func cmdLookup(ctx context.Context, e *env, id string, out *cli.Output) error {
+	format, err := outputFormat(e, out)
 	if err != nil {
 		return err
 	}
@@ -57,13 +58,13 @@ func cmdLookup(ctx context.Context, e *env, id string, out *output) error {
 		rows[i] = h.Row
 	}
 	l := rowsListing(rows, "")
-	if format == outJSON {
-		l.records = l.records[:0]
+	if format == cli.JSON {
+		l.Records = l.Records[:0]
 		for _, h := range hs {
-			l.records = append(l.records, h)
+			l.Records = append(l.Records, h)
 		}
 	}
-	if err := l.print(e.stdout, format); err != nil || format != outTable {
+	if err := l.Print(e.stdout, format); err != nil || format != cli.Table {
 		return err
 	}
 	return printEvidence(e.stdout, hs)

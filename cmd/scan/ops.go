@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"scan/internal/backfill"
+	"scan/internal/cli"
 	"scan/internal/ledger"
 	"scan/internal/metrics"
 	"scan/internal/notice"
@@ -30,10 +31,10 @@ func isTerminal(w io.Writer) bool {
 }
 
 // rowsListing is ledger rows as lookup and quarantine print them.
-func rowsListing(rows []ledger.Row, empty string) *listing {
-	l := &listing{empty: empty, header: []string{"key", "subscription", "kind", "period", "rev", "state", "claimed", "sent", "attempts", "last_error"}}
+func rowsListing(rows []ledger.Row, empty string) *cli.Listing {
+	l := &cli.Listing{Empty: empty, Header: []string{"key", "subscription", "kind", "period", "rev", "state", "claimed", "sent", "attempts", "last_error"}}
 	for _, r := range rows {
-		l.records = append(l.records, struct {
+		l.Records = append(l.Records, struct {
 			ledger.Row
 			PeriodStart string `json:"period_start"`
 		}{r, r.Period()})
@@ -45,7 +46,7 @@ func rowsListing(rows []ledger.Row, empty string) *listing {
 		if r.LastError != nil {
 			lastErr = *r.LastError
 		}
-		l.cells = append(l.cells, []string{notice.Short(r.NoticeKey), r.SubscriptionID, r.Kind, r.Period(), strconv.Itoa(r.Revision),
+		l.Cells = append(l.Cells, []string{notice.Short(r.NoticeKey), r.SubscriptionID, r.Kind, r.Period(), strconv.Itoa(r.Revision),
 			string(r.State), r.ClaimedAt.UTC().Format(time.RFC3339), sent, strconv.Itoa(r.Attempts), lastErr})
 	}
 	return l
@@ -56,15 +57,15 @@ var quarantineCommand = command{use: "quarantine", short: "claims with no record
 
 // quarantineFlags declares scan quarantine's flags.
 func quarantineFlags(fs *pflag.FlagSet) runFunc {
-	older := newTimeFlag("15m")
+	older := cli.NewTimeFlag("15m")
 	fs.Var(older, "older-than", "only claims older than this: a duration (15m, 2d) or an RFC 3339 instant")
 	limit := fs.Int("limit", 500, "at most this many rows (a cut list says so, with the total, on stderr)")
-	out := outputFlag(fs, false)
+	out := cli.OutputFlag(fs, false)
 	return func(ctx context.Context, e *env, _ []string) error { return cmdQuarantine(ctx, e, older, *limit, out) }
 }
 
-func cmdQuarantine(ctx context.Context, e *env, older *timeFlag, limit int, out *output) error {
-	format, err := out.resolve(e)
+func cmdQuarantine(ctx context.Context, e *env, older *cli.TimeFlag, limit int, out *cli.Output) error {
+	format, err := outputFormat(e, out)
 	if err != nil {
 		return err
 	}
@@ -76,7 +77,7 @@ func cmdQuarantine(ctx context.Context, e *env, older *timeFlag, limit int, out 
 		return err
 	}
 	defer db.Close()
-	before := older.instant(e.clockNow())
+	before := older.Instant(e.clockNow())
 	// One row more than the limit tells whether the list is cut; only then
 	// is the whole counted.
 	rows, err := ledger.Quarantine(ctx, db, before, limit+1)
@@ -90,7 +91,7 @@ func cmdQuarantine(ctx context.Context, e *env, older *timeFlag, limit int, out 
 			return err
 		}
 	}
-	if err := rowsListing(rows, "quarantine is empty: every claim has a recorded outcome").print(e.stdout, format); err != nil {
+	if err := rowsListing(rows, "quarantine is empty: every claim has a recorded outcome").Print(e.stdout, format); err != nil {
 		return err
 	}
 	if total <= limit {
@@ -99,7 +100,7 @@ func cmdQuarantine(ctx context.Context, e *env, older *timeFlag, limit int, out 
 	// An operator after a crash must not take the first page for all of it.
 	note := fmt.Sprintf("the list is cut at --limit %d: it shows the oldest %d of %d claims with no recorded outcome; raise --limit to see the rest", limit, len(rows), total)
 	fmt.Fprintln(e.stderr, "scan: quarantine: "+note)
-	if format == outTable {
+	if format == cli.Table {
 		_, err = fmt.Fprintln(e.stdout, "... "+note)
 	}
 	return err
@@ -201,7 +202,7 @@ var reconcileCommand = command{use: "reconcile", short: "settle quarantined clai
 // reconcileFlags declares scan reconcile's flags.
 func reconcileFlags(fs *pflag.FlagSet) runFunc {
 	events := fs.String("events", "", "provider events (see --format); - for stdin")
-	format := fs.String("format", reconcile.FormatJSONL, reconcile.FormatJSONL+" (message_id, event per line), or the payloads "+orList(provider.Strings(provider.Email...))+" post (with --sqs: default "+string(provider.SES)+")")
+	format := fs.String("format", reconcile.FormatJSONL, reconcile.FormatJSONL+" (message_id, event per line), or the payloads "+cli.OrList(provider.Strings(provider.Email...))+" post (with --sqs: default "+string(provider.SES)+")")
 	by := fs.String("by", "reconcile", "recorded as the author of each change")
 	src := sourceFlags(fs)
 	return func(ctx context.Context, e *env, _ []string) error {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/text/language"
 
 	"scan/internal/address"
+	"scan/internal/cli"
 	"scan/internal/message"
 	"scan/internal/notice"
 	"scan/internal/policy"
@@ -24,7 +25,7 @@ import (
 // previewFlags are the flags of `scan preview`.
 type previewFlags struct {
 	config, source, subscription, now, jurisdiction, out string
-	kinds, locales                                       listFlag
+	kinds, locales                                       cli.ListFlag
 }
 
 // cmdPreview renders notices without claiming or sending them:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"scan/internal/cli"
 	"scan/internal/ledger"
 	"scan/internal/policy"
 
@@ -22,7 +23,7 @@ var pruneCommand = command{use: "prune", short: "remove billing periods older th
 
 // pruneArgs are scan prune's flags.
 type pruneArgs struct {
-	older       *timeFlag
+	older       *cli.TimeFlag
 	dry         bool
 	config, now string
 	lockTimeout time.Duration
@@ -30,7 +31,7 @@ type pruneArgs struct {
 
 // pruneFlags declares scan prune's flags.
 func pruneFlags(fs *pflag.FlagSet) runFunc {
-	a := pruneArgs{older: newTimeFlag("")}
+	a := pruneArgs{older: cli.NewTimeFlag("")}
 	fs.Var(a.older, "older-than", "remove billing periods that started before this: a duration back (400d) or an RFC 3339 instant (default: the policy's retention)")
 	fs.BoolVar(&a.dry, "dry-run", false, "report what would be removed; remove nothing")
 	fs.StringVar(&a.config, "config", "", "policy file (env SCAN_CONFIG); built-in defaults when empty")
@@ -53,12 +54,12 @@ func cmdPrune(ctx context.Context, e *env, fs *pflag.FlagSet, a *pruneArgs) erro
 		return err
 	}
 	horizon := time.Duration(pol.Retention)
-	if older.given() {
-		horizon = older.ago(now)
+	if older.Given() {
+		horizon = older.Ago(now)
 	}
 	if min := pol.MinRetention(); horizon < min {
 		field := "--older-than"
-		if !older.given() {
+		if !older.Given() {
 			field = "retention"
 		}
 		return usagef(field, "%s is shorter than the longest notice window's lead (%s) plus a safety margin of %s: periods that young may still be claimed, and a pass would send their notices again; use at least %s",

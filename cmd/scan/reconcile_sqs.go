@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/pflag"
 
+	"scan/internal/cli"
 	"scan/internal/drain"
 	"scan/internal/ledger"
 	"scan/internal/provider"
@@ -30,11 +31,11 @@ type reconcileSources struct {
 	sqs       string
 	ask       string
 	budget    time.Duration
-	olderThan *timeFlag
+	olderThan *cli.TimeFlag
 }
 
 func sourceFlags(fs *pflag.FlagSet) *reconcileSources {
-	s := &reconcileSources{olderThan: newTimeFlag("15m")}
+	s := &reconcileSources{olderThan: cli.NewTimeFlag("15m")}
 	fs.StringVar(&s.sqs, "sqs", "", "drain this SQS queue (its URL) of SES events, SNS-enveloped or raw; each message is deleted once what it said is committed")
 	fs.DurationVar(&s.budget, "receive-for", defaultDrainBudget, "with --sqs: stop receiving after this long (0: only when the queue is empty)")
 	// --max-duration is the pass's budget in scan run; here it was the

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"scan/internal/ask"
+	"scan/internal/cli"
 	"scan/internal/ledger"
 	"scan/internal/provider"
 	"scan/internal/reconcile"
@@ -28,7 +29,7 @@ var testAskProviders = map[string]func(e *env) (ask.Provider, error){}
 
 // recoverFlags are scan recover's flags.
 type recoverFlags struct {
-	since                   *timeFlag
+	since                   *cli.TimeFlag
 	events, format, askName string
 	noneLost                bool
 	reason, by              string
@@ -46,10 +47,10 @@ var recoverCommand = command{use: "recover", short: "after a restore or failover
 
 // recoverFlagsOf declares scan recover's flags.
 func recoverFlagsOf(fs *pflag.FlagSet) runFunc {
-	f := recoverFlags{since: newTimeFlag("")}
+	f := recoverFlags{since: cli.NewTimeFlag("")}
 	fs.Var(f.since, "since", "the restore point, or the last pass the ledger knows of: an RFC 3339 instant or a duration back (2d)")
 	fs.StringVar(&f.events, "events", "", "the provider's record of what went out, in --format; - for stdin")
-	fs.StringVar(&f.format, "format", reconcile.FormatJSONL, reconcile.FormatJSONL+", or the payloads "+orList(provider.Strings(provider.Email...))+" post")
+	fs.StringVar(&f.format, "format", reconcile.FormatJSONL, reconcile.FormatJSONL+", or the payloads "+cli.OrList(provider.Strings(provider.Email...))+" post")
 	fs.StringVar(&f.askName, "ask", "", "list what the provider accepted since --since through its API")
 	fs.BoolVar(&f.noneLost, "none-lost", false, "acknowledge that nothing can have been lost (no record exists)")
 	fs.StringVar(&f.reason, "reason", "", "why (recorded with the acknowledgement)")
@@ -98,14 +99,14 @@ func (f *recoverFlags) validate(e *env) (time.Time, error) {
 		}
 	}
 	var since time.Time
-	if f.since.given() {
-		since = f.since.instant(e.clockNow().UTC())
+	if f.since.Given() {
+		since = f.since.Instant(e.clockNow().UTC())
 	}
 	if f.noneLost {
 		return since, nil
 	}
 	switch {
-	case !f.since.given():
+	case !f.since.Given():
 		return time.Time{}, usagef("--since", "required: the restore point, or the last pass the ledger knows of")
 	case (f.events == "") == (f.askName == ""):
 		return time.Time{}, usagef("--events", "give the provider's record with --events FILE|- or --ask PROVIDER (one of them)")

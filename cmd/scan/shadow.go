@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"scan/internal/backfill"
+	"scan/internal/cli"
 	"scan/internal/ledger"
 
 	"github.com/spf13/pflag"
@@ -24,12 +25,12 @@ var shadowReportCommand = command{use: "report", short: "the shadow passes again
 // shadowReportFlags declares scan shadow report's flags.
 func shadowReportFlags(fs *pflag.FlagSet) runFunc {
 	legacy := fs.String("legacy", "", "the legacy sender's sends, as backfill reads them: subscription_id,period_start,kind,revision,sent_at")
-	out := outputFlag(fs, false)
+	out := cli.OutputFlag(fs, false)
 	return func(ctx context.Context, e *env, _ []string) error { return cmdShadowReport(ctx, e, legacy, out) }
 }
 
-func cmdShadowReport(ctx context.Context, e *env, legacy *string, out *output) error {
-	format, err := out.resolve(e)
+func cmdShadowReport(ctx context.Context, e *env, legacy *string, out *cli.Output) error {
+	format, err := outputFormat(e, out)
 	if err != nil {
 		return err
 	}
@@ -58,9 +59,9 @@ func cmdShadowReport(ctx context.Context, e *env, legacy *string, out *output) e
 	if err != nil {
 		return err
 	}
-	l := &listing{header: []string{"legacy_sends", "legacy_notices", "duplicates", "outside_window", "missed_by_legacy", "would_send"},
-		records: []any{rep}}
-	l.cells = [][]string{{strconv.Itoa(rep.LegacySends), strconv.Itoa(rep.LegacyNotices), strconv.Itoa(rep.Duplicates),
+	l := &cli.Listing{Header: []string{"legacy_sends", "legacy_notices", "duplicates", "outside_window", "missed_by_legacy", "would_send"},
+		Records: []any{rep}}
+	l.Cells = [][]string{{strconv.Itoa(rep.LegacySends), strconv.Itoa(rep.LegacyNotices), strconv.Itoa(rep.Duplicates),
 		strconv.Itoa(rep.OutsideWindow), strconv.Itoa(rep.MissedByLegacy), strconv.Itoa(rep.WouldSend)}}
-	return l.print(e.stdout, format)
+	return l.Print(e.stdout, format)
 }

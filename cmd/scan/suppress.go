@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"scan/internal/cli"
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/suppress"
@@ -91,14 +92,14 @@ func suppressOne(ctx context.Context, e *env, verb, emailArg, phoneArg, reasonAr
 // suppressListFlags declares scan suppress list's flags.
 func suppressListFlags(fs *pflag.FlagSet) runFunc {
 	limit := fs.Int("limit", 1000, "print at most N entries, oldest first (the counts per channel go to stderr)")
-	out := outputFlag(fs, false)
+	out := cli.OutputFlag(fs, false)
 	return func(ctx context.Context, e *env, _ []string) error { return suppressList(ctx, e, limit, out) }
 }
 
 // suppressList prints the entries without addresses: the digest's first
 // 12 hex characters tell entries apart.
-func suppressList(ctx context.Context, e *env, limit *int, out *output) error {
-	format, err := out.resolve(e)
+func suppressList(ctx context.Context, e *env, limit *int, out *cli.Output) error {
+	format, err := outputFormat(e, out)
 	if err != nil {
 		return err
 	}
@@ -114,12 +115,12 @@ func suppressList(ctx context.Context, e *env, limit *int, out *output) error {
 	if err != nil {
 		return err
 	}
-	l := &listing{header: []string{"channel", "digest", "reason", "source", "notice_key", "created_at"}, empty: "the suppression list is empty"}
+	l := &cli.Listing{Header: []string{"channel", "digest", "reason", "source", "notice_key", "created_at"}, Empty: "the suppression list is empty"}
 	for _, s := range list {
-		l.records = append(l.records, s)
-		l.cells = append(l.cells, []string{s.Channel, s.Digest, s.Reason, s.Source, s.NoticeKey, s.CreatedAt.UTC().Format(time.RFC3339)})
+		l.Records = append(l.Records, s)
+		l.Cells = append(l.Cells, []string{s.Channel, s.Digest, s.Reason, s.Source, s.NoticeKey, s.CreatedAt.UTC().Format(time.RFC3339)})
 	}
-	if err := l.print(e.stdout, format); err != nil {
+	if err := l.Print(e.stdout, format); err != nil {
 		return err
 	}
 	counts, err := ledger.SuppressionCount(ctx, db)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"scan/internal/cli"
 	"scan/internal/ledger"
 	"scan/internal/metrics"
 
@@ -20,15 +21,15 @@ var undeliveredCommand = command{use: "undelivered", short: "notices that reache
 
 // undeliveredFlags declares scan undelivered's flags.
 func undeliveredFlags(fs *pflag.FlagSet) runFunc {
-	since := newTimeFlag("30d")
+	since := cli.NewTimeFlag("30d")
 	fs.Var(since, "since", "notices whose rows last changed since then: a duration back (7d, 36h) or an RFC 3339 instant")
 	limit := fs.Int("limit", 100000, "print at most N, oldest first")
-	out := outputFlag(fs, true)
+	out := cli.OutputFlag(fs, true)
 	return func(ctx context.Context, e *env, _ []string) error { return cmdUndelivered(ctx, e, since, *limit, out) }
 }
 
-func cmdUndelivered(ctx context.Context, e *env, since *timeFlag, limit int, out *output) error {
-	format, err := out.resolve(e)
+func cmdUndelivered(ctx context.Context, e *env, since *cli.TimeFlag, limit int, out *cli.Output) error {
+	format, err := outputFormat(e, out)
 	if err != nil {
 		return err
 	}
@@ -40,7 +41,7 @@ func cmdUndelivered(ctx context.Context, e *env, since *timeFlag, limit int, out
 		return err
 	}
 	defer db.Close()
-	list, err := ledger.Undelivered(ctx, db, since.instant(e.clockNow().UTC()), limit)
+	list, err := ledger.Undelivered(ctx, db, since.Instant(e.clockNow().UTC()), limit)
 	if err != nil {
 		return err
 	}
@@ -53,11 +54,11 @@ func cmdUndelivered(ctx context.Context, e *env, since *timeFlag, limit int, out
 			return err
 		}
 	}
-	l := &listing{header: []string{"subscription_id", "kind", "period_start", "revision", "channels", "reason", "at"},
-		empty: "no undelivered notices"}
+	l := &cli.Listing{Header: []string{"subscription_id", "kind", "period_start", "revision", "channels", "reason", "at"},
+		Empty: "no undelivered notices"}
 	for _, u := range list {
-		l.records = append(l.records, u)
-		l.cells = append(l.cells, []string{u.SubscriptionID, u.Kind, u.PeriodStart, strconv.Itoa(u.Revision), u.Channels, u.Reason, u.At.UTC().Format(time.RFC3339)})
+		l.Records = append(l.Records, u)
+		l.Cells = append(l.Cells, []string{u.SubscriptionID, u.Kind, u.PeriodStart, strconv.Itoa(u.Revision), u.Channels, u.Reason, u.At.UTC().Format(time.RFC3339)})
 	}
-	return l.print(e.stdout, format)
+	return l.Print(e.stdout, format)
 }
