@@ -36,6 +36,8 @@ type Observer struct {
 	start    time.Time
 	stderr   io.Writer
 	terminal bool // stderr is a terminal: a bar, not log lines
+	onStart  func(context.Context)
+	onEnd    func(context.Context, scan.Summary, error)
 }
 
 // Config is what an Observer needs of the pass and its process.
@@ -47,6 +49,11 @@ type Config struct {
 	PushURL       string // the Pushgateway's URL, already checked; "" for none
 	Stderr        io.Writer
 	Clock         func() time.Time
+	// OnStart and OnEnd, when set, run just before and just after the
+	// pass (e.g. to record it for scan status); OnEnd gets its summary
+	// and error.
+	OnStart func(context.Context)
+	OnEnd   func(context.Context, scan.Summary, error)
 }
 
 // New builds the observer of one pass.
@@ -64,6 +71,8 @@ func New(c Config) *Observer {
 		clock:    c.Clock,
 		stderr:   c.Stderr,
 		terminal: terminal,
+		onStart:  c.OnStart,
+		onEnd:    c.OnEnd,
 	}
 }
 
@@ -97,7 +106,13 @@ func (o *Observer) Hooks(base scan.Hooks) scan.Hooks {
 // run` and each firing of `scan schedule` do with the pass they built.
 func (o *Observer) Run(ctx context.Context, sc *scan.Pass) (scan.Summary, error) {
 	o.begin(ctx, sc)
+	if o.onStart != nil {
+		o.onStart(ctx)
+	}
 	sum, err := sc.Run(ctx)
+	if o.onEnd != nil {
+		o.onEnd(ctx, sum, err)
+	}
 	o.finish(ctx, sum, err)
 	return sum, err
 }
