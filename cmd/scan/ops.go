@@ -255,28 +255,7 @@ func cmdReconcile(ctx context.Context, e *env, fs *pflag.FlagSet, src *reconcile
 		fmt.Fprintf(e.stderr, "scan reconcile: %d more skipped payloads not listed\n", n)
 	}
 	pushReconcile(ctx, e, format, res)
-	return out.Encode(reconcileSummary(format, res))
-}
-
-// reconcileSummary is the JSON object `scan reconcile` ends with.
-// unknown_message_id keeps its name from the jsonl days: it counts events
-// that match no notice by key, provider id or Message-ID (or name an
-// attempt the notice never had), and kept_unknown those of them kept as
-// the second witness (a claim later minted for their key is recorded sent
-// from them, not sent); already_settled counts the events kept
-// as evidence only (recorded and duplicate). events counts the usable
-// events by kind; stale those of an earlier attempt, which changed nothing.
-func reconcileSummary(format string, res reconcile.Result) map[string]any {
-	events := map[string]int{}
-	for _, k := range ledger.EventKinds {
-		events[string(k)] = res.Events[k]
-	}
-	return map[string]any{
-		"format": format, "lines": res.Lines, "payloads": res.Payloads, "settled": res.Settled,
-		"unknown_message_id": res.Unknown, "kept_unknown": res.KeptUnknown, "already_settled": res.Unchanged,
-		"malformed": res.Malformed, "oversized": res.Oversized, "irrelevant": res.Irrelevant,
-		"overruled": res.Overruled, "duplicate": res.Duplicate, "stale": res.Stale, "events": events,
-	}
+	return out.Encode(res.Summary(format))
 }
 
 // pushReconcile pushes scan_reconcile_events_total when PUSHGATEWAY_URL
@@ -286,25 +265,11 @@ func pushReconcile(ctx context.Context, e *env, format string, res reconcile.Res
 	if gw == "" {
 		return
 	}
-	var counts []metrics.ReconcileCount
-	for t, n := range res.Tally {
-		counts = append(counts, metrics.ReconcileCount{Event: string(t.Event), Result: t.Result, N: n})
-	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), observe.PushTimeout)
 	defer cancel()
-	if err := metrics.PushReconcile(pctx, gw, nil, format, reconcileLabels(), counts); err != nil {
+	if err := metrics.PushReconcile(pctx, gw, nil, format, reconcile.MetricLabels(), res.MetricCounts()); err != nil {
 		fmt.Fprintf(e.stderr, "scan reconcile: %v (the events were applied)\n", err)
 	}
-}
-
-// reconcileLabels are scan_reconcile_events_total's label values: the
-// ledger's event kinds and what reconcile says each event did.
-func reconcileLabels() metrics.ReconcileLabels {
-	events := make([]string, len(ledger.EventKinds))
-	for i, k := range ledger.EventKinds {
-		events[i] = string(k)
-	}
-	return metrics.ReconcileLabels{Events: events, Results: reconcile.Results}
 }
 
 var backfillCommand = command{use: "backfill", short: "import notices an earlier system already sent (--from FILE.csv)",
