@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,8 +14,8 @@ import (
 	"scan/internal/address"
 	"scan/internal/cli"
 	"scan/internal/message"
-	"scan/internal/notice"
 	"scan/internal/policy"
+	"scan/internal/preview"
 	"scan/internal/scan"
 	"scan/internal/subscription"
 )
@@ -126,7 +124,7 @@ func previewSubscription(ctx context.Context, e *env, pol *policy.Policy, render
 		return nil
 	}
 	for i, p := range previews {
-		fmt.Fprintf(e.stderr, "scan: %s: %s\n", p.Kind, previewStatus(p, now))
+		fmt.Fprintf(e.stderr, "scan: %s: %s\n", p.Kind, preview.Status(p, now))
 		if err := writePreview(e, pol, p, i > 0); err != nil {
 			return err
 		}
@@ -149,7 +147,7 @@ func writePreview(e *env, pol *policy.Policy, p scan.Preview, sep bool) error {
 		if sep {
 			fmt.Fprintln(e.stdout)
 		}
-		if _, err := e.stdout.Write(headersAndText(p.Message)); err != nil {
+		if _, err := e.stdout.Write(preview.HeadersAndText(p.Message)); err != nil {
 			return err
 		}
 		sep = true
@@ -158,44 +156,6 @@ func writePreview(e *env, pol *policy.Policy, p scan.Preview, sep bool) error {
 		return writeSMSPreview(e, pol, p, sep)
 	}
 	return nil
-}
-
-// previewStatus says what a pass at now would do with p.
-func previewStatus(p scan.Preview, now time.Time) string {
-	window := ""
-	if !p.Opens.IsZero() {
-		window = fmt.Sprintf(" (window %s to %s)", p.Opens.UTC().Format(time.RFC3339), p.Closes.UTC().Format(time.RFC3339))
-	}
-	switch {
-	case p.Invalid != "":
-		return "a pass would not send it: " + p.Invalid + window
-	case p.Ledger != "":
-		return fmt.Sprintf("already in the ledger (state %s): a pass would not send it again%s", p.Ledger, window)
-	case p.Deferred:
-		return "due now, but inside the recipient's quiet hours: a later pass outside them sends it" + window
-	case p.Due:
-		return "due now: a pass now would send this" + window
-	case now.Before(p.Opens):
-		return "not due yet" + window
-	default:
-		return "not due now (inactive, or its window has closed)" + window
-	}
-}
-
-// headersAndText is the message's header block and its text part.
-func headersAndText(m *notice.Message) []byte {
-	raw := m.Raw
-	if i := bytes.Index(raw, []byte("\r\n\r\n")); i >= 0 {
-		raw = raw[:i]
-	}
-	var b bytes.Buffer
-	b.Write(bytes.ReplaceAll(raw, []byte("\r\n"), []byte("\n")))
-	b.WriteString("\n\n")
-	b.WriteString(strings.ReplaceAll(m.Text, "\r\n", "\n"))
-	if !strings.HasSuffix(m.Text, "\n") {
-		b.WriteString("\n")
-	}
-	return b.Bytes()
 }
 
 // previewSamples writes a sample notice for each kind and locale asked,
@@ -219,27 +179,9 @@ func previewSamples(e *env, pol *policy.Policy, renderer *message.Renderer, f *p
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return usagef("--out", "cannot create the directory: %v", err)
 	}
-	for _, k := range kinds {
-		for _, l := range locales {
-			n, err := scan.SampleNotice(pol, scan.Sample{Kind: k, Locale: l, Jurisdiction: f.jurisdiction}, now)
-			if err != nil {
-				return err
-			}
-			m, err := renderer.Render(n)
-			if err != nil {
-				return fmt.Errorf("render %s in %s: %w", k, l, err)
-			}
-			base := k + "." + n.Locale
-			if f.jurisdiction != "" {
-				base += "." + f.jurisdiction
-			}
-			for ext, body := range map[string][]byte{".eml": m.Raw, ".txt": []byte(m.Text), ".html": []byte(m.HTML)} {
-				if err := os.WriteFile(filepath.Join(f.out, base+ext), body, 0o644); err != nil {
-					return fmt.Errorf("write sample: %w", err)
-				}
-			}
-			fmt.Fprintln(e.stdout, filepath.Join(f.out, base+".eml"))
-		}
+	wrote, err := preview.WriteSamples(f.out, pol, renderer, preview.Samples{Kinds: kinds, Locales: locales, Jurisdiction: f.jurisdiction, Now: now})
+	for _, path := range wrote {
+		fmt.Fprintln(e.stdout, path)
 	}
-	return nil
+	return err
 }
