@@ -113,7 +113,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		args = append([]string{"version"}, args[1:]...)
 	}
 	root := newRoot(e)
-	root.SetArgs(args)
+	root.SetArgs(singleDashLong(root, args))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

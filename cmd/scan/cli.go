@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"scan/internal/cli"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -226,4 +227,40 @@ func flagError(cc *cobra.Command, err error) error {
 		hint = cli.DidYouMean(cli.SimilarFlags(cc.Flags(), unknown.GetSpecifiedName()))
 	}
 	return usagef("flags", "%v%s%s", err, hint, see)
+}
+
+// singleDashLong rewrites -name to --name where name is a long flag of
+// the command args run: the spelling Go's flag package took, which scan
+// took before it used pflag (an operator's script may say -json).
+// Shorthands (-o, -h), flags' values and everything after -- are left
+// alone.
+func singleDashLong(root *cobra.Command, args []string) []string {
+	c, _, err := root.Find(args)
+	if err != nil {
+		return args
+	}
+	out := slices.Clone(args)
+	value := false // out[i] is the value of the flag before it
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if value {
+			value = false
+			continue
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := c.Flags().Lookup(name)
+		if f == nil || len(name) < 2 {
+			continue
+		}
+		if !strings.HasPrefix(a, "--") {
+			out[i] = "-" + a
+		}
+		value = !hasValue && f.NoOptDefVal == ""
+	}
+	return out
 }

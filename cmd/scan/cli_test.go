@@ -286,3 +286,26 @@ func TestKeyChannel(t *testing.T) {
 		t.Errorf("--channel fax: exit %d %s", bad.code, bad.stderr)
 	}
 }
+
+// A script written when scan took Go's flag package still works: -name is
+// --name for a long flag; a shorthand and what follows -- are untouched.
+func TestSingleDashLongFlags(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"NOTICE_KEY_SECRET": usageSecret}
+	want := runInProcess(t, vars, "key", "--subscription", "s1", "--period-start", "2026-12-01", "--kind", "k", "--channel=sms")
+	got := runInProcess(t, vars, "key", "-subscription", "s1", "-period-start=2026-12-01", "-kind", "k", "-channel=sms")
+	if want.code != 0 || got.code != 0 || got.stdout != want.stdout {
+		t.Errorf("-name: exit %d %q %q, want %q", got.code, got.stdout, got.stderr, want.stdout)
+	}
+	root := newRoot(&env{getenv: func(string) string { return "" }, stdout: io.Discard, stderr: io.Discard})
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"quarantine", "-json", "-o", "csv", "-ojson", "-older-than=2d"}, []string{"quarantine", "--json", "-o", "csv", "-ojson", "--older-than=2d"}},
+		{[]string{"resolve", "-reason", "-sent", "-retry", "--", "-sent"}, []string{"resolve", "--reason", "-sent", "--retry", "--", "-sent"}},
+		{[]string{"resolve", "--by", "-run", "-sent"}, []string{"resolve", "--by", "-run", "--sent"}},
+		{[]string{"frobnicate", "-json"}, []string{"frobnicate", "-json"}},
+	} {
+		if got := singleDashLong(root, tc.in); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("%v: %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
