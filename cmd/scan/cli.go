@@ -178,6 +178,20 @@ func newRoot(e *env) *cobra.Command {
 		root.AddCommand(c.build(e))
 	}
 	root.SetHelpCommand(helpCommand(root, e))
+	// cobra's completion group takes bash, zsh, fish and powershell; an
+	// unknown shell is a usage error like an unknown subcommand.
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
+		c.Args = func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("completion", "unknown shell %q: use bash, zsh, fish or powershell", e.redact(args[0]))
+			}
+			return nil
+		}
+		c.RunE = func(*cobra.Command, []string) error {
+			return usagef("completion", "give the shell: scan completion bash|zsh|fish|powershell")
+		}
+	}
 	return root
 }
 

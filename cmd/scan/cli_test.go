@@ -90,6 +90,8 @@ func TestCommandLineOfTheBinary(t *testing.T) {
 		{[]string{"suppress", "lst"}, `unknown subcommand "lst"; did you mean "list"?`},
 		{[]string{"run", "--dry-rn"}, `unknown flag: --dry-rn; did you mean "--dry-run"?`},
 		{[]string{"help", "recovr"}, `did you mean "recover"?`},
+		{[]string{"completion", "bsh"}, `unknown shell "bsh": use bash, zsh, fish or powershell`},
+		{[]string{"completion"}, "give the shell"},
 	} {
 		r := runBinary(t, tc.args...)
 		if r.code != exitUsage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, tc.want) {
