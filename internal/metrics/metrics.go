@@ -64,10 +64,6 @@ type Counts struct {
 	// Attempts is the sum of the attempt numbers of the pass's claims and
 	// Keys the number of those claims (one per notice key).
 	Attempts, Keys int
-	// Failover is the number of notices the pass sent through a later
-	// sender of SCAN_SENDER's list than its first (the summary's
-	// failover); 0 with a single sender.
-	Failover int
 }
 
 // Config configures a Pass.
@@ -106,7 +102,6 @@ type Pass struct {
 	retryAge prometheus.Gauge
 	window   prometheus.Gauge
 	perKey   prometheus.Gauge
-	failover prometheus.Gauge
 }
 
 // New returns the metrics of a pass, all zero.
@@ -172,14 +167,10 @@ func New(cfg Config) *Pass {
 		Name: "scan_key_mismatch",
 		Help: "1 when the last pass found that NOTICE_KEY_SECRET no longer derives the keys in the ledger (a rotated or wrong secret), else 0.",
 	})
-	p.failover = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "scan_pass_failover_notices",
-		Help: "Notices the last pass sent through a later sender of SCAN_SENDER's list than its first (the summary's failover): the first sender proved it could not send. 0 with a single sender.",
-	})
 	p.newRetryGauges()
 	p.shards.Set(float64(cfg.Shards))
 	p.reg.MustRegister(p.notices, p.quar, p.quarOld, p.latency, p.toSend, p.waited, p.backlog, p.duration, p.success, p.lastOK, p.shards, p.keyMis,
-		p.retryAge, p.window, p.perKey, p.failover)
+		p.retryAge, p.window, p.perKey)
 	for _, r := range cfg.Results {
 		p.notices.WithLabelValues(r)
 	}
@@ -257,7 +248,6 @@ func (p *Pass) Finish(c Counts, duration time.Duration, completed bool, end time
 		p.retryAge.Set(max(0, end.Sub(c.RetryOldest).Seconds()))
 	}
 	p.window.Set(c.WindowLength.Seconds())
-	p.failover.Set(float64(c.Failover))
 	p.perKey.Set(0)
 	if c.Keys > 0 {
 		p.perKey.Set(float64(c.Attempts) / float64(c.Keys))

@@ -33,7 +33,7 @@ func TestPushCompletedPass(t *testing.T) {
 	notices := map[string]int{"eligible": 13, "invalid": 1, "minted": 3, "suppressed": 7, "sent": 2, "ambiguous": 1, "missed": 4, "deferred": 3, "fallback": 2}
 	p.Finish(metrics.Counts{Notices: notices,
 		Backlog: map[string]int{"gmail.com": 1, "example.org": 1, "yahoo.com": 1}, Quarantine: 5, QuarantineOldest: oldest, KeyMismatch: true,
-		RetryOldest: end.Add(-3 * time.Hour), WindowLength: 48 * time.Hour, Attempts: 3, Keys: 2, Failover: 2},
+		RetryOldest: end.Add(-3 * time.Hour), WindowLength: 48 * time.Hour, Attempts: 3, Keys: 2},
 		90*time.Second, true, end)
 	if err := p.Push(context.Background(), gw.URL, true); err != nil {
 		t.Fatal(err)
@@ -63,7 +63,6 @@ func TestPushCompletedPass(t *testing.T) {
 		"scan_retry_oldest_age_seconds":                  3 * 3600,
 		"scan_window_length_seconds":                     48 * 3600,
 		"scan_attempts_per_key":                          1.5,
-		"scan_pass_failover_notices":                     2,
 	}
 	for name, want := range gauges {
 		if v, ok := metricstest.Value(g[name], nil); !ok || v != want {
