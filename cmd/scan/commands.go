@@ -214,7 +214,7 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 		Policy: ps.pol, Secret: ps.secret, Source: src, RunID: runID, Now: now,
 		MaxMint: maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
 		MaxDuration: ps.maxDuration, Hooks: obs.Hooks(failpointHooks()), Schedule: ps.schedule,
-		SMS: smsSender(ps.sms),
+		SMS: smsSender(ps.sms), SenderName: ps.senderNames[0],
 	})
 	if err != nil {
 		sender.Close()
