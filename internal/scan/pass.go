@@ -202,6 +202,7 @@ func (p *Pass) startDispatcher(ctx context.Context, limits pace.Limits, budget s
 // ctx is cancelled (recorder.run).
 func (p *Pass) startRecorder(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, cancel context.CancelCauseFunc) <-chan error {
 	rec := &recorder{db: p.db, runID: p.cfg.RunID, clock: p.cfg.Clock, log: p.log, hooks: p.cfg.Hooks, c: c, cancel: cancel, grace: p.cfg.ShutdownGrace, flow: fl, sms: p.smsQ}
+	rec.sender, rec.failover = p.cfg.SenderName, failoverOf(p.sender)
 	recDone := make(chan error, 1)
 	go func() {
 		// A panic here would kill the process outside run()'s recover (and
@@ -981,4 +982,10 @@ func (p *Pass) dryRunPage(sel selection, rows []subscription.Row, inv *invalidLo
 			out.WouldMint++
 		}
 	}
+}
+
+// failoverOf returns s as a *send.Failover, nil when it is a single sender.
+func failoverOf(s send.Sender) *send.Failover {
+	f, _ := s.(*send.Failover)
+	return f
 }
