@@ -338,6 +338,10 @@ func openDB(ctx context.Context, e *env) (*sqlx.DB, error) {
 func registerSecrets(e *env) {
 	e.secrets.Reset()
 	e.secrets.Add(e.getenv("NOTICE_KEY_SECRET"))
+	e.secrets.Add(e.getenv("NOTICE_KEY_SECRET_PREVIOUS"))
+	for _, s := range strings.Split(e.getenv("NOTICE_KEY_SECRET_PREVIOUS"), ",") {
+		e.secrets.Add(strings.TrimSpace(s))
+	}
 	e.secrets.Add(e.getenv("AWS_SECRET_ACCESS_KEY"))
 	e.secrets.Add(e.getenv("AWS_SESSION_TOKEN"))
 	for _, v := range []string{"POSTMARK_SERVER_TOKEN", "MAILGUN_API_KEY", "SENDGRID_API_KEY", "TWILIO_AUTH_TOKEN",
@@ -385,6 +389,32 @@ func secret(e *env) ([]byte, error) {
 		return nil, usagef("NOTICE_KEY_SECRET", "too short (%d bytes): it must be at least %d bytes", len(s), notice.MinSecretLen)
 	}
 	return []byte(s), nil
+}
+
+// previousSecrets reads NOTICE_KEY_SECRET_PREVIOUS: the earlier secrets
+// of a rotation, comma-separated, each at least notice.MinSecretLen bytes
+// (none when unset). The suppression list matches an address under each
+// of them too (docs/fleet.md, Secret rotation). An error names the
+// variable and the secret's position, never the secret.
+func previousSecrets(e *env, current []byte) ([][]byte, error) {
+	v := e.getenv("NOTICE_KEY_SECRET_PREVIOUS")
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	var out [][]byte
+	for i, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		switch {
+		case s == "":
+			return nil, usagef("NOTICE_KEY_SECRET_PREVIOUS", "secret %d is empty: give the earlier secrets separated by commas", i+1)
+		case len(s) < notice.MinSecretLen:
+			return nil, usagef("NOTICE_KEY_SECRET_PREVIOUS", "secret %d is too short (%d bytes): each must be at least %d bytes", i+1, len(s), notice.MinSecretLen)
+		case s == string(current):
+			return nil, usagef("NOTICE_KEY_SECRET_PREVIOUS", "secret %d is NOTICE_KEY_SECRET itself: list only earlier secrets", i+1)
+		}
+		out = append(out, []byte(s))
+	}
+	return out, nil
 }
 
 func newRunID(now time.Time) string {

@@ -208,7 +208,7 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 		return nil, nil, nil, err
 	}
 	sc, err = scan.New(db, sender, ps.renderer, passLog, scan.Config{
-		Policy: ps.pol, Secret: ps.secret, Source: src, RunID: runID, Now: now,
+		Policy: ps.pol, Secret: ps.secret, PreviousSecrets: ps.previous, Source: src, RunID: runID, Now: now,
 		MaxMint: maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
 		MaxDuration: ps.maxDuration, Hooks: obs.hooks(failpointHooks()), Schedule: ps.schedule,
 		SMS: smsSender(ps.sms),
@@ -239,6 +239,7 @@ func openSource(ctx context.Context, db *sqlx.DB, pol *policy.Policy, relation s
 type preparedPass struct {
 	pol                  *policy.Policy
 	secret               []byte
+	previous             [][]byte // NOTICE_KEY_SECRET_PREVIOUS
 	renderer             *message.Renderer
 	shard, shards        int
 	redirect, senderName string
@@ -296,6 +297,9 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags) (*preparedPass, error) {
 func (p *preparedPass) passSettings(e *env, fs *flag.FlagSet, f *runFlags) error {
 	var err error
 	if p.secret, err = secret(e); err != nil {
+		return err
+	}
+	if p.previous, err = previousSecrets(e, p.secret); err != nil {
 		return err
 	}
 	if p.shard, p.shards, err = f.shardOf(e); err != nil {

@@ -632,7 +632,7 @@ func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 // retry rows in another, and hands what it won to the dispatcher.
 func (p *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, ps *passState, picked []candidate) error {
 	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: p.cfg.Now, RunID: p.cfg.RunID, RedirectTo: p.cfg.RedirectTo,
-		Suppression: p.suppressionEmail}
+		Suppression: p.suppressionEmail, KeyID: p.hasher.KeyID()}
 	var claims []ledger.Claim
 	var retryKeys []string
 	byKey := make(map[string]candidate, len(picked))
@@ -682,7 +682,7 @@ func (p *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 // compare-and-set, less those the suppression list now holds.
 func (p *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, ps *passState, keys []string, byKey map[string]candidate) ([]ledger.Won, error) {
 	w, err := p.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
-		return ledger.ReclaimUnlessSuppressed(ctx, p.db, opt, keys, p.retryDigests(byKey, keys))
+		return ledger.ReclaimUnlessSuppressed(ctx, p.db, opt, keys, p.retryDigests(byKey, keys), p.retryPrevious(byKey, keys))
 	})
 	if err != nil {
 		return nil, err
