@@ -164,10 +164,13 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	defer closeSender()
 	if f.dryRun {
 		d, err := sc.DryRun(ctx)
-		if err != nil {
+		if err != nil && d.WouldRefuse == "" {
 			return err
 		}
-		return json.NewEncoder(e.stdout).Encode(d)
+		if encErr := json.NewEncoder(e.stdout).Encode(d); encErr != nil {
+			return encErr
+		}
+		return err // a pass would refuse: exit 4, as it would
 	}
 	if f.shadow {
 		d, err := sc.Shadow(ctx)

@@ -89,6 +89,19 @@ var ErrNoTimeline = errors.New("the server does not tell its WAL timeline")
 // refuses nothing. Where the server does not tell its timeline it returns
 // ErrNoTimeline: the caller goes on unchecked.
 func CheckPass(ctx context.Context, db sqlx.QueryerContext, runID string, now time.Time) (Where, error) {
+	return checkEpoch(ctx, db, noticeEpochCheckPass, runID, now.UTC())
+}
+
+// CheckTimeline is CheckPass that records nothing: the dry run's check,
+// which runs in a read-only transaction. It returns a *RestoredError
+// where a pass now would refuse, ErrNoTimeline where the server does not
+// tell its timeline.
+func CheckTimeline(ctx context.Context, db sqlx.QueryerContext) (Where, error) {
+	return checkEpoch(ctx, db, noticeEpochCheckOnly)
+}
+
+// checkEpoch runs noticeEpochCheckPass or noticeEpochCheckOnly.
+func checkEpoch(ctx context.Context, db sqlx.QueryerContext, stmt string, args ...any) (Where, error) {
 	var r struct {
 		Where
 		Recorded bool
@@ -101,7 +114,7 @@ func CheckPass(ctx context.Context, db sqlx.QueryerContext, runID string, now ti
 		LSN        *string    `db:"last_lsn"`
 		RecordedAt *time.Time `db:"recorded_at"`
 	}
-	rows, err := db.QueryxContext(ctx, noticeEpochCheckPass, runID, now.UTC())
+	rows, err := db.QueryxContext(ctx, stmt, args...)
 	if err != nil {
 		return Where{}, epochErr(err)
 	}

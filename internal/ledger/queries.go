@@ -850,6 +850,24 @@ SELECT here.timeline, here.lsn::text AS lsn, EXISTS (SELECT 1 FROM ins) AS recor
        last.recorded_at
 FROM here LEFT JOIN last ON true`
 
+// noticeEpochCheckOnly is noticeEpochCheckPass that records nothing (the
+// dry run's, in its read-only transaction): recorded says whether the
+// pass would record its epoch, false when it would refuse. No parameter.
+const noticeEpochCheckOnly = `
+WITH here AS (
+    SELECT ('x' || lpad(left(pg_walfile_name(pg_current_wal_lsn()), 8), 16, '0'))::bit(64)::bigint AS timeline,
+           pg_current_wal_lsn() AS lsn),
+last AS (
+    SELECT id, kind, run_id, timeline, lsn, recorded_at
+    FROM notice_ledger_epoch ORDER BY id DESC LIMIT 1)
+SELECT here.timeline, here.lsn::text AS lsn,
+       NOT EXISTS (SELECT 1 FROM last
+                   WHERE last.timeline IS NOT NULL
+                     AND (last.timeline <> here.timeline OR last.lsn > here.lsn)) AS recorded,
+       last.id, last.kind, last.run_id, last.timeline AS last_timeline, last.lsn::text AS last_lsn,
+       last.recorded_at
+FROM here LEFT JOIN last ON true`
+
 // noticeEpochAcknowledge records an acknowledged epoch (scan recover)
 // where the database is now.
 // $1 kind, $2 run id, $3 recorded_by, $4 reason, $5 since, $6 recorded_at.

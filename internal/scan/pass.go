@@ -917,6 +917,19 @@ func (p *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 		return out, fmt.Errorf("dry run: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only; nothing to keep
+	// The pass's timeline check, recording nothing: a pass now would
+	// refuse (ledger.ErrRestored), and so does the dry run, with the
+	// reason in its summary.
+	var re *ledger.RestoredError
+	switch _, err := ledger.CheckTimeline(ctx, tx); {
+	case errors.As(err, &re):
+		out.WouldRefuse = err.Error()
+		return out, err
+	case errors.Is(err, ledger.ErrNoTimeline):
+		p.log.Warn().Err(err).Msg("the ledger's server does not tell its WAL timeline: a pass cannot notice a restore or a failover")
+	case err != nil:
+		return out, err
+	}
 	now := p.cfg.Now
 	inv := &invalidLog{seen: map[string]bool{}, log: p.log}
 	for _, group := range p.sels {

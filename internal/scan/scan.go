@@ -210,6 +210,10 @@ type DryRunSummary struct {
 	// failing in this pass for want of a number or by the suppression
 	// list). Not in Eligible or WouldMint; --max-mint counts them.
 	WouldEmailAfterSMS int `json:"would_email_after_sms"`
+	// WouldRefuse: why a pass now would refuse to claim (the ledger's
+	// database restored or failed over since the last pass, exit 4); the
+	// counts are then not taken.
+	WouldRefuse string `json:"would_refuse,omitempty"`
 }
 
 // Pass is one pass of the job against one database, at one instant
