@@ -191,10 +191,22 @@ func exitCode(e *env, err error) int {
 	case errors.Is(err, ledger.ErrRestored):
 		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
 		return exitRestored
+	case isSplitStatement(err):
+		fmt.Fprintf(e.stderr, "scan: %s: a connection pooler in transaction mode (PgBouncer) ran a statement's parts on two server connections; "+
+			"set binary_parameters=yes in DATABASE_URL (scan does unless the URL sets it)\n", oneLine(e.redact(err.Error())))
+		return exitAborted
 	default:
 		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
 		return exitAborted
 	}
+}
+
+// isSplitStatement says whether err is what lib/pq gets behind PgBouncer
+// in transaction pooling without binary_parameters: the Bind of an
+// unnamed statement reached a server connection that had not parsed it.
+func isSplitStatement(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && pe.Code == "26000" // invalid_sql_statement_name
 }
 
 // oneLine folds a multi-line error (a YAML decoder's list, a driver's
@@ -316,7 +328,22 @@ func openDB(ctx context.Context, e *env) (*sqlx.DB, error) {
 	} else if strings.Contains(dsn, "://") || !strings.Contains(dsn, "=") {
 		return nil, usagef("DATABASE_URL", "not a PostgreSQL URL (postgres://...) or keyword string (host=... dbname=...)")
 	}
-	conn, err := pq.NewConnector(dsn)
+	cfg, err := pq.NewConfig(dsn)
+	if err != nil {
+		return nil, usagef("DATABASE_URL", "cannot parse it: %s", e.redact(err.Error()))
+	}
+	// Behind PgBouncer in transaction pooling (docs/fleet.md): lib/pq
+	// sends a statement with parameters as Parse and Describe, waits for
+	// the reply, then sends Bind and Execute. Outside a transaction
+	// PgBouncer may hand the second half to another server connection,
+	// which never saw the statement: "unnamed prepared statement does not
+	// exist". binary_parameters=yes sends all four in one message, so the
+	// statement runs on one server connection. Unless the URL says
+	// otherwise.
+	if !strings.Contains(dsn, "binary_parameters") {
+		cfg.BinaryParameters = true
+	}
+	conn, err := pq.NewConnectorConfig(cfg)
 	if err != nil {
 		return nil, usagef("DATABASE_URL", "cannot parse it: %s", e.redact(err.Error()))
 	}
