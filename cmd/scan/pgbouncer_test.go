@@ -271,7 +271,8 @@ func splitStatements(t *testing.T, dsn string, clients, each int) (split int, ot
 // with the plain URL an operator writes, two `scan schedule` processes
 // (the real binary) never run a pass at the same time and every notice
 // reaches the SMTP server once; then `scan run` sends what is new, `scan
-// run` again sends nothing, and `scan lookup` and `scan quarantine` work.
+// run` again sends nothing, and `scan lookup`, `scan quarantine`, the dry
+// run and `scan migrate` (goose's lease-row lock) work.
 func TestPgBouncerTransactionPooling(t *testing.T) {
 	t.Parallel()
 	direct, cfg := bouncerDatabase(t)
@@ -355,7 +356,7 @@ func TestPgBouncerTransactionPooling(t *testing.T) {
 	if tl := f.check(true); tl.sent != n+10 || tl.received != n+10 {
 		t.Errorf("after the runs: %v, want %d sent and received once", tl, n+10)
 	}
-	for _, args := range [][]string{{"lookup", subID(1)}, {"quarantine", "--older-than", "0s"}, {"run", "--dry-run"}} {
+	for _, args := range [][]string{{"lookup", subID(1)}, {"quarantine", "--older-than", "0s"}, {"run", "--dry-run"}, {"migrate"}} {
 		if r := f.scan(f.env(), args...); r.code != 0 {
 			t.Errorf("scan %v behind PgBouncer: exit %d\n%s", args, r.code, tail(r.stderr))
 		}
