@@ -94,6 +94,12 @@ func TestSuppressionSurvivesRotation(t *testing.T) {
 		t.Fatalf("list --previous after the pass: %d %q %s", code, out, errOut)
 	}
 
+	// The list has turned over: the previous secret costs the next pass
+	// no probe.
+	if _, errOut := f.passIn(rotated); !strings.Contains(errOut, "the previous secrets are not probed") {
+		t.Fatalf("a pass with every entry under B still probes A:\n%s", tail(errOut))
+	}
+
 	// The previous secret dropped: a new notice to the same address (a
 	// second subscription of it) is still not mailed.
 	f.add(1)

@@ -704,6 +704,13 @@ const noticeSuppressionCountByKey = `
 SELECT channel, COALESCE(encode(key_id, 'hex'), '') AS key_id, count(*) AS count
 FROM notice_suppression GROUP BY 1, 2 ORDER BY 1, 2`
 
+// noticeSuppressionAnyNotUnder reports whether channel $1's list has an
+// entry not keyed under key id $2 (bytea): NULL (unknown) counts. A pass
+// with previous secrets asks once; it stops at the first such entry, and
+// reads the whole list only when every entry is the current secret's.
+const noticeSuppressionAnyNotUnder = `
+SELECT EXISTS (SELECT 1 FROM notice_suppression WHERE channel = $1 AND key_id IS DISTINCT FROM $2::bytea)`
+
 // noticeSuppressionMatch returns the 1-based positions in $2 (bytea[]) of
 // the digests on channel $1's list: one statement per batch of a pass,
 // one probe per element of the digest's hash index (sql/0022), about half

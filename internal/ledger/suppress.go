@@ -282,3 +282,14 @@ func SuppressionAny(ctx context.Context, db sqlx.QueryerContext, channel string)
 	}
 	return ok, nil
 }
+
+// SuppressionAnyNotUnder reports whether channel's list has an entry not
+// keyed under keyID (another secret's, or unknown): while it has, a pass
+// with previous secrets probes them too. At most one read of the list.
+func SuppressionAnyNotUnder(ctx context.Context, db sqlx.QueryerContext, channel string, keyID []byte) (bool, error) {
+	var ok bool
+	if err := sqlx.GetContext(ctx, db, &ok, noticeSuppressionAnyNotUnder, channel, keyID); err != nil {
+		return false, fmt.Errorf("suppression keys: %w", err)
+	}
+	return ok, nil
+}

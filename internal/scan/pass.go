@@ -55,6 +55,9 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 	if p.suppressionEmail, err = ledger.SuppressionAny(ctx, p.db, notice.ChannelEmail); err != nil {
 		return finish(err)
 	}
+	if err := p.checkPreviousKeys(ctx); err != nil {
+		return finish(err)
+	}
 	if err := p.guardMaxMint(ctx, c); err != nil {
 		return finish(err)
 	}

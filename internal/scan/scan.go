@@ -233,8 +233,11 @@ type Pass struct {
 	cfg      Config
 	keyer    *notice.Keyer
 	hasher   *notice.AddressHasher // the suppression list's digests
-	// previous are the list's hashers under Config.PreviousSecrets.
-	previous []*notice.AddressHasher
+	// previous are the list's hashers under Config.PreviousSecrets;
+	// probePrevious: the email probe uses them in this pass
+	// (checkPreviousKeys).
+	previous      []*notice.AddressHasher
+	probePrevious bool
 	// suppressionEmail: the email suppression list had entries when the
 	// pass started (Run); without, batches are not probed.
 	suppressionEmail bool

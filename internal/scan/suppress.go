@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"context"
 	"fmt"
 
 	"scan/internal/ledger"
@@ -41,11 +42,33 @@ func previousHashers(secrets [][]byte) ([]*notice.AddressHasher, error) {
 	return out, nil
 }
 
-// previousDigests returns an address's digests under each previous secret
-// (nil without a rotation, or with an empty list: nothing is probed). It
-// runs where derive does (one goroutine), as p.hasher does.
-func (p *Pass) previousDigests(channel, normalized string) [][]byte {
+// checkPreviousKeys decides, once a pass, whether the email probe looks
+// addresses up under the previous secrets too: only while some entry of
+// the list is not keyed under the current secret (ledger.SuppressionAnyNotUnder).
+// Once the list has turned over, NOTICE_KEY_SECRET_PREVIOUS costs the
+// pass nothing more than that one question.
+func (p *Pass) checkPreviousKeys(ctx context.Context) error {
+	p.probePrevious = false
 	if len(p.previous) == 0 || !p.suppressionEmail {
+		return nil
+	}
+	stale, err := ledger.SuppressionAnyNotUnder(ctx, p.db, notice.ChannelEmail, p.hasher.KeyID())
+	if err != nil {
+		return err
+	}
+	p.probePrevious = stale
+	if !stale {
+		p.log.Info().Msg("every email suppression entry is keyed under NOTICE_KEY_SECRET: the previous secrets are not probed")
+	}
+	return nil
+}
+
+// previousDigests returns an address's digests under each previous secret
+// (nil without a rotation, or with a list keyed under the current secret
+// alone: nothing more is probed). It runs where derive does (one
+// goroutine), as p.hasher does.
+func (p *Pass) previousDigests(channel, normalized string) [][]byte {
+	if !p.probePrevious {
 		return nil
 	}
 	out := make([][]byte, len(p.previous))
@@ -58,7 +81,7 @@ func (p *Pass) previousDigests(channel, normalized string) [][]byte {
 // retryPrevious returns the recipients' previous digests of the retry
 // rows keys (as retryDigests), nil when there are none.
 func (p *Pass) retryPrevious(byKey map[string]candidate, keys []string) [][][]byte {
-	if !p.suppressionEmail || len(p.previous) == 0 {
+	if !p.probePrevious {
 		return nil
 	}
 	out := make([][][]byte, len(keys))
