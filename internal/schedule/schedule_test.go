@@ -326,7 +326,8 @@ func TestAdvisoryLockLostCancelsThePass(t *testing.T) {
 	}
 	defer unlock()
 	var held int
-	if err := db.Get(&held, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 736361 AND objid = 1 AND granted`); err != nil || held != 1 {
+	if err := db.Get(&held, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 736361 AND objid = 1 AND granted
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`); err != nil || held != 1 {
 		t.Fatalf("advisory locks held: %d, %v", held, err)
 	}
 	if _, err := tryLock(t, db); !errors.Is(err, schedule.ErrHeld) {
@@ -336,7 +337,8 @@ func TestAdvisoryLockLostCancelsThePass(t *testing.T) {
 		t.Fatal("the pass's context ended while the lock is held")
 	}
 	var ok bool
-	if err := db.Get(&ok, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND classid = 736361 AND objid = 1 AND granted`); err != nil || !ok {
+	if err := db.Get(&ok, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND classid = 736361 AND objid = 1 AND granted
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`); err != nil || !ok {
 		t.Fatalf("terminate the holder's backend: %v %v", ok, err)
 	}
 	select {
