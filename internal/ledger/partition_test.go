@@ -111,9 +111,9 @@ VALUES ($1, $2, 'renewal_notice_t72', $3, $4::int, $5::text, $6::timestamptz, CA
 VALUES ($1, 'claimed', 'sent', 'carol', 'seen in the provider console', $2)`, key(11), t0); err != nil {
 		t.Fatal(err)
 	}
-	// The columns 0006, 0015 and 0021 add (NULL on every row they find, or
-	// channel email with no digest) are left out.
-	const dump = `SELECT coalesce(string_agg((to_jsonb(l) - 'message_sha256' - 'settled_by' - 'rule' - 'time_zone' - 'first_claimed_at' - 'reason' - 'channel' - 'address_hmac')::text, E'\n' ORDER BY notice_key), '') FROM notice_ledger l`
+	// The columns 0006, 0015, 0021 and 0032 add (NULL on every row they
+	// find, or channel email with no digest) are left out.
+	const dump = `SELECT coalesce(string_agg((to_jsonb(l) - 'message_sha256' - 'settled_by' - 'rule' - 'time_zone' - 'first_claimed_at' - 'reason' - 'channel' - 'address_hmac' - 'sender')::text, E'\n' ORDER BY notice_key), '') FROM notice_ledger l`
 	var before, after string
 	if err := db.Get(&before, dump); err != nil {
 		t.Fatal(err)
