@@ -194,6 +194,7 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	ps.smsClock.startAt(now)
 	runID := newRunID(now)
 	passLog := ps.log.With().Int("shard", ps.shard).Logger()
 	domains := make([]string, 0, len(ps.pol.Rate.Domains))
@@ -259,6 +260,7 @@ type preparedPass struct {
 	production         bool   // SCAN_ENVIRONMENT=production
 	log                zerolog.Logger
 	sms                *twilio.Client // with a kind of channel sms (issue 30)
+	smsClock           *passClock     // sms's, at each pass's now (newPass)
 }
 
 // preparePass is the prologue of `scan run` and `scan schedule`: it
@@ -292,7 +294,8 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 	if p.renderer, err = newRenderer(pol); err != nil {
 		return nil, err
 	}
-	if p.sms, err = newSMSSender(e, pol, p.production, p.redirect); err != nil {
+	p.smsClock = newPassClock(e)
+	if p.sms, err = newSMSSender(e, pol, p.production, p.redirect, p.smsClock); err != nil {
 		return nil, err
 	}
 	return p, nil
