@@ -157,7 +157,7 @@ func (p *Pass) classifySMS(c *content, r subscription.Row, a ask) verdict {
 		v.is, v.reason = unreachable, "phone"
 		return v
 	}
-	v.dn.n = newNotice(v.dn.claim.Tuple, r, anchor, phone, "")
+	v.dn.n = newNotice(v.dn.claim.Tuple, r, anchor, phone, textDomain(a.channel))
 	v.dn.addr = phone
 	if reason, _ := c.fill(r, k, &v.dn.n); reason != "" {
 		v.is, v.reason = invalid, reason

@@ -15,7 +15,6 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/notice"
-	"scan/internal/pace"
 	"scan/internal/send"
 	"scan/internal/subscription"
 )
@@ -147,85 +146,20 @@ func (p *Pass) expireRetries(ctx context.Context, c *counters) error {
 	return nil
 }
 
-// sendDue claims the due notices, sends them through a dispatcher and records
-// their outcomes, and returns what the producer leaves to the end of the
-// pass. Its error is the pass's (errorCause).
+// sendDue claims the due notices, sends them through the email channel's
+// stage and records their outcomes, and returns what the producer leaves
+// to the end of the pass. Its error is the pass's (errorCause).
 func (p *Pass) sendDue(ctx context.Context, c *counters) (*passState, error) {
-	pctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	limits := p.cfg.Policy.Rate.Share(p.cfg.Shards)
-	d, err := p.startDispatcher(pctx, limits)
+	st, err := p.startStage(ctx, p.channelOf(notice.ChannelEmail), c, p.smsQ)
 	if err != nil {
 		return nil, err
 	}
-	fl := newFlow()
-	recDone := p.startRecorder(ctx, d, c, fl, cancel)
 	ps := &passState{handled: map[string]int{}, reclaimed: map[string]int{}}
-	prodErr := p.produce(pctx, d, c, fl, limits, ps)
-	d.Close()
-	recErr := <-recDone
-	if err := errorCause(pctx, prodErr, recErr); err != nil {
+	if err := st.finish(p.produce(st.ctx, st, c, ps)); err != nil {
 		p.log.Error().Err(err).Msg("pass aborted; it is safe to run again")
 		return nil, err
 	}
 	return ps, nil
-}
-
-// startDispatcher starts the pass's dispatcher over the shard's buckets;
-// a sender it refuses is a *ConfigError.
-func (p *Pass) startDispatcher(ctx context.Context, limits pace.Limits) (*send.Dispatcher, error) {
-	pol := p.cfg.Policy
-	d, err := send.NewDispatcher(ctx, send.DispatcherConfig{
-		Sender: p.sender, Renderer: p.renderer, Limits: limits,
-		// The producer claims no further ahead than the buckets allow
-		// (flow.go), so the dispatcher never holds more than a batch or
-		// two: its own bound is only a backstop.
-		Concurrency: pol.Concurrency, MaxQueued: 2 * p.cfg.BatchSize, Retry: p.cfg.Retry,
-		Clock: p.cfg.Clock,
-	})
-	if err != nil {
-		return nil, &ConfigError{"sender", err.Error()}
-	}
-	return d, nil
-}
-
-// startRecorder records d's results in its own goroutine until they end;
-// the returned channel receives its error. Outcomes are written even after
-// ctx is cancelled (recorder.run).
-func (p *Pass) startRecorder(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, cancel context.CancelCauseFunc) <-chan error {
-	rec := &recorder{db: p.db, runID: p.cfg.RunID, clock: p.cfg.Clock, log: p.log, hooks: p.cfg.Hooks, c: c, cancel: cancel, grace: p.cfg.ShutdownGrace, flow: fl, sms: p.smsQ}
-	recDone := make(chan error, 1)
-	go func() {
-		// A panic here would kill the process outside run()'s recover (and
-		// print unredacted): turn it into the pass's error, stop producing,
-		// and keep draining so the dispatcher can finish.
-		defer func() {
-			if rec := recover(); rec != nil {
-				err := fmt.Errorf("recording outcomes: panic: %v", rec)
-				cancel(err)
-				for range d.Results() {
-				}
-				recDone <- err
-			}
-		}()
-		recDone <- rec.run(ctx, d.Results())
-	}()
-	return recDone
-}
-
-// errorCause chooses the error a pass that did not complete reports: the
-// cause that cancelled the producer (the recorder's sender or database
-// failure, a recorder panic) rather than the bare cancellation it saw,
-// unless the recorder failed itself; nil when both ended well.
-func errorCause(pctx context.Context, prodErr, recErr error) error {
-	err := errors.Join(prodErr, recErr)
-	if err == nil {
-		return nil
-	}
-	if cause := context.Cause(pctx); cause != nil && !errors.Is(cause, context.Canceled) && recErr == nil {
-		return cause
-	}
-	return err
 }
 
 // countSuppressed counts the due notices of every window group that other
@@ -393,13 +327,14 @@ type passState struct {
 // the dispatcher as soon as it commits. A group with nothing open (the
 // usual nightly re-run) is settled by one count. It returns when every
 // stream is read and claimed, or when the time budget ends (ps.stopped).
-func (p *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, limits pace.Limits, ps *passState) error {
+func (p *Pass) produce(ctx context.Context, st *stage, c *counters, ps *passState) error {
 	if err := p.openStreams(ctx, ps); err != nil {
 		return err
 	}
 	ps.streams = append(ps.streams, p.afterSMSStreams()...)
 	inv := &invalidLog{seen: map[string]bool{}, log: p.log}
-	pl := newPlanner(fl, limits, p.cfg.BatchSize, p.cfg.Policy.Concurrency)
+	fl := st.fl
+	pl := newPlanner(fl, st.ch.limits, p.cfg.BatchSize, st.ch.concurrency)
 	var deadline <-chan time.Time
 	if p.cfg.MaxDuration > 0 {
 		t := p.cfg.Clock.NewTimer(p.cfg.MaxDuration - p.cfg.Clock.Now().Sub(p.start))
@@ -422,7 +357,7 @@ func (p *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 		}
 		progressed := false
 		if picked := pl.pick(p.cfg.Clock.Now()); len(picked) > 0 {
-			if err := p.claimPicked(ctx, d, c, fl, ps, picked); err != nil {
+			if err := p.claimPicked(ctx, st, c, ps, picked); err != nil {
 				return err
 			}
 			progressed = true
@@ -630,7 +565,7 @@ func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 
 // claimPicked claims the planner's pick, new notices in one statement and
 // retry rows in another, and hands what it won to the dispatcher.
-func (p *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, ps *passState, picked []candidate) error {
+func (p *Pass) claimPicked(ctx context.Context, st *stage, c *counters, ps *passState, picked []candidate) error {
 	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: p.cfg.Now, RunID: p.cfg.RunID, RedirectTo: p.cfg.RedirectTo,
 		Suppression: p.suppressionEmail}
 	var claims []ledger.Claim
@@ -670,12 +605,11 @@ func (p *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 	}
 	attempts := 0
 	for _, w := range won {
-		fl.claimed(send.DomainOf(byKey[w.Key].n), 1)
 		attempts += w.Attempt
 	}
 	c.add(func(x *Summary) { x.Attempts += attempts })
 	p.noteFallbacks(c, won, byKey)
-	return p.submit(ctx, d, won, byKey)
+	return p.submit(ctx, st, won, byKey)
 }
 
 // reclaimPicked re-claims the picked retry rows (keys, sorted) by
@@ -777,25 +711,20 @@ func (p *Pass) claim(ctx context.Context, stmt func(context.Context) ([]ledger.W
 	return stmt(cctx)
 }
 
-func (p *Pass) submit(ctx context.Context, d *send.Dispatcher, won []ledger.Won, byKey map[string]candidate) error {
+// submit hands the claimed notices won to the stage.
+func (p *Pass) submit(ctx context.Context, st *stage, won []ledger.Won, byKey map[string]candidate) error {
 	at := p.cfg.Clock.Now()
+	ns := make([]notice.Notice, 0, len(won))
 	for _, w := range won {
-		dn := byKey[w.Key]
-		n := dn.notice()
-		n.ClaimedAt = at
-		n.Attempt = w.Attempt
+		cd := byKey[w.Key]
+		n := cd.notice()
+		n.ClaimedAt, n.Attempt = at, w.Attempt
 		if w.CancelToken != "" {
 			n.CancelToken = w.CancelToken
 		}
-		// Every claimed notice goes to the dispatcher, even on shutdown:
-		// once the run is cancelled it answers at once with "not
-		// attempted", and the recorder releases the claim as retry instead
-		// of leaving a notice that never left the process in quarantine.
-		if err := d.Submit(context.WithoutCancel(ctx), n); err != nil {
-			return err
-		}
+		ns = append(ns, n)
 	}
-	return ctx.Err()
+	return st.submit(ctx, ns...)
 }
 
 // tallyDeferred counts the due notices the pass left to the next one:

@@ -238,7 +238,7 @@ type Pass struct {
 	maxMint          int          // *cfg.MaxMint, or -1 for no limit
 	smsc             *smsTools    // this run's sms stage's own resolvers (startSMS)
 	smsMinted        atomic.Int64 // this run's new sms notices, out of Minted
-	smsQ             *smsHandoff  // this run's sms stage's: the email stage's failures go there
+	smsQ             *handoff     // this run's sms stage's: the email stage's failures go there
 	swept            *sweptSignal // this run's sms stage's first sweep ended (emailfallback.go)
 }
 

@@ -2,20 +2,16 @@ package scan
 
 import (
 	"context"
-	"crypto/sha256"
-	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"golang.org/x/time/rate"
 
 	"scan/internal/address"
 	"scan/internal/ledger"
 	"scan/internal/notice"
-	"scan/internal/send"
+	"scan/internal/pace"
 	"scan/internal/subscription"
 )
 
@@ -39,7 +35,7 @@ import (
 //
 // Then it takes what the email stage of the same pass fails (suppressed,
 // refused for good): the email stage hands the subscription ids over
-// through smsHandoff, which never blocks it, and the sms stage reads them
+// through handoff, which never blocks it, and the sms stage reads them
 // set-based (the same statement restricted to those ids, a page of ids
 // at a time). When the email stage ends, the sms stage drains what is
 // queued and returns; a time budget that ends first defers (counted) the
@@ -78,21 +74,21 @@ func (p *Pass) recordMissedSMS(ctx context.Context, c *counters) error {
 	return nil
 }
 
-// smsHandoff carries the subscription ids whose email notice the email
+// handoff carries the subscription ids whose email notice the email
 // stage failed to the sms stage, without ever blocking the email stage:
 // an unbounded list under a mutex and a one-slot wake-up signal. A nil
-// *smsHandoff takes nothing (no sms stage in the pass).
-type smsHandoff struct {
+// *handoff takes nothing (no sms stage in the pass).
+type handoff struct {
 	mu     sync.Mutex
 	ids    []string
 	closed bool
 	wake   chan struct{}
 }
 
-func newSMSHandoff() *smsHandoff { return &smsHandoff{wake: make(chan struct{}, 1)} }
+func newHandoff() *handoff { return &handoff{wake: make(chan struct{}, 1)} }
 
 // push queues ids for the sms stage and wakes it.
-func (h *smsHandoff) push(ids ...string) {
+func (h *handoff) push(ids ...string) {
 	if h == nil || len(ids) == 0 {
 		return
 	}
@@ -103,14 +99,14 @@ func (h *smsHandoff) push(ids ...string) {
 }
 
 // close says the email stage has ended: nothing more comes.
-func (h *smsHandoff) close() {
+func (h *handoff) close() {
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
 	h.signal()
 }
 
-func (h *smsHandoff) signal() {
+func (h *handoff) signal() {
 	select {
 	case h.wake <- struct{}{}:
 	default: // already signalled
@@ -120,7 +116,7 @@ func (h *smsHandoff) signal() {
 // next waits until ids are queued or the email stage has ended, and
 // takes at most n of them; done is true once it has ended and nothing is
 // left.
-func (h *smsHandoff) next(ctx context.Context, n int) (ids []string, done bool, _ error) {
+func (h *handoff) next(ctx context.Context, n int) (ids []string, done bool, _ error) {
 	for {
 		h.mu.Lock()
 		k := min(n, len(h.ids))
@@ -140,7 +136,7 @@ func (h *smsHandoff) next(ctx context.Context, n int) (ids []string, done bool, 
 
 // smsStage is the pass's running sms stage (startSMS).
 type smsStage struct {
-	handoff *smsHandoff
+	handoff *handoff
 	done    chan error
 }
 
@@ -159,7 +155,7 @@ func (p *Pass) startSMS(ctx context.Context, cancel context.CancelCauseFunc, c *
 		p.log.Warn().Msg("a staging redirect is in force: the sms channel sends nothing")
 		return nil
 	}
-	st := &smsStage{handoff: newSMSHandoff(), done: make(chan error, 1)}
+	st := &smsStage{handoff: newHandoff(), done: make(chan error, 1)}
 	p.smsMinted.Store(0)
 	p.smsc = p.newSMSTools()
 	go func() {
@@ -175,7 +171,7 @@ func (p *Pass) startSMS(ctx context.Context, cancel context.CancelCauseFunc, c *
 
 // queue is where the email stage hands the sms stage its failures; nil
 // (taking nothing) for a pass without an sms stage.
-func (st *smsStage) queue() *smsHandoff {
+func (st *smsStage) queue() *handoff {
 	if st == nil {
 		return nil
 	}
@@ -193,20 +189,33 @@ func (st *smsStage) wait() error {
 }
 
 // sendSMS is the sms stage: the first sweep, then what the email stage
-// hands over until it ends.
-func (p *Pass) sendSMS(ctx context.Context, c *counters, h *smsHandoff) error {
-	b := p.cfg.Policy.Rate.Share(p.cfg.Shards).SMS
-	lim := rate.NewLimiter(rate.Limit(b.PerSecond), max(b.Burst, 1))
-	if err := p.smsSweep(ctx, c, lim, nil); err != nil {
+// hands over until it ends; its sends go through the sms channel's stage
+// (stage.go), the same dispatcher and recorder as email's.
+func (p *Pass) sendSMS(ctx context.Context, c *counters, h *handoff) error {
+	st, err := p.startStage(ctx, p.channelOf(notice.ChannelSMS), c, nil)
+	if err != nil {
 		return err
 	}
-	p.swept.done() // the email notices after sms read what it failed
+	return st.finish(p.sweeps(st.ctx, c, st, h))
+}
+
+// sweeps runs the first sweep, then one restricted to what h hands over
+// until it ends.
+func (p *Pass) sweeps(ctx context.Context, c *counters, st *stage, h *handoff) error {
+	if err := p.smsSweep(ctx, c, st, nil); err != nil {
+		return err
+	}
+	// The email notices after sms read what it failed, once recorded.
+	if err := st.awaitRecorded(ctx); err != nil {
+		return err
+	}
+	p.swept.done()
 	for {
 		ids, done, err := h.next(ctx, p.cfg.BatchSize)
 		if err != nil || done {
 			return err
 		}
-		if err := p.smsSweep(ctx, c, lim, ids); err != nil {
+		if err := p.smsSweep(ctx, c, st, ids); err != nil {
 			return err
 		}
 	}
@@ -214,12 +223,12 @@ func (p *Pass) sendSMS(ctx context.Context, c *counters, h *smsHandoff) error {
 
 // smsSweep runs the fallback statement over every sms window group,
 // restricted to the subscription ids ids unless nil.
-func (p *Pass) smsSweep(ctx context.Context, c *counters, lim *rate.Limiter, ids []string) error {
+func (p *Pass) smsSweep(ctx context.Context, c *counters, st *stage, ids []string) error {
 	return p.eachSMSSelection(func(sel selection) error {
 		list := func(after *string) ([]subscription.Row, error) {
 			return p.src.listFallback(ctx, p.db, sel, p.cfg.Now, after, p.cfg.BatchSize, ids)
 		}
-		return eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error { return p.smsPage(ctx, c, lim, sel, rows) })
+		return eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error { return p.smsPage(ctx, c, st, sel, rows) })
 	})
 }
 
@@ -336,7 +345,7 @@ type smsBatch struct {
 }
 
 // smsPage claims and sends one page of the sms stage.
-func (p *Pass) smsPage(ctx context.Context, c *counters, lim *rate.Limiter, sel selection, rows []subscription.Row) error {
+func (p *Pass) smsPage(ctx context.Context, c *counters, st *stage, sel selection, rows []subscription.Row) error {
 	bt := p.smsSort(sel, rows)
 	if bt.quiet > 0 {
 		c.add(func(x *Summary) { x.Deferred += bt.quiet; x.DeferredQuietHours += bt.quiet })
@@ -344,11 +353,15 @@ func (p *Pass) smsPage(ctx context.Context, c *counters, lim *rate.Limiter, sel 
 	if err := p.smsUnreached(ctx, c, &bt); err != nil {
 		return err
 	}
-	// Claimed a chunk at a time, about a second of the bucket's sends, so
-	// that a time budget ending mid-page defers the rest instead of
-	// sending a whole page at rate.sms past it.
-	size := smsChunk(lim, p.cfg.BatchSize)
+	// Claimed a chunk at a time, about a second of the bucket's sends,
+	// the next once fewer than a chunk are in flight: a time budget
+	// ending mid-page defers the rest instead of sending a whole page at
+	// the channel's pace past it.
+	size := chunkOf(st.ch.limits.For(textDomain(st.ch.name)), p.cfg.BatchSize)
 	for len(bt.claims)+len(bt.retries) > 0 {
+		if err := st.awaitBelow(ctx, size); err != nil {
+			return err
+		}
 		if p.cfg.MaxDuration > 0 && p.cfg.Clock.Now().Sub(p.start) >= p.cfg.MaxDuration {
 			n := len(bt.claims) + len(bt.retries)
 			c.add(func(x *Summary) { x.Deferred += n })
@@ -363,24 +376,27 @@ func (p *Pass) smsPage(ctx context.Context, c *counters, lim *rate.Limiter, sel 
 		if err != nil {
 			return err
 		}
+		at := p.cfg.Clock.Now()
+		ns := make([]notice.Notice, 0, len(won))
 		for _, w := range won {
 			n := bt.byKey[w.Key]
-			n.Attempt, n.ClaimedAt = w.Attempt, p.cfg.Clock.Now()
+			n.Attempt, n.ClaimedAt = w.Attempt, at
 			if w.CancelToken != "" {
 				n.CancelToken = w.CancelToken
 			}
-			if err := p.smsSend(ctx, c, lim, n); err != nil {
-				return err
-			}
+			ns = append(ns, n)
+		}
+		if err := st.submit(ctx, ns...); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// smsChunk is how many sms notices the stage claims at once: what the
-// bucket sends in about a second (its burst at least), at most a page.
-func smsChunk(lim *rate.Limiter, batch int) int {
-	return max(min(int(float64(lim.Limit())), batch), lim.Burst(), 1)
+// chunkOf is how many notices a stage claims at once: what its bucket b
+// sends in about a second (its burst at least), at most a page.
+func chunkOf(b pace.Bucket, batch int) int {
+	return max(min(int(b.PerSecond), batch), b.Burst, 1)
 }
 
 // smsSort sorts a page's rows into what to record, claim or re-claim.
@@ -547,79 +563,4 @@ func (p *Pass) smsClaim(ctx context.Context, c *counters, bt *smsBatch) ([]ledge
 		h(len(won))
 	}
 	return won, nil
-}
-
-// smsSend renders and sends one claimed sms notice at the sms bucket's
-// pace and records its outcome. A sender refusing its credentials stops
-// the pass (the notice is released as retry).
-func (p *Pass) smsSend(ctx context.Context, c *counters, lim *rate.Limiter, n notice.Notice) error {
-	out := ledger.Outcome{Key: n.Key, PeriodStart: n.PeriodStart}
-	body, err := p.renderer.RenderSMS(n)
-	var sendErr error
-	switch {
-	case err != nil:
-		out.State, out.Error = ledger.Failed, "render: "+err.Error()
-	case lim.Wait(ctx) != nil:
-		out.State, out.Error = ledger.Retry, "not attempted: the pass was stopped"
-	default:
-		sum := sha256.Sum256([]byte(body))
-		out.Digest = sum[:]
-		var rec send.Receipt
-		rec, sendErr = p.cfg.SMS.Send(ctx, &notice.Message{Notice: n, Text: body})
-		out.State, out.ProviderID, out.SentAt, out.Error = smsOutcome(rec, sendErr, p.cfg.Clock.Now())
-		if h := p.cfg.Hooks.AfterAccepted; h != nil && sendErr == nil {
-			h(n.Key)
-		}
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	if _, err := ledger.RecordOutcomes(rctx, p.db, p.cfg.RunID, p.cfg.Clock.Now(), []ledger.Outcome{out}); err != nil {
-		return fmt.Errorf("record sms outcome: %w", err)
-	}
-	p.countOutcome(c, out.State)
-	if h := p.cfg.Hooks.AfterOutcomeCommit; h != nil {
-		h(1)
-	}
-	if errors.Is(sendErr, send.ErrUnsubscribed) {
-		d := p.smsc.hasher.Digest(notice.ChannelSMS, n.To)
-		if _, err := ledger.SuppressionAdd(rctx, p.db, p.cfg.Now, []ledger.Suppression{{Channel: notice.ChannelSMS, Digest: d,
-			Reason: "twilio 21610: the recipient replied STOP", Source: ledger.SuppressedByProvider, NoticeKey: n.Key}}); err != nil {
-			return err
-		}
-	}
-	if errors.Is(sendErr, send.ErrMisconfigured) {
-		return &ConfigError{"TWILIO_AUTH_TOKEN", "Twilio refused the account's credentials: " + sendErr.Error()}
-	}
-	return nil
-}
-
-// smsOutcome maps a send's result to the ledger's: sent, retry (Twilio
-// did not take it), failed (refused for good) or claimed (the answer was
-// lost: quarantine, never resent blindly).
-func smsOutcome(rec send.Receipt, err error, now time.Time) (ledger.State, string, time.Time, string) {
-	switch send.Classify(err) {
-	case 0:
-		return ledger.Sent, rec.ProviderID, now, ""
-	case send.Transient:
-		return ledger.Retry, "", time.Time{}, err.Error()
-	case send.Permanent:
-		return ledger.Failed, "", time.Time{}, err.Error()
-	}
-	return ledger.Claimed, "", time.Time{}, err.Error()
-}
-
-// countOutcome adds one outcome to the summary.
-func (p *Pass) countOutcome(c *counters, st ledger.State) {
-	c.add(func(x *Summary) {
-		switch st {
-		case ledger.Sent:
-			x.Sent++
-		case ledger.Retry:
-			x.Retry++
-		case ledger.Failed:
-			x.Failed++
-		default:
-			x.Ambiguous++
-		}
-	})
 }
