@@ -64,11 +64,11 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 	// for the other; an error of either stops both.
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	sms := p.startSMS(ctx, stop, c)
+	sms := p.startSweeps(ctx, stop, c)
 	if sms == nil {
 		p.swept.done() // no sms stage: the email notices after sms read once more at once
 	}
-	p.smsQ = sms.queue()
+	p.nextQ = sms.queue()
 	ps, err := p.sendDue(ctx, c)
 	if err != nil {
 		stop(err)
@@ -80,9 +80,6 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 		return finish(err)
 	}
 	if err := p.recordMissed(ctx, c); err != nil {
-		return finish(err)
-	}
-	if err := p.recordMissedSMS(ctx, c); err != nil {
 		return finish(err)
 	}
 	if ps.stopped || p.sawQuiet {
@@ -150,7 +147,7 @@ func (p *Pass) expireRetries(ctx context.Context, c *counters) error {
 // stage and records their outcomes, and returns what the producer leaves
 // to the end of the pass. Its error is the pass's (errorCause).
 func (p *Pass) sendDue(ctx context.Context, c *counters) (*passState, error) {
-	st, err := p.startStage(ctx, p.channelOf(notice.ChannelEmail), c, p.smsQ)
+	st, err := p.startStage(ctx, p.channelOf(notice.ChannelEmail), c, p.nextQ)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +163,7 @@ func (p *Pass) sendDue(ctx context.Context, c *counters) (*passState, error) {
 // runs handled, and with them the pass's eligible notices.
 func (p *Pass) countSuppressed(ctx context.Context, ps *passState, c *counters) error {
 	suppressed := 0
-	for _, group := range p.sels {
+	for _, group := range p.sels[notice.ChannelEmail] {
 		for _, sel := range group {
 			n, ok := ps.handled[sel.key()]
 			if ok {
@@ -226,7 +223,7 @@ func (p *Pass) fillQuarantine(ctx context.Context, c *counters) {
 func (p *Pass) checkKeys(ctx context.Context) bool {
 	// Subscriptions renewing between now and the furthest window's opening.
 	hi := p.cfg.Now
-	for _, group := range p.sels {
+	for _, group := range p.sels[notice.ChannelEmail] {
 		for _, sel := range group {
 			if o := sel.hi(p.cfg.Now); o.After(hi) {
 				hi = o
@@ -331,7 +328,7 @@ func (p *Pass) produce(ctx context.Context, st *stage, c *counters, ps *passStat
 	if err := p.openStreams(ctx, ps); err != nil {
 		return err
 	}
-	ps.streams = append(ps.streams, p.afterSMSStreams()...)
+	ps.streams = append(ps.streams, p.handedStreams()...)
 	inv := &invalidLog{seen: map[string]bool{}, log: p.log}
 	fl := st.fl
 	pl := newPlanner(fl, st.ch.limits, p.cfg.BatchSize, st.ch.concurrency)
@@ -397,7 +394,7 @@ func (p *Pass) produce(ctx context.Context, st *stage, c *counters, ps *passStat
 // the notices other runs handled.
 func (p *Pass) openStreams(ctx context.Context, ps *passState) error {
 	now := p.cfg.Now
-	for _, group := range p.sels {
+	for _, group := range p.sels[notice.ChannelEmail] {
 		ps.streams = append(ps.streams, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
 		for _, sel := range group {
 			from, err := p.src.openFrom(ctx, p.db, sel, now)
@@ -636,7 +633,7 @@ func (p *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimO
 func (p *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, claims []ledger.Claim, byKey map[string]candidate) ([]ledger.Won, error) {
 	// The email notices only: the sms stage mints beside this one
 	// (its fallbacks for this pass's failures were not foreseen).
-	if minted := c.snapshot().Minted - int(p.smsMinted.Load()); p.maxMint >= 0 && minted+len(claims) > p.maxMint {
+	if minted := c.snapshot().Minted - int(p.sweptMinted.Load()); p.maxMint >= 0 && minted+len(claims) > p.maxMint {
 		return nil, fmt.Errorf("%w: new subscriptions appeared during the pass; stopped at %d minted", ErrMaxMint, minted)
 	}
 	if h := p.cfg.Hooks.BeforeClaim; h != nil {
@@ -788,40 +785,65 @@ func (p *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (b
 	return byDomain, quiet, nil
 }
 
-// recordMissed records as missed every notice whose window closed with no
-// ledger row while the charge is still ahead.
+// recordMissed records as missed, on each channel a kind goes by first,
+// every notice whose window closed with no ledger row of that channel
+// while the charge is still ahead (keyed for the channel).
 func (p *Pass) recordMissed(ctx context.Context, c *counters) error {
-	return p.eachClosed(ctx, p.db, func(claims []ledger.Claim) error {
-		n, err := ledger.RecordMissed(ctx, p.db, p.cfg.Now, p.cfg.RunID, claims)
+	for _, ch := range []string{notice.ChannelEmail, notice.ChannelSMS} {
+		opt := ledger.ClaimOptions{State: ledger.Missed, Now: p.cfg.Now, RunID: p.cfg.RunID, Channel: ch}
+		err := p.eachClosed(ctx, p.db, ch, func(claims []ledger.Claim) error {
+			won, err := ledger.Insert(ctx, p.db, opt, claims)
+			if err != nil {
+				return fmt.Errorf("record missed: %w", err)
+			}
+			c.add(func(x *Summary) { x.Missed += len(won) })
+			if len(won) > 0 {
+				p.log.Warn().Int("missed", len(won)).Str("channel", ch).Msg("notice windows closed before any pass claimed them; recorded as missed, nothing sent")
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		c.add(func(x *Summary) { x.Missed += n })
-		if n > 0 {
-			p.log.Warn().Int("missed", n).Msg("notice windows closed before any pass claimed them; recorded as missed, nothing sent")
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
-func (p *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn func([]ledger.Claim) error) error {
-	for _, group := range p.sels {
+// eachClosed calls fn with each page of the claims, keyed for channel,
+// of the rows of the kinds that go by channel first whose window closed
+// with no row of that channel.
+func (p *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, channel string, fn func([]ledger.Claim) error) error {
+	for _, group := range p.sels[channel] {
 		for _, sel := range group {
-			from, err := p.src.closedFrom(ctx, db, sel, p.cfg.Now)
+			list, err := p.closedLister(ctx, db, channel, sel)
 			if err != nil {
 				return err
 			}
-			list := func(after *string) ([]subscription.Row, error) {
-				return p.src.listClosed(ctx, db, sel, p.cfg.Now, from, after, p.cfg.BatchSize)
-			}
 			if err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				return fn(p.missedClaims(sel, notice.ChannelEmail, rows))
+				return fn(p.missedClaims(sel, channel, rows))
 			}); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// closedLister is the statement that reads sel's closed-window rows for
+// channel, a page after after at a time.
+func (p *Pass) closedLister(ctx context.Context, db sqlx.QueryerContext, channel string, sel selection) (func(after *string) ([]subscription.Row, error), error) {
+	if channel != notice.ChannelEmail {
+		return func(after *string) ([]subscription.Row, error) {
+			return p.src.listClosedSwept(ctx, db, sel, p.cfg.Now, after, p.cfg.BatchSize)
+		}, nil
+	}
+	from, err := p.src.closedFrom(ctx, db, sel, p.cfg.Now)
+	if err != nil {
+		return nil, err
+	}
+	return func(after *string) ([]subscription.Row, error) {
+		return p.src.listClosed(ctx, db, sel, p.cfg.Now, from, after, p.cfg.BatchSize)
+	}, nil
 }
 
 // missedClaims are the claims, keyed for channel, that record the
@@ -848,7 +870,7 @@ func (p *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 	defer tx.Rollback() //nolint:errcheck // read-only; nothing to keep
 	now := p.cfg.Now
 	inv := &invalidLog{seen: map[string]bool{}, log: p.log}
-	for _, group := range p.sels {
+	for _, group := range p.sels[notice.ChannelEmail] {
 		for _, sel := range group {
 			list := func(after *string) ([]subscription.Row, error) {
 				return p.src.listOpen(ctx, tx, sel, now, nil, after, p.cfg.BatchSize)
@@ -866,7 +888,7 @@ func (p *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 			out.AlreadyClaimed += n
 		}
 	}
-	if err := p.eachClosed(ctx, tx, func(claims []ledger.Claim) error {
+	if err := p.eachClosed(ctx, tx, notice.ChannelEmail, func(claims []ledger.Claim) error {
 		out.WouldMiss += len(claims)
 		return nil
 	}); err != nil {
@@ -877,10 +899,10 @@ func (p *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 		return out, err
 	}
 	out.WouldMiss += expiring
-	if err := p.smsDryRun(ctx, tx, &out); err != nil {
+	if err := p.sweepDryRun(ctx, tx, &out); err != nil {
 		return out, err
 	}
-	if err := p.afterSMSDryRun(ctx, tx, &out); err != nil {
+	if err := p.handedDryRun(ctx, tx, &out); err != nil {
 		return out, err
 	}
 	out.Eligible = out.WouldMint + out.AlreadyClaimed + out.WouldDefer

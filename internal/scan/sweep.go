@@ -48,32 +48,6 @@ import (
 // outcome of each send (one a second at Twilio's pace). The pass's Hooks
 // run at the same boundaries as in the email stage.
 
-// recordMissedSMS records as missed (channel sms, the sms key) every
-// notice of a kind that goes by sms first whose window closed with no sms
-// row while the charge is still ahead, as recordMissed does for email.
-func (p *Pass) recordMissedSMS(ctx context.Context, c *counters) error {
-	opt := ledger.ClaimOptions{State: ledger.Missed, Now: p.cfg.Now, RunID: p.cfg.RunID, Channel: notice.ChannelSMS}
-	for _, group := range p.smsSels {
-		for _, sel := range group {
-			list := func(after *string) ([]subscription.Row, error) {
-				return p.src.listClosedSMS(ctx, p.db, sel, p.cfg.Now, after, p.cfg.BatchSize)
-			}
-			err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				won, err := ledger.Insert(ctx, p.db, opt, p.missedClaims(sel, notice.ChannelSMS, rows))
-				if err != nil {
-					return err
-				}
-				c.add(func(x *Summary) { x.Missed += len(won) })
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // handoff carries the subscription ids whose email notice the email
 // stage failed to the sms stage, without ever blocking the email stage:
 // an unbounded list under a mutex and a one-slot wake-up signal. A nil
@@ -134,18 +108,18 @@ func (h *handoff) next(ctx context.Context, n int) (ids []string, done bool, _ e
 	}
 }
 
-// smsStage is the pass's running sms stage (startSMS).
-type smsStage struct {
+// sweepStage is the pass's running sms stage (startSweeps).
+type sweepStage struct {
 	handoff *handoff
 	done    chan error
 }
 
-// startSMS starts the pass's sms stage beside the email stage (see
+// startSweeps starts the pass's sms stage beside the email stage (see
 // above); nil without Config.SMS or a kind with the sms channel. An
 // error of the stage cancels the pass with that cause.
-func (p *Pass) startSMS(ctx context.Context, cancel context.CancelCauseFunc, c *counters) *smsStage {
+func (p *Pass) startSweeps(ctx context.Context, cancel context.CancelCauseFunc, c *counters) *sweepStage {
 	p.swept = newSweptSignal()
-	if p.cfg.SMS == nil && len(p.smsSels) > 0 {
+	if p.cfg.SMS == nil && len(p.sels[notice.ChannelSMS]) > 0 {
 		p.log.Warn().Msg("no sms sender: the kinds that go by sms only send nothing in this pass")
 	}
 	if p.cfg.SMS == nil || !p.cfg.Policy.UsesSMS() {
@@ -155,11 +129,11 @@ func (p *Pass) startSMS(ctx context.Context, cancel context.CancelCauseFunc, c *
 		p.log.Warn().Msg("a staging redirect is in force: the sms channel sends nothing")
 		return nil
 	}
-	st := &smsStage{handoff: newHandoff(), done: make(chan error, 1)}
-	p.smsMinted.Store(0)
-	p.smsc = p.newSMSTools()
+	st := &sweepStage{handoff: newHandoff(), done: make(chan error, 1)}
+	p.sweptMinted.Store(0)
+	p.sweepc = p.newSweepTools()
 	go func() {
-		err := p.sendSMS(ctx, c, st.handoff)
+		err := p.runSweeps(ctx, c, st.handoff)
 		p.swept.done()
 		if err != nil {
 			cancel(err)
@@ -171,7 +145,7 @@ func (p *Pass) startSMS(ctx context.Context, cancel context.CancelCauseFunc, c *
 
 // queue is where the email stage hands the sms stage its failures; nil
 // (taking nothing) for a pass without an sms stage.
-func (st *smsStage) queue() *handoff {
+func (st *sweepStage) queue() *handoff {
 	if st == nil {
 		return nil
 	}
@@ -180,7 +154,7 @@ func (st *smsStage) queue() *handoff {
 
 // wait tells the sms stage that the email stage has ended and waits for
 // it to drain; nil for a pass without one.
-func (st *smsStage) wait() error {
+func (st *sweepStage) wait() error {
 	if st == nil {
 		return nil
 	}
@@ -188,10 +162,10 @@ func (st *smsStage) wait() error {
 	return <-st.done
 }
 
-// sendSMS is the sms stage: the first sweep, then what the email stage
+// runSweeps is the sms stage: the first sweep, then what the email stage
 // hands over until it ends; its sends go through the sms channel's stage
 // (stage.go), the same dispatcher and recorder as email's.
-func (p *Pass) sendSMS(ctx context.Context, c *counters, h *handoff) error {
+func (p *Pass) runSweeps(ctx context.Context, c *counters, h *handoff) error {
 	st, err := p.startStage(ctx, p.channelOf(notice.ChannelSMS), c, nil)
 	if err != nil {
 		return err
@@ -202,7 +176,7 @@ func (p *Pass) sendSMS(ctx context.Context, c *counters, h *handoff) error {
 // sweeps runs the first sweep, then one restricted to what h hands over
 // until it ends.
 func (p *Pass) sweeps(ctx context.Context, c *counters, st *stage, h *handoff) error {
-	if err := p.smsSweep(ctx, c, st, nil); err != nil {
+	if err := p.sweep(ctx, c, st, nil); err != nil {
 		return err
 	}
 	// The email notices after sms read what it failed, once recorded.
@@ -215,33 +189,33 @@ func (p *Pass) sweeps(ctx context.Context, c *counters, st *stage, h *handoff) e
 		if err != nil || done {
 			return err
 		}
-		if err := p.smsSweep(ctx, c, st, ids); err != nil {
+		if err := p.sweep(ctx, c, st, ids); err != nil {
 			return err
 		}
 	}
 }
 
-// smsSweep runs the fallback statement over every sms window group,
+// sweep runs the fallback statement over every sms window group,
 // restricted to the subscription ids ids unless nil.
-func (p *Pass) smsSweep(ctx context.Context, c *counters, st *stage, ids []string) error {
-	return p.eachSMSSelection(func(sel selection) error {
+func (p *Pass) sweep(ctx context.Context, c *counters, st *stage, ids []string) error {
+	return p.eachSweptSelection(func(sel selection) error {
 		list := func(after *string) ([]subscription.Row, error) {
 			return p.src.listFallback(ctx, p.db, sel, p.cfg.Now, after, p.cfg.BatchSize, ids)
 		}
-		return eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error { return p.smsPage(ctx, c, st, sel, rows) })
+		return eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error { return p.sweepPage(ctx, c, st, sel, rows) })
 	})
 }
 
-// eachSMSSelection calls fn with the selection of every window group whose
+// eachSweptSelection calls fn with the selection of every window group whose
 // kind goes by sms (sms-first kinds, then the email kinds with an sms
 // fallback), carrying the sms stage's own copy of its due rule.
-func (p *Pass) eachSMSSelection(fn func(sel selection) error) error {
-	for _, group := range slices.Concat(p.smsSels, p.sels) {
+func (p *Pass) eachSweptSelection(fn func(sel selection) error) error {
+	for _, group := range slices.Concat(p.sels[notice.ChannelSMS], p.sels[notice.ChannelEmail]) {
 		for _, sel := range group {
 			if !p.kinds[sel.kind].HasSMS() {
 				continue
 			}
-			sel.due = p.smsc.dueOf(sel)
+			sel.due = p.sweepc.dueOf(sel)
 			if err := fn(sel); err != nil {
 				return err
 			}
@@ -250,23 +224,23 @@ func (p *Pass) eachSMSSelection(fn func(sel selection) error) error {
 	return nil
 }
 
-// smsTools are the sms stage's own resolvers, none of which is safe for
+// sweepTools are the sms stage's own resolvers, none of which is safe for
 // concurrent use with the email stage's.
-type smsTools struct {
+type sweepTools struct {
 	content *content
 	keyer   *notice.Keyer
 	hasher  *notice.AddressHasher
 	due     map[string]*dueBounds // by selection key: sel.due's, with a cache of its own
 }
 
-func (p *Pass) newSMSTools() *smsTools {
+func (p *Pass) newSweepTools() *sweepTools {
 	keyer, _ := notice.NewKeyer(p.cfg.Secret) // checked by New
 	hasher, _ := notice.NewAddressHasher(p.cfg.Secret)
-	return &smsTools{content: p.content.fork(), keyer: keyer, hasher: hasher, due: map[string]*dueBounds{}}
+	return &sweepTools{content: p.content.fork(), keyer: keyer, hasher: hasher, due: map[string]*dueBounds{}}
 }
 
 // dueOf is the stage's own copy of sel's due rule (nil without one).
-func (t *smsTools) dueOf(sel selection) *dueBounds {
+func (t *sweepTools) dueOf(sel selection) *dueBounds {
 	if sel.due == nil {
 		return nil
 	}
@@ -284,23 +258,23 @@ func (c *content) fork() *content {
 	return &d
 }
 
-// smsDryRun counts, inside the dry run's read-only transaction, what the
+// sweepDryRun counts, inside the dry run's read-only transaction, what the
 // sms stage's first sweep would send now (WouldSMS: new sms notices and
 // sms rows in retry, less the numbers on the sms suppression list) and
 // the notices it would record without a usable address. The email
 // notices the email stage would fail during the pass (suppressed,
 // refused) are not foreseen.
-func (p *Pass) smsDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
+func (p *Pass) sweepDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
 	if !p.cfg.Policy.UsesSMS() {
 		return nil
 	}
-	p.smsc = p.newSMSTools()
-	return p.eachSMSSelection(func(sel selection) error {
+	p.sweepc = p.newSweepTools()
+	return p.eachSweptSelection(func(sel selection) error {
 		list := func(after *string) ([]subscription.Row, error) {
 			return p.src.listFallback(ctx, tx, sel, p.cfg.Now, after, p.cfg.BatchSize, nil)
 		}
 		return eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
-			bt := p.smsSort(sel, rows)
+			bt := p.sweepSort(sel, rows)
 			all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
 			digests := make([][]byte, len(all))
 			for i, cl := range all {
@@ -322,14 +296,14 @@ func (p *Pass) smsDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRu
 				}
 			}
 			out.WouldSMSUnreached += len(bt.noPhone)
-			out.WouldEmailAfterSMS += p.wouldMailAfter(sel, rows, append(unreached, bt.noPhone...))
+			out.WouldEmailAfterSMS += p.wouldSendAfter(sel, rows, append(unreached, bt.noPhone...))
 			return nil
 		})
 	})
 }
 
-// smsBatch is what one page of the sms stage found.
-type smsBatch struct {
+// sweepBatch is what one page of the sms stage found.
+type sweepBatch struct {
 	noEmail []ledger.Claim // email notices to record failed no_usable_address
 	noPhone []ledger.Claim // sms notices to record failed no_usable_address
 	claims  []ledger.Claim // sms notices to claim
@@ -344,13 +318,13 @@ type smsBatch struct {
 	after map[string]string
 }
 
-// smsPage claims and sends one page of the sms stage.
-func (p *Pass) smsPage(ctx context.Context, c *counters, st *stage, sel selection, rows []subscription.Row) error {
-	bt := p.smsSort(sel, rows)
+// sweepPage claims and sends one page of the sms stage.
+func (p *Pass) sweepPage(ctx context.Context, c *counters, st *stage, sel selection, rows []subscription.Row) error {
+	bt := p.sweepSort(sel, rows)
 	if bt.quiet > 0 {
 		c.add(func(x *Summary) { x.Deferred += bt.quiet; x.DeferredQuietHours += bt.quiet })
 	}
-	if err := p.smsUnreached(ctx, c, &bt); err != nil {
+	if err := p.sweepUnreached(ctx, c, &bt); err != nil {
 		return err
 	}
 	// Claimed a chunk at a time, about a second of the bucket's sends,
@@ -367,12 +341,12 @@ func (p *Pass) smsPage(ctx context.Context, c *counters, st *stage, sel selectio
 			c.add(func(x *Summary) { x.Deferred += n })
 			return nil
 		}
-		part := smsBatch{byKey: bt.byKey}
+		part := sweepBatch{byKey: bt.byKey}
 		k := min(size, len(bt.retries))
 		part.retries, bt.retries = bt.retries[:k], bt.retries[k:]
 		k = min(size-k, len(bt.claims))
 		part.claims, bt.claims = bt.claims[:k], bt.claims[k:]
-		won, err := p.smsClaim(ctx, c, &part)
+		won, err := p.sweepClaim(ctx, c, &part)
 		if err != nil {
 			return err
 		}
@@ -399,12 +373,12 @@ func chunkOf(b pace.Bucket, batch int) int {
 	return max(min(int(b.PerSecond), batch), b.Burst, 1)
 }
 
-// smsSort sorts a page's rows into what to record, claim or re-claim.
-func (p *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
-	bt := smsBatch{byKey: map[string]notice.Notice{}, after: map[string]string{}}
+// sweepSort sorts a page's rows into what to record, claim or re-claim.
+func (p *Pass) sweepSort(sel selection, rows []subscription.Row) sweepBatch {
+	bt := sweepBatch{byKey: map[string]notice.Notice{}, after: map[string]string{}}
 	k := p.kinds[sel.kind]
 	for _, r := range rows {
-		v := p.classify(p.smsc.content, r, ask{sel: sel, channel: notice.ChannelSMS})
+		v := p.classify(p.sweepc.content, r, ask{sel: sel, channel: notice.ChannelSMS})
 		if !v.keyed {
 			continue // no notice tuple, or not yet due in its zone
 		}
@@ -414,24 +388,24 @@ func (p *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
 				continue // a usable address with no email row yet: the email stage's (deferred)
 			}
 			e := v.dn.claim
-			e.Key = p.smsc.keyer.Key(t)
+			e.Key = p.sweepc.keyer.Key(t)
 			bt.noEmail = append(bt.noEmail, e)
-			bt.after[e.Key] = p.smsc.keyer.ChannelKey(t, notice.ChannelSMS)
+			bt.after[e.Key] = p.sweepc.keyer.ChannelKey(t, notice.ChannelSMS)
 			if r.LedgerKey != nil {
 				bt.after[e.Key] = *r.LedgerKey
 			}
 		}
-		p.smsNotice(r, t, v, &bt)
+		p.sweepNotice(r, t, v, &bt)
 	}
 	return bt
 }
 
-// smsNotice adds row r's sms notice (its verdict v) to bt: to claim,
+// sweepNotice adds row r's sms notice (its verdict v) to bt: to claim,
 // re-claim, or record without a usable number; unless its content is
 // invalid or the quiet hours defer it.
-func (p *Pass) smsNotice(r subscription.Row, t notice.Tuple, v verdict, bt *smsBatch) {
+func (p *Pass) sweepNotice(r subscription.Row, t notice.Tuple, v verdict, bt *sweepBatch) {
 	cl := v.dn.claim
-	cl.Key = p.smsc.keyer.ChannelKey(t, notice.ChannelSMS)
+	cl.Key = p.sweepc.keyer.ChannelKey(t, notice.ChannelSMS)
 	if r.LedgerKey != nil {
 		cl.Key = *r.LedgerKey
 	}
@@ -452,8 +426,8 @@ func (p *Pass) smsNotice(r subscription.Row, t notice.Tuple, v verdict, bt *smsB
 		return
 	}
 	n := v.dn.n
-	n.Key, n.CancelToken = cl.Key, p.smsc.keyer.CancelToken(t)
-	cl.AddressHMAC = p.smsc.hasher.Digest(notice.ChannelSMS, v.dn.addr)
+	n.Key, n.CancelToken = cl.Key, p.sweepc.keyer.CancelToken(t)
+	cl.AddressHMAC = p.sweepc.hasher.Digest(notice.ChannelSMS, v.dn.addr)
 	bt.byKey[cl.Key] = n
 	if r.LedgerKey != nil {
 		bt.retried = append(bt.retried, cl)
@@ -462,9 +436,9 @@ func (p *Pass) smsNotice(r subscription.Row, t notice.Tuple, v verdict, bt *smsB
 	bt.claims = append(bt.claims, cl)
 }
 
-// smsUnreached records the page's notices without a usable address and
+// sweepUnreached records the page's notices without a usable address and
 // takes the suppressed numbers out of what it will claim.
-func (p *Pass) smsUnreached(ctx context.Context, c *counters, bt *smsBatch) error {
+func (p *Pass) sweepUnreached(ctx context.Context, c *counters, bt *sweepBatch) error {
 	emailOpt := ledger.ClaimOptions{Now: p.cfg.Now, RunID: p.cfg.RunID, Channel: notice.ChannelEmail}
 	smsOpt := emailOpt
 	smsOpt.Channel = notice.ChannelSMS
@@ -517,7 +491,7 @@ func (p *Pass) smsUnreached(ctx context.Context, c *counters, bt *smsBatch) erro
 
 // dropUnrecorded takes out of bt the sms notices whose email notice this
 // pass did not record failed (recorded: the email keys it inserted).
-func (bt *smsBatch) dropUnrecorded(recorded []string) {
+func (bt *sweepBatch) dropUnrecorded(recorded []string) {
 	for _, k := range recorded {
 		delete(bt.after, k)
 	}
@@ -534,9 +508,9 @@ func (bt *smsBatch) dropUnrecorded(recorded []string) {
 	bt.retried = slices.DeleteFunc(bt.retried, dropped)
 }
 
-// smsClaim claims the page's sms notices (one statement) and re-claims
+// sweepClaim claims the page's sms notices (one statement) and re-claims
 // its retry rows (one more), each committed before anything is sent.
-func (p *Pass) smsClaim(ctx context.Context, c *counters, bt *smsBatch) ([]ledger.Won, error) {
+func (p *Pass) sweepClaim(ctx context.Context, c *counters, bt *sweepBatch) ([]ledger.Won, error) {
 	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: p.cfg.Now, RunID: p.cfg.RunID, RedirectTo: p.cfg.RedirectTo, Channel: notice.ChannelSMS}
 	var won []ledger.Won
 	if len(bt.retries) > 0 {
@@ -556,7 +530,7 @@ func (p *Pass) smsClaim(ctx context.Context, c *counters, bt *smsBatch) ([]ledge
 			return nil, err
 		}
 		c.add(func(x *Summary) { x.Minted += len(w); x.SMS += len(w) })
-		p.smsMinted.Add(int64(len(w)))
+		p.sweptMinted.Add(int64(len(w)))
 		won = append(won, w...)
 	}
 	if h := p.cfg.Hooks.AfterClaimCommit; h != nil && len(won) > 0 {
