@@ -18,8 +18,8 @@ import (
 // email when sms cannot reach the customer while its window is open: its
 // sms notice is failed because the row has no usable number (recorded
 // no_usable_address on the sms channel), the number is on the sms
-// suppression list, Twilio refused it for good (21211, 21610, ...), or
-// evidence reported it failed or undelivered.
+// suppression list, the provider refused it for good (a bad number, an
+// opt-out), or evidence reported it failed or undelivered.
 //
 // Those email notices go through the email stage's one pipeline: the
 // producer reads them as streams of their own (afterSMS), page by page in

@@ -228,8 +228,8 @@ func (r *recorder) handOver() {
 
 // noteOptOut keeps, for the suppression list, the address of a recipient
 // who told the provider to send nothing more (send.ErrUnsubscribed: the
-// sender's classification of its provider's code, such as Twilio's
-// 21610), with the provider's words (never the address) as the reason.
+// sender's classification of its provider's opt-out code), with the
+// provider's words (never the address) as the reason.
 func (r *recorder) noteOptOut(res send.Result) {
 	var se *send.Error
 	if !errors.Is(res.Err, send.ErrUnsubscribed) || !errors.As(res.Err, &se) || r.hasher == nil {

@@ -44,9 +44,10 @@ import (
 // A notice whose email row is sent, claimed (quarantine), retry or
 // missed is never sent by sms. Claim, send, record, as for email: the
 // claim commits before the request leaves, an answer that never came
-// stays in quarantine, and no statement here is per notice except the
-// outcome of each send (one a second at Twilio's pace). The pass's Hooks
-// run at the same boundaries as in the email stage.
+// stays in quarantine, and no statement here is per notice: its sends go
+// through the sms channel's stage (stage.go: the same dispatcher and
+// batched recorder as email's, paced by rate.sms). The pass's Hooks run
+// at the same boundaries as in the email stage.
 
 // handoff carries the subscription ids whose email notice the email
 // stage failed to the sms stage, without ever blocking the email stage:
