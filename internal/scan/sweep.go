@@ -276,12 +276,7 @@ func (p *Pass) sweepDryRun(ctx context.Context, tx sqlx.QueryerContext, out *Dry
 		}
 		return eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
 			bt := p.sweepSort(sel, rows)
-			all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
-			digests := make([][]byte, len(all))
-			for i, cl := range all {
-				digests[i] = cl.AddressHMAC
-			}
-			hit, err := ledger.SuppressionMatch(ctx, tx, notice.ChannelSMS, digests)
+			all, hit, err := bt.listed(ctx, tx)
 			if err != nil {
 				return err
 			}
@@ -453,12 +448,7 @@ func (p *Pass) sweepUnreached(ctx context.Context, c *counters, bt *sweepBatch) 
 		return err
 	}
 	c.add(func(x *Summary) { x.NoUsableAddress += len(a) + len(b) })
-	all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
-	digests := make([][]byte, len(all))
-	for i, cl := range all {
-		digests[i] = cl.AddressHMAC
-	}
-	hit, err := ledger.SuppressionMatch(ctx, p.db, notice.ChannelSMS, digests)
+	all, hit, err := bt.listed(ctx, p.db)
 	if err != nil {
 		return err
 	}
@@ -488,6 +478,18 @@ func (p *Pass) sweepUnreached(ctx context.Context, c *counters, bt *sweepBatch) 
 	c.add(func(x *Summary) { x.SuppressedAddress += len(rec) + len(marked) })
 	bt.claims, bt.retries = keep, keepR
 	return nil
+}
+
+// listed returns bt's notices to claim, then its retry rows, and which
+// of them the channel's suppression list holds.
+func (bt *sweepBatch) listed(ctx context.Context, db sqlx.QueryerContext) ([]ledger.Claim, []bool, error) {
+	all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
+	digests := make([][]byte, len(all))
+	for i, cl := range all {
+		digests[i] = cl.AddressHMAC
+	}
+	hit, err := ledger.SuppressionMatch(ctx, db, notice.ChannelSMS, digests)
+	return all, hit, err
 }
 
 // dropUnrecorded takes out of bt the sms notices whose email notice this
