@@ -106,13 +106,6 @@ func (f *flow) signal() {
 	}
 }
 
-// inFlight is how many notices are in flight, all domains together.
-func (f *flow) inFlight() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.total
-}
-
 // snapshot copies the counts for one planning step.
 func (f *flow) snapshot(into map[string]int) (total, completed int) {
 	f.mu.Lock()

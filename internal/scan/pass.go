@@ -330,8 +330,7 @@ func (p *Pass) produce(ctx context.Context, st *stage, c *counters, ps *passStat
 	}
 	ps.streams = append(ps.streams, p.handedStreams()...)
 	inv := &invalidLog{seen: map[string]bool{}, log: p.log}
-	fl := st.fl
-	pl := newPlanner(fl, st.ch.limits, p.cfg.BatchSize, st.ch.concurrency)
+	fl, pl := st.fl, st.plan
 	var deadline <-chan time.Time
 	if p.cfg.MaxDuration > 0 {
 		t := p.cfg.Clock.NewTimer(p.cfg.MaxDuration - p.cfg.Clock.Now().Sub(p.start))

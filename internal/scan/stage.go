@@ -53,14 +53,16 @@ func (p *Pass) channelOf(name string) channel {
 		retry: send.RetryPolicy{Attempts: 1}}
 }
 
-// stage is one channel's sending half while it runs: its dispatcher, the
-// flow of its claims in flight, and its recorder. ctx is the producer's:
-// cancelled (with its cause) by the recorder when a write fails or the
-// sender proves unusable.
+// stage is one channel's sending half while it runs: the planner that
+// sizes its claims (flow.go), its dispatcher, the flow of its claims in
+// flight, and its recorder. ctx is the producer's: cancelled (with its
+// cause) by the recorder when a write fails or the sender proves
+// unusable.
 type stage struct {
 	ch     channel
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	plan   *planner
 	d      *send.Dispatcher
 	fl     *flow
 	done   <-chan error
@@ -85,6 +87,7 @@ func (p *Pass) startStage(ctx context.Context, ch channel, c *counters, next *ha
 		return nil, &ConfigError{"sender", err.Error()}
 	}
 	st := &stage{ch: ch, ctx: pctx, cancel: cancel, d: d, fl: newFlow()}
+	st.plan = newPlanner(st.fl, ch.limits, p.cfg.BatchSize, ch.concurrency)
 	hasher, _ := notice.NewAddressHasher(p.cfg.Secret) // checked by New; the recorder's own
 	rec := &recorder{db: p.db, runID: p.cfg.RunID, clock: p.cfg.Clock, log: p.log, hooks: p.cfg.Hooks, c: c, cancel: cancel,
 		grace: p.cfg.ShutdownGrace, flow: st.fl, next: next, channel: ch.name, hasher: hasher, now: p.cfg.Now}
@@ -127,21 +130,6 @@ func (st *stage) submit(ctx context.Context, ns ...notice.Notice) error {
 		}
 	}
 	return ctx.Err()
-}
-
-// awaitBelow waits until fewer than n of the stage's notices are in
-// flight (claimed, without a recorded result), or ctx ends.
-func (st *stage) awaitBelow(ctx context.Context, n int) error {
-	for {
-		if st.fl.inFlight() < n {
-			return nil
-		}
-		select {
-		case <-st.fl.wake:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 }
 
 // awaitRecorded waits until every notice the stage claimed so far has its

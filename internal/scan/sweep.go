@@ -11,7 +11,6 @@ import (
 	"scan/internal/address"
 	"scan/internal/ledger"
 	"scan/internal/notice"
-	"scan/internal/pace"
 	"scan/internal/subscription"
 )
 
@@ -323,50 +322,65 @@ func (p *Pass) sweepPage(ctx context.Context, c *counters, st *stage, sel select
 	if err := p.sweepUnreached(ctx, c, &bt); err != nil {
 		return err
 	}
-	// Claimed a chunk at a time, about a second of the bucket's sends,
-	// the next once fewer than a chunk are in flight: a time budget
-	// ending mid-page defers the rest instead of sending a whole page at
-	// the channel's pace past it.
-	size := chunkOf(st.ch.limits.For(textDomain(st.ch.name)), p.cfg.BatchSize)
-	for len(bt.claims)+len(bt.retries) > 0 {
-		if err := st.awaitBelow(ctx, size); err != nil {
-			return err
-		}
+	// Claimed as the email stage's are, by the stage's planner: what the
+	// channel's bucket sends over the claim horizon, the next claim once
+	// half of it is free. A time budget ending mid-page defers the rest
+	// instead of sending a whole page at the channel's pace past it.
+	pl := st.plan
+	for _, cl := range bt.claims {
+		pl.offer(candidate{due: due{claim: cl, n: bt.byKey[cl.Key]}})
+	}
+	for _, k := range bt.retries {
+		pl.offer(candidate{due: due{claim: ledger.Claim{Key: k}, n: bt.byKey[k]}, reclaim: true})
+	}
+	for !pl.empty() {
 		if p.cfg.MaxDuration > 0 && p.cfg.Clock.Now().Sub(p.start) >= p.cfg.MaxDuration {
-			n := len(bt.claims) + len(bt.retries)
+			n := len(pl.drain())
 			c.add(func(x *Summary) { x.Deferred += n })
 			return nil
 		}
-		part := sweepBatch{byKey: bt.byKey}
-		k := min(size, len(bt.retries))
-		part.retries, bt.retries = bt.retries[:k], bt.retries[k:]
-		k = min(size-k, len(bt.claims))
-		part.claims, bt.claims = bt.claims[:k], bt.claims[k:]
-		won, err := p.sweepClaim(ctx, c, &part)
-		if err != nil {
-			return err
-		}
-		at := p.cfg.Clock.Now()
-		ns := make([]notice.Notice, 0, len(won))
-		for _, w := range won {
-			n := bt.byKey[w.Key]
-			n.Attempt, n.ClaimedAt = w.Attempt, at
-			if w.CancelToken != "" {
-				n.CancelToken = w.CancelToken
+		picked := pl.pick(p.cfg.Clock.Now())
+		if len(picked) == 0 {
+			select {
+			case <-st.fl.wake:
+			case <-ctx.Done():
+				return ctx.Err()
 			}
-			ns = append(ns, n)
+			continue
 		}
-		if err := st.submit(ctx, ns...); err != nil {
+		if err := p.sweepSubmit(ctx, c, st, picked, bt.byKey); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// chunkOf is how many notices a stage claims at once: what its bucket b
-// sends in about a second (its burst at least), at most a page.
-func chunkOf(b pace.Bucket, batch int) int {
-	return max(min(int(b.PerSecond), batch), b.Burst, 1)
+// sweepSubmit claims the picked notices (retry rows re-claimed, new ones
+// inserted) and hands what it won to the stage.
+func (p *Pass) sweepSubmit(ctx context.Context, c *counters, st *stage, picked []candidate, byKey map[string]notice.Notice) error {
+	part := sweepBatch{byKey: byKey}
+	for _, cd := range picked {
+		if cd.reclaim {
+			part.retries = append(part.retries, cd.claim.Key)
+		} else {
+			part.claims = append(part.claims, cd.claim)
+		}
+	}
+	won, err := p.sweepClaim(ctx, c, &part)
+	if err != nil {
+		return err
+	}
+	at := p.cfg.Clock.Now()
+	ns := make([]notice.Notice, 0, len(won))
+	for _, w := range won {
+		n := byKey[w.Key]
+		n.Attempt, n.ClaimedAt = w.Attempt, at
+		if w.CancelToken != "" {
+			n.CancelToken = w.CancelToken
+		}
+		ns = append(ns, n)
+	}
+	return st.submit(ctx, ns...)
 }
 
 // sweepSort sorts a page's rows into what to record, claim or re-claim.
