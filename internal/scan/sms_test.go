@@ -14,10 +14,10 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/policy"
+	"scan/internal/provider/twilio"
+	"scan/internal/provider/twilio/twiliotest"
 	"scan/internal/scan"
 	"scan/internal/send"
-	"scan/internal/twilio"
-	"scan/internal/twilio/twiliotest"
 )
 
 const smsPolicy = `
