@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"scan/internal/budget"
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/pace"
@@ -29,28 +30,41 @@ type channel struct {
 	// limits pace the channel's sends: per recipient domain and overall
 	// for email, one bucket (rate.sms) for a text channel, whose notices
 	// all name the channel as their domain (textDomain).
-	limits      pace.Limits
+	limits pace.Limits
+	// budget leases the channel's send slots from the buckets every pass
+	// on the ledger shares (issue 38, fleet.go); nil: paced locally only.
+	budget      send.Budget
 	concurrency int
 	retry       send.RetryPolicy
 }
 
 // textDomain is the bucket key of a text channel's notices: one bucket
-// for the channel, never the number (which no log or label may carry).
-func textDomain(channel string) string { return channel }
+// for the channel, never the number (which no log or label may carry);
+// for sms the fleet budget's key (budget.SMSDomain, no host name).
+func textDomain(channel string) string {
+	if channel == notice.ChannelSMS {
+		return budget.SMSDomain
+	}
+	return channel + ":"
+}
 
-// channelOf returns the parts of the named channel for this pass (the
-// shard's share of its limits).
+// channelOf returns the parts of the named channel for this pass: the
+// policy's whole rates, the fleet's budget sharing them out (fleet.go).
 func (p *Pass) channelOf(name string) channel {
-	share := p.cfg.Policy.Rate.Share(p.cfg.Shards)
 	if name == notice.ChannelEmail {
-		return channel{name: name, sender: p.sender, renderer: p.renderer, limits: share,
+		limits, b := p.rates()
+		return channel{name: name, sender: p.sender, renderer: p.renderer, limits: limits, budget: b,
 			concurrency: p.cfg.Policy.Concurrency, retry: p.cfg.Retry}
 	}
 	// A text goes once per claim: a Transient refusal (429) is recorded
 	// retry for the next pass rather than tried again at once.
-	return channel{name: name, sender: p.cfg.SMS, renderer: notice.Texts(p.renderer),
-		limits: pace.Limits{Domains: map[string]pace.Bucket{textDomain(name): share.SMS}}, concurrency: 1,
+	ch := channel{name: name, sender: p.cfg.SMS, renderer: notice.Texts(p.renderer),
+		limits: pace.Limits{Domains: map[string]pace.Bucket{textDomain(name): p.cfg.Policy.Rate.SMS}}, concurrency: 1,
 		retry: send.RetryPolicy{Attempts: 1}}
+	if p.cfg.Policy.Rate.SMS.PerSecond > 0 {
+		ch.budget = budget.New(p.db, p.cfg.Policy.Rate, claimHorizon)
+	}
+	return ch
 }
 
 // stage is one channel's sending half while it runs: the planner that
@@ -80,7 +94,7 @@ func (p *Pass) startStage(ctx context.Context, ch channel, c *counters, next *ha
 		// (flow.go), so the dispatcher never holds more than a batch or
 		// two: its own bound is only a backstop.
 		Concurrency: ch.concurrency, MaxQueued: 2 * p.cfg.BatchSize, Retry: ch.retry,
-		Clock: p.cfg.Clock,
+		Clock: p.cfg.Clock, Budget: ch.budget,
 	})
 	if err != nil {
 		cancel(nil)
