@@ -236,7 +236,7 @@ func (r *recorder) noteOptOut(res send.Result) {
 		return
 	}
 	r.optOut = append(r.optOut, ledger.Suppression{Channel: r.channel, Digest: r.hasher.Digest(r.channel, res.Notice.To),
-		Reason: se.Err.Error(), Source: ledger.SuppressedByProvider, NoticeKey: res.Notice.Key})
+		Reason: se.Err.Error(), Source: ledger.SuppressedByProvider, NoticeKey: res.Notice.Key, KeyID: r.hasher.KeyID()})
 }
 
 // addOptOuts enters the opt-outs of the batch just recorded on the

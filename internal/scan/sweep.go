@@ -230,13 +230,16 @@ type sweepTools struct {
 	content *content
 	keyer   *notice.Keyer
 	hasher  *notice.AddressHasher
-	due     map[string]*dueBounds // by selection key: sel.due's, with a cache of its own
+	// previous are the list's hashers under the previous secrets.
+	previous []*notice.AddressHasher
+	due      map[string]*dueBounds // by selection key: sel.due's, with a cache of its own
 }
 
 func (p *Pass) newSweepTools() *sweepTools {
 	keyer, _ := notice.NewKeyer(p.cfg.Secret) // checked by New
 	hasher, _ := notice.NewAddressHasher(p.cfg.Secret)
-	return &sweepTools{content: p.content.fork(), keyer: keyer, hasher: hasher, due: map[string]*dueBounds{}}
+	previous, _ := previousHashers(p.cfg.PreviousSecrets) // checked by New
+	return &sweepTools{content: p.content.fork(), keyer: keyer, hasher: hasher, previous: previous, due: map[string]*dueBounds{}}
 }
 
 // dueOf is the stage's own copy of sel's due rule (nil without one).
@@ -438,6 +441,9 @@ func (p *Pass) sweepNotice(r subscription.Row, t notice.Tuple, v verdict, bt *sw
 	n := v.dn.n
 	n.Key, n.CancelToken = cl.Key, p.sweepc.keyer.CancelToken(t)
 	cl.AddressHMAC = p.sweepc.hasher.Digest(notice.ChannelSMS, v.dn.addr)
+	for _, h := range p.sweepc.previous {
+		cl.PreviousHMACs = append(cl.PreviousHMACs, h.Digest(notice.ChannelSMS, v.dn.addr))
+	}
 	bt.byKey[cl.Key] = n
 	if r.LedgerKey != nil {
 		bt.retried = append(bt.retried, cl)
@@ -462,7 +468,12 @@ func (p *Pass) sweepUnreached(ctx context.Context, c *counters, bt *sweepBatch) 
 		return err
 	}
 	c.add(func(x *Summary) { x.NoUsableAddress += len(a) + len(b) })
-	all, hit, err := bt.listed(ctx, p.db)
+	all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
+	digests, previous := make([][]byte, len(all)), make([][][]byte, len(all))
+	for i, cl := range all {
+		digests[i], previous[i] = cl.AddressHMAC, cl.PreviousHMACs
+	}
+	hit, err := ledger.SuppressionMatchRekey(ctx, p.db, notice.ChannelSMS, digests, previous, p.sweepc.hasher.KeyID())
 	if err != nil {
 		return err
 	}
