@@ -25,6 +25,11 @@ func TestSMSValidityPeriodEndsWithTheWindow(t *testing.T) {
 	if s.Sent != smsNotices || len(reqs) != smsNotices {
 		t.Fatalf("summary %+v, %d texts", s, len(reqs))
 	}
+	for id, sender := range f.senders() {
+		if sender != "twilio" {
+			t.Errorf("%s: sender %q, want twilio", id, sender)
+		}
+	}
 	left := closes.Sub(now)
 	for _, r := range reqs {
 		v, err := strconv.Atoi(r.ValidityPeriod)
