@@ -42,3 +42,35 @@ func TestSMSValidityPeriodEndsWithTheWindow(t *testing.T) {
 		}
 	}
 }
+
+// A malformed email with a phone is known the first night (issue 36): the
+// email channel is unusable for that notice, like a missing address
+// (recorded failed no_usable_address, no message), and the sms goes in
+// the same, first pass.
+func TestMalformedEmailTextedInTheFirstPass(t *testing.T) {
+	t.Parallel()
+	f, tw, env := smsFixtureOf(t, "[email, sms]", "email = 'user.example.com', ")
+	s := f.mustRun(f.env(env...))
+	if s.Sent != smsNotices || s.SMS != smsNotices || s.NoUsableAddress != smsNotices || f.smtp.Total() != 0 {
+		t.Fatalf("summary %+v, SMTP got %d", s, f.smtp.Total())
+	}
+	sent, _ := smsCheck(t, f, tw, true)
+	if sent != smsNotices {
+		t.Fatalf("%d of %d texted", sent, smsNotices)
+	}
+	var emailRows []struct {
+		State     string  `db:"state"`
+		LastError *string `db:"last_error"`
+	}
+	if err := f.db.Select(&emailRows, `SELECT state, last_error FROM notice_ledger WHERE channel = 'email'`); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range emailRows {
+		if r.State != "failed" || r.LastError == nil || *r.LastError != "no_usable_address" {
+			t.Errorf("email row %s (%v), want failed no_usable_address", r.State, r.LastError)
+		}
+	}
+	if len(emailRows) != smsNotices {
+		t.Fatalf("%d email rows", len(emailRows))
+	}
+}
