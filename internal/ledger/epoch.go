@@ -76,6 +76,17 @@ func (e *RestoredError) Error() string {
 
 func (e *RestoredError) Unwrap() error { return ErrRestored }
 
+// Since is the instant a recovery reads the provider's record from: the
+// last epoch before the database went back (RFC 3339, UTC).
+func (e *RestoredError) Since() string { return e.Last.RecordedAt.UTC().Format(time.RFC3339) }
+
+// RecoverCommand is the command line that lifts the refusal with the
+// provider's record (PROVIDER: the one the notices went out by; or
+// --events FILE with an export of its events).
+func (e *RestoredError) RecoverCommand() string {
+	return "scan recover --since " + e.Since() + " --ask PROVIDER"
+}
+
 // ErrNoTimeline says that the server does not tell its WAL timeline (a
 // standby, or a managed service that hides the WAL functions): no epoch
 // can be checked or recorded.
@@ -89,6 +100,19 @@ var ErrNoTimeline = errors.New("the server does not tell its WAL timeline")
 // refuses nothing. Where the server does not tell its timeline it returns
 // ErrNoTimeline: the caller goes on unchecked.
 func CheckPass(ctx context.Context, db sqlx.QueryerContext, runID string, now time.Time) (Where, error) {
+	return checkEpoch(ctx, db, noticeEpochCheckPass, runID, now.UTC())
+}
+
+// CheckNext says, recording nothing, what CheckPass would say to the next
+// pass: nil, a *RestoredError (errors.Is ErrRestored) when it would
+// refuse, or ErrNoTimeline. Safe on a read-only connection.
+func CheckNext(ctx context.Context, db sqlx.QueryerContext) (Where, error) {
+	return checkEpoch(ctx, db, noticeEpochCheckNext)
+}
+
+// checkEpoch runs one of the epoch checks (noticeEpochCompare's) and
+// turns its row into CheckPass's result.
+func checkEpoch(ctx context.Context, db sqlx.QueryerContext, query string, args ...any) (Where, error) {
 	var r struct {
 		Where
 		Recorded bool
@@ -101,7 +125,7 @@ func CheckPass(ctx context.Context, db sqlx.QueryerContext, runID string, now ti
 		LSN        *string    `db:"last_lsn"`
 		RecordedAt *time.Time `db:"recorded_at"`
 	}
-	rows, err := db.QueryxContext(ctx, noticeEpochCheckPass, runID, now.UTC())
+	rows, err := db.QueryxContext(ctx, query, args...)
 	if err != nil {
 		return Where{}, epochErr(err)
 	}

@@ -736,30 +736,47 @@ SELECT EXISTS (SELECT 1 FROM notice_suppression WHERE channel = $1)`
 // position) and that position. Both functions are open to every role; on
 // a standby pg_current_wal_lsn fails (recovery is in progress).
 
-// noticeEpochCheckPass records a pass's epoch where the database is now,
-// unless the last epoch recorded is on another timeline or ahead of the
-// current WAL position (then it records nothing). It returns where the
-// database is, whether the epoch was recorded, and the last epoch before
-// it (NULLs when there is none). One statement per pass.
-// $1 run id, $2 recorded_at.
-const noticeEpochCheckPass = `
+// noticeEpochCompare finds where the database is now (here), the last
+// epoch recorded (last) and whether a pass would refuse (verdict.refuse:
+// the last epoch is on another timeline or ahead of the current WAL
+// position). The one check both noticeEpochCheckPass (a pass) and
+// noticeEpochCheckNext (`scan status`, read-only) make.
+const noticeEpochCompare = `
 WITH here AS (
     SELECT ('x' || lpad(left(pg_walfile_name(pg_current_wal_lsn()), 8), 16, '0'))::bit(64)::bigint AS timeline,
            pg_current_wal_lsn() AS lsn),
 last AS (
     SELECT id, kind, run_id, timeline, lsn, recorded_at
     FROM notice_ledger_epoch ORDER BY id DESC LIMIT 1),
+verdict AS (
+    SELECT EXISTS (SELECT 1 FROM last, here
+                   WHERE last.timeline IS NOT NULL
+                     AND (last.timeline <> here.timeline OR last.lsn > here.lsn)) AS refuse)`
+
+// noticeEpochCheckPass records a pass's epoch where the database is now,
+// unless the last epoch recorded is on another timeline or ahead of the
+// current WAL position (then it records nothing). It returns where the
+// database is, whether the epoch was recorded, and the last epoch before
+// it (NULLs when there is none). One statement per pass.
+// $1 run id, $2 recorded_at.
+const noticeEpochCheckPass = noticeEpochCompare + `,
 ins AS (
     INSERT INTO notice_ledger_epoch (kind, run_id, timeline, lsn, recorded_at)
     SELECT 'pass', $1, here.timeline, here.lsn, $2 FROM here
-    WHERE NOT EXISTS (SELECT 1 FROM last
-                      WHERE last.timeline IS NOT NULL
-                        AND (last.timeline <> here.timeline OR last.lsn > here.lsn))
+    WHERE NOT (SELECT refuse FROM verdict)
     RETURNING id)
 SELECT here.timeline, here.lsn::text AS lsn, EXISTS (SELECT 1 FROM ins) AS recorded,
        last.id, last.kind, last.run_id, last.timeline AS last_timeline, last.lsn::text AS last_lsn,
        last.recorded_at
 FROM here LEFT JOIN last ON true`
+
+// noticeEpochCheckNext is noticeEpochCheckPass without its insert:
+// whether the next pass would record its epoch (recorded) or refuse.
+const noticeEpochCheckNext = noticeEpochCompare + `
+SELECT here.timeline, here.lsn::text AS lsn, NOT verdict.refuse AS recorded,
+       last.id, last.kind, last.run_id, last.timeline AS last_timeline, last.lsn::text AS last_lsn,
+       last.recorded_at
+FROM here CROSS JOIN verdict LEFT JOIN last ON true`
 
 // noticeEpochAcknowledge records an acknowledged epoch (scan recover)
 // where the database is now.
