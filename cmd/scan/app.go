@@ -60,6 +60,8 @@ commands:
   suppress     the suppression list: add|remove (--email ADDR|--phone NUMBER --reason TEXT), list,
                import (--from FILE.csv --channel email|sms); keeps and prints no address
   undelivered  notices that reached the customer by no channel, with the reason (--since D, --format json|csv)
+  status       one screen: last passes, quarantine, retry, missed, recovery needed, receiver (-o json);
+               exit 1 when something needs a person
 
 Run 'scan COMMAND -h' for a command's flags.`
 )
@@ -168,7 +170,7 @@ var commands = []struct {
 	{"reconcile", cmdReconcile}, {"resolve", cmdResolve}, {"backfill", cmdBackfill},
 	{"schedule", cmdSchedule}, {"key", cmdKey}, {"prune", cmdPrune}, {"preview", cmdPreview},
 	{"version", cmdVersion}, {"shadow", cmdShadow}, {"suppress", cmdSuppress}, {"undelivered", cmdUndelivered},
-	{"receive", cmdReceive}, {"recover", cmdRecover},
+	{"receive", cmdReceive}, {"recover", cmdRecover}, {"status", cmdStatus},
 }
 
 func exitCode(e *env, err error) int {

@@ -196,6 +196,7 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 	runID := newRunID(now)
 	passLog := ps.log.With().Int("shard", ps.shard).Logger()
 	obs = newObserver(e, ps, runID, passLog)
+	obs.rec = newPassRecord(e, db, ps, runID, obs.log)
 	// --max-mint keeps its meaning: 0 refuses any mint, below 0 (the
 	// default -1) is no limit, which is a nil Config.MaxMint.
 	var maxMint *int

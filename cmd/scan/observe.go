@@ -32,6 +32,7 @@ type observer struct {
 	start   time.Time
 	// progressTick overrides the ticker of the progress lines (tests).
 	progressTick <-chan time.Time
+	rec          *passRecord // notice_pass, for scan status
 }
 
 // checkPushURL validates PUSHGATEWAY_URL (empty: no push) so that a typo
@@ -93,7 +94,9 @@ func (o *observer) hooks(base scan.Hooks) scan.Hooks {
 // run` and each firing of `scan schedule` do with the pass newPass built.
 func (o *observer) run(ctx context.Context, e *env, sc *scan.Pass) (scan.Summary, error) {
 	o.begin(ctx, e, sc)
+	o.rec.start(ctx)
 	sum, err := sc.Run(ctx)
+	o.rec.end(ctx, sum, err)
 	o.finish(ctx, sum, err)
 	return sum, err
 }
