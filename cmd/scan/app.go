@@ -28,7 +28,7 @@ import (
 	"scan/internal/subscription"
 )
 
-// Exit codes, as the README states them under Commands (the README is
+// Exit codes, as docs/operations.md states them under Commands (that is
 // the operator contract: commands, summary line, exit codes).
 const (
 	exitOK       = 0
