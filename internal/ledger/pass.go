@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -13,6 +14,22 @@ import (
 // ledger's rows. A pass records its start and its end (PassStarted,
 // PassEnded); the receiver records the last request it committed per
 // provider (ReceiptRecord).
+
+// ReadSnapshot runs fn in one read-only REPEATABLE READ transaction, so
+// that every statement fn makes reads the same snapshot, with JIT
+// compilation off (statusSession); it always rolls back (nothing to
+// commit). For `scan status`.
+func ReadSnapshot(ctx context.Context, db *sqlx.DB, fn func(tx *sqlx.Tx) error) error {
+	tx, err := db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = rollback(tx) }()
+	if _, err := tx.ExecContext(ctx, statusSession); err != nil {
+		return fmt.Errorf("status session: %w", err)
+	}
+	return fn(tx)
+}
 
 // Pass is one row of notice_pass: a pass of one shard.
 type Pass struct {
