@@ -80,6 +80,11 @@ func TestStatusRestoredDatabaseNeedsRecovery(t *testing.T) {
 	if code, _, errOut := f.runIn(nil, "run", "--batch-size", "20"); code != exitRestored {
 		t.Fatalf("the next pass: exit %d, want 4\n%s", code, tail(errOut))
 	}
+	// That refused pass is now the shard's last, recorded as not completed.
+	code, out, errOut = f.runIn(nil, "status")
+	if code != exitAborted || !strings.Contains(errOut, "did not complete") || !strings.Contains(out, "FAILED") {
+		t.Fatalf("status after a refused pass: exit %d\n%s\n%s", code, out, errOut)
+	}
 }
 
 func TestStatusBadOutputIsAUsageError(t *testing.T) {
