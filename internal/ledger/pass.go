@@ -88,7 +88,7 @@ func LastPasses(ctx context.Context, db sqlx.QueryerContext) ([]Pass, error) {
 type Receipt struct {
 	Provider    string    `db:"provider" json:"provider"`
 	CommittedAt time.Time `db:"committed_at" json:"committed_at"`
-	Events      int64     `db:"events" json:"events"` // events committed since the first receipt
+	Events      int64     `db:"events" json:"events"` // events its committed requests carried (replays included)
 }
 
 // ReceiptRecord records that the receiver committed a request of
