@@ -53,20 +53,24 @@ func (b *bench) statusScenario(ctx context.Context) error {
 	}
 	for _, step := range []struct {
 		q    string
-		args []any
+		args func() []any // evaluated when the step runs
 	}{
 		{ExtensionPgcrypto, nil},
-		{HistoryMonths, []any{"{" + strings.Join(months, ",") + "}"}},
-		{HistorySeed, []any{b.cfg.statusN, b.now, max(b.cfg.statusN/50, 1), secret}},
+		{HistoryMonths, func() []any { return []any{"{" + strings.Join(months, ",") + "}"} }},
+		{HistorySeed, func() []any { return []any{b.cfg.statusN, b.now, max(b.cfg.statusN/50, 1), secret} }},
 		// The recent rows at the clock's now, not the bench's start: the
 		// history of 10M rows takes most of an hour to seed, and claims
 		// older than 1h would make scan status exit 1 (needs a person).
-		{StatusRecentSeed, []any{max(b.cfg.statusN/1000, 100), time.Now().UTC()}},
-		{StatusPassSeed, []any{24 * 365, time.Now().UTC()}},
+		{StatusRecentSeed, func() []any { return []any{max(b.cfg.statusN/1000, 100), time.Now().UTC()} }},
+		{StatusPassSeed, func() []any { return []any{24 * 365, time.Now().UTC()} }},
 		{LedgerAnalyze, nil},
 	} {
+		var args []any
+		if step.args != nil {
+			args = step.args()
+		}
 		t := time.Now()
-		if _, err := db.ExecContext(ctx, step.q, step.args...); err != nil {
+		if _, err := db.ExecContext(ctx, step.q, args...); err != nil {
 			return fmt.Errorf("status seed: %w", err)
 		}
 		fmt.Fprintf(b.log, "bench: status: seed step in %s\n", time.Since(t).Round(time.Millisecond))
