@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"scan/internal/ledger"
+	"scan/internal/observe"
 	"scan/internal/scan"
 )
 
@@ -47,7 +48,7 @@ func (r *passRecord) end(ctx context.Context, sum scan.Summary, runErr error) {
 	if runErr != nil {
 		failure = oneLine(r.redact(runErr.Error()))
 	}
-	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), observe.PushTimeout)
 	defer cancel()
 	if err := ledger.PassEnded(ectx, r.db, r.runID, failure, sum.Counts(), r.clock()); err != nil {
 		r.log.Warn().Err(err).Msg("could not record the pass's end for scan status")
