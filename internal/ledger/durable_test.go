@@ -78,8 +78,8 @@ func TestCheckPassRefusesAnotherTimeline(t *testing.T) {
 	// The last pass was recorded on a timeline other than the server's:
 	// as after a promotion or a PITR to a point before that pass.
 	db.MustExec(`UPDATE notice_ledger_epoch SET timeline = timeline + 1 WHERE run_id = 'run-2'`)
-	// CheckNext (scan status) sees the same refusal and records nothing.
-	if _, err := ledger.CheckNext(ctx, db); !errors.Is(err, ledger.ErrRestored) {
+	// CheckTimeline (scan status, the dry run) sees the same refusal and records nothing.
+	if _, err := ledger.CheckTimeline(ctx, db); !errors.Is(err, ledger.ErrRestored) {
 		t.Fatalf("check next on another timeline: %v", err)
 	}
 	if n := count(t, db, `SELECT count(*) FROM notice_ledger_epoch`); n != 2 {

@@ -125,42 +125,20 @@ var ErrNoTimeline = errors.New("the server does not tell its WAL timeline")
 // refuses nothing. Where the server does not tell its timeline it returns
 // ErrNoTimeline: the caller goes on unchecked.
 func CheckPass(ctx context.Context, db sqlx.QueryerContext, runID string, now time.Time) (Where, error) {
-	here, re, err := checkEpoch(ctx, db, noticeEpochCheckPass, runID, now.UTC())
-	if err != nil || re == nil {
-		return here, err
-	}
-	sw, err := switchoverOf(ctx, db, re)
-	if err != nil || sw == nil {
-		return here, err
-	}
-	if err := recordSwitchover(ctx, db, runID, *sw, now); err != nil {
-		return here, err
-	}
-	here.Switchover = sw
-	return here, nil
+	return checkEpoch(ctx, db, true, runID, now)
 }
 
-// CheckNext says, recording nothing, what CheckPass would say to the next
-// pass: nil (with Where.Switchover when the pass would take a lossless
-// switchover and go on), a *RestoredError (errors.Is ErrRestored) when it
-// would refuse, or ErrNoTimeline. Safe in a read-only transaction.
-func CheckNext(ctx context.Context, db sqlx.QueryerContext) (Where, error) {
-	here, re, err := checkEpoch(ctx, db, noticeEpochCheckNext)
-	if err != nil || re == nil {
-		return here, err
-	}
-	sw, err := switchoverOf(ctx, db, re)
-	if err != nil || sw == nil {
-		return here, err
-	}
-	here.Switchover = sw
-	return here, nil
+// CheckTimeline is CheckPass that records nothing (neither the pass's
+// epoch nor a switchover's): the dry run's check, which runs in a
+// read-only transaction. It returns a *RestoredError where a pass now
+// would refuse, Where.Switchover where it would go on across a lossless
+// switchover, ErrNoTimeline where the server does not tell its timeline.
+func CheckTimeline(ctx context.Context, db sqlx.QueryerContext) (Where, error) {
+	return checkEpoch(ctx, db, false, "", time.Time{})
 }
 
-// checkEpoch runs one of the epoch checks (noticeEpochCompare's): where
-// the database is, and the refusal when the epoch was not (or would not
-// be) recorded after an earlier one.
-func checkEpoch(ctx context.Context, db sqlx.QueryerContext, query string, args ...any) (Where, *RestoredError, error) {
+// checkEpoch is CheckPass, and with record false CheckTimeline.
+func checkEpoch(ctx context.Context, db sqlx.QueryerContext, record bool, runID string, now time.Time) (Where, error) {
 	var here Where
 	var recorded bool
 	var last struct {
@@ -172,48 +150,53 @@ func checkEpoch(ctx context.Context, db sqlx.QueryerContext, query string, args 
 		RecordedAt *time.Time `db:"recorded_at"`
 		Witness
 	}
-	rows, err := db.QueryxContext(ctx, query, args...)
+	stmt, args := noticeEpochCheckOnly, []any(nil)
+	if record {
+		stmt, args = noticeEpochCheckPass, []any{runID, now.UTC()}
+	}
+	rows, err := db.QueryxContext(ctx, stmt, args...)
 	if err != nil {
-		return Where{}, nil, epochErr(err)
+		return Where{}, epochErr(err)
 	}
 	defer rows.Close()
 	if !rows.Next() {
 		if err := rows.Err(); err != nil {
-			return Where{}, nil, epochErr(err)
+			return Where{}, epochErr(err)
 		}
-		return Where{}, nil, fmt.Errorf("check timeline: no row")
+		return Where{}, fmt.Errorf("check timeline: no row")
 	}
 	if err := rows.Scan(&here.Timeline, &here.LSN, &here.SystemID, &recorded, &last.ID, &last.Kind, &last.RunID, &last.Timeline, &last.LSN,
 		&last.RecordedAt, &last.SyncStandbys, &last.SyncCommit, &last.SystemID); err != nil {
-		return Where{}, nil, epochErr(err)
+		return Where{}, epochErr(err)
 	}
 	if err := rows.Close(); err != nil {
-		return Where{}, nil, epochErr(err)
+		return Where{}, epochErr(err)
 	}
 	if recorded || last.ID == nil {
-		return here, nil, nil
+		return here, nil
 	}
-	return here, &RestoredError{Now: here, Last: Epoch{ID: *last.ID, Kind: *last.Kind, RunID: *last.RunID,
-		Timeline: last.Timeline, LSN: last.LSN, RecordedAt: *last.RecordedAt, Witness: last.Witness}}, nil
-}
-
-// switchoverOf judges a refusal on a new timeline: the lossless
-// switchover that explains it (switchover.go), or the refusal itself as
-// the error, with why it is not one. A refusal on the same timeline
-// (behind the last WAL position) is returned as it is.
-func switchoverOf(ctx context.Context, db sqlx.QueryerContext, re *RestoredError) (*Switchover, error) {
-	if re.Last.Timeline == nil || *re.Last.Timeline == re.Now.Timeline {
-		return nil, re
+	re := &RestoredError{Now: here, Last: Epoch{ID: *last.ID, Kind: *last.Kind, RunID: *last.RunID,
+		Timeline: last.Timeline, LSN: last.LSN, RecordedAt: *last.RecordedAt, Witness: last.Witness}}
+	if last.Timeline == nil || *last.Timeline == here.Timeline {
+		return here, re
 	}
-	sw, why, err := judgeSwitch(ctx, db, re.Last, re.Now)
+	sw, why, err := judgeSwitch(ctx, db, re.Last, here)
 	if err != nil {
-		return nil, err
+		return here, err
 	}
 	if sw == nil {
 		re.Why = why
-		return nil, re
+		return here, re
 	}
-	return sw, nil
+	if !record {
+		here.Switchover = sw
+		return here, nil
+	}
+	if err := recordSwitchover(ctx, db, runID, *sw, now); err != nil {
+		return here, err
+	}
+	here.Switchover = sw
+	return here, nil
 }
 
 // epochErr turns a server that cannot tell its timeline into ErrNoTimeline.

@@ -193,7 +193,7 @@ func (s *Status) readQuarantine(ctx context.Context, db sqlx.QueryerContext, bef
 }
 
 func (s *Status) readRecovery(ctx context.Context, db sqlx.QueryerContext) error {
-	_, err := ledger.CheckNext(ctx, db)
+	_, err := ledger.CheckTimeline(ctx, db)
 	var re *ledger.RestoredError
 	switch {
 	case err == nil:
