@@ -16,6 +16,7 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/pace"
+	"scan/internal/provider"
 	"scan/internal/send"
 	"scan/internal/subscription"
 )
@@ -40,6 +41,7 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 	c := &counters{Summary: Summary{RunID: p.cfg.RunID}}
 	finish := func(err error) (Summary, error) {
 		p.fillQuarantine(ctx, c)
+		p.fillObjective(ctx, c)
 		sum := c.snapshot()
 		sum.DurationMS = p.cfg.Clock.Now().Sub(start).Milliseconds()
 		return sum, err
@@ -291,6 +293,24 @@ func (p *Pass) fillQuarantine(ctx context.Context, c *counters) {
 		p.log.Warn().Int("quarantine", q.Count).Time("quarantine_since", *q.Oldest).
 			Msg("claims without a recorded outcome are waiting in quarantine: settle them with `scan reconcile` or `scan resolve`")
 	}
+}
+
+// fillObjective counts the delivery objective from the ledger
+// (ledger.Objective: one statement over the window_closes_at index) for
+// the metrics the pass pushes. A stopped pass skips it, and a failed count
+// is logged and left out of the push: the objective is never a reason for
+// a pass to fail.
+func (p *Pass) fillObjective(ctx context.Context, c *counters) {
+	if ctx.Err() != nil {
+		return
+	}
+	confirms := p.cfg.Policy.Provider != string(provider.None)
+	o, err := ledger.Objective(ctx, p.db, p.cfg.Now, confirms, nil)
+	if err != nil {
+		p.log.Warn().Err(err).Msg("could not count the delivery objective; its metrics are left out of this push")
+		return
+	}
+	c.add(func(x *Summary) { x.Objective, x.EmailConfirms = o, confirms })
 }
 
 // checkKeys re-derives the keys of recent ledger rows (those of the
