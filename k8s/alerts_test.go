@@ -77,17 +77,18 @@ var wantAlerts = []string{
 	"ScanBounceRateHigh", "ScanComplaintRateHigh", "ScanUndeliveredGrowing",
 	"ScanQuarantineNonZero", "ScanClaimToCommitGapGrowing", "ScanRetryAgeBeyondWindow", "ScanAttemptsPerKeyHigh",
 	"ScanReceiverDown", "ScanReceiveRejectionsHigh",
+	"ScanObjectiveBurnFast", "ScanObjectiveBurnSlow",
 }
 
+// runbookPrefix starts every runbook_url; the rest is a Markdown file of
+// the repository (README.md, docs/...) and one of its headings' anchors.
+const runbookPrefix = "https://github.com/example/scan/blob/main/"
+
 // Every alert has a severity, a summary and a runbook link to a section of
-// the README that exists.
+// the README or of a file under docs/ that exists.
 func TestAlertsAnnotated(t *testing.T) {
 	pr := prometheusRule(t)
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	anchors := readmeAnchors(readme)
+	anchors := map[string]map[string]bool{}
 	var got []string
 	for _, g := range pr.Spec.Groups {
 		for _, r := range g.Rules {
@@ -102,12 +103,21 @@ func TestAlertsAnnotated(t *testing.T) {
 				t.Errorf("%s: no summary", r.Alert)
 			}
 			link := r.Annotations["runbook_url"]
-			const prefix = "https://github.com/example/scan/blob/main/README.md#"
-			anchor, ok := strings.CutPrefix(link, prefix)
-			if !ok {
-				t.Errorf("%s: runbook_url %q does not start with %s", r.Alert, link, prefix)
-			} else if !anchors[anchor] {
-				t.Errorf("%s: runbook_url anchor #%s is no heading of README.md", r.Alert, anchor)
+			file, anchor, ok := strings.Cut(strings.TrimPrefix(link, runbookPrefix), "#")
+			if !strings.HasPrefix(link, runbookPrefix) || !ok || (file != "README.md" && !strings.HasPrefix(file, "docs/")) {
+				t.Errorf("%s: runbook_url %q is not %sREADME.md#... or %sdocs/FILE.md#...", r.Alert, link, runbookPrefix, runbookPrefix)
+				continue
+			}
+			if anchors[file] == nil {
+				md, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(file)))
+				if err != nil {
+					t.Errorf("%s: runbook_url names %s: %v", r.Alert, file, err)
+					continue
+				}
+				anchors[file] = readmeAnchors(md)
+			}
+			if !anchors[file][anchor] {
+				t.Errorf("%s: runbook_url anchor #%s is no heading of %s", r.Alert, anchor, file)
 			}
 		}
 	}
@@ -129,22 +139,30 @@ var pushedElsewhere = []string{"push_time_seconds", "scan_reconcile_events_total
 // scrapes: its own, and the scrape's up.
 var scraped = []string{"up", "scan_receive_requests_total"}
 
-// Every alert names only metrics that are pushed: an alert on a misspelt
-// or renamed metric never fires.
+// Every alert and recording rule names only metrics that are pushed, or
+// recorded by a rule: an alert on a misspelt or renamed metric never fires.
 func TestAlertsNamePushedMetrics(t *testing.T) {
 	pushed := pushedMetrics(t)
 	for _, n := range append(slices.Clone(pushedElsewhere), scraped...) {
 		pushed[n] = true
 	}
-	for _, g := range prometheusRule(t).Spec.Groups {
+	groups := prometheusRule(t).Spec.Groups
+	for _, g := range groups { // a recording rule's series is known to the rules after it
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				pushed[r.Record] = true
+			}
+		}
+	}
+	for _, g := range groups {
 		for _, r := range g.Rules {
 			names, err := metricNames(r.Expr.String())
 			if err != nil || len(names) == 0 {
-				t.Errorf("%s: metric names %v, %v", r.Alert, names, err)
+				t.Errorf("%s%s: metric names %v, %v", r.Alert, r.Record, names, err)
 			}
 			for _, n := range names {
 				if !pushed[n] {
-					t.Errorf("%s: %s is no metric the jobs push", r.Alert, n)
+					t.Errorf("%s%s: %s is no metric the jobs push", r.Alert, r.Record, n)
 				}
 			}
 		}
