@@ -18,26 +18,34 @@ package ledger
 //     An sms row counts only when delivered (Twilio reports delivery).
 //
 // $5 is the longest period's length: the one range of
-// notice_ledger_window_closes (sql/0033) the statement reads; each row's
-// evidence is one probe of notice_evidence_event's leading notice_key.
+// notice_ledger_window_closes (sql/0033) the statement reads. The
+// delivered evidence of those rows is read once, by the range of their
+// billing periods (notice_evidence_period) and hashed by key, rather than
+// probed row by row (EXPLAIN on a generated ledger: docs/delivery.md,
+// "What it costs").
 const noticeObjectiveByPeriod = `
-WITH row_ AS (
-    SELECT l.subscription_id, l.kind, l.period_start, l.revision, l.channel,
+WITH row_ AS MATERIALIZED (
+    SELECT l.notice_key, l.subscription_id, l.kind, l.period_start, l.revision, l.channel,
            l.window_closes_at,
-           (l.state = 'sent' AND l.sent_at <= l.window_closes_at) AS accepted,
-           EXISTS (SELECT 1 FROM notice_evidence e
-                   WHERE e.notice_key = l.notice_key AND e.kind = 'delivered'
-                     AND COALESCE(e.occurred_at, e.recorded_at) <= l.window_closes_at) AS delivered
+           (l.state = 'sent' AND l.sent_at <= l.window_closes_at) AS accepted
     FROM notice_ledger l
     WHERE l.window_closes_at > $1::timestamptz - make_interval(secs => $5::float8)
       AND l.window_closes_at <= $1::timestamptz),
+delivered AS (
+    SELECT e.notice_key, min(COALESCE(e.occurred_at, e.recorded_at)) AS at
+    FROM notice_evidence e
+    WHERE e.kind = 'delivered'
+      AND e.period_start >= (SELECT min(period_start) FROM row_)
+      AND e.period_start <= (SELECT max(period_start) FROM row_)
+    GROUP BY e.notice_key),
 closed AS (
-    SELECT min(window_closes_at) AS closes_at,
-           bool_or(accepted) AS accepted,
-           bool_or(delivered) AS delivered,
-           bool_or(delivered OR (accepted AND channel = 'email' AND NOT $4::boolean)) AS reached
-    FROM row_
-    GROUP BY subscription_id, kind, period_start, revision)
+    SELECT min(r.window_closes_at) AS closes_at,
+           bool_or(r.accepted) AS accepted,
+           COALESCE(bool_or(d.at <= r.window_closes_at), false) AS delivered,
+           COALESCE(bool_or(d.at <= r.window_closes_at), false)
+             OR bool_or(r.accepted AND r.channel = 'email' AND NOT $4::boolean) AS reached
+    FROM row_ r LEFT JOIN delivered d ON d.notice_key = r.notice_key
+    GROUP BY r.subscription_id, r.kind, r.period_start, r.revision)
 SELECT p.period,
        count(c.closes_at)::int AS due,
        count(*) FILTER (WHERE c.reached)::int AS reached,
