@@ -69,7 +69,7 @@ func writeRuleFile(t *testing.T, dir string, spec monitoringv1.PrometheusRuleSpe
 	}
 }
 
-// The alerts the README's runbook documents, one per condition of the
+// The alerts the runbook (docs/operations.md) documents, one per condition of the
 // operator's day two.
 var wantAlerts = []string{
 	"ScanNoRecentSuccess", "ScanPassFailed", "ScanQuarantineStale", "ScanMissedNotices",
@@ -80,15 +80,15 @@ var wantAlerts = []string{
 	"ScanObjectiveBurnFast", "ScanObjectiveBurnSlow",
 }
 
-// runbookPrefix starts every runbook_url; the rest is a Markdown file of
-// the repository (README.md, docs/...) and one of its headings' anchors.
-const runbookPrefix = "https://github.com/example/scan/blob/main/"
-
 // Every alert has a severity, a summary and a runbook link to a section of
-// the README or of a file under docs/ that exists.
+// docs/operations.md that exists.
 func TestAlertsAnnotated(t *testing.T) {
 	pr := prometheusRule(t)
-	anchors := map[string]map[string]bool{}
+	readme, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := readmeAnchors(readme)
 	var got []string
 	for _, g := range pr.Spec.Groups {
 		for _, r := range g.Rules {
@@ -103,21 +103,12 @@ func TestAlertsAnnotated(t *testing.T) {
 				t.Errorf("%s: no summary", r.Alert)
 			}
 			link := r.Annotations["runbook_url"]
-			file, anchor, ok := strings.Cut(strings.TrimPrefix(link, runbookPrefix), "#")
-			if !strings.HasPrefix(link, runbookPrefix) || !ok || (file != "README.md" && !strings.HasPrefix(file, "docs/")) {
-				t.Errorf("%s: runbook_url %q is not %sREADME.md#... or %sdocs/FILE.md#...", r.Alert, link, runbookPrefix, runbookPrefix)
-				continue
-			}
-			if anchors[file] == nil {
-				md, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(file)))
-				if err != nil {
-					t.Errorf("%s: runbook_url names %s: %v", r.Alert, file, err)
-					continue
-				}
-				anchors[file] = readmeAnchors(md)
-			}
-			if !anchors[file][anchor] {
-				t.Errorf("%s: runbook_url anchor #%s is no heading of %s", r.Alert, anchor, file)
+			const prefix = "https://github.com/example/scan/blob/main/docs/operations.md#"
+			anchor, ok := strings.CutPrefix(link, prefix)
+			if !ok {
+				t.Errorf("%s: runbook_url %q does not start with %s", r.Alert, link, prefix)
+			} else if !anchors[anchor] {
+				t.Errorf("%s: runbook_url anchor #%s is no heading of docs/operations.md", r.Alert, anchor)
 			}
 		}
 	}

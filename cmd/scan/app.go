@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -18,7 +17,9 @@ import (
 	"github.com/lib/pq"
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
 
+	"scan/internal/cli"
 	"scan/internal/clock"
 	"scan/internal/ledger"
 	"scan/internal/notice"
@@ -28,40 +29,13 @@ import (
 	"scan/internal/subscription"
 )
 
-// Exit codes, as the README states them under Commands (the README is
-// the operator contract: commands, summary line, exit codes).
+// Exit codes, as the contract states them.
 const (
 	exitOK       = 0
 	exitAborted  = 1
 	exitUsage    = 2
 	exitRefused  = 3
 	exitRestored = 4
-	usageSummary = `usage: scan COMMAND [flags]
-
-commands:
-  migrate      apply the embedded ledger migrations
-  run          one pass: claim, send, record (--dry-run, --max-mint N, --shard I/N, --now RFC3339)
-  lookup ID    every ledger row of one subscription
-  quarantine   claims with no recorded outcome, oldest first
-  reconcile    settle quarantined claims from provider events (--events FILE [--format ses|sendgrid|mailgun|postmark]),
-               from an SQS queue of SES events (--sqs QUEUE_URL), or from the provider's API (--ask postmark|mailgun|sendgrid)
-  resolve KEY  an operator's decision on one claim (--sent|--not-sent|--retry --reason TEXT)
-  backfill     import notices an earlier system already sent (--from FILE.csv)
-  schedule     run passes in-process on a cron schedule
-  key          print a notice key
-  version      version, commit and build time (also --version)
-  recover      after a restore or failover (exit 4): record the provider's record since T
-               (--since T --events FILE|- [--format F] | --ask PROVIDER), or --none-lost --reason TEXT --by NAME
-  prune        remove billing periods older than the retention (--older-than D, --dry-run)
-  receive      serve the providers' event webhooks: verify, apply, commit, then answer 2xx (--listen ADDR)
-  preview      print the message a subscription would get now (--subscription ID [--kind K] [--now T]),
-               or write sample notices for review (--kind K --locale L [--jurisdiction J] --out DIR);
-               writes nothing to the ledger, sends nothing
-  suppress     the suppression list: add|remove (--email ADDR|--phone NUMBER --reason TEXT), list,
-               import (--from FILE.csv --channel email|sms); keeps and prints no address
-  undelivered  notices that reached the customer by no channel, with the reason (--since D, --format json|csv)
-
-Run 'scan COMMAND -h' for a command's flags.`
 )
 
 // usageError is a bad flag, argument, environment variable or config:
@@ -116,7 +90,7 @@ func (e *env) clockNow() time.Time {
 // loadPolicy reads the policy file named by the command's --config flag
 // (val), else by SCAN_CONFIG; neither means the built-in default. Its
 // schedule's gaps are measured over the year from the clock's now.
-func loadPolicy(e *env, fs *flag.FlagSet, val string) (*policy.Policy, error) {
+func loadPolicy(e *env, fs *pflag.FlagSet, val string) (*policy.Policy, error) {
 	return policy.LoadAt(flagOrEnv(fs, "config", val, e, "SCAN_CONFIG"), e.clockNow())
 }
 
@@ -135,40 +109,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			code = exitAborted
 		}
 	}()
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, usageSummary)
-		return exitUsage
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		args = append([]string{"version"}, args[1:]...)
 	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, usageSummary)
-		return exitOK
-	case "--version", "-version":
-		cmd = "version"
-	}
-	names := make([]string, len(commands))
-	for i, c := range commands {
-		if c.name == cmd {
-			return exitCode(e, c.run(ctx, e, rest))
-		}
-		names[i] = c.name
-	}
-	fmt.Fprintf(stderr, "scan: unknown command %q: use one of %s ('scan help' lists them)\n", e.redact(cmd), strings.Join(names, ", "))
-	return exitUsage
-}
-
-// commands are scan's commands by name (usageSummary describes them), in
-// the order an unknown command's message lists them.
-var commands = []struct {
-	name string
-	run  func(ctx context.Context, e *env, args []string) error
-}{
-	{"migrate", cmdMigrate}, {"run", cmdRun}, {"lookup", cmdLookup}, {"quarantine", cmdQuarantine},
-	{"reconcile", cmdReconcile}, {"resolve", cmdResolve}, {"backfill", cmdBackfill},
-	{"schedule", cmdSchedule}, {"key", cmdKey}, {"prune", cmdPrune}, {"preview", cmdPreview},
-	{"version", cmdVersion}, {"shadow", cmdShadow}, {"suppress", cmdSuppress}, {"undelivered", cmdUndelivered},
-	{"receive", cmdReceive}, {"recover", cmdRecover},
+	root := newRoot(e)
+	root.SetArgs(singleDashLong(root, args))
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	return exitCode(e, root.ExecuteContext(ctx))
 }
 
 func exitCode(e *env, err error) int {
@@ -180,8 +129,6 @@ func exitCode(e *env, err error) int {
 	var se *subscription.ConfigError
 	var pe *policy.Error
 	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK
 	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &se), errors.As(err, &pe):
 		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
 		return exitUsage
@@ -191,10 +138,22 @@ func exitCode(e *env, err error) int {
 	case errors.Is(err, ledger.ErrRestored):
 		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
 		return exitRestored
+	case isSplitStatement(err):
+		fmt.Fprintf(e.stderr, "scan: %s: a connection pooler in transaction mode (PgBouncer) ran a statement's parts on two server connections; "+
+			"set binary_parameters=yes in DATABASE_URL (scan does unless the URL sets it)\n", oneLine(e.redact(err.Error())))
+		return exitAborted
 	default:
 		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
 		return exitAborted
 	}
+}
+
+// isSplitStatement says whether err is what lib/pq gets behind PgBouncer
+// in transaction pooling without binary_parameters: the Bind of an
+// unnamed statement reached a server connection that had not parsed it.
+func isSplitStatement(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && pe.Code == "26000" // invalid_sql_statement_name
 }
 
 // oneLine folds a multi-line error (a YAML decoder's list, a driver's
@@ -210,61 +169,8 @@ func oneLine(s string) string {
 	return strings.Join(lines, "; ")
 }
 
-// newFlags returns a flag set whose errors come back as usage errors.
-// The usage text goes to stderr for -h only (see parse).
-func newFlags(e *env, name, usage string) *flag.FlagSet {
-	fs := flag.NewFlagSet("scan "+name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: scan %s %s\n", name, usage)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parse parses flags that may come before or after positional arguments
-// and returns the positional ones.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	out := fs.Output()
-	for {
-		// The flag package prints the error and the whole usage on a bad
-		// flag; the operator gets one line instead, and the usage on -h.
-		fs.SetOutput(io.Discard)
-		err := fs.Parse(args)
-		fs.SetOutput(out)
-		if err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fs.Usage()
-				return nil, err
-			}
-			return nil, usagef("flags", "%v (see 'scan %s -h')", err, strings.TrimPrefix(fs.Name(), "scan "))
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
-// parseNoArgs parses the flags of a command that takes no positional
-// argument; one is a usage error, with hint (e.g. "; use --from FILE.csv")
-// after it.
-func parseNoArgs(fs *flag.FlagSet, args []string, hint string) error {
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("arguments", "%s takes no arguments, got %q%s", strings.TrimPrefix(fs.Name(), "scan "), pos[0], hint)
-	}
-	return nil
-}
-
 // flagOrEnv returns the flag's value when it was set, else the variable's.
-func flagOrEnv(fs *flag.FlagSet, name, val string, e *env, variable string) string {
+func flagOrEnv(fs *pflag.FlagSet, name, val string, e *env, variable string) string {
 	if isSet(fs, name) {
 		return val
 	}
@@ -275,15 +181,13 @@ func flagOrEnv(fs *flag.FlagSet, name, val string, e *env, variable string) stri
 }
 
 // isSet reports whether the flag name was given on the command line.
-func isSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
+func isSet(fs *pflag.FlagSet, name string) bool {
+	return fs.Changed(name)
 }
 
 // fieldOf names what a usage error about a flag-or-variable setting
 // points at: --name when the flag was given, else the variable.
-func fieldOf(fs *flag.FlagSet, name, variable string) string {
+func fieldOf(fs *pflag.FlagSet, name, variable string) string {
 	if isSet(fs, name) {
 		return "--" + name
 	}
@@ -316,7 +220,22 @@ func openDB(ctx context.Context, e *env) (*sqlx.DB, error) {
 	} else if strings.Contains(dsn, "://") || !strings.Contains(dsn, "=") {
 		return nil, usagef("DATABASE_URL", "not a PostgreSQL URL (postgres://...) or keyword string (host=... dbname=...)")
 	}
-	conn, err := pq.NewConnector(dsn)
+	cfg, err := pq.NewConfig(dsn)
+	if err != nil {
+		return nil, usagef("DATABASE_URL", "cannot parse it: %s", e.redact(err.Error()))
+	}
+	// Behind PgBouncer in transaction pooling (docs/fleet.md): lib/pq
+	// sends a statement with parameters as Parse and Describe, waits for
+	// the reply, then sends Bind and Execute. Outside a transaction
+	// PgBouncer may hand the second half to another server connection,
+	// which never saw the statement: "unnamed prepared statement does not
+	// exist". binary_parameters=yes sends all four in one message, so the
+	// statement runs on one server connection. Unless the URL says
+	// otherwise.
+	if !strings.Contains(dsn, "binary_parameters") {
+		cfg.BinaryParameters = true
+	}
+	conn, err := pq.NewConnectorConfig(cfg)
 	if err != nil {
 		return nil, usagef("DATABASE_URL", "cannot parse it: %s", e.redact(err.Error()))
 	}
@@ -338,6 +257,10 @@ func openDB(ctx context.Context, e *env) (*sqlx.DB, error) {
 func registerSecrets(e *env) {
 	e.secrets.Reset()
 	e.secrets.Add(e.getenv("NOTICE_KEY_SECRET"))
+	e.secrets.Add(e.getenv("NOTICE_KEY_SECRET_PREVIOUS"))
+	for _, s := range strings.Split(e.getenv("NOTICE_KEY_SECRET_PREVIOUS"), ",") {
+		e.secrets.Add(strings.TrimSpace(s))
+	}
 	e.secrets.Add(e.getenv("AWS_SECRET_ACCESS_KEY"))
 	e.secrets.Add(e.getenv("AWS_SESSION_TOKEN"))
 	for _, v := range []string{"POSTMARK_SERVER_TOKEN", "MAILGUN_API_KEY", "SENDGRID_API_KEY", "TWILIO_AUTH_TOKEN",
@@ -387,8 +310,56 @@ func secret(e *env) ([]byte, error) {
 	return []byte(s), nil
 }
 
+// previousSecrets reads NOTICE_KEY_SECRET_PREVIOUS: the earlier secrets
+// of a rotation, comma-separated, each at least notice.MinSecretLen bytes
+// (none when unset). The suppression list matches an address under each
+// of them too (docs/fleet.md, Secret rotation). An error names the
+// variable and the secret's position, never the secret.
+func previousSecrets(e *env, current []byte) ([][]byte, error) {
+	v := e.getenv("NOTICE_KEY_SECRET_PREVIOUS")
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	var out [][]byte
+	for i, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		switch {
+		case s == "":
+			return nil, usagef("NOTICE_KEY_SECRET_PREVIOUS", "secret %d is empty: give the earlier secrets separated by commas", i+1)
+		case len(s) < notice.MinSecretLen:
+			return nil, usagef("NOTICE_KEY_SECRET_PREVIOUS", "secret %d is too short (%d bytes): each must be at least %d bytes", i+1, len(s), notice.MinSecretLen)
+		case s == string(current):
+			return nil, usagef("NOTICE_KEY_SECRET_PREVIOUS", "secret %d is NOTICE_KEY_SECRET itself: list only earlier secrets", i+1)
+		}
+		out = append(out, []byte(s))
+	}
+	return out, nil
+}
+
 func newRunID(now time.Time) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// checkPushURL validates PUSHGATEWAY_URL (empty: no push) so that a typo
+// is a usage error before anything is written, not a warning every night.
+func checkPushURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("PUSHGATEWAY_URL", "not an http(s) URL such as http://pushgateway.monitoring:9091")
+	}
+	return nil
+}
+
+// outputFormat is the format a listing command prints in (its -o).
+func outputFormat(e *env, o *cli.Output) (string, error) {
+	f, err := o.Format(isTerminal(e.stdout))
+	if err != nil {
+		return "", usagef("-o", "%v", err)
+	}
+	return f, nil
 }

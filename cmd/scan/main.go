@@ -1,5 +1,5 @@
 // Command scan sends subscription-renewal notices exactly when policy
-// allows and never twice. README.md is its operator contract: commands,
+// allows and never twice. README.md and docs/ are its operator contract: commands,
 // configuration, summary line and exit codes.
 package main
 
@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+
 	// The IANA zones, embedded: the image is static and a fresh host may
 	// have no /usr/share/zoneinfo, yet every recipient's time_zone and the
 	// policy's default_time_zone must load.

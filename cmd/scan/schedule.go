@@ -6,6 +6,9 @@ import (
 	"errors"
 	"time"
 
+	"github.com/spf13/pflag"
+
+	"scan/internal/ledger"
 	"scan/internal/policy"
 	"scan/internal/scan"
 	"scan/internal/schedule"
@@ -17,21 +20,25 @@ import (
 // PostgreSQL advisory lock that keeps two schedulers on two hosts from
 // running passes at once). It prints each pass's summary on stdout, like
 // `scan run`. SIGTERM stops the pass in flight at its next batch boundary
-// and exits 0; a configuration error of a pass ends it with exit 2.
+// and exits 0; a configuration error of a pass ends it with exit 2, and a
+// pass's refusal (restore or failover detected) with exit 4.
 //
 // The expression is evaluated in UTC unless it starts with CRON_TZ=Zone,
 // as the policy's window check assumes; the schedule package says what
 // DST does to a CRON_TZ time.
-func cmdSchedule(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "schedule", "[--cron EXPR]")
+var scheduleCommand = command{use: "schedule", short: "run passes in-process on a cron schedule, for hosts without Kubernetes (--cron EXPR)",
+	env: envPass, flags: scheduleFlags}
+
+// scheduleFlags declares scan schedule's flags: scan run's, and --cron.
+func scheduleFlags(fs *pflag.FlagSet) runFunc {
 	var f runFlags
 	f.register(fs, false)
-	f.maxMint = -1
 	expr := fs.String("cron", "", "cron expression (default: the policy's schedule); CRON_TZ=Zone prefix allowed")
-	if err := parseNoArgs(fs, args, ""); err != nil {
-		return err
-	}
-	ps, err := preparePass(e, fs, &f)
+	return func(ctx context.Context, e *env, _ []string) error { return cmdSchedule(ctx, e, fs, &f, expr) }
+}
+
+func cmdSchedule(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags, expr *string) error {
+	ps, err := preparePass(e, fs, f)
 	if err != nil {
 		return err
 	}
@@ -59,9 +66,9 @@ func cmdSchedule(ctx context.Context, e *env, args []string) error {
 		Clock:    e.clock,
 		RunPass: func(ctx context.Context, now time.Time) error {
 			var sum scan.Summary
-			sc, obs, closeSender, err := ps.newPass(ctx, e, db, &f, now)
+			sc, obs, closeSender, err := ps.newPass(ctx, e, db, f, now)
 			if err == nil {
-				sum, err = obs.run(ctx, e, sc)
+				sum, err = obs.Run(ctx, sc)
 				closeSender()
 			}
 			// Printed even for a pass that could not start, as an empty
@@ -69,7 +76,10 @@ func cmdSchedule(ctx context.Context, e *env, args []string) error {
 			_ = enc.Encode(sum)
 			var ce *scan.ConfigError
 			var se *subscription.ConfigError
-			if errors.As(err, &ce) || errors.As(err, &se) {
+			// A refusal (the ledger's database restored or failed over)
+			// ends the scheduler with exit 4, as `scan run`: no later
+			// firing can pass before `scan recover`.
+			if errors.As(err, &ce) || errors.As(err, &se) || errors.Is(err, ledger.ErrRestored) {
 				return schedule.Stop(err)
 			}
 			if ctx.Err() != nil {

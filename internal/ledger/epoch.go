@@ -99,6 +99,17 @@ func (e *RestoredError) Error() string {
 
 func (e *RestoredError) Unwrap() error { return ErrRestored }
 
+// Since is the instant a recovery reads the provider's record from: the
+// last epoch before the database went back (RFC 3339, UTC).
+func (e *RestoredError) Since() string { return e.Last.RecordedAt.UTC().Format(time.RFC3339) }
+
+// RecoverCommand is the command line that lifts the refusal with the
+// provider's record (PROVIDER: the one the notices went out by; or
+// --events FILE with an export of its events).
+func (e *RestoredError) RecoverCommand() string {
+	return "scan recover --since " + e.Since() + " --ask PROVIDER"
+}
+
 // ErrNoTimeline says that the server does not tell its WAL timeline (a
 // standby, or a managed service that hides the WAL functions): no epoch
 // can be checked or recorded.
@@ -114,6 +125,20 @@ var ErrNoTimeline = errors.New("the server does not tell its WAL timeline")
 // refuses nothing. Where the server does not tell its timeline it returns
 // ErrNoTimeline: the caller goes on unchecked.
 func CheckPass(ctx context.Context, db sqlx.QueryerContext, runID string, now time.Time) (Where, error) {
+	return checkEpoch(ctx, db, true, runID, now)
+}
+
+// CheckTimeline is CheckPass that records nothing (neither the pass's
+// epoch nor a switchover's): the dry run's check, which runs in a
+// read-only transaction. It returns a *RestoredError where a pass now
+// would refuse, Where.Switchover where it would go on across a lossless
+// switchover, ErrNoTimeline where the server does not tell its timeline.
+func CheckTimeline(ctx context.Context, db sqlx.QueryerContext) (Where, error) {
+	return checkEpoch(ctx, db, false, "", time.Time{})
+}
+
+// checkEpoch is CheckPass, and with record false CheckTimeline.
+func checkEpoch(ctx context.Context, db sqlx.QueryerContext, record bool, runID string, now time.Time) (Where, error) {
 	var here Where
 	var recorded bool
 	var last struct {
@@ -125,7 +150,11 @@ func CheckPass(ctx context.Context, db sqlx.QueryerContext, runID string, now ti
 		RecordedAt *time.Time `db:"recorded_at"`
 		Witness
 	}
-	rows, err := db.QueryxContext(ctx, noticeEpochCheckPass, runID, now.UTC())
+	stmt, args := noticeEpochCheckOnly, []any(nil)
+	if record {
+		stmt, args = noticeEpochCheckPass, []any{runID, now.UTC()}
+	}
+	rows, err := db.QueryxContext(ctx, stmt, args...)
 	if err != nil {
 		return Where{}, epochErr(err)
 	}
@@ -158,6 +187,10 @@ func CheckPass(ctx context.Context, db sqlx.QueryerContext, runID string, now ti
 	if sw == nil {
 		re.Why = why
 		return here, re
+	}
+	if !record {
+		here.Switchover = sw
+		return here, nil
 	}
 	if err := recordSwitchover(ctx, db, runID, *sw, now); err != nil {
 		return here, err

@@ -29,7 +29,7 @@ var ObjectivePeriods = []ObjectivePeriod{
 // the customer before it closed (Reached), the ones with evidence of
 // delivery (Delivered) and the ones a sender accepted (Accepted). Reached
 // is Delivered, plus the emails accepted when the email sender cannot
-// report delivery (ObjectiveOptions.EmailConfirms false).
+// report delivery (Objective's emailConfirms false).
 type ObjectiveCount struct {
 	Period    string `db:"period"`
 	Due       int    `db:"due"`

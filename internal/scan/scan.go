@@ -73,6 +73,10 @@ type Hooks struct {
 type Config struct {
 	Policy *policy.Policy // required
 	Secret []byte         // NOTICE_KEY_SECRET, at least 32 bytes; required
+	// PreviousSecrets are NOTICE_KEY_SECRET_PREVIOUS's, at least 32 bytes
+	// each: the suppression probe matches an address under each of them
+	// too, and re-records a match under Secret (issue 38).
+	PreviousSecrets [][]byte
 	// Source is the relation the pass reads, opened (and probed) at
 	// start-up by subscription.Open for this Shard/Shards and the
 	// policy's Anchors; required.
@@ -210,6 +214,10 @@ type DryRunSummary struct {
 	// failing in this pass for want of a number or by the suppression
 	// list). Not in Eligible or WouldMint; --max-mint counts them.
 	WouldEmailAfterSMS int `json:"would_email_after_sms"`
+	// WouldRefuse: why a pass now would refuse to claim (the ledger's
+	// database restored or failed over since the last pass, exit 4); the
+	// counts are then not taken.
+	WouldRefuse string `json:"would_refuse,omitempty"`
 }
 
 // Renderer is what the pass renders with: an email notice's message
@@ -230,21 +238,27 @@ type Pass struct {
 	cfg      Config
 	keyer    *notice.Keyer
 	hasher   *notice.AddressHasher // the suppression list's digests
+	// previous are the list's hashers under Config.PreviousSecrets;
+	// probePrevious: the email probe uses them in this pass
+	// (checkPreviousKeys).
+	previous      []*notice.AddressHasher
+	probePrevious bool
 	// suppressionEmail: the email suppression list had entries when the
 	// pass started (Run); without, batches are not probed.
 	suppressionEmail bool
 	src              source
-	sels             [][]selection // per kind: default group then overrides
-	smsSels          [][]selection // the same, of the kinds that go by sms first ([sms]): the sms stage's
-	kinds            map[string]policy.Kind
-	content          *content
-	sawQuiet         bool         // a row the quiet hours deferred was read (tallyDeferred)
-	start            time.Time    // when Run started (the time budget's origin)
-	maxMint          int          // *cfg.MaxMint, or -1 for no limit
-	smsc             *smsTools    // this run's sms stage's own resolvers (startSMS)
-	smsMinted        atomic.Int64 // this run's new sms notices, out of Minted
-	smsQ             *smsHandoff  // this run's sms stage's: the email stage's failures go there
-	swept            *sweptSignal // this run's sms stage's first sweep ended (emailfallback.go)
+	// sels are each channel's stage's selections, per kind its default
+	// group then its overrides, by the channel a kind goes by first.
+	sels        map[string][][]selection
+	kinds       map[string]policy.Kind
+	content     *content
+	sawQuiet    bool         // a row the quiet hours deferred was read (tallyDeferred)
+	start       time.Time    // when Run started (the time budget's origin)
+	maxMint     int          // *cfg.MaxMint, or -1 for no limit
+	sweepc      *sweepTools  // this run's sms stage's own resolvers (startSweeps)
+	sweptMinted atomic.Int64 // this run's new sms notices, out of Minted
+	nextQ       *handoff     // this run's sms stage's: the email stage's failures go there
+	swept       *sweptSignal // this run's sms stage's first sweep ended (emailfallback.go)
 }
 
 // New validates cfg and returns a Pass; it does no I/O (the ledger's and
@@ -269,7 +283,12 @@ func New(db *sqlx.DB, sender send.Sender, renderer Renderer, log zerolog.Logger,
 		return nil, err
 	}
 	hasher, _ := notice.NewAddressHasher(cfg.Secret) // the secret's length is checked above
-	s := &Pass{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, hasher: hasher, maxMint: -1}
+	previous, err := previousHashers(cfg.PreviousSecrets)
+	if err != nil {
+		return nil, err
+	}
+	s := &Pass{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, hasher: hasher,
+		previous: previous, maxMint: -1}
 	if cfg.MaxMint != nil {
 		if *cfg.MaxMint < 0 {
 			return nil, &ConfigError{"max-mint", fmt.Sprintf("must be 0 or more, got %d (leave it unset for no limit)", *cfg.MaxMint)}
@@ -337,12 +356,12 @@ func checkSource(cfg Config) error {
 // window and each jurisdiction's override.
 func (p *Pass) selectGroups() {
 	cfg := p.cfg
-	p.kinds = map[string]policy.Kind{}
+	p.kinds, p.sels = map[string]policy.Kind{}, map[string][][]selection{}
 	for _, k := range cfg.Policy.Notices {
 		p.kinds[k.Kind] = k
 		anchor := k.AnchorColumn()
 		def := k.Default()
-		group := []selection{{kind: k.Kind, anchor: anchor, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: len(p.sels) == 0 && !k.SMSFirst(), rule: def.Rule(k.AnchorColumn())}}
+		group := []selection{{kind: k.Kind, anchor: anchor, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: len(p.sels[notice.ChannelEmail]) == 0 && !k.SMSFirst(), rule: def.Rule(k.AnchorColumn())}}
 		if def.Due != nil {
 			group[0].due = newDueBounds(def.Due, cfg.Now)
 		}
@@ -350,11 +369,11 @@ func (p *Pass) selectGroups() {
 			w := k.ByJurisdiction[j]
 			group = append(group, selection{kind: k.Kind, anchor: anchor, open: time.Duration(w.OpenBefore), close: time.Duration(w.CloseBefore), jurisdiction: j, rule: w.Rule(k.AnchorColumn())})
 		}
+		first := notice.ChannelEmail
 		if k.SMSFirst() {
-			p.smsSels = append(p.smsSels, group) // the sms stage's alone
-			continue
+			first = notice.ChannelSMS // the sms stage's alone
 		}
-		p.sels = append(p.sels, group)
+		p.sels[first] = append(p.sels[first], group)
 	}
 }
 
@@ -409,6 +428,7 @@ func (p *Pass) derive(dn *due) {
 	dn.claim.CancelToken = p.keyer.CancelToken(dn.claim.Tuple)
 	if dn.addr != "" {
 		dn.claim.AddressHMAC = p.hasher.Digest(notice.ChannelEmail, dn.addr)
+		dn.claim.PreviousHMACs = p.previousDigests(notice.ChannelEmail, dn.addr)
 	}
 }
 
