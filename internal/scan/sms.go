@@ -563,7 +563,7 @@ func (p *Pass) smsSend(ctx context.Context, c *counters, lim *rate.Limiter, n se
 		out.State, out.Error = ledger.Retry, "not attempted: the pass was stopped"
 	default:
 		sum := sha256.Sum256([]byte(body))
-		out.Digest = sum[:]
+		out.Digest, out.Message = sum[:], []byte(body)
 		var rec send.Receipt
 		rec, sendErr = p.cfg.SMS.Send(ctx, &send.Message{Notice: n, Text: body})
 		out.State, out.ProviderID, out.SentAt, out.Error = smsOutcome(rec, sendErr, p.cfg.Clock.Now())
