@@ -59,6 +59,8 @@ commands:
                writes nothing to the ledger, sends nothing
   suppress     the suppression list: add|remove (--email ADDR|--phone NUMBER --reason TEXT), list,
                import (--from FILE.csv --channel email|sms); keeps and prints no address
+  proof        the exact message each notice of a subscription handed over, verified, with a JSON record
+               and a PDF for a dispute (--subscription ID --out DIR); --verify [--sample N] checks kept messages
   undelivered  notices that reached the customer by no channel, with the reason (--since D, --format json|csv)
 
 Run 'scan COMMAND -h' for a command's flags.`
@@ -168,7 +170,7 @@ var commands = []struct {
 	{"reconcile", cmdReconcile}, {"resolve", cmdResolve}, {"backfill", cmdBackfill},
 	{"schedule", cmdSchedule}, {"key", cmdKey}, {"prune", cmdPrune}, {"preview", cmdPreview},
 	{"version", cmdVersion}, {"shadow", cmdShadow}, {"suppress", cmdSuppress}, {"undelivered", cmdUndelivered},
-	{"receive", cmdReceive}, {"recover", cmdRecover},
+	{"receive", cmdReceive}, {"recover", cmdRecover}, {"proof", cmdProof},
 }
 
 func exitCode(e *env, err error) int {
