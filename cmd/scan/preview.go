@@ -15,9 +15,9 @@ import (
 
 	"scan/internal/address"
 	"scan/internal/message"
+	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/scan"
-	"scan/internal/send"
 	"scan/internal/subscription"
 )
 
@@ -192,7 +192,7 @@ func previewStatus(p scan.Preview, now time.Time) string {
 }
 
 // headersAndText is the message's header block and its text part.
-func headersAndText(m *send.Message) []byte {
+func headersAndText(m *notice.Message) []byte {
 	raw := m.Raw
 	if i := bytes.Index(raw, []byte("\r\n\r\n")); i >= 0 {
 		raw = raw[:i]

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"scan/internal/notice"
-	"scan/internal/send"
 )
 
 // fuzzTemplates are custom templates beside the shipped ones, so that the
@@ -60,7 +59,7 @@ func FuzzTemplateData(f *testing.F) {
 	}
 	r := fuzzRenderer(f)
 	f.Fuzz(func(t *testing.T, amount, currency, locale, zone, interval string, count int, name, plan, token string) {
-		n := send.Notice{
+		n := notice.Notice{
 			Key: strings.Repeat("ab", 32), To: "a@example.org", ClaimedAt: time.Unix(1e9, 0),
 			Tuple: notice.Tuple{Kind: "renewal", PeriodStart: time.Unix(1e9, 0).UTC()}, RenewsAt: time.Unix(1.7e9, 0), CancelToken: token,
 			Amount: amount, Currency: currency, Locale: locale, Interval: interval, IntervalCount: count,
@@ -88,7 +87,7 @@ func FuzzTemplateData(f *testing.F) {
 	})
 }
 
-func checkMessage(t *testing.T, m *send.Message) {
+func checkMessage(t *testing.T, m *notice.Message) {
 	t.Helper()
 	head, _, ok := bytes.Cut(m.Raw, []byte("\r\n\r\n"))
 	if !ok {
@@ -107,7 +106,7 @@ func checkMessage(t *testing.T, m *send.Message) {
 
 // checkCompiled renders n's data through every resolved template both
 // ways and compares.
-func checkCompiled(t *testing.T, r *Renderer, n send.Notice) {
+func checkCompiled(t *testing.T, r *Renderer, n notice.Notice) {
 	t.Helper()
 	n.Name, n.Plan = cut(n.Name, MaxNameLen), cut(n.Plan, MaxPlanLen)
 	v := r.variantFor(n.Kind, n.Locale)

@@ -5,18 +5,19 @@ import (
 
 	"scan/internal/message"
 	"scan/internal/message/messagetest"
+	"scan/internal/notice"
 	"scan/internal/send"
 )
 
 // The helpers both message's and send's tests use, from messagetest.
 var key = messagetest.Key
 
-// notice returns a valid notice number i to someone at domain.
-func notice(i int, domain string) send.Notice { return messagetest.Notice(i, domain) }
+// sample returns a valid notice number i to someone at domain.
+func sample(i int, domain string) notice.Notice { return messagetest.Notice(i, domain) }
 
 func newRenderer(t testing.TB) *message.Renderer { t.Helper(); return messagetest.NewRenderer(t) }
 
-func render(t testing.TB, r *message.Renderer, n send.Notice) *send.Message {
+func render(t testing.TB, r *message.Renderer, n notice.Notice) *notice.Message {
 	t.Helper()
 	return messagetest.Render(t, r, n)
 }

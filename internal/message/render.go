@@ -21,7 +21,6 @@ import (
 	"scan/internal/address"
 	"scan/internal/notice"
 	"scan/internal/provider"
-	"scan/internal/send"
 )
 
 // DefaultCancelURL is the RenderConfig.CancelURL used when none is given.
@@ -413,7 +412,7 @@ func (sc *renderScratch) appendView(add func([]byte) []byte) string {
 // builds the data and returns the trimmed subject, the text and the HTML,
 // three strings of one allocation of their own. n is already checked;
 // Name and Plan are already cut. sc is the Render's scratch.
-func (r *Renderer) execute(sc *renderScratch, n *send.Notice) (subject, text, html string, err error) {
+func (r *Renderer) execute(sc *renderScratch, n *notice.Notice) (subject, text, html string, err error) {
 	v := r.variantFor(n.Kind, n.Locale)
 	data := r.data(sc, n, v.textFmt)
 	subjectData, htmlData := &data, &data
@@ -462,7 +461,7 @@ func appendLink(dst []byte, pre, post, link, token string) []byte {
 // zoneAndAnchor returns the zone of n's dates (its own, else the
 // default) and the date its window is measured from (AnchorAt, else
 // RenewsAt).
-func (r *Renderer) zoneAndAnchor(n *send.Notice) (*time.Location, time.Time) {
+func (r *Renderer) zoneAndAnchor(n *notice.Notice) (*time.Location, time.Time) {
 	zone := n.TimeZone
 	if zone == nil {
 		zone = r.defaultZone
@@ -476,7 +475,7 @@ func (r *Renderer) zoneAndAnchor(n *send.Notice) (*time.Location, time.Time) {
 
 // data is what n's templates see, formatted by f. Its dates and links
 // are views of sc, valid for this Render (renderScratch.appendView).
-func (r *Renderer) data(sc *renderScratch, n *send.Notice, f *localeFormat) TemplateData {
+func (r *Renderer) data(sc *renderScratch, n *notice.Notice, f *localeFormat) TemplateData {
 	zone, anchor := r.zoneAndAnchor(n)
 	token := url.QueryEscape(n.CancelToken)
 	d := TemplateData{
@@ -517,7 +516,7 @@ func (r *Renderer) data(sc *renderScratch, n *send.Notice, f *localeFormat) Temp
 // or control character in a header (ErrHeaderInjection), or that lacks
 // ClaimedAt (the Date header) or CancelToken. Render reads no clock: the
 // same Notice always renders to the same bytes.
-func (r *Renderer) Render(n send.Notice) (*send.Message, error) {
+func (r *Renderer) Render(n notice.Notice) (*notice.Message, error) {
 	if len(n.Key) < 32 || strings.Trim(n.Key, "0123456789abcdef") != "" {
 		return nil, errors.New("render: key is not 32 or more lower-case hex characters")
 	}
@@ -542,7 +541,7 @@ func (r *Renderer) Render(n send.Notice) (*send.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &send.Message{
+	m := &notice.Message{
 		Notice:    n,
 		From:      r.from.Address,
 		MessageID: r.MessageID(n.Key),
@@ -559,7 +558,7 @@ func (r *Renderer) Render(n send.Notice) (*send.Message, error) {
 // assemble returns m's RFC 5322 bytes (buildMIME): its headers, then its
 // text and HTML. The header values Render computes per message (To,
 // Date, the boundary) are views of sc.
-func (r *Renderer) assemble(sc *renderScratch, m *send.Message) ([]byte, error) {
+func (r *Renderer) assemble(sc *renderScratch, m *notice.Message) ([]byte, error) {
 	n := &m.Notice
 	var hs [16]header
 	headers := append(hs[:0],

@@ -1,10 +1,9 @@
 package message
 
 import (
+	"scan/internal/notice"
 	"testing"
 	"time"
-
-	"scan/internal/send"
 )
 
 // BenchmarkRenderTemplates measures the template half of Render: the
@@ -22,11 +21,11 @@ func BenchmarkRenderTemplates(b *testing.B) {
 	}
 	for _, tc := range []struct {
 		name string
-		n    send.Notice
+		n    notice.Notice
 	}{
-		{"en-US", send.Notice{Locale: "en-US", Amount: "12.99", Currency: "USD", Interval: "month", IntervalCount: 1}},
-		{"de-AT", send.Notice{Locale: "de-AT", Amount: "1234.5", Currency: "EUR", Interval: "month", IntervalCount: 3, TimeZone: vienna}},
-		{"no locale, no amount", send.Notice{}},
+		{"en-US", notice.Notice{Locale: "en-US", Amount: "12.99", Currency: "USD", Interval: "month", IntervalCount: 1}},
+		{"de-AT", notice.Notice{Locale: "de-AT", Amount: "1234.5", Currency: "EUR", Interval: "month", IntervalCount: 3, TimeZone: vienna}},
+		{"no locale, no amount", notice.Notice{}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			n := tc.n

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"scan/internal/message"
+	"scan/internal/notice"
 	"scan/internal/send"
 	"scan/internal/smtptest"
 )
@@ -29,8 +30,8 @@ func zone(t testing.TB, name string) *time.Location {
 }
 
 // priced returns notice i with an amount, currency, interval and locale.
-func priced(i int, locale, amount, currency string) send.Notice {
-	n := notice(i, "example.org")
+func priced(i int, locale, amount, currency string) notice.Notice {
+	n := sample(i, "example.org")
 	n.Locale, n.Amount, n.Currency = locale, amount, currency
 	n.Interval, n.IntervalCount = "month", 1
 	return n
@@ -47,7 +48,7 @@ func TestRenderLocales(t *testing.T) {
 	jan := time.Date(2027, 1, 4, 9, 30, 0, 0, time.UTC)
 	tests := []struct {
 		name                 string
-		n                    send.Notice
+		n                    notice.Notice
 		subject, date, money string
 		text                 []string
 	}{
@@ -56,7 +57,7 @@ func TestRenderLocales(t *testing.T) {
 		{"de-DE, thousands", priced(2, "de-DE", "1234.5", "EUR"), "", "4. März 2026", "1.234,50" + nbsp + "€", nil},
 		// CLDR's Austrian German puts the symbol first, and January is
 		// Jänner.
-		{"de-AT", func() send.Notice { n := priced(3, "de-AT", "12.99", "EUR"); n.RenewsAt = jan; return n }(),
+		{"de-AT", func() notice.Notice { n := priced(3, "de-AT", "12.99", "EUR"); n.RenewsAt = jan; return n }(),
 			"Ihr Abonnement „Pro“ verlängert sich am 4. Jänner 2027", "4. Jänner 2027", "€" + nbsp + "12,99", []string{"Guten Tag"}},
 		{"de-CH, francs", priced(4, "de-CH", "12.9", "CHF"), "", "4. März 2026", "CHF" + nbsp + "12.90", nil},
 		{"en-US", priced(5, "en-US", "12.99", "USD"), "Your Pro subscription renews on March 4, 2026", "March 4, 2026", "$12.99",
@@ -116,15 +117,15 @@ func TestRenderDateZoneAndAnchor(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		r      *message.Renderer
-		mut    func(*send.Notice)
+		mut    func(*notice.Notice)
 		prefix string
 	}{
-		{"UTC by default", utc, func(*send.Notice) {}, "Ihr Abonnement „Pro“ verlängert sich am 4. März 2026"},
-		{"the recipient's zone", utc, func(n *send.Notice) { n.TimeZone = zone(t, "Europe/Vienna") }, "Ihr Abonnement „Pro“ verlängert sich am 5. März 2026"},
-		{"the default zone", tokyo, func(*send.Notice) {}, "Ihr Abonnement „Pro“ verlängert sich am 5. März 2026"},
-		{"the recipient's before the default", tokyo, func(n *send.Notice) { n.TimeZone = zone(t, "America/Los_Angeles") }, "Ihr Abonnement „Pro“ verlängert sich am 4. März 2026"},
-		{"west of UTC", la, func(*send.Notice) {}, "Ihr Abonnement „Pro“ verlängert sich am 4. März 2026"},
-		{"the anchor", utc, func(n *send.Notice) { n.AnchorAt = time.Date(2026, 2, 18, 12, 0, 0, 0, time.UTC) }, "Ihr Abonnement „Pro“ verlängert sich am 18. Februar 2026"},
+		{"UTC by default", utc, func(*notice.Notice) {}, "Ihr Abonnement „Pro“ verlängert sich am 4. März 2026"},
+		{"the recipient's zone", utc, func(n *notice.Notice) { n.TimeZone = zone(t, "Europe/Vienna") }, "Ihr Abonnement „Pro“ verlängert sich am 5. März 2026"},
+		{"the default zone", tokyo, func(*notice.Notice) {}, "Ihr Abonnement „Pro“ verlängert sich am 5. März 2026"},
+		{"the recipient's before the default", tokyo, func(n *notice.Notice) { n.TimeZone = zone(t, "America/Los_Angeles") }, "Ihr Abonnement „Pro“ verlängert sich am 4. März 2026"},
+		{"west of UTC", la, func(*notice.Notice) {}, "Ihr Abonnement „Pro“ verlängert sich am 4. März 2026"},
+		{"the anchor", utc, func(n *notice.Notice) { n.AnchorAt = time.Date(2026, 2, 18, 12, 0, 0, 0, time.UTC) }, "Ihr Abonnement „Pro“ verlängert sich am 18. Februar 2026"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -146,23 +147,23 @@ func TestRenderAmountAndInterval(t *testing.T) {
 	r := newRenderer(t)
 	for _, tt := range []struct {
 		name     string
-		mut      func(*send.Notice)
+		mut      func(*notice.Notice)
 		want     []string
 		dontWant []string
 	}{
-		{"no amount", func(n *send.Notice) { n.Amount = "" }, []string{"and the payment method on file will be charged then."}, []string{"will be charged to", "$"}},
-		{"no currency", func(n *send.Notice) { n.Currency = "" }, []string{"will be charged then."}, []string{"12.99"}},
-		{"unknown currency", func(n *send.Notice) { n.Currency = "XYZ" }, []string{"will be charged then."}, []string{"12.99"}},
-		{"not a number", func(n *send.Notice) { n.Amount = "twelve" }, []string{"will be charged then."}, []string{"twelve"}},
-		{"no interval", func(n *send.Notice) { n.Interval = "" }, []string{"$12.99 will be charged to the payment method on file."}, []string{"then every"}},
-		{"unknown interval", func(n *send.Notice) { n.Interval = "fortnight" }, []string{"on file."}, []string{"then every", "fortnight"}},
-		{"count 0 is 1", func(n *send.Notice) { n.IntervalCount = 0 }, []string{"then every month until"}, nil},
-		{"three months", func(n *send.Notice) { n.IntervalCount = 3 }, []string{"then every 3 months until"}, nil},
-		{"a year", func(n *send.Notice) { n.Interval = "year" }, []string{"then every year until"}, nil},
-		{"past the precomputed counts", func(n *send.Notice) { n.Interval, n.IntervalCount = "week", 104 }, []string{"then every 104 weeks until"}, nil},
-		{"German plural", func(n *send.Notice) { n.Locale, n.Currency, n.IntervalCount = "de", "EUR", 3 }, []string{"danach alle 3 Monate, bis Sie kündigen"}, nil},
-		{"German year", func(n *send.Notice) { n.Locale, n.Interval = "de", "year" }, []string{"danach jedes Jahr, bis"}, nil},
-		{"no name, no plan", func(n *send.Notice) { n.Name, n.Plan = "", "" }, []string{"Hello,", "Your subscription renews"}, nil},
+		{"no amount", func(n *notice.Notice) { n.Amount = "" }, []string{"and the payment method on file will be charged then."}, []string{"will be charged to", "$"}},
+		{"no currency", func(n *notice.Notice) { n.Currency = "" }, []string{"will be charged then."}, []string{"12.99"}},
+		{"unknown currency", func(n *notice.Notice) { n.Currency = "XYZ" }, []string{"will be charged then."}, []string{"12.99"}},
+		{"not a number", func(n *notice.Notice) { n.Amount = "twelve" }, []string{"will be charged then."}, []string{"twelve"}},
+		{"no interval", func(n *notice.Notice) { n.Interval = "" }, []string{"$12.99 will be charged to the payment method on file."}, []string{"then every"}},
+		{"unknown interval", func(n *notice.Notice) { n.Interval = "fortnight" }, []string{"on file."}, []string{"then every", "fortnight"}},
+		{"count 0 is 1", func(n *notice.Notice) { n.IntervalCount = 0 }, []string{"then every month until"}, nil},
+		{"three months", func(n *notice.Notice) { n.IntervalCount = 3 }, []string{"then every 3 months until"}, nil},
+		{"a year", func(n *notice.Notice) { n.Interval = "year" }, []string{"then every year until"}, nil},
+		{"past the precomputed counts", func(n *notice.Notice) { n.Interval, n.IntervalCount = "week", 104 }, []string{"then every 104 weeks until"}, nil},
+		{"German plural", func(n *notice.Notice) { n.Locale, n.Currency, n.IntervalCount = "de", "EUR", 3 }, []string{"danach alle 3 Monate, bis Sie kündigen"}, nil},
+		{"German year", func(n *notice.Notice) { n.Locale, n.Interval = "de", "year" }, []string{"danach jedes Jahr, bis"}, nil},
+		{"no name, no plan", func(n *notice.Notice) { n.Name, n.Plan = "", "" }, []string{"Hello,", "Your subscription renews"}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -201,7 +202,7 @@ func TestRenderTemplateDataFields(t *testing.T) {
 		t.Errorf("text = %q\nwant   %q", m.Text, want)
 	}
 	// Absent values are empty, not "<no value>".
-	m = render(t, r, notice(2, "example.org"))
+	m = render(t, r, sample(2, "example.org"))
 	if want := "|||1|en|UTC|March 4, 2026|2026-03-04 09:30|09:30|https://example.com/reminders?t=tok-2|https://example.com/cancel?token=tok-2"; m.Text != want {
 		t.Errorf("text = %q\nwant   %q", m.Text, want)
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"scan/internal/notice"
-	"scan/internal/send"
 )
 
 // referenceRender renders n as Render did before it shared buffers, by
@@ -21,7 +20,7 @@ import (
 // headers by net/mail and time.Format, the message by mime/multipart and
 // mime/quotedprintable (stdlibMIME). ok is false where Render must
 // refuse n (a header value with a line break, a header too long).
-func referenceRender(t *testing.T, r *Renderer, n send.Notice) (m send.Message, ok bool) {
+func referenceRender(t *testing.T, r *Renderer, n notice.Notice) (m notice.Message, ok bool) {
 	t.Helper()
 	n.Name, n.Plan = cut(n.Name, MaxNameLen), cut(n.Plan, MaxPlanLen)
 	v := r.variantFor(n.Kind, n.Locale)
@@ -43,7 +42,7 @@ func referenceRender(t *testing.T, r *Renderer, n send.Notice) (m send.Message, 
 		}
 		parts[i] = b.String()
 	}
-	m = send.Message{Subject: strings.TrimSpace(parts[0]), Text: parts[1], HTML: parts[2], MessageID: r.MessageID(n.Key)}
+	m = notice.Message{Subject: strings.TrimSpace(parts[0]), Text: parts[1], HTML: parts[2], MessageID: r.MessageID(n.Key)}
 	headers := []header{
 		{"From", r.fromHdr},
 		{"To", (&mail.Address{Name: n.Name, Address: n.To}).String()},
@@ -77,7 +76,7 @@ func referenceRender(t *testing.T, r *Renderer, n send.Notice) (m send.Message, 
 }
 
 // referenceData is Renderer.data written with a string per value.
-func referenceData(r *Renderer, n *send.Notice, f *localeFormat) TemplateData {
+func referenceData(r *Renderer, n *notice.Notice, f *localeFormat) TemplateData {
 	zone, anchor := r.zoneAndAnchor(n)
 	d := TemplateData{
 		Kind: n.Kind, Name: n.Name, Plan: n.Plan,
@@ -103,7 +102,7 @@ func referenceData(r *Renderer, n *send.Notice, f *localeFormat) TemplateData {
 
 // checkReference holds m, Render's message for n, to referenceRender's,
 // byte for byte.
-func checkReference(t *testing.T, r *Renderer, n send.Notice, m *send.Message) {
+func checkReference(t *testing.T, r *Renderer, n notice.Notice, m *notice.Message) {
 	t.Helper()
 	want, ok := referenceRender(t, r, n)
 	if !ok {
@@ -143,7 +142,7 @@ func TestRenderMatchesReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 400 {
-			n := send.Notice{
+			n := notice.Notice{
 				Key: fmt.Sprintf("%016x%016x%016x%016x", rng.Uint64(), rng.Uint64(), rng.Uint64(), rng.Uint64()),
 				Tuple: notice.Tuple{
 					Kind:        pick(rng, []string{"renewal_notice_t72", "trial_ending", "default", "custom", "slow"}),

@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 
 	"scan/internal/message"
-	"scan/internal/send"
+	"scan/internal/notice"
 )
 
 func TestMessageID(t *testing.T) {
@@ -30,7 +30,7 @@ func TestMessageID(t *testing.T) {
 func TestRenderHeaders(t *testing.T) {
 	t.Parallel()
 	r := newRenderer(t)
-	n := notice(1, "example.org")
+	n := sample(1, "example.org")
 	m := render(t, r, n)
 
 	if bytes.Contains(bytes.ReplaceAll(m.Raw, []byte("\r\n"), nil), []byte("\n")) ||
@@ -109,7 +109,7 @@ func TestRenderHeaders(t *testing.T) {
 func TestRenderDeterministicAndCancelLink(t *testing.T) {
 	t.Parallel()
 	r := newRenderer(t)
-	a := notice(1, "example.org")
+	a := sample(1, "example.org")
 	a2 := render(t, r, a)
 	if b := render(t, r, a); !bytes.Equal(a2.Raw, b.Raw) {
 		t.Fatal("same notice rendered differently")
@@ -138,7 +138,7 @@ func TestRenderDeterministicAndCancelLink(t *testing.T) {
 
 func TestRenderNoPlanNoName(t *testing.T) {
 	t.Parallel()
-	n := notice(1, "example.org")
+	n := sample(1, "example.org")
 	n.Plan, n.Name = "", ""
 	m := render(t, newRenderer(t), n)
 	if m.Subject != "Your subscription renews on March 4, 2026" {
@@ -154,23 +154,23 @@ func TestRenderRefuses(t *testing.T) {
 	r := newRenderer(t)
 	tests := []struct {
 		name   string
-		mut    func(*send.Notice)
+		mut    func(*notice.Notice)
 		inject bool
 	}{
-		{"crlf in to", func(n *send.Notice) { n.To = "a@example.org\r\nBcc: x@example.org" }, true},
-		{"lf in name", func(n *send.Notice) { n.Name = "Ada\nBcc: x@example.org" }, true},
-		{"cr in name", func(n *send.Notice) { n.Name = "Ada\r" }, true},
-		{"nul in to", func(n *send.Notice) { n.To = "a\x00@example.org" }, true},
-		{"short key", func(n *send.Notice) { n.Key = "abc" }, false},
-		{"upper key", func(n *send.Notice) { n.Key = strings.ToUpper(n.Key) }, false},
-		{"no recipient", func(n *send.Notice) { n.To = "" }, false},
-		{"no claimed at", func(n *send.Notice) { n.ClaimedAt = time.Time{} }, false},
-		{"no token", func(n *send.Notice) { n.CancelToken = "" }, false},
+		{"crlf in to", func(n *notice.Notice) { n.To = "a@example.org\r\nBcc: x@example.org" }, true},
+		{"lf in name", func(n *notice.Notice) { n.Name = "Ada\nBcc: x@example.org" }, true},
+		{"cr in name", func(n *notice.Notice) { n.Name = "Ada\r" }, true},
+		{"nul in to", func(n *notice.Notice) { n.To = "a\x00@example.org" }, true},
+		{"short key", func(n *notice.Notice) { n.Key = "abc" }, false},
+		{"upper key", func(n *notice.Notice) { n.Key = strings.ToUpper(n.Key) }, false},
+		{"no recipient", func(n *notice.Notice) { n.To = "" }, false},
+		{"no claimed at", func(n *notice.Notice) { n.ClaimedAt = time.Time{} }, false},
+		{"no token", func(n *notice.Notice) { n.CancelToken = "" }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			n := notice(1, "example.org")
+			n := sample(1, "example.org")
 			tt.mut(&n)
 			m, err := r.Render(n)
 			if err == nil {
@@ -198,7 +198,7 @@ func TestRenderTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := notice(1, "example.org")
+	n := sample(1, "example.org")
 	m := render(t, r, n)
 	if m.Subject != "Prämie Pro – March 4, 2026" {
 		t.Errorf("Subject = %q", m.Subject)
@@ -230,7 +230,7 @@ func TestRenderTemplates(t *testing.T) {
 
 func TestRenderHTMLEscapes(t *testing.T) {
 	t.Parallel()
-	n := notice(1, "example.org")
+	n := sample(1, "example.org")
 	n.Name = `<script>alert(1)</script>`
 	n.Plan = `"Pro" & more`
 	m := render(t, newRenderer(t), n)
@@ -296,15 +296,15 @@ func BenchmarkRender(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	amount := notice(1, "example.at")
+	amount := sample(1, "example.at")
 	amount.Name, amount.Locale, amount.TimeZone = "Jörg Gruber", "de-AT", vienna
 	amount.Amount, amount.Currency, amount.Interval, amount.IntervalCount = "12.99", "EUR", "month", 1
 	for _, bc := range []struct {
 		name string
 		r    *message.Renderer
-		n    send.Notice
+		n    notice.Notice
 	}{
-		{"plain", newRenderer(b), notice(1, "example.org")},
+		{"plain", newRenderer(b), sample(1, "example.org")},
 		{"amount", ses, amount},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
@@ -343,7 +343,7 @@ func TestRenderLongNameAndPlan(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			n := notice(1, "example.org")
+			n := sample(1, "example.org")
 			n.Name, n.Plan = tc.value, tc.value
 			m := render(t, r, n)
 			head, _, _ := bytes.Cut(m.Raw, []byte("\r\n\r\n"))
@@ -397,7 +397,7 @@ func TestRenderRefusesUnfoldableSubject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Render(notice(1, "example.org")); !errors.Is(err, message.ErrHeaderTooLong) {
+	if _, err := r.Render(sample(1, "example.org")); !errors.Is(err, message.ErrHeaderTooLong) {
 		t.Fatalf("err = %v, want ErrHeaderTooLong", err)
 	}
 }

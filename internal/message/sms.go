@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"scan/internal/notice"
-	"scan/internal/send"
 )
 
 // ErrNoSMSTemplate: no <kind>.<locale>.sms.tmpl (nor a default) along the
@@ -22,7 +21,7 @@ var ErrNoSMSTemplate = errors.New("render: no sms template")
 // made plain (smsSpaces). The embedded default.en.sms.tmpl and
 // default.de.sms.tmpl are GSM-7, one segment with a short cancel link and
 // two with a long one. It reads no clock and needs no ClaimedAt.
-func (r *Renderer) RenderSMS(n send.Notice) (string, error) {
+func (r *Renderer) RenderSMS(n notice.Notice) (string, error) {
 	if n.CancelToken == "" {
 		return "", errors.New("render: notice has no CancelToken")
 	}
@@ -64,7 +63,7 @@ type SMSSample struct {
 // preview` refuse at load (exit 2) for a kind with the sms channel.
 func (r *Renderer) CheckSMS(samples []SMSSample, maxSegments int) error {
 	for _, s := range samples {
-		n := send.Notice{Key: strings.Repeat("a", 64), Tuple: notice.Tuple{Kind: s.Kind}, Locale: s.Locale, Plan: "Premium Plus",
+		n := notice.Notice{Key: strings.Repeat("a", 64), Tuple: notice.Tuple{Kind: s.Kind}, Locale: s.Locale, Plan: "Premium Plus",
 			RenewsAt: time.Date(2026, 9, 30, 9, 0, 0, 0, time.UTC), Amount: "1234.56", Currency: "EUR",
 			CancelToken: strings.Repeat("0123456789abcdef", 2), Interval: "month", IntervalCount: 1}
 		body, err := r.RenderSMS(n)

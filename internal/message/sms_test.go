@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"scan/internal/message"
-	"scan/internal/send"
+	"scan/internal/notice"
 )
 
 func TestRenderSMS(t *testing.T) {
 	t.Parallel()
 	r := newRenderer(t)
-	n := send.Notice{Key: strings.Repeat("a", 64), RenewsAt: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC),
+	n := notice.Notice{Key: strings.Repeat("a", 64), RenewsAt: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC),
 		Amount: "12.99", Currency: "EUR", CancelToken: "tok1", Plan: "Pro", Locale: "en"}
 	n.Kind = "renewal_notice_t72" // a field of the embedded notice.Tuple; the notice helper hides the package
 	body, err := r.RenderSMS(n)

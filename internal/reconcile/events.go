@@ -38,7 +38,7 @@ const MaxLine = 1 << 20
 // string or a Unix time in seconds (or milliseconds), as providers send
 // it; any other form is ignored rather than rejecting the line. Attempt,
 // when present (a positive integer, or a string of one), is the attempt
-// the message carried (send.Notice.Attempt); anything else is ignored and
+// the message carried (notice.Notice.Attempt); anything else is ignored and
 // the event is then matched to an attempt by its time. Detail, when
 // present, is what the provider said of it (a response, a bounce code),
 // kept with the evidence as cleanDetail leaves it: no e-mail address, at

@@ -7,7 +7,6 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/policy"
-	"scan/internal/send"
 	"scan/internal/subscription"
 )
 
@@ -186,8 +185,8 @@ func newClaim(r subscription.Row, kind string, anchor time.Time, closeBefore tim
 // row r to the address to (domain: its bucket's). The one constructor of
 // a pass's notices; its key and cancellation token are the claim's
 // (due.notice).
-func newNotice(t notice.Tuple, r subscription.Row, anchor time.Time, to, domain string) send.Notice {
-	return send.Notice{
+func newNotice(t notice.Tuple, r subscription.Row, anchor time.Time, to, domain string) notice.Notice {
+	return notice.Notice{
 		Tuple: t, RenewsAt: *r.RenewsAt, AnchorAt: anchor, To: to, Domain: domain, Name: deref(r.Name), Plan: deref(r.Plan),
 	}
 }

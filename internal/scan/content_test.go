@@ -14,6 +14,7 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/message"
+	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/scan"
 	"scan/internal/send"
@@ -24,17 +25,17 @@ import (
 type recorder struct {
 	send.Sender
 	mu  sync.Mutex
-	got map[string]send.Notice
+	got map[string]notice.Notice
 }
 
-func (r *recorder) Send(ctx context.Context, m *send.Message) (send.Receipt, error) {
+func (r *recorder) Send(ctx context.Context, m *notice.Message) (send.Receipt, error) {
 	r.mu.Lock()
 	r.got[m.Notice.SubscriptionID+"/"+m.Notice.Kind] = m.Notice
 	r.mu.Unlock()
 	return r.Sender.Send(ctx, m)
 }
 
-func (r *recorder) notice(id, kind string) (send.Notice, bool) {
+func (r *recorder) notice(id, kind string) (notice.Notice, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n, ok := r.got[id+"/"+kind]
@@ -59,7 +60,7 @@ func contentPass(t *testing.T, e *env, pol *policy.Policy, at time.Time) (scan.S
 		t.Fatal(err)
 	}
 	defer smtp.Close()
-	rec := &recorder{Sender: smtp, got: map[string]send.Notice{}}
+	rec := &recorder{Sender: smtp, got: map[string]notice.Notice{}}
 	r, err := message.NewRenderer(message.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL})
 	if err != nil {
 		t.Fatal(err)

@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"scan/internal/ledger"
+	"scan/internal/notice"
 	"scan/internal/pace"
-	"scan/internal/send"
 )
 
 func cand(domain string, i int) candidate {
 	key := fmt.Sprintf("%s-%06d", domain, i)
 	return candidate{due: due{
 		claim: ledger.Claim{Key: key, Domain: domain},
-		n:     send.Notice{Key: key, Domain: domain},
+		n:     notice.Notice{Key: key, Domain: domain},
 	}}
 }
 

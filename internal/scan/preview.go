@@ -13,7 +13,6 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/policy"
-	"scan/internal/send"
 	"scan/internal/subscription"
 )
 
@@ -25,7 +24,7 @@ type Preview struct {
 	Kind string
 	// Message is the rendered notice; nil when the row is invalid for
 	// this kind (Invalid says why).
-	Message *send.Message
+	Message *notice.Message
 	Invalid string
 	// Due: its window is open now and the ledger has no row for it, so a
 	// pass now would claim it (unless Deferred).
@@ -134,18 +133,18 @@ const sampleSecret = "scan-preview-sample-notice-secret-not-for-sending"
 // (a name, a plan, an amount in the locale's currency, a monthly
 // interval), anchored in the middle of the kind's window at now, in the
 // policy's default time zone. It reads no database.
-func SampleNotice(pol *policy.Policy, s Sample, now time.Time) (send.Notice, error) {
+func SampleNotice(pol *policy.Policy, s Sample, now time.Time) (notice.Notice, error) {
 	k, ok := pol.Kind(s.Kind)
 	if !ok {
-		return send.Notice{}, &ConfigError{"kind", fmt.Sprintf("%q is not a kind of the policy", s.Kind)}
+		return notice.Notice{}, &ConfigError{"kind", fmt.Sprintf("%q is not a kind of the policy", s.Kind)}
 	}
 	tag, err := language.Parse(s.Locale)
 	if err != nil || tag == language.Und {
-		return send.Notice{}, &ConfigError{"locale", fmt.Sprintf("%q is not a BCP 47 language tag such as en or de-AT", s.Locale)}
+		return notice.Notice{}, &ConfigError{"locale", fmt.Sprintf("%q is not a BCP 47 language tag such as en or de-AT", s.Locale)}
 	}
 	zone, err := policy.LoadZone(pol.DefaultTimeZone)
 	if err != nil {
-		return send.Notice{}, &ConfigError{"default_time_zone", err.Error()}
+		return notice.Notice{}, &ConfigError{"default_time_zone", err.Error()}
 	}
 	cur, conf := currency.FromTag(tag)
 	if conf == language.No {
@@ -160,10 +159,10 @@ func SampleNotice(pol *policy.Policy, s Sample, now time.Time) (send.Notice, err
 	period := time.Date(anchor.Year(), anchor.Month(), anchor.Day(), 0, 0, 0, 0, time.UTC)
 	keyer, err := notice.NewKeyer([]byte(sampleSecret))
 	if err != nil {
-		return send.Notice{}, err
+		return notice.Notice{}, err
 	}
 	t := notice.Tuple{SubscriptionID: "sub_sample", PeriodStart: period, Kind: k.Kind}
-	return send.Notice{
+	return notice.Notice{
 		Key: keyer.Key(t), Tuple: t,
 		RenewsAt: anchor, AnchorAt: anchor, To: "customer@example.com", Domain: "example.com",
 		Name: "Alex Example", Plan: "Example Box Plus", CancelToken: keyer.CancelToken(t), ClaimedAt: now,

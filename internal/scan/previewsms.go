@@ -11,7 +11,6 @@ import (
 	"scan/internal/message"
 	"scan/internal/notice"
 	"scan/internal/policy"
-	"scan/internal/send"
 )
 
 // SMSPreview is the sms channel's text of a Preview, for a kind whose
@@ -42,7 +41,7 @@ func (p *Pass) previewSMS(ctx context.Context, db sqlx.QueryerContext, id string
 		return nil // pv says why (Invalid)
 	}
 	t := notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: k.Kind, Revision: r.Revision}
-	n := send.Notice{Key: p.keyer.ChannelKey(t, notice.ChannelSMS), Tuple: t, RenewsAt: *r.RenewsAt, AnchorAt: *r.AnchorAt,
+	n := notice.Notice{Key: p.keyer.ChannelKey(t, notice.ChannelSMS), Tuple: t, RenewsAt: *r.RenewsAt, AnchorAt: *r.AnchorAt,
 		Name: deref(r.Name), Plan: deref(r.Plan), CancelToken: p.keyer.CancelToken(t), ClaimedAt: p.cfg.Now}
 	sp := &SMSPreview{}
 	if phone, err := notice.NormalizePhone(deref(r.Phone)); err != nil {

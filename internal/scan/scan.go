@@ -25,7 +25,6 @@ import (
 	"scan/internal/address"
 	"scan/internal/clock"
 	"scan/internal/ledger"
-	"scan/internal/message"
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/send"
@@ -208,12 +207,20 @@ type DryRunSummary struct {
 	WouldEmailAfterSMS int `json:"would_email_after_sms"`
 }
 
+// Renderer is what the pass renders with: an email notice's message
+// (notice.Renderer, which the email stage's Dispatcher calls) and an sms
+// notice's body (notice.TextRenderer). internal/message's Renderer is one.
+type Renderer interface {
+	notice.Renderer
+	notice.TextRenderer
+}
+
 // Pass is one pass of the job against one database, at one instant
 // (Config.Now). Build it with New and Run it once.
 type Pass struct {
 	db       *sqlx.DB
 	sender   send.Sender
-	renderer *message.Renderer
+	renderer Renderer
 	log      zerolog.Logger
 	cfg      Config
 	keyer    *notice.Keyer
@@ -239,7 +246,7 @@ type Pass struct {
 // the source's probes are the caller's, at start-up: ledger.Probe and
 // subscription.Open). A *ConfigError means nothing can run and nothing
 // was written.
-func New(db *sqlx.DB, sender send.Sender, renderer *message.Renderer, log zerolog.Logger, cfg Config) (*Pass, error) {
+func New(db *sqlx.DB, sender send.Sender, renderer Renderer, log zerolog.Logger, cfg Config) (*Pass, error) {
 	if cfg.Policy == nil {
 		return nil, &ConfigError{"policy", "required"}
 	}
@@ -373,7 +380,7 @@ func Anchors(pol *policy.Policy) []subscription.Anchor {
 // due is one valid due notice, ready to claim.
 type due struct {
 	claim ledger.Claim
-	n     send.Notice
+	n     notice.Notice
 	// fallbacks are the defaults that replaced the row's locale or
 	// time_zone ("locale", "time_zone"); counted once the notice is
 	// claimed.
@@ -403,7 +410,7 @@ func (p *Pass) derive(dn *due) {
 // notice is dn's notice as it leaves for the renderer, with the claim's
 // key and cancellation token (derive's). A re-claim's stored token
 // replaces the latter (submit).
-func (dn *due) notice() send.Notice {
+func (dn *due) notice() notice.Notice {
 	n := dn.n
 	n.Key, n.CancelToken = dn.claim.Key, dn.claim.CancelToken
 	return n

@@ -326,7 +326,7 @@ type smsBatch struct {
 	claims  []ledger.Claim // sms notices to claim
 	retried []ledger.Claim // sms rows in retry (key and digest) to re-claim
 	retries []string       // their keys, once the suppressed are out
-	byKey   map[string]send.Notice
+	byKey   map[string]notice.Notice
 	quiet   int
 	// after: per email key of noEmail, the row's sms key. The sms notice
 	// waits for its email notice to be recorded failed by this pass: if
@@ -385,7 +385,7 @@ func smsChunk(lim *rate.Limiter, batch int) int {
 
 // smsSort sorts a page's rows into what to record, claim or re-claim.
 func (p *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
-	bt := smsBatch{byKey: map[string]send.Notice{}, after: map[string]string{}}
+	bt := smsBatch{byKey: map[string]notice.Notice{}, after: map[string]string{}}
 	k := p.kinds[sel.kind]
 	for _, r := range rows {
 		v := p.classify(p.smsc.content, r, ask{sel: sel, channel: notice.ChannelSMS})
@@ -552,7 +552,7 @@ func (p *Pass) smsClaim(ctx context.Context, c *counters, bt *smsBatch) ([]ledge
 // smsSend renders and sends one claimed sms notice at the sms bucket's
 // pace and records its outcome. A sender refusing its credentials stops
 // the pass (the notice is released as retry).
-func (p *Pass) smsSend(ctx context.Context, c *counters, lim *rate.Limiter, n send.Notice) error {
+func (p *Pass) smsSend(ctx context.Context, c *counters, lim *rate.Limiter, n notice.Notice) error {
 	out := ledger.Outcome{Key: n.Key, PeriodStart: n.PeriodStart}
 	body, err := p.renderer.RenderSMS(n)
 	var sendErr error
@@ -565,7 +565,7 @@ func (p *Pass) smsSend(ctx context.Context, c *counters, lim *rate.Limiter, n se
 		sum := sha256.Sum256([]byte(body))
 		out.Digest, out.Message = sum[:], []byte(body)
 		var rec send.Receipt
-		rec, sendErr = p.cfg.SMS.Send(ctx, &send.Message{Notice: n, Text: body})
+		rec, sendErr = p.cfg.SMS.Send(ctx, &notice.Message{Notice: n, Text: body})
 		out.State, out.ProviderID, out.SentAt, out.Error = smsOutcome(rec, sendErr, p.cfg.Clock.Now())
 		if h := p.cfg.Hooks.AfterAccepted; h != nil && sendErr == nil {
 			h(n.Key)

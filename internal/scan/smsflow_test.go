@@ -27,7 +27,7 @@ type gatedSMS struct {
 	n       atomic.Int64
 }
 
-func (g *gatedSMS) Send(ctx context.Context, _ *send.Message) (send.Receipt, error) {
+func (g *gatedSMS) Send(ctx context.Context, _ *notice.Message) (send.Receipt, error) {
 	g.once.Do(func() { close(g.entered) })
 	select {
 	case <-g.release:

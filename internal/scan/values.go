@@ -9,13 +9,13 @@ import (
 	"golang.org/x/text/currency"
 	"golang.org/x/text/language"
 
+	"scan/internal/notice"
 	"scan/internal/policy"
-	"scan/internal/send"
 	"scan/internal/subscription"
 )
 
 // What a notice says (issue 21): the optional columns of a source row,
-// checked and resolved into the send.Notice fields.
+// checked and resolved into the notice.Notice fields.
 //
 // A bad amount, currency or billing interval makes the row invalid (the
 // notice would state a wrong charge); a bad locale or time zone never
@@ -118,7 +118,7 @@ func newContent(pol *policy.Policy, now time.Time, sched interface{ Next(time.Ti
 // fill checks r's content and fills n's content fields. It returns the
 // reason r is invalid for a notice of kind k in its jurisdiction, and
 // the fallbacks taken ("locale", "time_zone"), which cost nothing.
-func (c *content) fill(r subscription.Row, k policy.Kind, n *send.Notice) (reason string, fallbacks []string) {
+func (c *content) fill(r subscription.Row, k policy.Kind, n *notice.Notice) (reason string, fallbacks []string) {
 	if reason = c.fillCharge(r, n); reason != "" {
 		return reason, nil
 	}
@@ -147,7 +147,7 @@ func (c *content) fill(r subscription.Row, k policy.Kind, n *send.Notice) (reaso
 }
 
 // fillCharge checks and fills the amount, currency and billing interval.
-func (c *content) fillCharge(r subscription.Row, n *send.Notice) string {
+func (c *content) fillCharge(r subscription.Row, n *notice.Notice) string {
 	if a := strings.TrimSpace(deref(r.Amount)); a != "" {
 		switch neg, plain := plainDecimal(a); {
 		case plain && neg:
@@ -204,7 +204,7 @@ func validInterval(s string) bool {
 }
 
 // missing reports whether n lacks the requirable field f.
-func missing(f string, n *send.Notice) bool {
+func missing(f string, n *notice.Notice) bool {
 	switch f {
 	case policy.FieldAmount:
 		return n.Amount == ""

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"scan/internal/notice"
 	"scan/internal/policy"
-	"scan/internal/send"
 	"scan/internal/subscription"
 )
 
@@ -35,7 +35,7 @@ legal: {US-CA: {min_lead: 15d, max_lead: 45d, requires: [amount]}}
 	k, _ := pol.Kind("k")
 	b.ReportAllocs()
 	for b.Loop() {
-		var n send.Notice
+		var n notice.Notice
 		if reason, _ := c.fill(r, k, &n); reason != "" {
 			b.Fatal(reason)
 		}
@@ -74,7 +74,7 @@ func TestAmounts(t *testing.T) {
 		{"2e15", "", reasonInvalidAmount},
 	} {
 		in := tc.in
-		var n send.Notice
+		var n notice.Notice
 		reason := c.fillCharge(subscription.Row{Amount: &in, Currency: &eur}, &n)
 		if reason != tc.reason || n.Amount != tc.amount {
 			t.Errorf("amount %q: %q %q, want %q %q", tc.in, n.Amount, reason, tc.amount, tc.reason)
@@ -103,7 +103,7 @@ func FuzzContentFill(f *testing.F) {
 			t.Fatal(err)
 		}
 		r := subscription.Row{Amount: &amount, Currency: &cur, Interval: &interval, IntervalCount: &count, Locale: &locale, TimeZone: &zone}
-		var n send.Notice
+		var n notice.Notice
 		reason, _ := c.fill(r, k, &n)
 		if reason != "" {
 			return

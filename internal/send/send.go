@@ -11,45 +11,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"scan/internal/notice"
 )
 
-// Notice is one claimed notice, ready to render and send. Every field is
-// already validated by the caller (no CR/LF, a parseable address).
-//
-// The embedded Tuple names the notice: SubscriptionID is logged, never
-// sent in a header; Kind selects the template; PeriodStart is the billing
-// period the charge starts. The channel is the Dispatcher's: each channel
-// has its own, with its own Renderer and Sender.
-type Notice struct {
-	Key string // 64 hex chars; the notice key
-	notice.Tuple
-	RenewsAt    time.Time // when the card is charged
-	To          string    // recipient address (possibly the staging redirect)
-	Domain      string    // recipient domain, lower-case ASCII: the bucket key
-	Name        string    // optional display name, may be empty; Render cuts it at MaxNameLen characters
-	Plan        string    // optional plan name, may be empty; Render cuts it at MaxPlanLen characters
-	CancelToken string    // token of the cancellation link; reused across revisions
-	ClaimedAt   time.Time // when the claim committed (for claim-to-commit latency)
-
-	// What the notice says (issue 21). Each is optional: the pass fills it
-	// where the source has the column, already validated.
-	AnchorAt      time.Time      // the kind's anchor (renews_at, trial_ends_at, ...); zero: RenewsAt
-	Amount        string         // the charge in major units as a decimal ("12.99"); "" when unknown
-	Currency      string         // ISO 4217 code of Amount, upper case ("EUR"); "" when unknown
-	Interval      string         // "day", "week", "month" or "year"; "" when unknown
-	IntervalCount int            // how many Intervals a billing period lasts; 0 means 1
-	Locale        string         // BCP 47 tag the pass resolved (fallbacks applied); "": the renderer's default
-	TimeZone      *time.Location // the recipient's zone, resolved; nil: the renderer's default
-
-	// Attempt numbers the claims of this notice (issue 19): 1 for the
-	// first claim, incremented by each re-claim. It travels beside the key
-	// wherever a provider echoes data, so an event settles only its own
-	// attempt. 0 means unknown (treated as 1).
-	Attempt int
-}
+// Notice, Message and Renderer are notice's (the types live below both
+// the renderer, internal/message, and this package, so that message does
+// not import send). The aliases keep this package's own code, and
+// branches written against send.Notice, reading as before; new code
+// outside this package names notice.Notice.
+type (
+	Notice   = notice.Notice
+	Message  = notice.Message
+	Renderer = notice.Renderer
+)
 
 // ErrNotAttempted is the cause of a Transient *Error for a notice that was
 // never handed to a sender, because the run was cancelled first.
@@ -73,33 +48,6 @@ var ErrUnreachable = errors.New("send: provider unreachable")
 // told the provider to send them nothing more (Twilio's 21610, a STOP
 // reply): the caller puts the address on its suppression list.
 var ErrUnsubscribed = errors.New("send: the recipient unsubscribed from this sender")
-
-// Message is a rendered notice: the RFC 5322 bytes plus what the senders
-// need beside them.
-type Message struct {
-	Notice    Notice
-	From      string // envelope and header From address (addr-spec only)
-	MessageID string // with angle brackets: <32hex@domain>
-	Subject   string
-	Text      string
-	HTML      string
-	Raw       []byte // complete RFC 5322 message, CRLF line endings
-}
-
-// Renderer turns a notice into the message the senders take: what the
-// notice says is internal/message's concern, which implements it, so that
-// this package holds no template. The Dispatcher calls Render in its
-// workers, so a Renderer must be safe for concurrent use; the same notice
-// must always render to the same bytes.
-type Renderer interface {
-	// Render returns n's message, or an error for a notice that no retry
-	// can render (the Dispatcher makes it a Permanent *Error).
-	Render(n Notice) (*Message, error)
-	// MessageID returns the Message-ID, with angle brackets, that the
-	// notice of key has: what a Result carries for a notice that was never
-	// rendered.
-	MessageID(key string) string
-}
 
 // Receipt is what a provider said when it accepted a message.
 type Receipt struct {

@@ -153,7 +153,7 @@ func CallbackURL(base, key string, attempt int) string {
 // code: 21211, 21610, ...); or an Unknown one (a timeout or lost answer:
 // Twilio may have taken it, and it has no idempotency key, so the claim
 // stays in quarantine and is never resent blindly).
-func (c *Client) Send(ctx context.Context, m *send.Message) (send.Receipt, error) {
+func (c *Client) Send(ctx context.Context, m *notice.Message) (send.Receipt, error) {
 	form := c.Form(m.Notice.To, m.Text, m.Notice.Key, m.Notice.Attempt)
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()

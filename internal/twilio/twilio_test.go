@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"scan/internal/ledger"
+	"scan/internal/notice"
 	"scan/internal/send"
 	"scan/internal/twilio"
 	"scan/internal/twilio/twiliotest"
@@ -31,8 +32,8 @@ func client(t *testing.T, tw *twiliotest.Server, mod func(*twilio.Config)) *twil
 	return c
 }
 
-func msg(to string) *send.Message {
-	return &send.Message{Notice: send.Notice{Key: key, To: to, Attempt: 2}, Text: "Your plan renews on 3 December for EUR 12.99. Cancel: https://x.example/c/tok"}
+func msg(to string) *notice.Message {
+	return &notice.Message{Notice: notice.Notice{Key: key, To: to, Attempt: 2}, Text: "Your plan renews on 3 December for EUR 12.99. Cancel: https://x.example/c/tok"}
 }
 
 func TestSendOutcomes(t *testing.T) {

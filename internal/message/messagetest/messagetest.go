@@ -15,7 +15,6 @@ import (
 
 	"scan/internal/message"
 	"scan/internal/notice"
-	"scan/internal/send"
 )
 
 // ClaimedAt and RenewsAt are the instants every test notice carries.
@@ -31,8 +30,8 @@ func Key(s string) string {
 }
 
 // Notice returns a valid notice number i to someone at domain.
-func Notice(i int, domain string) send.Notice {
-	return send.Notice{
+func Notice(i int, domain string) notice.Notice {
+	return notice.Notice{
 		Tuple: notice.Tuple{
 			SubscriptionID: fmt.Sprintf("sub_%d", i), Kind: "renewal_notice_t72",
 			PeriodStart: time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC),
@@ -63,7 +62,7 @@ func NewRenderer(t testing.TB) *message.Renderer {
 }
 
 // Render renders n with r, failing t on an error.
-func Render(t testing.TB, r *message.Renderer, n send.Notice) *send.Message {
+func Render(t testing.TB, r *message.Renderer, n notice.Notice) *notice.Message {
 	t.Helper()
 	m, err := r.Render(n)
 	if err != nil {
