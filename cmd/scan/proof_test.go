@@ -178,7 +178,11 @@ func TestProofOfAnEmailNoticeAfterTheTemplateAndAmountChanged(t *testing.T) {
 
 	// Tamper with the kept message of sub 2: a valid DEFLATE stream of
 	// other bytes.
-	forged, err := ledger.CompressMessage([]byte("From: someone else\r\n\r\nnot what was sent\r\n"))
+	dict, err := ledger.MessageDict()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged, err := ledger.CompressMessage([]byte("From: someone else\r\n\r\nnot what was sent\r\n"), dict.Body)
 	if err != nil {
 		t.Fatal(err)
 	}

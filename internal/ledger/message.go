@@ -6,20 +6,61 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	schema "scan/sql"
 )
 
 // Proof of notice (issue 37): the message each attempt handed to the
-// provider is kept, DEFLATE-compressed (RFC 1951, best compression, no
-// dictionary), in notice_message, written by RecordOutcomes in the
-// statement that records the outcome, read by MessageOf and
-// MessageSample, removed by Prune with its period. sql/0023 says why the
-// message and not the inputs of a re-render.
+// provider is kept, DEFLATE-compressed (RFC 1951, best compression)
+// against the preset dictionary of sql/0024 (MessageDict), in
+// notice_message, written by RecordOutcomes in the statement that records
+// the outcome, read by MessageOf and MessageSample (which take the
+// dictionary from the database, not from this code), removed by Prune
+// with its period. sql/0023 says why the message and not the inputs of a
+// re-render.
+
+// messageDictFile is the migration that holds the dictionary messages
+// are compressed against now, and messageDictID its id there.
+const (
+	messageDictFile = "0024_insert_message_dictionary.sql"
+	messageDictID   = 1
+)
+
+// MessageDict returns the id and bytes of the dictionary messages are
+// compressed against, read from the migration that writes them to the
+// database (one source for both). Safe for concurrent use.
+var MessageDict = sync.OnceValues(func() (messageDict, error) {
+	b, err := fs.ReadFile(schema.Migrations, messageDictFile)
+	if err != nil {
+		return messageDict{}, fmt.Errorf("message dictionary: %w", err)
+	}
+	_, lit, ok := strings.Cut(string(b), "decode('")
+	lit, _, ok2 := strings.Cut(lit, "'")
+	if !ok || !ok2 {
+		return messageDict{}, fmt.Errorf("message dictionary: no decode('...') literal in %s", messageDictFile)
+	}
+	body, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(lit), ""))
+	if err != nil {
+		return messageDict{}, fmt.Errorf("message dictionary: %w", err)
+	}
+	return messageDict{ID: messageDictID, Body: body}, nil
+})
+
+// messageDict is one preset dictionary of notice_message_dict.
+type messageDict struct {
+	ID   int
+	Body []byte
+}
 
 // ErrNoMessage: no message is kept for that attempt (none was handed
 // over, it was sent before messages were kept, or its period was pruned).
@@ -39,10 +80,11 @@ func (e *DigestError) Error() string {
 		e.Key[:min(len(e.Key), 12)], e.Attempt, e.Want, e.Got)
 }
 
-// CompressMessage returns msg as notice_message keeps it.
-func CompressMessage(msg []byte) ([]byte, error) {
+// CompressMessage returns msg as notice_message keeps it, compressed
+// against dict (MessageDict's bytes; nil for none).
+func CompressMessage(msg, dict []byte) ([]byte, error) {
 	var b bytes.Buffer
-	w, err := flate.NewWriter(&b, flate.BestCompression)
+	w, err := flate.NewWriterDict(&b, flate.BestCompression, dict)
 	if err != nil {
 		return nil, err
 	}
@@ -55,23 +97,25 @@ func CompressMessage(msg []byte) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// InflateMessage returns the message notice_message's body holds.
-func InflateMessage(body []byte) ([]byte, error) {
-	out, err := io.ReadAll(flate.NewReader(bytes.NewReader(body)))
+// InflateMessage returns the message notice_message's body holds, given
+// the dictionary it was compressed against (nil for none).
+func InflateMessage(body, dict []byte) ([]byte, error) {
+	out, err := io.ReadAll(flate.NewReaderDict(bytes.NewReader(body), dict))
 	if err != nil {
 		return nil, fmt.Errorf("inflate kept message: %w", err)
 	}
 	return out, nil
 }
 
-// compressMessages compresses each outcome's Message (nil when none).
-func compressMessages(outs []Outcome) ([][]byte, error) {
+// compressMessages compresses each outcome's Message (nil when none)
+// against dict.
+func compressMessages(outs []Outcome, dict []byte) ([][]byte, error) {
 	bodies := make([][]byte, len(outs))
 	for i, o := range outs {
 		if len(o.Message) == 0 {
 			continue
 		}
-		b, err := CompressMessage(o.Message)
+		b, err := CompressMessage(o.Message, dict)
 		if err != nil {
 			return nil, fmt.Errorf("compress message: %w", err)
 		}
@@ -82,8 +126,8 @@ func compressMessages(outs []Outcome) ([][]byte, error) {
 
 // verifyMessage inflates body and checks it against want (the ledger's
 // digest): a *DigestError when they differ.
-func verifyMessage(key string, attempt int, want, body []byte) ([]byte, error) {
-	msg, err := InflateMessage(body)
+func verifyMessage(key string, attempt int, want, body, dict []byte) ([]byte, error) {
+	msg, err := InflateMessage(body, dict)
 	if err != nil {
 		return nil, &DigestError{Key: key, Attempt: attempt, Want: want}
 	}
@@ -101,15 +145,18 @@ func MessageOf(ctx context.Context, db sqlx.QueryerContext, r Row) ([]byte, erro
 	if len(r.MessageSHA256) == 0 {
 		return nil, ErrNoMessage
 	}
-	var body []byte
-	err := sqlx.GetContext(ctx, db, &body, noticeMessageGet, r.Period(), r.NoticeKey, r.Attempts)
+	var m struct {
+		Body []byte `db:"body"`
+		Dict []byte `db:"dict"`
+	}
+	err := sqlx.GetContext(ctx, db, &m, noticeMessageGet, r.Period(), r.NoticeKey, r.Attempts)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNoMessage
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read kept message: %w", err)
 	}
-	return verifyMessage(r.NoticeKey, r.Attempts, r.MessageSHA256, body)
+	return verifyMessage(r.NoticeKey, r.Attempts, r.MessageSHA256, m.Body, m.Dict)
 }
 
 // MessageCheck is what MessageSample found.
@@ -146,14 +193,14 @@ func MessageSample(ctx context.Context, db sqlx.QueryerContext, n int, from, to 
 			period       time.Time
 			key          string
 			attempt      int
-			digest, body []byte
+			digest, body, dict []byte
 		)
-		if err := rows.Scan(&period, &key, &attempt, &digest, &body); err != nil {
+		if err := rows.Scan(&period, &key, &attempt, &digest, &body, &dict); err != nil {
 			return res, fmt.Errorf("sample kept messages: %w", err)
 		}
 		res.Checked++
 		res.Bytes += int64(len(body))
-		switch _, err := verifyMessage(key, attempt, digest, body); {
+		switch _, err := verifyMessage(key, attempt, digest, body, dict); {
 		case body == nil:
 			res.Missing++
 		case err != nil:
@@ -166,4 +213,15 @@ func MessageSample(ctx context.Context, db sqlx.QueryerContext, n int, from, to 
 		return res, fmt.Errorf("sample kept messages: %w", err)
 	}
 	return res, nil
+}
+
+// StoredDict returns dictionary id's bytes as the database holds them
+// (ErrNoMessage when it holds none).
+func StoredDict(ctx context.Context, db sqlx.QueryerContext, id int) ([]byte, error) {
+	var b []byte
+	err := sqlx.GetContext(ctx, db, &b, noticeMessageDict, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNoMessage
+	}
+	return b, err
 }

@@ -46,7 +46,11 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 	}
 	n := len(outs)
 	keys, states, sentAt, prov, digests, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	bodies, err := compressMessages(outs)
+	dict, err := MessageDict()
+	if err != nil {
+		return 0, fmt.Errorf("record outcomes: %w", err)
+	}
+	bodies, err := compressMessages(outs, dict.Body)
 	if err != nil {
 		return 0, fmt.Errorf("record outcomes: %w", err)
 	}
@@ -83,7 +87,7 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 			return err
 		}
 		return tx.QueryRowxContext(ctx, noticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
-			pq.Array(prov), pq.Array(digests), pq.Array(errs), from, to, runID, now.UTC(), pq.ByteaArray(bodies)).Scan(&changed)
+			pq.Array(prov), pq.Array(digests), pq.Array(errs), from, to, runID, now.UTC(), pq.ByteaArray(bodies), dict.ID).Scan(&changed)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("record outcomes: %w", err)

@@ -202,7 +202,8 @@ SELECT * FROM reclaimed`
 // $1 keys, $2 states, $3 sent_at (text, empty for none), $4 provider ids,
 // $5 digests (hex), $6 errors (text[] each), $7 the first day of the earliest
 // month and $8 the first day after the latest (YYYY-MM-DD), or NULL for
-// every month, $9 run id, $10 updated_at, $11 compressed messages (bytea[]).
+// every month, $9 run id, $10 updated_at, $11 compressed messages (bytea[]),
+// $12 the dictionary they were compressed against (notice_message_dict).
 const noticeRecordOutcome = `
 WITH updated AS (
 UPDATE notice_ledger l
@@ -222,8 +223,8 @@ WHERE l.notice_key = ANY($1::text[])
   AND l.run_id = $9
 RETURNING l.notice_key, l.period_start, l.attempts, o.body),
 kept AS (
-INSERT INTO notice_message (period_start, key, attempt, body)
-SELECT period_start, decode(notice_key, 'hex'), attempts, body
+INSERT INTO notice_message (period_start, key, attempt, dict, body)
+SELECT period_start, decode(notice_key, 'hex'), attempts, $12::smallint, body
 FROM updated
 WHERE length(body) > 0
 ON CONFLICT DO NOTHING)
@@ -538,22 +539,28 @@ ORDER BY notice_key, attempt, occurred_at NULLS FIRST, recorded_at, event`
 const noticeMessagePrune = `
 DELETE FROM notice_message WHERE period_start < $1::date`
 
-// noticeMessageGet returns the compressed message of one attempt: $1
-// period_start, $2 key (hex), $3 attempt.
+// noticeMessageGet returns the compressed message of one attempt and its
+// dictionary (empty for none): $1 period_start, $2 key (hex), $3 attempt.
 const noticeMessageGet = `
-SELECT body FROM notice_message
-WHERE period_start = $1::date AND key = decode($2, 'hex') AND attempt = $3`
+SELECT m.body, COALESCE(d.body, '') AS dict
+FROM notice_message m
+LEFT JOIN notice_message_dict d ON d.id = m.dict
+WHERE m.period_start = $1::date AND m.key = decode($2, 'hex') AND m.attempt = $3`
+
+// noticeMessageDict returns dictionary $1's bytes.
+const noticeMessageDict = `SELECT body FROM notice_message_dict WHERE id = $1`
 
 // noticeMessageSample returns at most $1 rows whose current attempt has a
 // digest and a kept message, in random order, or every such row when $1
 // is NULL; $2 and $3 bound period_start (YYYY-MM-DD, NULL for no bound).
 // Each row carries its period, key, attempt, digest and compressed
-// message (NULL when none was kept).
+// message (NULL when none was kept) with its dictionary (empty for none).
 const noticeMessageSample = `
-SELECT l.period_start, l.notice_key, l.attempts, l.message_sha256, m.body
+SELECT l.period_start, l.notice_key, l.attempts, l.message_sha256, m.body, COALESCE(d.body, '') AS dict
 FROM notice_ledger l
 LEFT JOIN notice_message m
   ON m.period_start = l.period_start AND m.key = decode(l.notice_key, 'hex') AND m.attempt = l.attempts
+LEFT JOIN notice_message_dict d ON d.id = m.dict
 WHERE l.message_sha256 IS NOT NULL
   AND ($2::date IS NULL OR l.period_start >= $2::date)
   AND ($3::date IS NULL OR l.period_start < $3::date)

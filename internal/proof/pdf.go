@@ -85,7 +85,7 @@ func pdfFields(rec Record) [][2]string {
 		{"Sent to", rec.To},
 		{"Subject", orDash(rec.Subject)},
 		{"Sent (provider accepted)", sent},
-		{"Provider", orDash(a.Sender) + ", message id " + orDash(a.ProviderID)},
+		{"Provider's message id", providerLine(a)},
 		{"Delivered", delivered},
 		{"Charge announced", renews},
 		{"Notice window", orDash(rec.Rule) + " (time zone " + orDash(rec.TimeZone) + "), closed " + closes},
@@ -95,6 +95,13 @@ func pdfFields(rec Record) [][2]string {
 		{"SHA-256 of the message", rec.MessageSHA256 + fmt.Sprintf(" (%d bytes, verified)", rec.MessageBytes)},
 		{"Proof made", stamp(rec.GeneratedAt)},
 	}
+}
+
+func providerLine(a Attempt) string {
+	if a.Sender == "" {
+		return orDash(a.ProviderID)
+	}
+	return orDash(a.ProviderID) + " (sent by " + a.Sender + ")"
 }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }

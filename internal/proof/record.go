@@ -2,6 +2,7 @@ package proof
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -9,6 +10,7 @@ import (
 	"net/mail"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"scan/internal/ledger"
 	"scan/internal/notice"
@@ -90,7 +92,7 @@ func newRecord(r ledger.Row, ev []ledger.Evidence, msg []byte, pol *policy.Polic
 		rec.Evidence = []ledger.Evidence{}
 	}
 	rec.Attempts = []Attempt{{Attempt: r.Attempts, ClaimedAt: r.ClaimedAt, SentAt: r.SentAt,
-		ProviderID: deref(r.ProviderID), Digest: r.Digest(), RunID: r.RunID, Sender: senderOf(ev, r.Attempts)}}
+		ProviderID: deref(r.ProviderID), Digest: r.Digest(), RunID: r.RunID, Sender: senderOf(r)}}
 	rec.Delivery = delivery(r, ev, &rec)
 	if r.Channel == notice.ChannelSMS {
 		rec.To, rec.text = "(an sms body names no recipient; the ledger keeps no number)", string(msg)
@@ -100,7 +102,7 @@ func newRecord(r ledger.Row, ev []ledger.Evidence, msg []byte, pol *policy.Polic
 	rec.Jurisdiction, rec.LegalLead = legal(pol, r)
 	if r.SentAt != nil && r.RenewsAt != nil {
 		lead := r.RenewsAt.Sub(*r.SentAt)
-		rec.LeadBeforeCharge = policy.FormatDuration(lead)
+		rec.LeadBeforeCharge = days(lead)
 		if rec.LegalLead != nil {
 			rec.LegalLead.Satisfied = satisfies(pol, r, rec.Jurisdiction, lead)
 		}
@@ -132,12 +134,16 @@ func delivery(r ledger.Row, ev []ledger.Evidence, rec *Record) string {
 	return out
 }
 
-// senderOf returns the sender an attempt's evidence names ("" when none).
-func senderOf(ev []ledger.Evidence, attempt int) string {
-	for _, e := range ev {
-		if e.Attempt == attempt && e.Event == "sender" {
-			return e.Detail
-		}
+// senderOf returns the sender that took r's attempt where the ledger
+// tells: twilio for an sms (its only sender), outbox by its receipt; ""
+// for an email (this ledger does not record which sender took it; the
+// provider id identifies the message at the provider).
+func senderOf(r ledger.Row) string {
+	switch {
+	case r.Channel == notice.ChannelSMS:
+		return "twilio"
+	case strings.HasPrefix(deref(r.ProviderID), "outbox:"):
+		return "outbox"
 	}
 	return ""
 }
@@ -218,6 +224,18 @@ func plainText(ctype, cte string, body io.Reader) string {
 	return string(b)
 }
 
+// days formats a lead time as days, hours and minutes (25d14h52m).
+func days(d time.Duration) string {
+	d = d.Round(time.Minute)
+	neg := ""
+	if d < 0 {
+		neg, d = "-", -d
+	}
+	day := d / (24 * time.Hour)
+	d -= day * 24 * time.Hour
+	return fmt.Sprintf("%s%dd%dh%02dm", neg, day, d/time.Hour, (d%time.Hour)/time.Minute)
+}
+
 // MaskEmail masks an address as the proof shows it: the local part's
 // first character, then ***, then the domain (j***@example.com).
 func MaskEmail(addr string) string {
@@ -225,7 +243,8 @@ func MaskEmail(addr string) string {
 	if at < 1 {
 		return "***"
 	}
-	return addr[:1] + "***" + addr[at:]
+	_, n := utf8.DecodeRuneInString(addr)
+	return addr[:n] + "***" + addr[at:]
 }
 
 func deref(p *string) string {
