@@ -190,9 +190,9 @@ func MessageSample(ctx context.Context, db sqlx.QueryerContext, n int, from, to 
 	res := MessageCheck{Mismatched: []string{}}
 	for rows.Next() {
 		var (
-			period       time.Time
-			key          string
-			attempt      int
+			period             time.Time
+			key                string
+			attempt            int
 			digest, body, dict []byte
 		)
 		if err := rows.Scan(&period, &key, &attempt, &digest, &body, &dict); err != nil {
