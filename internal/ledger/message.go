@@ -112,7 +112,7 @@ func InflateMessage(body, dict []byte) ([]byte, error) {
 func compressMessages(outs []Outcome, dict []byte) ([][]byte, error) {
 	bodies := make([][]byte, len(outs))
 	for i, o := range outs {
-		if len(o.Message) == 0 {
+		if len(o.Message) == 0 || !keepMessages {
 			continue
 		}
 		b, err := CompressMessage(o.Message, dict)
