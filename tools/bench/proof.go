@@ -63,8 +63,8 @@ func (b *bench) proof(ctx context.Context) error {
 	outbox := filepath.Join(b.cfg.work, "outbox-proof")
 	env := []string{"SCAN_CONFIG=" + policy, "SCAN_SENDER=outbox", "SCAN_OUTBOX_DIR=" + outbox}
 	type variant struct {
-		name, bin    string
-		walls, pgCPU []time.Duration
+		name, bin          string
+		walls, pgCPU, cpus []time.Duration
 	}
 	vs := []*variant{{name: "kept", bin: b.cfg.scan}}
 	if b.cfg.scanNoProof != "" {
@@ -79,8 +79,8 @@ func (b *bench) proof(ctx context.Context) error {
 			if r.int("sent") != due {
 				return fmt.Errorf("proof %s: sent %d, want %d", v.name, r.int("sent"), due)
 			}
-			v.walls, v.pgCPU = append(v.walls, r.wall), append(v.pgCPU, r.pgCPU)
-			fmt.Fprintf(b.log, "bench: proof round %d %s: %.2f s, PostgreSQL CPU %.2f s\n", round+1, v.name, r.wall.Seconds(), r.pgCPU.Seconds())
+			v.walls, v.pgCPU, v.cpus = append(v.walls, r.wall), append(v.pgCPU, r.pgCPU), append(v.cpus, r.cpu)
+			fmt.Fprintf(b.log, "bench: proof round %d %s: %.2f s, PostgreSQL CPU %.2f s, scan CPU %.2f s\n", round+1, v.name, r.wall.Seconds(), r.pgCPU.Seconds(), r.cpu.Seconds())
 		}
 	}
 	if err := b.proofStorage(ctx, db, due); err != nil {
@@ -97,9 +97,9 @@ func (b *bench) proof(ctx context.Context) error {
 		none := vs[0]
 		pct := func(a, b time.Duration) string { return fmt.Sprintf("%+.1f%%", 100*(a.Seconds()/b.Seconds()-1)) }
 		b.add(figure{fmt.Sprintf("first pass keeping each message (N=%d, median of %d)", due, len(kept.walls)),
-			fmt.Sprintf("%.1f us wall, %.1f us PostgreSQL CPU a notice", per(med(kept.walls)), per(med(kept.pgCPU))),
-			fmt.Sprintf("%.1f us wall, %.1f us PostgreSQL CPU without", per(med(none.walls)), per(med(none.pgCPU))),
-			fmt.Sprintf("%s wall, %s PostgreSQL CPU", pct(med(kept.walls), med(none.walls)), pct(med(kept.pgCPU), med(none.pgCPU))), "at most +5%"})
+			fmt.Sprintf("%.1f us wall, %.1f us PostgreSQL CPU, %.1f us scan CPU a notice", per(med(kept.walls)), per(med(kept.pgCPU)), per(med(kept.cpus))),
+			fmt.Sprintf("%.1f us wall, %.1f us PostgreSQL CPU, %.1f us scan CPU without", per(med(none.walls)), per(med(none.pgCPU)), per(med(none.cpus))),
+			fmt.Sprintf("%s wall, %s PostgreSQL CPU, %s scan CPU", pct(med(kept.walls), med(none.walls)), pct(med(kept.pgCPU), med(none.pgCPU)), pct(med(kept.cpus), med(none.cpus))), "at most +5%"})
 	}
 	return b.proofOne(ctx, db, due, env)
 }
