@@ -216,11 +216,11 @@ func main() {
 }
 
 type config struct {
-	scan         string
+	scan string
 	// scanNoProof is a scan binary built with -tags noproof (no proof of
 	// notice kept), the proof scenario's baseline; skipped when empty.
-	scanNoProof string
-	proofN      int
+	scanNoProof  string
+	proofN       int
 	n            int
 	latencyN     int
 	suppressionN int
