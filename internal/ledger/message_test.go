@@ -6,11 +6,16 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq"
+
 	"scan/internal/ledger"
 	"scan/internal/notice"
+	"scan/internal/pgtest"
 )
 
 // The dictionary the pass compresses against is, byte for byte, the one
@@ -84,5 +89,67 @@ func TestMessageKeptWithTheOutcomeAndVerified(t *testing.T) {
 	check, err := ledger.MessageSample(ctx, db, 0, time.Time{}, time.Time{})
 	if err != nil || check.Checked != 2 || check.Verified != 2 || len(check.Mismatched) != 0 || check.Bytes <= 0 || check.Bytes >= int64(2*len(msg)) {
 		t.Fatalf("sample = %+v, %v", check, err)
+	}
+}
+
+// The pass's database role needs no read right on the kept messages: with
+// INSERT alone on notice_message (and its rights on the ledger), the
+// outcome statement keeps them, and that role cannot read them back.
+func TestThePassKeepsMessagesItCannotRead(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	db := sqlx.MustOpen("postgres", dsn)
+	db.SetMaxOpenConns(1) // one session: SET ROLE holds for every statement
+	t.Cleanup(func() { db.Close() })
+	ctx := context.Background()
+	if _, err := ledger.Migrate(ctx, db.DB); err != nil {
+		t.Fatal(err)
+	}
+	var schema string
+	if err := db.Get(&schema, `SELECT current_schema()`); err != nil {
+		t.Fatal(err)
+	}
+	role := schema + "_pass" // roles are the server's: named for this test's own schema
+	for _, q := range []string{
+		`CREATE ROLE ` + role + ` NOLOGIN`,
+		`GRANT USAGE ON SCHEMA ` + schema + ` TO ` + role,
+		`GRANT SELECT, UPDATE ON notice_ledger TO ` + role,
+		`GRANT INSERT ON notice_message TO ` + role,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() {
+		_, _ = db.Exec(`RESET ROLE`)
+		_, _ = db.Exec(`DROP OWNED BY ` + role)
+		_, _ = db.Exec(`DROP ROLE ` + role)
+	})
+	at := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	c := claim(1, 0)
+	if won, err := ledger.Insert(ctx, db, opt("r"), []ledger.Claim{c}); err != nil || len(won) != 1 {
+		t.Fatalf("claim: %d, %v", len(won), err)
+	}
+	msg := []byte("To: someone@example.com\r\n\r\nYour subscription renews.\r\n")
+	sum := sha256.Sum256(msg)
+	if _, err := db.Exec(`SET ROLE ` + role); err != nil {
+		t.Fatal(err)
+	}
+	out := ledger.Outcome{Key: c.Key, PeriodStart: c.PeriodStart, State: ledger.Sent, SentAt: at, Digest: sum[:], Message: msg}
+	if n, err := ledger.RecordOutcomes(ctx, db, "r", at, []ledger.Outcome{out}); err != nil || n != 1 {
+		t.Fatalf("record as the pass's role: %d, %v", n, err)
+	}
+	r, err := ledger.Get(ctx, db, c.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.MessageOf(ctx, db, r); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Fatalf("the pass's role read a kept message: %v", err)
+	}
+	if _, err := db.Exec(`RESET ROLE`); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ledger.MessageOf(ctx, db, r); err != nil || !bytes.Equal(got, msg) {
+		t.Fatalf("rebuilt %q, %v", got, err)
 	}
 }
