@@ -210,7 +210,7 @@ func TestProofOfAnEmailNoticeAfterTheTemplateAndAmountChanged(t *testing.T) {
 
 	// Prune of its period: nothing left to prove.
 	later := f.renews.AddDate(0, 0, 500).Format(time.RFC3339)
-	if code, stdout, errOut := f.runIn(nil, "prune", "--older-than", "400d", "--now", later); code != 0 {
+	if code, stdout, errOut := f.runIn(nil, "prune", "--older-than", "400d", "--now", later); code != 0 || !strings.Contains(stdout, `"messages_removed":2`) {
 		t.Fatalf("prune: exit %d, %s\n%s", code, stdout, errOut)
 	}
 	var kept int
