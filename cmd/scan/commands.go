@@ -26,10 +26,12 @@ import (
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/provider"
+	"scan/internal/provider/registry"
+	"scan/internal/provider/ses"
+	"scan/internal/provider/twilio"
 	"scan/internal/scan"
 	"scan/internal/send"
 	"scan/internal/subscription"
-	"scan/internal/twilio"
 )
 
 var sqlOpenDB = sql.OpenDB
@@ -382,8 +384,12 @@ func (p *preparedPass) checkRemote(field string, u *url.URL) error {
 // newRenderer builds the message renderer from the policy: one place, so
 // that `scan preview` renders exactly what `scan run` sends.
 func newRenderer(pol *policy.Policy) (*message.Renderer, error) {
+	correlation, err := registry.Correlation(pol.Provider, pol.SES.ConfigurationSet)
+	if err != nil {
+		return nil, usagef("provider", "%v", err)
+	}
 	rc := message.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL,
-		Provider: pol.Provider, ConfigurationSet: pol.SES.ConfigurationSet}
+		Correlation: correlation}
 	if pol.TemplatesDir != "" {
 		rc.Templates = os.DirFS(pol.TemplatesDir)
 	}
@@ -445,7 +451,7 @@ func (p *preparedPass) newSender() (send.Sender, error) {
 	case senderHTTP:
 		return send.NewHTTP(send.HTTPConfig{URL: p.httpURL, Pool: p.concurrency})
 	case senderSES:
-		return send.NewSES(send.SESConfig{AWS: p.aws, ConfigurationSet: p.pol.SES.ConfigurationSet, Pool: p.concurrency})
+		return ses.NewSender(ses.SenderConfig{AWS: p.aws, ConfigurationSet: p.pol.SES.ConfigurationSet, Pool: p.concurrency})
 	default:
 		if err := os.MkdirAll(p.outboxDir, 0o755); err != nil {
 			return nil, fmt.Errorf("outbox %s: %w", p.outboxDir, err)

@@ -14,9 +14,15 @@ import (
 // failover to one of them loses the claims it had not received, and the
 // next pass then refuses (exit 4) until `scan recover`. A server that does
 // not let this role read it (or any error) says nothing: the warning is
-// advice, never a reason to stop.
+// advice, never a reason to stop. It also warns when the role may not
+// read which standby is synchronous: a switchover would then refuse.
 func warnAsyncStandbys(ctx context.Context, log zerolog.Logger, db *sqlx.DB) {
 	r, err := ledger.ReplicationOf(ctx, db)
+	if err == nil && r.SyncHidden() {
+		log.Warn().Int("standbys", r.Standbys).
+			Msg("this role may not read pg_stat_replication's sync_state: a switchover to the synchronous standby " +
+				"will refuse like a lossy failover (exit 4); grant pg_monitor (docs/recovery-ha.md)")
+	}
 	if err != nil || !r.AllAsync() {
 		return
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"scan/internal/ledger"
-	"scan/internal/twilio/twiliotest"
+	"scan/internal/provider/twilio/twiliotest"
 )
 
 func TestEmailAfterSMSKillMatrix(t *testing.T) {

@@ -17,11 +17,11 @@ import (
 var fixturePlaceholder = regexp.MustCompile(`\{\{(key|msgid):(\d+)\}\}`)
 
 // providerEvents returns a provider's fixture payloads
-// (internal/reconcile/testdata/providers) with the keys and Message-IDs
+// (internal/provider/<name>/testdata/events.txt) with the keys and Message-IDs
 // of this fixture's subscriptions.
 func (f *fixture) providerEvents(provider string) string {
 	f.t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "internal", "reconcile", "testdata", "providers", provider+".txt"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "internal", "provider", provider, "testdata", "events.txt"))
 	if err != nil {
 		f.t.Fatal(err)
 	}

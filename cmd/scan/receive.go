@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"scan/internal/provider/registry"
 	"scan/internal/receive"
 )
 
@@ -93,16 +94,12 @@ func cmdReceive(ctx context.Context, e *env, args []string) error {
 	return shutdownReceiver(ctx, log, srv, hs, *grace)
 }
 
-// receiveConfig fills cfg's providers from the environment, validates it
+// receiveConfig fills cfg's endpoints from the environment, each
+// provider reading its own settings (registry.Endpoints), validates them
 // without I/O and returns the providers it configures; a mistake is a
 // usage error naming the variable, and so is no provider at all.
 func receiveConfig(e *env, cfg *receive.Config) ([]string, error) {
-	cfg.SendGridPublicKey = e.getenv("SENDGRID_WEBHOOK_PUBLIC_KEY")
-	cfg.MailgunSigningKey = e.getenv("MAILGUN_WEBHOOK_SIGNING_KEY")
-	cfg.PostmarkUser, cfg.PostmarkPassword = e.getenv("POSTMARK_WEBHOOK_USER"), e.getenv("POSTMARK_WEBHOOK_PASSWORD")
-	cfg.SNSTopics, cfg.SNSCertHosts = splitList(e.getenv("SNS_TOPIC_ARNS")), splitList(e.getenv("SNS_CERT_HOSTS"))
-	cfg.TwilioAuthToken, cfg.TwilioCallbackURL = e.getenv("TWILIO_AUTH_TOKEN"), e.getenv("SCAN_TWILIO_STATUS_CALLBACK")
-	providers, err := cfg.Validate()
+	eps, err := registry.Endpoints(e.getenv)
 	var ce *receive.ConfigError
 	if errors.As(err, &ce) {
 		return nil, usagef(ce.Field, "%s", ce.Msg)
@@ -110,8 +107,15 @@ func receiveConfig(e *env, cfg *receive.Config) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.Endpoints = eps
+	var providers []string
+	for _, ep := range eps {
+		if ep.Verify != nil {
+			providers = append(providers, ep.Name)
+		}
+	}
 	if len(providers) == 0 {
-		return nil, usagef("SENDGRID_WEBHOOK_PUBLIC_KEY, MAILGUN_WEBHOOK_SIGNING_KEY, POSTMARK_WEBHOOK_USER, SNS_TOPIC_ARNS, TWILIO_AUTH_TOKEN with SCAN_TWILIO_STATUS_CALLBACK",
+		return nil, usagef(strings.Join(registry.WebhookVars(), ", "),
 			"none is set: configure at least one provider's endpoint (an endpoint without its secret accepts nothing)")
 	}
 	return providers, nil
@@ -132,15 +136,4 @@ func shutdownReceiver(ctx context.Context, log zerolog.Logger, srv *receive.Serv
 	}
 	log.Info().Msg("scan receive: drained")
 	return nil
-}
-
-// splitList splits a comma-separated setting, dropping empty items.
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }

@@ -12,11 +12,8 @@ import (
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/provider"
+	"scan/internal/provider/registry"
 )
-
-// askProviders are the providers --ask knows, in the order a usage error
-// lists them.
-var askProviders = provider.Strings(provider.Postmark, provider.Mailgun, provider.SendGrid, provider.Twilio)
 
 // reconcileAsk is `scan reconcile --ask PROVIDER`: it asks the provider's
 // API about each claim in quarantine older than --older-than
@@ -63,71 +60,56 @@ func reconcileAsk(ctx context.Context, e *env, src *reconcileSources, by string)
 		"stale": res.Stale, "events": events})
 }
 
-// newAskProvider builds the provider --ask names from its environment.
-// SES has no API that answers for one message: a usage error says so.
+// newAskProvider builds the provider --ask names from its environment,
+// as its package's ask.Spec says (registry.Lookup): its settings, its
+// API's base URL, the policy's provider when the API finds messages by
+// its metadata. A provider without such an API is a usage error saying
+// why.
 func newAskProvider(e *env, name string) (ask.Provider, error) {
 	if build, ok := testAskProviders[name]; ok {
 		return build(e)
 	}
-	switch provider.Name(name) {
-	case provider.SES:
-		return nil, usagef("--ask", "Amazon SES has no API that tells what became of one message: settle SES claims from its events (--sqs QUEUE_URL, --events FILE --format ses, or scan receive)")
-	case provider.Postmark:
-		token := e.getenv("POSTMARK_SERVER_TOKEN")
-		if token == "" {
-			return nil, usagef("POSTMARK_SERVER_TOKEN", "required with --ask postmark: a server token of the server the notices go through")
-		}
-		cfg, err := askClient(e, "POSTMARK_API_URL")
-		if err != nil {
-			return nil, err
-		}
-		// The Messages API is searched by the notice_key metadata, which
-		// messages carry only with the policy's provider postmark: without
-		// it every claim would look unsent.
-		if err := askNeedsProvider(e, provider.Postmark); err != nil {
-			return nil, err
-		}
-		return ask.NewPostmark(token, cfg)
-	case provider.Mailgun:
-		key, domain := e.getenv("MAILGUN_API_KEY"), e.getenv("MAILGUN_DOMAIN")
-		if key == "" {
-			return nil, usagef("MAILGUN_API_KEY", "required with --ask mailgun")
-		}
-		if domain == "" {
-			return nil, usagef("MAILGUN_DOMAIN", "required with --ask mailgun: the sending domain the notices go through")
-		}
-		cfg, err := askClient(e, "MAILGUN_API_URL")
-		if err != nil {
-			return nil, err
-		}
-		p, err := ask.NewMailgun(key, domain, cfg)
-		if err != nil {
-			return nil, usagef("MAILGUN_DOMAIN", "%v", err)
-		}
-		return p, nil
-	case provider.SendGrid:
-		key := e.getenv("SENDGRID_API_KEY")
-		if key == "" {
-			return nil, usagef("SENDGRID_API_KEY", "required with --ask sendgrid: a key with read access to Email Logs")
-		}
-		cfg, err := askClient(e, "SENDGRID_API_URL")
-		if err != nil {
-			return nil, err
-		}
-		// Email Logs give each message's custom_args, the unique_args that
-		// messages carry only with the policy's provider sendgrid.
-		if err := askNeedsProvider(e, provider.SendGrid); err != nil {
-			return nil, err
-		}
-		return ask.NewSendGrid(key, cfg)
-	case provider.Twilio:
-		return newTwilioAsker(e)
+	p, ok := registry.Lookup(name)
+	switch {
+	case ok && p.Ask == nil && p.NoAsk != "":
+		return nil, usagef("--ask", "%s", p.NoAsk)
+	case !ok || p.Ask == nil:
+		return nil, usagef("--ask", "%q is not one of %v (ses has no such API)", name, registry.Askers())
 	}
-	return nil, usagef("--ask", "%q is not one of %v (ses has no such API)", name, askProviders)
+	if err := p.Ask.Settings(e.getenv); err != nil {
+		return nil, askUsage(err)
+	}
+	cfg, err := askClient(e, p.Ask.BaseURLVar)
+	if err != nil {
+		return nil, err
+	}
+	if p.Ask.ByMetadata {
+		if err := askNeedsProvider(e, p.Name); err != nil {
+			return nil, err
+		}
+	}
+	a, err := p.Ask.New(e.getenv, cfg)
+	if err != nil {
+		return nil, askUsage(err)
+	}
+	return a, nil
 }
 
-// askClient reads a provider's base URL variable.
+// askUsage is err as a usage error naming the setting when it is an
+// *ask.ConfigError, else err.
+func askUsage(err error) error {
+	var ce *ask.ConfigError
+	if errors.As(err, &ce) {
+		return usagef(ce.Field, "%s", ce.Msg)
+	}
+	return err
+}
+
+// askClient reads a provider's base URL variable ("": none).
 func askClient(e *env, variable string) (ask.ClientConfig, error) {
+	if variable == "" {
+		return ask.ClientConfig{}, nil
+	}
 	base := e.getenv(variable)
 	if base != "" {
 		u, err := url.Parse(base)

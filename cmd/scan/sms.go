@@ -6,8 +6,8 @@ import (
 
 	"scan/internal/message"
 	"scan/internal/policy"
+	"scan/internal/provider/twilio"
 	"scan/internal/send"
-	"scan/internal/twilio"
 )
 
 // newSMSSender builds the sms channel's Twilio client from TWILIO_* and
@@ -66,28 +66,4 @@ func checkSMSTemplates(r *message.Renderer, pol *policy.Policy) error {
 		return usagef("sms_max_segments", "%v", err)
 	}
 	return nil
-}
-
-// newTwilioAsker is `--ask twilio`: the Messages API of the account in
-// TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN (TWILIO_API_URL overrides the
-// base URL), asked about the sms claims in quarantine.
-func newTwilioAsker(e *env) (*twilio.Asker, error) {
-	for _, v := range []string{"TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN"} {
-		if e.getenv(v) == "" {
-			return nil, usagef(v, "required with --ask twilio")
-		}
-	}
-	c, err := twilio.New(twilio.Config{
-		AccountSID: e.getenv("TWILIO_ACCOUNT_SID"), AuthToken: e.getenv("TWILIO_AUTH_TOKEN"),
-		From: e.getenv("TWILIO_FROM"), MessagingServiceSID: e.getenv("TWILIO_MESSAGING_SERVICE_SID"),
-		BaseURL: e.getenv("TWILIO_API_URL"),
-	})
-	var ce *twilio.ConfigError
-	if errors.As(err, &ce) {
-		return nil, usagef(ce.Field, "%s", ce.Msg)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return twilio.NewAsker(c), nil
 }

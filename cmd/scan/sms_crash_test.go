@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"scan/internal/ledger"
-	"scan/internal/twilio/twiliotest"
+	"scan/internal/provider/twilio/twiliotest"
 )
 
 const smsNotices = 12

@@ -9,11 +9,12 @@
 // per its Config, retries 429 and 5xx answers with backoff, and stops when
 // its context is cancelled.
 //
-// Postmark (postmark.go), Mailgun (mailgun.go) and SendGrid (sendgrid.go)
-// implement it over one paced, retrying HTTP client (client.go); their
-// answers are read by package reconcile's webhook rules (evidence.go).
-// Reconcile (run.go) asks about each claim in quarantine and applies the
-// answers, one transaction per claim. SES has no such API.
+// Each provider with such an API implements it in its own package
+// (internal/provider/<name>: postmark, mailgun, sendgrid, twilio) over one
+// paced, retrying HTTP client (Client), and reads the answers by its own
+// webhook's event mapping (Decode). Reconcile (run.go) asks about each
+// claim in quarantine and applies the answers, one transaction per
+// claim: what is the same for every provider. SES has no such API.
 package ask
 
 import (
@@ -54,7 +55,7 @@ type Answer struct {
 	Unknown string
 }
 
-// notFound is the answer when the provider has no record of the claim's
+// NotFound is the answer when the provider has no record of the claim's
 // attempt, evaluated at now. It is evidence that the message never
 // reached the provider (one "not sent" settlement, so that the next pass
 // sends it again) only once the provider's documented indexing delay has
@@ -62,7 +63,7 @@ type Answer struct {
 // shortest retention the provider documents (an older record may have
 // been discarded); before the delay it is Pending, after the retention
 // Unknown.
-func notFound(provider string, c Claim, now time.Time, delay, retention time.Duration) Answer {
+func NotFound(provider string, c Claim, now time.Time, delay, retention time.Duration) Answer {
 	age := now.Sub(c.ClaimedAt)
 	switch {
 	case age < delay:
@@ -93,3 +94,25 @@ type Provider interface {
 // that answers the question: SES has none, SendGrid's Email Logs API is an
 // add-on of some accounts only.
 var ErrUnsupported = errors.New("the provider's API cannot answer this")
+
+// Spec is how a provider's package offers its pull API to `--ask`: the
+// command checks Settings, then the base URL in BaseURLVar (an http(s)
+// URL, or unset for the provider's own), then, when ByMetadata, that the
+// policy's provider is this one (the API finds messages by the metadata
+// that provider's correlation headers add), and builds the Provider with
+// New. Settings and New report a wrong or missing setting as a
+// *ConfigError naming it.
+type Spec struct {
+	Settings   func(getenv func(string) string) error
+	BaseURLVar string
+	ByMetadata bool
+	New        func(getenv func(string) string, cfg ClientConfig) (Provider, error)
+}
+
+// ConfigError is a setting of --ask that is missing or wrong; Field
+// names it.
+type ConfigError struct {
+	Field, Msg string
+}
+
+func (e *ConfigError) Error() string { return e.Field + ": " + e.Msg }

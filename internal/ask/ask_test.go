@@ -12,6 +12,9 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/pgtest"
+	"scan/internal/provider/mailgun"
+	"scan/internal/provider/postmark"
+	"scan/internal/provider/sendgrid"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -88,9 +91,9 @@ func TestNotFoundWaitsForTheIndexingDelay(t *testing.T) {
 		delay, retention time.Duration
 		newProvider      func(base string) (ask.Provider, error)
 	}{
-		{"postmark", ask.PostmarkDelay, ask.PostmarkRetention, func(b string) (ask.Provider, error) { return ask.NewPostmark("server-token", fast(b)) }},
-		{"mailgun", ask.MailgunDelay, ask.MailgunRetention, func(b string) (ask.Provider, error) { return ask.NewMailgun("key-1", "n.example.com", fast(b)) }},
-		{"sendgrid", ask.SendGridDelay, ask.SendGridRetention, func(b string) (ask.Provider, error) { return ask.NewSendGrid("SG.key", fast(b)) }},
+		{"postmark", postmark.Delay, postmark.Retention, func(b string) (ask.Provider, error) { return postmark.NewAsker("server-token", fast(b)) }},
+		{"mailgun", mailgun.Delay, mailgun.Retention, func(b string) (ask.Provider, error) { return mailgun.NewAsker("key-1", "n.example.com", fast(b)) }},
+		{"sendgrid", sendgrid.Delay, sendgrid.Retention, func(b string) (ask.Provider, error) { return sendgrid.NewAsker("SG.key", fast(b)) }},
 	} {
 		t.Run(tc.provider, func(t *testing.T) {
 			t.Parallel()
@@ -142,13 +145,13 @@ func TestReconcileSettlesFromEachProvider(t *testing.T) {
 	}{
 		{"postmark", []sent{{1, 1, 119 * time.Minute, []string{"Delivered"}}, {2, 1, 119 * time.Minute, []string{"Bounced:HardBounce"}},
 			{5, 1, 119 * time.Minute, []string{"Transient", "Delivered", "Opened"}}},
-			func(b string) (ask.Provider, error) { return ask.NewPostmark("server-token", fast(b)) }},
+			func(b string) (ask.Provider, error) { return postmark.NewAsker("server-token", fast(b)) }},
 		{"mailgun", []sent{{1, 1, 119 * time.Minute, []string{"accepted", "delivered"}}, {2, 1, 119 * time.Minute, []string{"accepted", "failed:permanent"}},
 			{5, 1, 119 * time.Minute, []string{"accepted"}}},
-			func(b string) (ask.Provider, error) { return ask.NewMailgun("key-1", "n.example.com", fast(b)) }},
+			func(b string) (ask.Provider, error) { return mailgun.NewAsker("key-1", "n.example.com", fast(b)) }},
 		{"sendgrid", []sent{{1, 1, 119 * time.Minute, []string{"processed", "delivered"}}, {2, 1, 119 * time.Minute, []string{"processed", "bounce:bounce"}},
 			{5, 1, 119 * time.Minute, []string{"processed", "deferred"}}},
-			func(b string) (ask.Provider, error) { return ask.NewSendGrid("SG.key", fast(b)) }},
+			func(b string) (ask.Provider, error) { return sendgrid.NewAsker("SG.key", fast(b)) }},
 	} {
 		t.Run(tc.provider, func(t *testing.T) {
 			t.Parallel()
@@ -184,9 +187,9 @@ func TestSinceListsWhatTheProviderAccepted(t *testing.T) {
 		"sendgrid": {{1, 1, time.Hour, []string{"processed", "delivered"}}, {2, 2, 30 * time.Minute, []string{"processed"}}},
 	}
 	ps := map[string]func(string) (ask.Provider, error){
-		"postmark": func(b string) (ask.Provider, error) { return ask.NewPostmark("server-token", fast(b)) },
-		"mailgun":  func(b string) (ask.Provider, error) { return ask.NewMailgun("key-1", "n.example.com", fast(b)) },
-		"sendgrid": func(b string) (ask.Provider, error) { return ask.NewSendGrid("SG.key", fast(b)) },
+		"postmark": func(b string) (ask.Provider, error) { return postmark.NewAsker("server-token", fast(b)) },
+		"mailgun":  func(b string) (ask.Provider, error) { return mailgun.NewAsker("key-1", "n.example.com", fast(b)) },
+		"sendgrid": func(b string) (ask.Provider, error) { return sendgrid.NewAsker("SG.key", fast(b)) },
 	}
 	for name, m := range msgs {
 		t.Run(name, func(t *testing.T) {
@@ -226,7 +229,7 @@ func TestReconcileSkipsClaimsPastTheRetention(t *testing.T) {
 	t.Parallel()
 	db := setup(t, claim{3 * 24 * time.Hour}, claim{2 * 24 * time.Hour}, claim{2 * time.Hour})
 	srv := newStandIn(t, "mailgun", []sent{{3, 1, 119 * time.Minute, []string{"delivered"}}})
-	p, err := ask.NewMailgun("key-1", "n.example.com", fast(srv.URL))
+	p, err := mailgun.NewAsker("key-1", "n.example.com", fast(srv.URL))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,8 +62,11 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("%s API: %s %s: HTTP %d", e.Provider, e.Method, e.Path, e.Status)
 }
 
-// client is one provider's HTTP client: paced, bounded, retrying.
-type client struct {
+// Client is one provider's HTTP client for its pull API: paced (one
+// request at a time, ClientConfig.Rate), bounded (a timeout per request)
+// and retrying 429 and 5xx answers with backoff. A provider's asker
+// (internal/provider/<name>) makes one with NewClient.
+type Client struct {
 	name    string
 	base    *url.URL
 	hc      *http.Client
@@ -78,7 +81,9 @@ type client struct {
 // *StatusError).
 var errNot2xx = errors.New("not 2xx")
 
-func newClient(name, defaultBase string, cfg ClientConfig, auth func(*http.Request)) (*client, error) {
+// NewClient returns provider name's client of the API at cfg.BaseURL
+// (defaultBase when empty); auth sets each request's credentials.
+func NewClient(name, defaultBase string, cfg ClientConfig, auth func(*http.Request)) (*Client, error) {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = defaultBase
 	}
@@ -109,13 +114,13 @@ func newClient(name, defaultBase string, cfg ClientConfig, auth func(*http.Reque
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	return &client{name: name, base: u, hc: hc, lim: rate.NewLimiter(cfg.Rate, 1), cfg: cfg, auth: auth, sleepFn: sleep, now: time.Now}, nil
+	return &Client{name: name, base: u, hc: hc, lim: rate.NewLimiter(cfg.Rate, 1), cfg: cfg, auth: auth, sleepFn: sleep, now: time.Now}, nil
 }
 
-// do sends one request (body, when not nil, as JSON) and decodes a 2xx
+// Do sends one request (body, when not nil, as JSON) and decodes a 2xx
 // answer into out (when not nil). It returns the status: a 404 is
 // returned with a *StatusError, so callers can tell "no such message".
-func (c *client) do(ctx context.Context, method, path string, query url.Values, body, out any) (int, error) {
+func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) (int, error) {
 	var payload []byte
 	if body != nil {
 		var err error
@@ -153,7 +158,7 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 
 // once sends one request; wait is the answer's Retry-After (-1 when it
 // names none). err is set for any answer but 2xx.
-func (c *client) once(ctx context.Context, method, u string, payload []byte, out any) (status int, wait time.Duration, err error) {
+func (c *Client) once(ctx context.Context, method, u string, payload []byte, out any) (status int, wait time.Duration, err error) {
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	var rd io.Reader
@@ -216,3 +221,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// Now is the client's clock (a Retry-After given as a date is read by it).
+func (c *Client) Now() time.Time { return c.now() }
+
+// Base is the API's base URL (a copy): a paging URL the API answers is
+// followed only on it, so that credentials never go to another host.
+func (c *Client) Base() url.URL { return *c.base }

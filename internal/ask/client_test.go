@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"scan/internal/ask"
+	"scan/internal/provider/mailgun"
+	"scan/internal/provider/sendgrid"
 )
 
 func about(p ask.Provider) error {
@@ -31,7 +33,7 @@ func TestClientRetries429And5xx(t *testing.T) {
 		}
 		return 0, ""
 	}
-	p, err := ask.NewMailgun("key-1", "n.example.com", fast(srv.URL))
+	p, err := mailgun.NewAsker("key-1", "n.example.com", fast(srv.URL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,7 @@ func TestClientGivesUp(t *testing.T) {
 		srv.fail = func(*http.Request) (int, string) { return tc.status, tc.retryAfter }
 		cfg := fast(srv.URL)
 		cfg.Retries = 2
-		p, err := ask.NewMailgun("key-1", "n.example.com", cfg)
+		p, err := mailgun.NewAsker("key-1", "n.example.com", cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +89,7 @@ func TestClientStopsOnCancel(t *testing.T) {
 		cancel()
 		return http.StatusServiceUnavailable, "60"
 	}
-	p, err := ask.NewMailgun("key-1", "n.example.com", fast(srv.URL))
+	p, err := mailgun.NewAsker("key-1", "n.example.com", fast(srv.URL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +114,7 @@ func TestClientTimesOutARequest(t *testing.T) {
 	}
 	cfg := fast(srv.URL)
 	cfg.Timeout, cfg.Retries = 50*time.Millisecond, 1
-	p, err := ask.NewMailgun("key-1", "n.example.com", cfg)
+	p, err := mailgun.NewAsker("key-1", "n.example.com", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,11 +129,11 @@ func TestSendGridWithoutEmailLogs(t *testing.T) {
 	t.Parallel()
 	srv := newStandIn(t, "sendgrid", nil)
 	srv.fail = func(*http.Request) (int, string) { return http.StatusForbidden, "" }
-	p, err := ask.NewSendGrid("SG.key", fast(srv.URL))
+	p, err := sendgrid.NewAsker("SG.key", fast(srv.URL))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := about(p); !errors.Is(err, ask.ErrUnsupported) || !errors.Is(err, ask.ErrNoEmailLogs) {
+	if err := about(p); !errors.Is(err, ask.ErrUnsupported) || !errors.Is(err, sendgrid.ErrNoEmailLogs) {
 		t.Errorf("err = %v, want ErrNoEmailLogs", err)
 	}
 }

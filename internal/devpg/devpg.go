@@ -577,3 +577,9 @@ func logTail(path string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// Credential returns the credential that the server binaries, and other
+// daemons that must run as the data's owner (a test's Patroni, whose
+// initdb refuses root), run with: nil when not root, else the `postgres`
+// user's, else a `scanpg` system user's (created when missing).
+func Credential() (*syscall.Credential, error) { return serverCredential() }

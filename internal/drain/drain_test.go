@@ -20,6 +20,7 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/ledger/ledgertest"
 	"scan/internal/pgtest"
+	_ "scan/internal/provider/registry" // the providers' formats
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

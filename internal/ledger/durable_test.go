@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -117,4 +118,95 @@ func count(t *testing.T, db *sqlx.DB, q string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// A pass that finds a new timeline after an epoch whose witness says its
+// pass claimed under a synchronous standby still refuses where it cannot
+// read the new timeline's history: a role not granted EXECUTE on
+// pg_read_file (here, a timeline with no history file at all) cannot tell a
+// switchover from a failover. The refusal says why.
+func TestCheckPassRefusesASwitchItCannotRead(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	if _, err := ledger.CheckPass(ctx, db, "run-1", t0); err != nil {
+		t.Fatal(err)
+	}
+	var w struct {
+		SyncStandbys int    `db:"sync_standbys"`
+		SyncCommit   string `db:"sync_commit"`
+		SystemID     string `db:"system_id"`
+	}
+	if err := db.Get(&w, `SELECT sync_standbys, sync_commit, system_id FROM notice_ledger_epoch WHERE run_id = 'run-1'`); err != nil {
+		t.Fatal(err)
+	}
+	if w.SyncStandbys != 0 || w.SyncCommit == "" || w.SystemID == "" {
+		t.Fatalf("the epoch's witness on a server with no standby: %+v", w)
+	}
+	// As if run-1 had claimed on timeline 2 under a synchronous standby,
+	// and the server were now on another timeline.
+	db.MustExec(`UPDATE notice_ledger_epoch SET timeline = timeline + 1, sync_standbys = 1, sync_commit = 'on' WHERE run_id = 'run-1'`)
+	_, err := ledger.CheckPass(ctx, db, "run-2", t0.Add(time.Hour))
+	var re *ledger.RestoredError
+	if !errors.As(err, &re) || !strings.Contains(re.Why, "history") || !strings.Contains(err.Error(), "not a lossless switchover") {
+		t.Fatalf("a switch it cannot read: %v", err)
+	}
+	if n := count(t, db, `SELECT count(*) FROM notice_ledger_epoch WHERE run_id = 'run-2'`); n != 0 {
+		t.Fatalf("a refused pass recorded %d epochs", n)
+	}
+}
+
+// The grants docs/recovery-ha.md names: a role with its ledger tables and
+// pg_monitor but not EXECUTE on pg_read_file cannot read a timeline's
+// history (permission denied, so a switchover refuses); granted EXECUTE
+// on pg_read_file(text), it reads under the data directory (here it gets
+// as far as the missing file: the server has no history on timeline 1).
+func TestCheckPassHistoryGrant(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	if _, err := ledger.CheckPass(ctx, db, "run-1", t0); err != nil {
+		t.Fatal(err)
+	}
+	db.MustExec(`UPDATE notice_ledger_epoch SET timeline = timeline + 1, sync_standbys = 1, sync_commit = 'on' WHERE run_id = 'run-1'`)
+	role := fmt.Sprintf("scan_witness_%d", time.Now().UnixNano())
+	var schema string
+	if err := db.Get(&schema, `SELECT current_schema()`); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`CREATE ROLE ` + role + ` NOLOGIN`, `GRANT pg_monitor TO ` + role,
+		`GRANT USAGE ON SCHEMA ` + schema + ` TO ` + role,
+		`GRANT SELECT, INSERT ON notice_ledger_epoch TO ` + role,
+		`GRANT USAGE ON SEQUENCE notice_ledger_epoch_id_seq TO ` + role} {
+		db.MustExec(q)
+	}
+	t.Cleanup(func() {
+		_, _ = db.Exec(`DROP OWNED BY ` + role)
+		_, _ = db.Exec(`DROP ROLE ` + role)
+	})
+	why := func() string {
+		t.Helper()
+		conn, err := db.Connx(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, `SET ROLE `+role); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _, _ = conn.ExecContext(ctx, `RESET ROLE`) }()
+		_, err = ledger.CheckPass(ctx, conn, "run-2", t0.Add(time.Hour))
+		var re *ledger.RestoredError
+		if !errors.As(err, &re) {
+			t.Fatalf("as %s: %v, want a refusal", role, err)
+		}
+		return re.Why
+	}
+	if w := why(); !strings.Contains(w, "permission denied") || !strings.Contains(w, "pg_read_file") {
+		t.Fatalf("without EXECUTE on pg_read_file: %q", w)
+	}
+	db.MustExec(`GRANT EXECUTE ON FUNCTION pg_read_file(text) TO ` + role)
+	if w := why(); strings.Contains(w, "permission denied") || !strings.Contains(w, "00000001.history") {
+		t.Fatalf("with EXECUTE on pg_read_file: %q", w)
+	}
 }

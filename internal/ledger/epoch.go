@@ -28,6 +28,9 @@ const (
 	EpochPass     = "pass"      // a pass found the database here and went on
 	EpochRecover  = "recover"   // `scan recover` recorded the provider's record, then lifted the refusal
 	EpochNoneLost = "none_lost" // an operator acknowledged that nothing was lost
+	// EpochSwitchover: a pass found a new timeline that a lossless
+	// switchover explains (switchover.go) and went on.
+	EpochSwitchover = "switchover"
 )
 
 // Epoch is one row of notice_ledger_epoch: where a pass, or a recovery,
@@ -42,12 +45,25 @@ type Epoch struct {
 	RecordedBy *string    `db:"recorded_by" json:"recorded_by,omitempty"`
 	Reason     *string    `db:"reason" json:"reason,omitempty"`
 	Since      *time.Time `db:"since" json:"since,omitempty"`
+	Witness
+}
+
+// Witness is what an epoch records of the replication its pass claimed
+// under (sql/0027); nil fields on rows older than the migration.
+type Witness struct {
+	SyncStandbys *int    `db:"sync_standbys" json:"sync_standbys,omitempty"` // standbys in sync_state 'sync'
+	SyncCommit   *string `db:"sync_commit" json:"sync_commit,omitempty"`     // what its claims commit with (at least on)
+	SystemID     *string `db:"system_id" json:"system_id,omitempty"`         // pg_control_system().system_identifier
 }
 
 // Where is where the database is now: its WAL timeline and position.
 type Where struct {
 	Timeline int64  `db:"timeline" json:"timeline"`
 	LSN      string `db:"lsn" json:"lsn"`
+	SystemID string `db:"system_id" json:"system_id,omitempty"`
+	// Switchover is set when the pass found a new timeline that a
+	// lossless switchover explains, and recorded it (EpochSwitchover).
+	Switchover *Switchover `db:"-" json:"switchover,omitempty"`
 }
 
 // RestoredError is a pass's refusal: the database is not where the last
@@ -55,6 +71,9 @@ type Where struct {
 type RestoredError struct {
 	Last Epoch // the last epoch recorded (the last pass the ledger knows of)
 	Now  Where // where the database is now
+	// Why says why a new timeline was not taken for a lossless switchover
+	// (empty when the timeline did not change).
+	Why string
 }
 
 func (e *RestoredError) Error() string {
@@ -66,12 +85,16 @@ func (e *RestoredError) Error() string {
 	if e.Last.LSN != nil {
 		lsn = *e.Last.LSN
 	}
-	return fmt.Sprintf("%s: the database is on timeline %d at %s, but the last pass it knows of (%s %s at %s) found it on timeline %s at %s; "+
+	why := ""
+	if e.Why != "" {
+		why = " (not a lossless switchover: " + e.Why + ")"
+	}
+	return fmt.Sprintf("%s: the database is on timeline %d at %s, but the last pass it knows of (%s %s at %s) found it on timeline %s at %s%s; "+
 		"claims recorded after that may be lost with notices already sent: nothing was claimed or sent. "+
 		"Run `scan recover --since %s` with the provider's record (--events FILE or --ask PROVIDER), "+
 		"or `scan recover --none-lost --reason TEXT --by NAME` if nothing can have been lost",
 		ErrRestored.Error(), e.Now.Timeline, e.Now.LSN, e.Last.Kind, e.Last.RunID, e.Last.RecordedAt.UTC().Format(time.RFC3339),
-		tl, lsn, e.Last.RecordedAt.UTC().Format(time.RFC3339))
+		tl, lsn, why, e.Last.RecordedAt.UTC().Format(time.RFC3339))
 }
 
 func (e *RestoredError) Unwrap() error { return ErrRestored }
@@ -84,15 +107,15 @@ var ErrNoTimeline = errors.New("the server does not tell its WAL timeline")
 // CheckPass records that the pass runID found the database where it is,
 // in one statement, unless the database went back in time since the last
 // epoch recorded: on another timeline, or behind its WAL position. Then it
-// records nothing and returns a *RestoredError (errors.Is ErrRestored). A
+// records nothing and returns a *RestoredError (errors.Is ErrRestored);
+// except where the new timeline is a lossless switchover (switchover.go):
+// then it records an EpochSwitchover and returns Where.Switchover. A
 // ledger with no epoch yet (fresh, or migrated by an older release)
 // refuses nothing. Where the server does not tell its timeline it returns
 // ErrNoTimeline: the caller goes on unchecked.
 func CheckPass(ctx context.Context, db sqlx.QueryerContext, runID string, now time.Time) (Where, error) {
-	var r struct {
-		Where
-		Recorded bool
-	}
+	var here Where
+	var recorded bool
 	var last struct {
 		ID         *int64     `db:"id"`
 		Kind       *string    `db:"kind"`
@@ -100,6 +123,7 @@ func CheckPass(ctx context.Context, db sqlx.QueryerContext, runID string, now ti
 		Timeline   *int64     `db:"last_timeline"`
 		LSN        *string    `db:"last_lsn"`
 		RecordedAt *time.Time `db:"recorded_at"`
+		Witness
 	}
 	rows, err := db.QueryxContext(ctx, noticeEpochCheckPass, runID, now.UTC())
 	if err != nil {
@@ -112,14 +136,34 @@ func CheckPass(ctx context.Context, db sqlx.QueryerContext, runID string, now ti
 		}
 		return Where{}, fmt.Errorf("check timeline: no row")
 	}
-	if err := rows.Scan(&r.Timeline, &r.LSN, &r.Recorded, &last.ID, &last.Kind, &last.RunID, &last.Timeline, &last.LSN, &last.RecordedAt); err != nil {
+	if err := rows.Scan(&here.Timeline, &here.LSN, &here.SystemID, &recorded, &last.ID, &last.Kind, &last.RunID, &last.Timeline, &last.LSN,
+		&last.RecordedAt, &last.SyncStandbys, &last.SyncCommit, &last.SystemID); err != nil {
 		return Where{}, epochErr(err)
 	}
-	if r.Recorded || last.ID == nil {
-		return r.Where, nil
+	if err := rows.Close(); err != nil {
+		return Where{}, epochErr(err)
 	}
-	return r.Where, &RestoredError{Now: r.Where, Last: Epoch{ID: *last.ID, Kind: *last.Kind, RunID: *last.RunID,
-		Timeline: last.Timeline, LSN: last.LSN, RecordedAt: *last.RecordedAt}}
+	if recorded || last.ID == nil {
+		return here, nil
+	}
+	re := &RestoredError{Now: here, Last: Epoch{ID: *last.ID, Kind: *last.Kind, RunID: *last.RunID,
+		Timeline: last.Timeline, LSN: last.LSN, RecordedAt: *last.RecordedAt, Witness: last.Witness}}
+	if last.Timeline == nil || *last.Timeline == here.Timeline {
+		return here, re
+	}
+	sw, why, err := judgeSwitch(ctx, db, re.Last, here)
+	if err != nil {
+		return here, err
+	}
+	if sw == nil {
+		re.Why = why
+		return here, re
+	}
+	if err := recordSwitchover(ctx, db, runID, *sw, now); err != nil {
+		return here, err
+	}
+	here.Switchover = sw
+	return here, nil
 }
 
 // epochErr turns a server that cannot tell its timeline into ErrNoTimeline.
@@ -186,6 +230,14 @@ func (r Replication) AllAsync() bool {
 		return false
 	}
 	return r.Hidden == 0 || r.SyncNames == ""
+}
+
+// SyncHidden reports whether the server is a primary with a synchronous
+// standby named (synchronous_standby_names) whose state this role may not
+// read: a pass's epoch then records no synchronous standby, so a
+// switchover refuses like a lossy failover (grant pg_monitor).
+func (r Replication) SyncHidden() bool {
+	return !r.Standby && r.Hidden > 0 && r.SyncNames != ""
 }
 
 // ReplicationOf reads what the server says of its standbys.

@@ -790,39 +790,76 @@ SELECT EXISTS (SELECT 1 FROM notice_suppression WHERE channel = $1)`
 // unless the last epoch recorded is on another timeline or ahead of the
 // current WAL position (then it records nothing). It returns where the
 // database is, whether the epoch was recorded, and the last epoch before
-// it (NULLs when there is none). One statement per pass.
+// it (NULLs when there is none). With the epoch it records the witness a
+// later switchover is judged by (sql/0027): how many standbys were in
+// sync_state 'sync' (0 where this role may not read their state), the
+// synchronous_commit its claims commit with (noticeClaimDurable's: on, or
+// remote_apply where that is the session's), and the system identifier.
+// One statement
+// per pass.
 // $1 run id, $2 recorded_at.
 const noticeEpochCheckPass = `
 WITH here AS (
     SELECT ('x' || lpad(left(pg_walfile_name(pg_current_wal_lsn()), 8), 16, '0'))::bit(64)::bigint AS timeline,
-           pg_current_wal_lsn() AS lsn),
+           pg_current_wal_lsn() AS lsn,
+           (SELECT count(*) FILTER (WHERE sync_state = 'sync') FROM pg_stat_replication)::int AS sync_standbys,
+           CASE current_setting('synchronous_commit') WHEN 'remote_apply' THEN 'remote_apply' ELSE 'on' END AS sync_commit,
+           (SELECT system_identifier::text FROM pg_control_system()) AS system_id),
 last AS (
-    SELECT id, kind, run_id, timeline, lsn, recorded_at
+    SELECT id, kind, run_id, timeline, lsn, recorded_at, sync_standbys, sync_commit, system_id
     FROM notice_ledger_epoch ORDER BY id DESC LIMIT 1),
 ins AS (
-    INSERT INTO notice_ledger_epoch (kind, run_id, timeline, lsn, recorded_at)
-    SELECT 'pass', $1, here.timeline, here.lsn, $2 FROM here
+    INSERT INTO notice_ledger_epoch (kind, run_id, timeline, lsn, recorded_at, sync_standbys, sync_commit, system_id)
+    SELECT 'pass', $1, here.timeline, here.lsn, $2, here.sync_standbys, here.sync_commit, here.system_id FROM here
     WHERE NOT EXISTS (SELECT 1 FROM last
                       WHERE last.timeline IS NOT NULL
                         AND (last.timeline <> here.timeline OR last.lsn > here.lsn))
     RETURNING id)
-SELECT here.timeline, here.lsn::text AS lsn, EXISTS (SELECT 1 FROM ins) AS recorded,
+SELECT here.timeline, here.lsn::text AS lsn, here.system_id, EXISTS (SELECT 1 FROM ins) AS recorded,
        last.id, last.kind, last.run_id, last.timeline AS last_timeline, last.lsn::text AS last_lsn,
-       last.recorded_at
+       last.recorded_at, last.sync_standbys, last.sync_commit, last.system_id AS last_system_id
 FROM here LEFT JOIN last ON true`
 
+// noticeEpochTimelineHistory reads the history file of timeline $1 from
+// the server's pg_wal (pg_read_file: a superuser, or a role granted
+// EXECUTE on pg_read_file(text); pg_read_server_files alone does not
+// grant it, and is not needed for a path inside the data directory).
+// Each line names a
+// parent timeline, the LSN where the next one branched from it, and why.
+const noticeEpochTimelineHistory = `
+SELECT pg_read_file('pg_wal/' || lpad(upper(to_hex($1::bigint)), 8, '0') || '.history')`
+
+// noticeEpochSwitchover records the epoch of a pass that found the
+// database switched over losslessly (kind 'switchover', the switch in
+// reason) and went on, with the same witness as a pass's epoch.
+// $1 run id, $2 recorded_at, $3 reason.
+const noticeEpochSwitchover = `
+INSERT INTO notice_ledger_epoch (kind, run_id, timeline, lsn, recorded_at, reason, sync_standbys, sync_commit, system_id)
+SELECT 'switchover', $1, ('x' || lpad(left(pg_walfile_name(pg_current_wal_lsn()), 8), 16, '0'))::bit(64)::bigint,
+       pg_current_wal_lsn(), $2, $3,
+       (SELECT count(*) FILTER (WHERE sync_state = 'sync') FROM pg_stat_replication)::int,
+       CASE current_setting('synchronous_commit') WHEN 'remote_apply' THEN 'remote_apply' ELSE 'on' END,
+       (SELECT system_identifier::text FROM pg_control_system())
+RETURNING id`
+
 // noticeEpochAcknowledge records an acknowledged epoch (scan recover)
-// where the database is now.
+// where the database is now, with the same witness as a pass's epoch.
 // $1 kind, $2 run id, $3 recorded_by, $4 reason, $5 since, $6 recorded_at.
 const noticeEpochAcknowledge = `
-INSERT INTO notice_ledger_epoch (kind, run_id, timeline, lsn, recorded_at, recorded_by, reason, since)
+INSERT INTO notice_ledger_epoch (kind, run_id, timeline, lsn, recorded_at, recorded_by, reason, since,
+                                 sync_standbys, sync_commit, system_id)
 SELECT $1, $2, ('x' || lpad(left(pg_walfile_name(pg_current_wal_lsn()), 8), 16, '0'))::bit(64)::bigint,
-       pg_current_wal_lsn(), $6, $3, $4, $5
-RETURNING id, kind, run_id, timeline, lsn::text AS lsn, recorded_at, recorded_by, reason, since`
+       pg_current_wal_lsn(), $6, $3, $4, $5,
+       (SELECT count(*) FILTER (WHERE sync_state = 'sync') FROM pg_stat_replication)::int,
+       CASE current_setting('synchronous_commit') WHEN 'remote_apply' THEN 'remote_apply' ELSE 'on' END,
+       (SELECT system_identifier::text FROM pg_control_system())
+RETURNING id, kind, run_id, timeline, lsn::text AS lsn, recorded_at, recorded_by, reason, since,
+          sync_standbys, sync_commit, system_id`
 
 // noticeEpochLast returns the last epoch recorded.
 const noticeEpochLast = `
-SELECT id, kind, run_id, timeline, lsn::text AS lsn, recorded_at, recorded_by, reason, since
+SELECT id, kind, run_id, timeline, lsn::text AS lsn, recorded_at, recorded_by, reason, since,
+       sync_standbys, sync_commit, system_id
 FROM notice_ledger_epoch ORDER BY id DESC LIMIT 1`
 
 // noticeReplication says whether the server is a standby, and of its

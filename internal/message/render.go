@@ -8,7 +8,6 @@ import (
 	"net/mail"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,7 +19,6 @@ import (
 
 	"scan/internal/address"
 	"scan/internal/notice"
-	"scan/internal/provider"
 )
 
 // DefaultCancelURL is the RenderConfig.CancelURL used when none is given.
@@ -66,14 +64,13 @@ type RenderConfig struct {
 	// notice's query-escaped CancelToken. It must be an absolute http or
 	// https URL containing "{token}". Default DefaultCancelURL.
 	CancelURL string
-	// Provider names the email provider behind the sender: "" or "none"
-	// adds nothing; "ses", "sendgrid", "mailgun" and "postmark" add the
-	// header that provider turns into event data, carrying the notice key
-	// (see CorrelationHeaders).
-	Provider string
-	// ConfigurationSet is the Amazon SES configuration set named in an
-	// X-SES-CONFIGURATION-SET header (provider "ses" only); optional.
-	ConfigurationSet string
+	// Correlation returns the headers (name, value) that make the email
+	// provider behind the sender echo a notice's key and attempt in its
+	// event data; nil adds none (no provider: plain SMTP, the outbox, an
+	// HTTP endpoint). Each provider's package has its own; cmd/scan takes
+	// the policy's from the provider registry (registry.Correlation). No
+	// value it returns may hold a line break.
+	Correlation func(key string, attempt int) [][2]string
 	// DefaultLocale (BCP 47) selects the templates and formats of a notice
 	// whose Locale is empty, malformed or unknown, or has no templates of
 	// its own language. It must be a known tag. Default DefaultLocale
@@ -159,8 +156,7 @@ type Renderer struct {
 	prefsURL  string
 	// The links split around their first "{token}" (see fill).
 	cancelPre, cancelPost, prefsPre, prefsPost string
-	provider                                   string
-	configSet                                  string
+	correlation                                func(key string, attempt int) [][2]string
 
 	dir, embedded templateSet
 	defaultLocale language.Tag
@@ -184,8 +180,7 @@ func NewRenderer(cfg RenderConfig) (*Renderer, error) {
 		domain:      strings.ToLower(cfg.MessageIDDomain),
 		cancelURL:   cfg.CancelURL,
 		prefsURL:    cfg.PreferencesURL,
-		provider:    cfg.Provider,
-		configSet:   cfg.ConfigurationSet,
+		correlation: cfg.Correlation,
 		defaultZone: cfg.DefaultTimeZone,
 	}
 	if r.defaultZone == nil {
@@ -244,14 +239,6 @@ func (cfg *RenderConfig) validate() (*mail.Address, error) {
 	if _, ok := parseLocale(cfg.DefaultLocale); !ok {
 		return nil, fmt.Errorf("send: RenderConfig.DefaultLocale %q is not a known BCP 47 tag", cfg.DefaultLocale)
 	}
-	switch provider.Name(cfg.Provider) {
-	case "", provider.None, provider.SES, provider.SendGrid, provider.Mailgun, provider.Postmark:
-	default:
-		return nil, fmt.Errorf("send: RenderConfig.Provider %q is not none, ses, sendgrid, mailgun or postmark", cfg.Provider)
-	}
-	if strings.Trim(cfg.ConfigurationSet, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
-		return nil, errors.New("send: RenderConfig.ConfigurationSet may hold only letters, digits, '-' and '_'")
-	}
 	return from, nil
 }
 
@@ -298,44 +285,6 @@ func MessageID(key, domain string) string {
 
 // MessageID returns the Message-ID r gives the notice with key key.
 func (r *Renderer) MessageID(key string) string { return MessageID(key, r.domain) }
-
-// CorrelationHeaders returns the headers (name, value) that make the provider name
-// echo key and attempt (Notice.Attempt; 0 is written as 1) in its event
-// data, under notice.KeyField and notice.AttemptField:
-//
-//   - ses: X-SES-MESSAGE-TAGS: notice_key=KEY, notice_attempt=N (events:
-//     mail.tags.notice_key, mail.tags.notice_attempt), and
-//     X-SES-CONFIGURATION-SET when configSet is not empty; SES removes both
-//     before delivery.
-//   - sendgrid: X-SMTPAPI:
-//     {"unique_args":{"notice_key":"KEY","notice_attempt":"N"}} (events:
-//     both at the top level).
-//   - mailgun: X-Mailgun-Variables: {"notice_key":"KEY","notice_attempt":"N"}
-//     (events: event-data.user-variables).
-//   - postmark: X-PM-Metadata-notice_key: KEY and
-//     X-PM-Metadata-notice_attempt: N (events: Metadata.notice_key,
-//     Metadata.notice_attempt).
-//
-// Any other provider ("" or "none") gets none. key is hex and configSet
-// letters, digits, '-' and '_', so no value can hold a line break.
-func CorrelationHeaders(name, key string, attempt int, configSet string) [][2]string {
-	n := strconv.Itoa(max(attempt, 1))
-	switch provider.Name(name) {
-	case provider.SES:
-		hs := [][2]string{{"X-SES-MESSAGE-TAGS", notice.KeyField + "=" + key + ", " + notice.AttemptField + "=" + n}}
-		if configSet != "" {
-			hs = append(hs, [2]string{"X-SES-CONFIGURATION-SET", configSet})
-		}
-		return hs
-	case provider.SendGrid:
-		return [][2]string{{"X-SMTPAPI", `{"unique_args":{"` + notice.KeyField + `":"` + key + `","` + notice.AttemptField + `":"` + n + `"}}`}}
-	case provider.Mailgun:
-		return [][2]string{{"X-Mailgun-Variables", `{"` + notice.KeyField + `":"` + key + `","` + notice.AttemptField + `":"` + n + `"}`}}
-	case provider.Postmark:
-		return [][2]string{{"X-PM-Metadata-" + notice.KeyField, key}, {"X-PM-Metadata-" + notice.AttemptField, n}}
-	}
-	return nil
-}
 
 // CancelLink returns the cancellation link for token.
 func (r *Renderer) CancelLink(token string) string {
@@ -572,8 +521,10 @@ func (r *Renderer) assemble(sc *renderScratch, m *notice.Message) ([]byte, error
 		header{"Auto-Submitted", "auto-generated"},
 	)
 	headers = r.appendListUnsubscribe(headers, sc, n.CancelToken)
-	for _, h := range CorrelationHeaders(r.provider, n.Key, n.Attempt, r.configSet) {
-		headers = append(headers, header{h[0], h[1]})
+	if r.correlation != nil {
+		for _, h := range r.correlation(n.Key, n.Attempt) {
+			headers = append(headers, header{h[0], h[1]})
+		}
 	}
 	boundary := sc.appendView(func(b []byte) []byte { return append(append(b, "=_notice_"...), n.Key[:32]...) })
 	return buildMIME(headers, boundary, m.Text, m.HTML)

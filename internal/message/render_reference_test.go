@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"scan/internal/notice"
+	"scan/internal/provider/registry"
 )
 
 // referenceRender renders n as Render did before it shared buffers, by
@@ -56,8 +57,10 @@ func referenceRender(t *testing.T, r *Renderer, n notice.Notice) (m notice.Messa
 	if link := r.PreferencesLink(n.CancelToken); link != "" {
 		headers = append(headers, header{"List-Unsubscribe", "<" + link + ">"}, header{"List-Unsubscribe-Post", "List-Unsubscribe=One-Click"})
 	}
-	for _, h := range CorrelationHeaders(r.provider, n.Key, n.Attempt, r.configSet) {
-		headers = append(headers, header{h[0], h[1]})
+	if r.correlation != nil {
+		for _, h := range r.correlation(n.Key, n.Attempt) {
+			headers = append(headers, header{h[0], h[1]})
+		}
 	}
 	for _, h := range headers {
 		if strings.ContainsAny(h.value, "\r\n") {
@@ -131,11 +134,11 @@ func TestRenderMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, cfg := range []RenderConfig{
 		{From: "Example Box <notices@example.com>", MessageIDDomain: "notices.example.com"},
-		{From: "notices@example.com", MessageIDDomain: "Notices.Example.com", Provider: "ses", ConfigurationSet: "cs-1",
+		{From: "notices@example.com", MessageIDDomain: "Notices.Example.com", Correlation: correlation(t, "ses", "cs-1"),
 			PreferencesURL: "https://example.com/prefs?t={token}", DefaultLocale: "de"},
-		{From: `"Bäcker & Söhne" <b@example.de>`, MessageIDDomain: "example.de", Provider: "sendgrid", CancelURL: "https://example.de/k/{token}/x?again={token}"},
-		{From: "x@example.org", MessageIDDomain: "example.org", Provider: "mailgun", PreferencesURL: "http://p.example.org/{token}", Templates: mapFS(fuzzTemplates)},
-		{From: "x@example.org", MessageIDDomain: "example.org", Provider: "postmark", Templates: mapFS(fuzzTemplates)},
+		{From: `"Bäcker & Söhne" <b@example.de>`, MessageIDDomain: "example.de", Correlation: correlation(t, "sendgrid", ""), CancelURL: "https://example.de/k/{token}/x?again={token}"},
+		{From: "x@example.org", MessageIDDomain: "example.org", Correlation: correlation(t, "mailgun", ""), PreferencesURL: "http://p.example.org/{token}", Templates: mapFS(fuzzTemplates)},
+		{From: "x@example.org", MessageIDDomain: "example.org", Correlation: correlation(t, "postmark", ""), Templates: mapFS(fuzzTemplates)},
 	} {
 		r, err := NewRenderer(cfg)
 		if err != nil {
@@ -178,4 +181,14 @@ func TestRenderMatchesReference(t *testing.T) {
 			checkReference(t, r, n, m)
 		}
 	}
+}
+
+// correlation is the registry's correlation headers of provider name.
+func correlation(t testing.TB, name, configSet string) func(string, int) [][2]string {
+	t.Helper()
+	c, err := registry.Correlation(name, configSet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -17,6 +17,7 @@ import (
 
 	"scan/internal/message"
 	"scan/internal/notice"
+	"scan/internal/provider/registry"
 )
 
 func TestMessageID(t *testing.T) {
@@ -291,7 +292,7 @@ func BenchmarkRender(b *testing.B) {
 		From:            "Example Box <notices@example.com>",
 		MessageIDDomain: "notices.example.com",
 		PreferencesURL:  "https://example.com/reminders?token={token}",
-		Provider:        "ses",
+		Correlation:     sesCorrelation(b),
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -400,4 +401,13 @@ func TestRenderRefusesUnfoldableSubject(t *testing.T) {
 	if _, err := r.Render(sample(1, "example.org")); !errors.Is(err, message.ErrHeaderTooLong) {
 		t.Fatalf("err = %v, want ErrHeaderTooLong", err)
 	}
+}
+
+// sesCorrelation is SES's correlation headers, from the registry.
+func sesCorrelation(b *testing.B) func(string, int) [][2]string {
+	c, err := registry.Correlation("ses", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
 }

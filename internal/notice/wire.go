@@ -7,9 +7,10 @@ import (
 
 // KeyField is the name under which every provider echoes the notice key
 // in its events: an SES message tag, a SendGrid unique argument, a
-// Mailgun user variable, a Postmark metadata field. Package message writes
-// it into the message (message.CorrelationHeaders; package send's SES
-// sender into its tags); package reconcile reads it back from the events.
+// Mailgun user variable, a Postmark metadata field. Each provider's
+// package writes it into the message (its CorrelationHeaders, which the
+// renderer adds; SES's sender also into its tags) and reads it back from
+// its events (its Decode).
 const KeyField = "notice_key"
 
 // AttemptField is the name under which every provider echoes the attempt

@@ -7,7 +7,10 @@
 //
 // It is a leaf: it imports nothing, so that the policy, the senders, the
 // readers of provider events and the metrics can all take the names from
-// here.
+// here. Everything else about a provider is in its own package below
+// (internal/provider/ses, sendgrid, mailgun, postmark, twilio), and the
+// registry (internal/provider/registry) lists them; see
+// docs/providers-architecture.md.
 package provider
 
 // Name is a provider's name. The zero value names no provider.
@@ -27,8 +30,8 @@ const (
 )
 
 // Email lists the email providers, in the order the documentation gives
-// them: each has an event format that package reconcile reads and an
-// endpoint of `scan receive`.
+// them: each has an event format (its package's Decode) and an endpoint of
+// `scan receive` (its Webhook).
 var Email = []Name{SES, SendGrid, Mailgun, Postmark}
 
 // Strings returns names as strings, in their order, for a usage message,

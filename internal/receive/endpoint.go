@@ -9,94 +9,60 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/rs/zerolog"
 
 	"scan/internal/ledger"
-	"scan/internal/provider"
 	"scan/internal/reconcile"
 )
 
-// Body limits, each above its provider's largest documented request, so
-// that a legitimate request is never cut and anything beyond is 413.
-const (
-	// SendGrid posts events in batches of at most 768 KB
-	// (https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/getting-started-event-webhook).
-	limitSendGrid = 2 << 20
-	// An SNS message is at most 256 KiB
-	// (https://docs.aws.amazon.com/sns/latest/dg/sns-message-and-json-formats.html);
-	// its envelope JSON-escapes it, which at worst doubles it.
-	limitSNS = 1 << 20
-	// Mailgun and Postmark post one event per request; a Postmark Bounce
-	// may include the bounced message's content, which is one of our
-	// notices (a few KB), and a Mailgun event carries its headers.
-	limitMailgun  = 1 << 20
-	limitPostmark = 1 << 20
-)
-
-// endpoint is one provider's webhook.
-type endpoint struct {
-	name   string // route /events/<name> and the metric's provider label
-	format string // the reconcile format of what verify returns
-	limit  int64  // body limit in bytes
-	// verify checks the request as its provider documents; nil: the
-	// endpoint's secret is not configured and it accepts nothing.
-	verify func(r *http.Request, body []byte) (verdict, error)
+// Endpoint is one provider's webhook, made by the provider's package.
+type Endpoint struct {
+	// Name is the route /events/<Name>, the metric's provider label and
+	// the reconcile format of the Events a Verdict carries.
+	Name string
+	// Limit is the body limit in bytes: above the provider's largest
+	// documented request, so that a legitimate one is never cut; beyond
+	// it, 413.
+	Limit int64
+	// Verify checks the request as its provider documents, at now (log
+	// carries the provider); nil: the endpoint's secret is not configured
+	// and it accepts nothing (403). Its error is a *Refusal, or anything
+	// else for a failure of ours (503).
+	Verify func(r *http.Request, body []byte, now time.Time, log zerolog.Logger) (Verdict, error)
+	// Challenge, when set, is the WWW-Authenticate of a 401 (basic auth).
+	Challenge string
 }
 
-// verdict is what a verified request asks for.
-type verdict struct {
-	events []byte // the events to apply (format); nil: nothing to apply
-	// settlements are events already decoded (a form post, Twilio's):
+// Verdict is what a verified request asks for.
+type Verdict struct {
+	Events []byte // the events to apply (format Endpoint.Name); nil: nothing to apply
+	// Settlements are events already decoded (a form post, Twilio's):
 	// applied by ledger.Settle as reconcile applies the decoded events.
-	settlements []ledger.Settlement
-	result      string // with neither: what to answer (subscribed, unsubscribed)
-	token       *token // a replay token to record with the events
+	Settlements []ledger.Settlement
+	Result      string // with neither: what to answer (subscribed, unsubscribed, irrelevant)
+	Token       *Token // a replay token to record with the events
 }
 
-// token is a replay token (Mailgun's) to record in the transaction that
-// applies its request.
-type token struct {
-	value    string
-	signedAt time.Time
-}
-
-// makeEndpoints lists the providers' endpoints. A new provider is one
-// more entry: a format that package reconcile reads (or settlements the
-// verifier decodes, as Twilio's status callbacks) and a verifier.
-func (s *Server) makeEndpoints() []endpoint {
-	eps := []endpoint{
-		{name: string(provider.SES), format: string(provider.SES), limit: limitSNS},
-		{name: string(provider.SendGrid), format: string(provider.SendGrid), limit: limitSendGrid},
-		{name: string(provider.Mailgun), format: string(provider.Mailgun), limit: limitMailgun},
-		{name: string(provider.Postmark), format: string(provider.Postmark), limit: limitPostmark},
-		{name: string(provider.Twilio), format: string(provider.Twilio), limit: limitTwilio},
-	}
-	if s.sns != nil {
-		eps[0].verify = s.verifySNS
-	}
-	if s.sendgrid != nil {
-		eps[1].verify = s.verifySendGrid
-	}
-	if s.cfg.MailgunSigningKey != "" {
-		eps[2].verify = s.verifyMailgun
-	}
-	if s.cfg.PostmarkUser != "" {
-		eps[3].verify = s.verifyPostmark
-	}
-	if s.cfg.TwilioAuthToken != "" && s.cfg.TwilioCallbackURL != "" {
-		eps[4].verify = s.verifyTwilio
-	}
-	return eps
+// Token is a replay token (Mailgun's) to record in the transaction that
+// applies its request: a token seen before with the very same body is a
+// retry of a request already committed (answered 200, nothing applied),
+// with another body it is refused. Tokens are kept for Keep after
+// SignedAt, the oldest signature the endpoint takes.
+type Token struct {
+	Value    string
+	SignedAt time.Time
+	Keep     time.Duration
 }
 
 // serveEvents is one endpoint's handler: a worker slot, the body within
 // its limit, verification, then the events applied and committed before
 // the 2xx.
-func (s *Server) serveEvents(ep endpoint) http.Handler {
+func (s *Server) serveEvents(ep Endpoint) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		log := s.log.With().Str("provider", ep.name).Logger()
-		if ep.verify == nil {
+		log := s.log.With().Str("provider", ep.Name).Logger()
+		if ep.Verify == nil {
 			log.Warn().Msg("refused: the endpoint's secret is not configured")
-			s.answer(w, ep.name, http.StatusForbidden, "refused", map[string]any{"reason": "endpoint not configured"})
+			s.answer(w, ep, http.StatusForbidden, "refused", map[string]any{"reason": "endpoint not configured"})
 			return
 		}
 		wait := time.NewTimer(s.cfg.BusyWait)
@@ -105,17 +71,17 @@ func (s *Server) serveEvents(ep endpoint) http.Handler {
 		case s.sem <- struct{}{}:
 			defer func() { <-s.sem }()
 		case <-wait.C:
-			s.answer(w, ep.name, http.StatusServiceUnavailable, "busy", nil)
+			s.answer(w, ep, http.StatusServiceUnavailable, "busy", nil)
 			return
 		case <-r.Context().Done():
 			return
 		}
-		body, err := readBody(w, r, ep.limit)
+		body, err := readBody(w, r, ep.Limit)
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
-			log.Warn().Int64("limit", ep.limit).Msg("refused: body over the limit")
-			s.answer(w, ep.name, http.StatusRequestEntityTooLarge, "too_large", map[string]any{"limit": ep.limit})
+			log.Warn().Int64("limit", ep.Limit).Msg("refused: body over the limit")
+			s.answer(w, ep, http.StatusRequestEntityTooLarge, "too_large", map[string]any{"limit": ep.Limit})
 			return
 		case err != nil:
 			// The client went away or was too slow (ReadTimeout): it got
@@ -123,19 +89,19 @@ func (s *Server) serveEvents(ep endpoint) http.Handler {
 			log.Info().Err(err).Msg("request body not read")
 			return
 		}
-		res, err := s.handle(r.Context(), ep, r, body)
+		res, err := s.handle(r.Context(), ep, r, body, log)
 		if rf := asRefusal(err); rf != nil {
-			log.Warn().Str("result", rf.result).Str("reason", rf.reason).Msg("refused")
-			s.answer(w, ep.name, rf.status, rf.result, map[string]any{"reason": rf.reason})
+			log.Warn().Str("result", rf.Result).Str("reason", rf.Reason).Msg("refused")
+			s.answer(w, ep, rf.Status, rf.Result, map[string]any{"reason": rf.Reason})
 			return
 		}
 		if err != nil {
 			log.Error().Err(err).Msg("not applied: answering 503 so that the provider retries")
-			s.answer(w, ep.name, http.StatusServiceUnavailable, "unavailable", nil)
+			s.answer(w, ep, http.StatusServiceUnavailable, "unavailable", nil)
 			return
 		}
 		log.Debug().Str("result", res.result).Int("settled", res.settled).Int("events", res.events).Msg("applied")
-		s.answer(w, ep.name, http.StatusOK, res.result, map[string]any{"events": res.events, "settled": res.settled, "duplicate": res.duplicate})
+		s.answer(w, ep, http.StatusOK, res.result, map[string]any{"events": res.events, "settled": res.settled, "duplicate": res.duplicate})
 	})
 }
 
@@ -146,13 +112,13 @@ type applied struct {
 }
 
 // handle verifies the request and applies what it carries.
-func (s *Server) handle(ctx context.Context, ep endpoint, r *http.Request, body []byte) (applied, error) {
-	v, err := ep.verify(r, body)
+func (s *Server) handle(ctx context.Context, ep Endpoint, r *http.Request, body []byte, log zerolog.Logger) (applied, error) {
+	v, err := ep.Verify(r, body, s.now(), log)
 	if err != nil {
 		return applied{}, err
 	}
-	if v.events == nil && v.settlements == nil {
-		return applied{result: v.result}, nil
+	if v.Events == nil && v.Settlements == nil {
+		return applied{result: v.Result}, nil
 	}
 	return s.apply(ctx, ep, v, sha256.Sum256(body))
 }
@@ -161,12 +127,12 @@ func (s *Server) handle(ctx context.Context, ep endpoint, r *http.Request, body 
 // it has one, and returns once that transaction has committed. Events
 // that are malformed after verification roll the whole request back
 // (400): a provider that retries it would only be refused again.
-func (s *Server) apply(ctx context.Context, ep endpoint, v verdict, digest [sha256.Size]byte) (applied, error) {
+func (s *Server) apply(ctx context.Context, ep Endpoint, v Verdict, digest [sha256.Size]byte) (applied, error) {
 	var out applied
 	err := ledger.WithTx(ctx, s.cfg.DB, func(tx *sqlx.Tx) error {
 		now := s.now().UTC()
-		if v.token != nil {
-			seen, err := ledger.TokenRecord(ctx, tx, ep.name, v.token.value, digest[:], v.token.signedAt, now, now.Add(-s.cfg.MailgunMaxAge))
+		if v.Token != nil {
+			seen, err := ledger.TokenRecord(ctx, tx, ep.Name, v.Token.Value, digest[:], v.Token.SignedAt, now, now.Add(-v.Token.Keep))
 			if err != nil {
 				return err
 			}
@@ -175,15 +141,15 @@ func (s *Server) apply(ctx context.Context, ep endpoint, v verdict, digest [sha2
 				out = applied{result: "duplicate"}
 				return nil
 			case ledger.TokenReused:
-				return refused("token seen before on another request")
+				return Refused("token seen before on another request")
 			}
 		}
-		if v.settlements != nil {
+		if v.Settlements != nil {
 			var err error
-			out, err = s.settle(ctx, tx, now, v.settlements)
+			out, err = s.settle(ctx, tx, now, v.Settlements)
 			return err
 		}
-		res, _, err := reconcile.ApplyTx(ctx, tx, bytes.NewReader(v.events), reconcile.Options{Format: ep.format, By: s.cfg.By, Now: s.now})
+		res, _, err := reconcile.ApplyTx(ctx, tx, bytes.NewReader(v.Events), reconcile.Options{Format: ep.Name, By: s.cfg.By, Now: s.now})
 		if err != nil {
 			return err
 		}
@@ -192,7 +158,7 @@ func (s *Server) apply(ctx context.Context, ep endpoint, v verdict, digest [sha2
 			if len(res.Problems) > 0 {
 				reason = res.Problems[0].Reason
 			}
-			return malformed("%s", reason)
+			return Malformed("%s", reason)
 		}
 		events := 0
 		for _, n := range res.Events {

@@ -11,23 +11,22 @@
 //
 // Routes (Handler):
 //
-//	POST /events/ses       an SNS HTTP/HTTPS subscription (SES event publishing)
-//	POST /events/sendgrid  the signed Event Webhook
-//	POST /events/mailgun   webhooks, signed with the webhook signing key
-//	POST /events/postmark  webhooks, with basic auth in the URL
+//	POST /events/<name>    each provider's webhook (Config.Endpoints)
 //	GET  /healthz          the process serves
 //	GET  /readyz           the database answers, and the server is not draining
 //	GET  /metrics          Prometheus (scan_receive_requests_total{provider,result})
 //
-// Each provider is an endpoint (endpoint.go): a name, the reconcile format
-// of its bodies, a body limit and a verifier. Another provider (Twilio's
-// status callbacks) is one more endpoint in endpoints().
+// Each provider is an Endpoint (endpoint.go): a name (also the reconcile
+// format of its bodies), a body limit and a verifier, all made by the
+// provider's package (internal/provider/<name>); the server knows no
+// provider by name. A new provider is one more endpoint, listed by the
+// registry (internal/provider/registry).
 //
 // Nothing unverified is written anywhere: a request without credentials
 // is answered 401, a request whose credentials are wrong (or whose
-// endpoint has no secret configured) 403 (Postmark's wrong credentials
-// 401: Postmark stops retrying at a 403). SNS counts any 4xx as delivered
-// and does not retry it. Logs and metric labels carry the
+// endpoint has no secret configured) 403, unless the provider's verifier
+// answers otherwise (Postmark's wrong credentials are 401: Postmark stops
+// retrying at a 403). Logs and metric labels carry the
 // provider, the result and the reason, never an address or a secret.
 //
 // A Server is safe for concurrent use; its handler serves at most
@@ -36,12 +35,10 @@ package receive
 
 import (
 	"context"
-	"crypto/ecdsa"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -50,7 +47,6 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/metrics"
-	"scan/internal/provider"
 )
 
 // Defaults of Config, and the limits of the server.
@@ -62,22 +58,15 @@ const (
 	// DefaultBusyWait is how long a request waits for a free worker
 	// before it is answered 503 (the provider retries it).
 	DefaultBusyWait = 5 * time.Second
-	// DefaultMailgunMaxAge is the oldest Mailgun signature taken. Mailgun
-	// retries a webhook that was not answered 200 (or 406) for 8 hours
-	// (https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/webhook-retries:
-	// after 5 min, 10 min, 15 min, 1 h, 2 h and 4 h, about 7.5 h in all);
-	// the retry may carry the signature of the first attempt, so the limit
-	// is that window plus an hour of margin. An older signature is
-	// refused: its token may have been pruned (webhook_token keeps tokens
-	// this long), so a replay could no longer be told.
-	DefaultMailgunMaxAge = 9 * time.Hour
-	// maxFutureSkew is how far ahead of our clock a signature's
+	// MaxFutureSkew is how far ahead of our clock a signature's
 	// timestamp may be.
-	maxFutureSkew = 5 * time.Minute
+	MaxFutureSkew = 5 * time.Minute
 )
 
-// Config configures a Server. DB is required; every provider's secret is
-// optional, and an endpoint whose secret is empty accepts nothing (403).
+// Config configures a Server. DB is required; Endpoints are the
+// providers' webhooks (each provider's package makes its own, the
+// registry all of them: registry.Endpoints), and one whose Verify is nil
+// accepts nothing (403).
 type Config struct {
 	DB  *sqlx.DB
 	Log zerolog.Logger
@@ -85,33 +74,8 @@ type Config struct {
 	Now func() time.Time
 	// By is recorded as the author of each change; "" is "receive".
 	By string
-
-	// SendGridPublicKey is the Event Webhook's verification key as
-	// SendGrid shows it: base64 of the DER (PKIX) ECDSA P-256 public key.
-	SendGridPublicKey string
-	// MailgunSigningKey is the webhook signing key.
-	MailgunSigningKey string
-	// MailgunMaxAge is the oldest signature taken; 0 is
-	// DefaultMailgunMaxAge.
-	MailgunMaxAge time.Duration
-	// PostmarkUser and PostmarkPassword are the basic-auth credentials
-	// put in the webhook's URL; both are required for the endpoint.
-	PostmarkUser, PostmarkPassword string
-	// SNSTopics are the topic ARNs whose messages are taken and whose
-	// subscriptions are confirmed; empty: /events/ses accepts nothing.
-	SNSTopics []string
-	// SNSCertHosts are the hosts a SigningCertURL or SubscribeURL may
-	// name; empty is sns.<region>.amazonaws.com and .com.cn for the
-	// region of each topic. https only, except for a loopback host.
-	SNSCertHosts []string
-	// TwilioAuthToken verifies /events/twilio (X-Twilio-Signature), and
-	// TwilioCallbackURL is the public URL Twilio posts it to (the
-	// StatusCallback the pass names, SCAN_TWILIO_STATUS_CALLBACK): the URL
-	// Twilio signs. Both are required for the endpoint.
-	TwilioAuthToken, TwilioCallbackURL string
-	// HTTPClient fetches signing certificates and visits SubscribeURLs;
-	// nil is a client with a 10s timeout that follows no redirect.
-	HTTPClient *http.Client
+	// Endpoints are served at /events/<Name>, in their order.
+	Endpoints []Endpoint
 
 	// MaxInFlight caps the requests served at once; 0 is
 	// DefaultMaxInFlight. BusyWait is how long one waits for a slot; 0 is
@@ -131,28 +95,12 @@ func (e *ConfigError) Error() string { return e.Field + ": " + e.Msg }
 
 // Server is the receiver. Make it with New.
 type Server struct {
-	cfg       Config
-	log       zerolog.Logger
-	now       func() time.Time
-	metrics   *metrics.Receive
-	sem       chan struct{}
-	draining  atomic.Bool
-	sendgrid  *ecdsa.PublicKey
-	sns       *snsVerifier
-	endpoints []endpoint
-}
-
-// Validate checks everything in cfg but DB, without I/O, and returns the
-// providers whose endpoint it configures (a *ConfigError names the
-// setting that is wrong). cmd/scan calls it before connecting.
-func (cfg Config) Validate() ([]string, error) {
-	probe := cfg
-	probe.DB = &sqlx.DB{}
-	s, err := New(probe)
-	if err != nil {
-		return nil, err
-	}
-	return s.Configured(), nil
+	cfg      Config
+	log      zerolog.Logger
+	now      func() time.Time
+	metrics  *metrics.Receive
+	sem      chan struct{}
+	draining atomic.Bool
 }
 
 // New validates cfg, fills its defaults and returns the server. It does
@@ -169,7 +117,11 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.By = "receive"
 	}
 	if s.metrics == nil {
-		s.metrics = metrics.NewReceive(provider.Strings(provider.Email...))
+		names := make([]string, len(cfg.Endpoints))
+		for i, ep := range cfg.Endpoints {
+			names[i] = ep.Name
+		}
+		s.metrics = metrics.NewReceive(names)
 	}
 	if s.cfg.MaxInFlight <= 0 {
 		s.cfg.MaxInFlight = DefaultMaxInFlight
@@ -177,42 +129,21 @@ func New(cfg Config) (*Server, error) {
 	if s.cfg.BusyWait <= 0 {
 		s.cfg.BusyWait = DefaultBusyWait
 	}
-	if s.cfg.MailgunMaxAge <= 0 {
-		s.cfg.MailgunMaxAge = DefaultMailgunMaxAge
-	}
 	s.sem = make(chan struct{}, s.cfg.MaxInFlight)
-	if cfg.SendGridPublicKey != "" {
-		k, err := parseSendGridKey(cfg.SendGridPublicKey)
-		if err != nil {
-			return nil, &ConfigError{"SENDGRID_WEBHOOK_PUBLIC_KEY", err.Error()}
-		}
-		s.sendgrid = k
-	}
-	if (cfg.PostmarkUser == "") != (cfg.PostmarkPassword == "") {
-		return nil, &ConfigError{"POSTMARK_WEBHOOK_USER, POSTMARK_WEBHOOK_PASSWORD", "set both or neither"}
-	}
-	if cfg.TwilioCallbackURL != "" {
-		if u, err := url.Parse(cfg.TwilioCallbackURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, &ConfigError{"SCAN_TWILIO_STATUS_CALLBACK", "not an absolute http(s) URL: the public URL of /events/twilio"}
+	for _, ep := range cfg.Endpoints {
+		if ep.Name == "" || ep.Limit <= 0 {
+			return nil, &ConfigError{"Endpoints", fmt.Sprintf("endpoint %q without a name or a body limit", ep.Name)}
 		}
 	}
-	if len(cfg.SNSTopics) > 0 {
-		v, err := newSNSVerifier(cfg.SNSTopics, cfg.SNSCertHosts, cfg.HTTPClient)
-		if err != nil {
-			return nil, err
-		}
-		s.sns = v
-	}
-	s.endpoints = s.makeEndpoints()
 	return s, nil
 }
 
 // Configured returns the providers whose endpoint accepts requests.
 func (s *Server) Configured() []string {
 	var names []string
-	for _, ep := range s.endpoints {
-		if ep.verify != nil {
-			names = append(names, ep.name)
+	for _, ep := range s.cfg.Endpoints {
+		if ep.Verify != nil {
+			names = append(names, ep.Name)
 		}
 	}
 	return names
@@ -229,8 +160,8 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // Handler returns the server's routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	for _, ep := range s.endpoints {
-		mux.Handle("POST /events/"+ep.name, s.serveEvents(ep))
+	for _, ep := range s.cfg.Endpoints {
+		mux.Handle("POST /events/"+ep.Name, s.serveEvents(ep))
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -260,15 +191,15 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 }
 
 // answer writes one JSON answer and counts it.
-func (s *Server) answer(w http.ResponseWriter, name string, status int, result string, body map[string]any) {
-	s.metrics.Request(name, result)
+func (s *Server) answer(w http.ResponseWriter, ep Endpoint, status int, result string, body map[string]any) {
+	s.metrics.Request(ep.Name, result)
 	if body == nil {
 		body = map[string]any{}
 	}
 	body["result"] = result
 	w.Header().Set("Content-Type", "application/json")
-	if status == http.StatusUnauthorized && name == string(provider.Postmark) {
-		w.Header().Set("WWW-Authenticate", `Basic realm="scan receive"`)
+	if status == http.StatusUnauthorized && ep.Challenge != "" {
+		w.Header().Set("WWW-Authenticate", ep.Challenge)
 	}
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "30")
@@ -277,32 +208,37 @@ func (s *Server) answer(w http.ResponseWriter, name string, status int, result s
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-// refusal is a request answered without being applied: status, the
-// result it is counted as, and the reason logged and answered.
-type refusal struct {
-	status int
-	result string
-	reason string
+// Refusal is a request answered without being applied: Status, the
+// Result it is counted as, and the Reason logged and answered. A
+// verifier returns one (Unverified, Refused, Malformed, or its own);
+// any other error is the server's (503, the provider retries).
+type Refusal struct {
+	Status int
+	Result string
+	Reason string
 }
 
-func (e *refusal) Error() string { return e.reason }
+func (e *Refusal) Error() string { return e.Reason }
 
-func unverified(format string, a ...any) error {
-	return &refusal{http.StatusUnauthorized, "unverified", fmt.Sprintf(format, a...)}
+// Unverified is a request without credentials: 401.
+func Unverified(format string, a ...any) error {
+	return &Refusal{http.StatusUnauthorized, "unverified", fmt.Sprintf(format, a...)}
 }
 
-func refused(format string, a ...any) error {
-	return &refusal{http.StatusForbidden, "refused", fmt.Sprintf(format, a...)}
+// Refused is a request whose credentials are wrong: 403.
+func Refused(format string, a ...any) error {
+	return &Refusal{http.StatusForbidden, "refused", fmt.Sprintf(format, a...)}
 }
 
-func malformed(format string, a ...any) error {
-	return &refusal{http.StatusBadRequest, "malformed", fmt.Sprintf(format, a...)}
+// Malformed is a verified request whose content cannot be applied: 400.
+func Malformed(format string, a ...any) error {
+	return &Refusal{http.StatusBadRequest, "malformed", fmt.Sprintf(format, a...)}
 }
 
-// asRefusal returns err as a refusal, or nil when it is something else (a
+// asRefusal returns err as a Refusal, or nil when it is something else (a
 // database error).
-func asRefusal(err error) *refusal {
-	var r *refusal
+func asRefusal(err error) *Refusal {
+	var r *Refusal
 	if errors.As(err, &r) {
 		return r
 	}

@@ -26,6 +26,8 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/ledger/ledgertest"
 	"scan/internal/pgtest"
+	"scan/internal/provider/mailgun"
+	"scan/internal/provider/registry"
 	"scan/internal/receive"
 )
 
@@ -53,6 +55,21 @@ type world struct {
 	srv *receive.Server
 	url string
 	n   int
+}
+
+// endpoints returns every provider's endpoint, made from the settings
+// given as name, value, ... (registry.Endpoints).
+func endpoints(t *testing.T, settings ...string) []receive.Endpoint {
+	t.Helper()
+	env := map[string]string{}
+	for i := 0; i+1 < len(settings); i += 2 {
+		env[settings[i]] = settings[i+1]
+	}
+	eps, err := registry.Endpoints(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eps
 }
 
 func newWorld(t *testing.T, n int, cfg receive.Config) *world {
@@ -143,7 +160,7 @@ func (w *world) counted(provider, result string, want float64) {
 }
 
 // Payloads, from the providers' documented examples (the same as
-// internal/reconcile/testdata/providers, which cites the pages), with our
+// internal/provider/<name>/testdata, whose README cites the pages), with our
 // keys where the provider echoes them.
 
 // postmarkDelivery is Postmark's Delivery webhook
@@ -179,7 +196,7 @@ func mailgunDelivered(i int, signingKey string, ts int64, token string) []byte {
 
 func TestPostmarkBasicAuth(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 2, receive.Config{PostmarkUser: "hook", PostmarkPassword: "s3cret-pass"})
+	w := newWorld(t, 2, receive.Config{Endpoints: endpoints(t, "POSTMARK_WEBHOOK_USER", "hook", "POSTMARK_WEBHOOK_PASSWORD", "s3cret-pass")})
 	auth := func(u, p string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte(u+":"+p)) }
 	st, res := w.post("postmark", postmarkDelivery(1))
 	w.want("no credentials", st, res, 401, "unverified", "cc")
@@ -221,7 +238,7 @@ const (
 
 func TestSendGridPublishedVector(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, receive.Config{SendGridPublicKey: sendgridVectorKey})
+	w := newWorld(t, 1, receive.Config{Endpoints: endpoints(t, "SENDGRID_WEBHOOK_PUBLIC_KEY", sendgridVectorKey)})
 	sig := []string{"X-Twilio-Email-Event-Webhook-Signature", sendgridVectorSignature, "X-Twilio-Email-Event-Webhook-Timestamp", sendgridVectorTimestamp}
 	st, res := w.post("sendgrid", []byte(sendgridVectorPayload), sig...)
 	w.want("the published vector", st, res, 200, "ok", "c")
@@ -264,7 +281,7 @@ func (s sgSigner) headers(t *testing.T, ts string, body []byte) []string {
 func TestSendGridSignedBatch(t *testing.T) {
 	t.Parallel()
 	ours, theirs := newSGSigner(t), newSGSigner(t)
-	w := newWorld(t, 3, receive.Config{SendGridPublicKey: ours.public(t)})
+	w := newWorld(t, 3, receive.Config{Endpoints: endpoints(t, "SENDGRID_WEBHOOK_PUBLIC_KEY", ours.public(t))})
 	body := sendgridBatch(1, 2)
 	st, res := w.post("sendgrid", body, theirs.headers(t, "1764468000", body)...)
 	w.want("signed with another key", st, res, 403, "refused", "ccc")
@@ -287,13 +304,13 @@ func TestMailgunSignatureAndTokens(t *testing.T) {
 	t.Parallel()
 	const signing = "key-3ax6xnjp29jd6fds4gc373sgvjxteol0"
 	now := t0.Add(time.Hour)
-	w := newWorld(t, 3, receive.Config{MailgunSigningKey: signing, Now: func() time.Time { return now }})
+	w := newWorld(t, 3, receive.Config{Endpoints: endpoints(t, "MAILGUN_WEBHOOK_SIGNING_KEY", signing), Now: func() time.Time { return now }})
 	ts := now.Add(-time.Minute).Unix()
 	tok := func(i int) string { return fmt.Sprintf("%050d", i) }
 
 	st, res := w.post("mailgun", mailgunDelivered(1, "another-signing-key", ts, tok(1)))
 	w.want("wrong key", st, res, 403, "refused", "ccc")
-	old := now.Add(-receive.DefaultMailgunMaxAge - time.Minute).Unix()
+	old := now.Add(-mailgun.DefaultMaxAge - time.Minute).Unix()
 	st, res = w.post("mailgun", mailgunDelivered(1, signing, old, tok(2)))
 	w.want("signature older than the limit", st, res, 403, "refused", "ccc")
 	st, res = w.post("mailgun", mailgunDelivered(1, signing, now.Add(10*time.Minute).Unix(), tok(3)))
@@ -328,7 +345,7 @@ func TestMailgunTokenOnlyWithItsEvents(t *testing.T) {
 	t.Parallel()
 	const signing = "key-3ax6xnjp29jd6fds4gc373sgvjxteol0"
 	now := t0.Add(time.Hour)
-	w := newWorld(t, 1, receive.Config{MailgunSigningKey: signing, Now: func() time.Time { return now }})
+	w := newWorld(t, 1, receive.Config{Endpoints: endpoints(t, "MAILGUN_WEBHOOK_SIGNING_KEY", signing), Now: func() time.Time { return now }})
 	body := mailgunDelivered(1, signing, now.Unix(), strings.Repeat("t", 50))
 	broken := bytes.Replace(body, []byte(`"event-data":{"event":"delivered"`), []byte(`"event-data":{"event":["delivered"]`), 1)
 	st, res := w.post("mailgun", broken)
@@ -343,11 +360,11 @@ func TestMailgunTokensPruned(t *testing.T) {
 	t.Parallel()
 	const signing = "k"
 	now := t0
-	w := newWorld(t, 2, receive.Config{MailgunSigningKey: signing, Now: func() time.Time { return now }})
+	w := newWorld(t, 2, receive.Config{Endpoints: endpoints(t, "MAILGUN_WEBHOOK_SIGNING_KEY", signing), Now: func() time.Time { return now }})
 	if st, res := w.post("mailgun", mailgunDelivered(1, signing, now.Unix(), "first")); st != 200 {
 		t.Fatalf("first: %d %s", st, res)
 	}
-	now = now.Add(receive.DefaultMailgunMaxAge + time.Hour)
+	now = now.Add(mailgun.DefaultMaxAge + time.Hour)
 	if st, res := w.post("mailgun", mailgunDelivered(2, signing, now.Unix(), "second")); st != 200 {
 		t.Fatalf("second: %d %s", st, res)
 	}
@@ -359,7 +376,7 @@ func TestMailgunTokensPruned(t *testing.T) {
 
 func TestUnconfiguredEndpointsAcceptNothing(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, receive.Config{PostmarkUser: "u", PostmarkPassword: "p"})
+	w := newWorld(t, 1, receive.Config{Endpoints: endpoints(t, "POSTMARK_WEBHOOK_USER", "u", "POSTMARK_WEBHOOK_PASSWORD", "p")})
 	for _, p := range []string{"ses", "sendgrid", "mailgun"} {
 		st, res := w.post(p, sendgridBatch(1))
 		w.want(p+" without a secret", st, res, 403, "refused", "c")
@@ -371,7 +388,7 @@ func TestUnconfiguredEndpointsAcceptNothing(t *testing.T) {
 
 func TestBodyLimit(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, receive.Config{PostmarkUser: "u", PostmarkPassword: "p"})
+	w := newWorld(t, 1, receive.Config{Endpoints: endpoints(t, "POSTMARK_WEBHOOK_USER", "u", "POSTMARK_WEBHOOK_PASSWORD", "p")})
 	big := bytes.Repeat([]byte(" "), 3<<20)
 	st, res := w.post("postmark", big, "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("u:p")))
 	w.want("3 MiB", st, res, 413, "too_large", "c")
@@ -387,7 +404,7 @@ func TestDatabaseUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { down.Close() })
-	s, err := receive.New(receive.Config{DB: down, Log: zerolog.Nop(), PostmarkUser: "u", PostmarkPassword: "p"})
+	s, err := receive.New(receive.Config{DB: down, Log: zerolog.Nop(), Endpoints: endpoints(t, "POSTMARK_WEBHOOK_USER", "u", "POSTMARK_WEBHOOK_PASSWORD", "p")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +432,7 @@ func TestDatabaseUnavailable(t *testing.T) {
 
 func TestHealthReadyMetrics(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, 1, receive.Config{PostmarkUser: "u", PostmarkPassword: "p"})
+	w := newWorld(t, 1, receive.Config{Endpoints: endpoints(t, "POSTMARK_WEBHOOK_USER", "u", "POSTMARK_WEBHOOK_PASSWORD", "p")})
 	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ok", "/metrics": `scan_receive_requests_total{provider="sendgrid",result="refused"} 0`} {
 		resp, err := http.Get(w.url + path)
 		if err != nil {
@@ -442,20 +459,24 @@ func TestConfigErrors(t *testing.T) {
 	t.Parallel()
 	db := &sqlx.DB{}
 	for _, c := range []struct {
-		cfg   receive.Config
+		env   map[string]string
 		field string
 	}{
-		{receive.Config{DB: db, SendGridPublicKey: "not base64!"}, "SENDGRID_WEBHOOK_PUBLIC_KEY"},
-		{receive.Config{DB: db, SendGridPublicKey: base64.StdEncoding.EncodeToString([]byte("not der"))}, "SENDGRID_WEBHOOK_PUBLIC_KEY"},
-		{receive.Config{DB: db, PostmarkUser: "u"}, "POSTMARK_WEBHOOK_USER, POSTMARK_WEBHOOK_PASSWORD"},
-		{receive.Config{DB: db, SNSTopics: []string{"topic"}}, "SNS_TOPIC_ARNS"},
-		{receive.Config{DB: db, SNSTopics: []string{"arn:aws:sns:us-east-1:1:t"}, SNSCertHosts: []string{"https://x/"}}, "SNS_CERT_HOSTS"},
+		{map[string]string{"SENDGRID_WEBHOOK_PUBLIC_KEY": "not base64!"}, "SENDGRID_WEBHOOK_PUBLIC_KEY"},
+		{map[string]string{"SENDGRID_WEBHOOK_PUBLIC_KEY": base64.StdEncoding.EncodeToString([]byte("not der"))}, "SENDGRID_WEBHOOK_PUBLIC_KEY"},
+		{map[string]string{"POSTMARK_WEBHOOK_USER": "u"}, "POSTMARK_WEBHOOK_USER, POSTMARK_WEBHOOK_PASSWORD"},
+		{map[string]string{"SNS_TOPIC_ARNS": "topic"}, "SNS_TOPIC_ARNS"},
+		{map[string]string{"SNS_TOPIC_ARNS": "arn:aws:sns:us-east-1:1:t", "SNS_CERT_HOSTS": "https://x/"}, "SNS_CERT_HOSTS"},
+		{map[string]string{"TWILIO_AUTH_TOKEN": "t", "SCAN_TWILIO_STATUS_CALLBACK": "/events/twilio"}, "SCAN_TWILIO_STATUS_CALLBACK"},
 	} {
-		_, err := receive.New(c.cfg)
+		_, err := registry.Endpoints(func(k string) string { return c.env[k] })
 		ce, ok := err.(*receive.ConfigError)
 		if !ok || ce.Field != c.field {
-			t.Errorf("%+v: %v, want a ConfigError of %s", c.cfg, err, c.field)
+			t.Errorf("%+v: %v, want a ConfigError of %s", c.env, err, c.field)
 		}
+	}
+	if _, err := receive.New(receive.Config{DB: db, Endpoints: []receive.Endpoint{{Name: "x"}}}); err == nil {
+		t.Error("an endpoint without a body limit was taken")
 	}
 }
 
@@ -466,8 +487,8 @@ func TestMailgunTokenSharedByReplicas(t *testing.T) {
 	t.Parallel()
 	const signing = "key-shared"
 	now := t0.Add(time.Hour)
-	w := newWorld(t, 1, receive.Config{MailgunSigningKey: signing, Now: func() time.Time { return now }})
-	other, err := receive.New(receive.Config{DB: w.db, Log: zerolog.Nop(), MailgunSigningKey: signing, Now: func() time.Time { return now }})
+	w := newWorld(t, 1, receive.Config{Endpoints: endpoints(t, "MAILGUN_WEBHOOK_SIGNING_KEY", signing), Now: func() time.Time { return now }})
+	other, err := receive.New(receive.Config{DB: w.db, Log: zerolog.Nop(), Endpoints: endpoints(t, "MAILGUN_WEBHOOK_SIGNING_KEY", signing), Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

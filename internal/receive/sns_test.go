@@ -143,7 +143,7 @@ func confirmation(h *snsHost, topicArn string) map[string]string {
 }
 
 func snsWorld(t *testing.T, n int, h *snsHost) *world {
-	return newWorld(t, n, receive.Config{SNSTopics: []string{topic}, SNSCertHosts: []string{h.hostPort()}})
+	return newWorld(t, n, receive.Config{Endpoints: endpoints(t, "SNS_TOPIC_ARNS", topic, "SNS_CERT_HOSTS", h.hostPort())})
 }
 
 func TestSNSNotificationsSettle(t *testing.T) {
@@ -212,7 +212,7 @@ func TestSNSRefusals(t *testing.T) {
 func TestSNSCertURLScheme(t *testing.T) {
 	t.Parallel()
 	h := newSNSHost(t)
-	w := newWorld(t, 1, receive.Config{SNSTopics: []string{topic}})
+	w := newWorld(t, 1, receive.Config{Endpoints: endpoints(t, "SNS_TOPIC_ARNS", topic)})
 	for _, u := range []string{"http://sns.us-east-1.amazonaws.com/cert.pem", "https://sns.us-east-1.amazonaws.com.evil.example/cert.pem", "https://user:pw@sns.us-east-1.amazonaws.com.cn/cert.pem"} {
 		m := notification(h, topic, sesDelivery(1))
 		m["SigningCertURL"] = u

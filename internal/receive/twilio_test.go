@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"scan/internal/provider/twilio"
 	"scan/internal/receive"
-	"scan/internal/twilio"
 )
 
 // Twilio's status callbacks at /events/twilio: verified by
@@ -21,7 +21,7 @@ import (
 func TestTwilioStatusCallback(t *testing.T) {
 	t.Parallel()
 	const token, base = "twilio-auth-token-for-tests", "https://hooks.example.com/events/twilio"
-	w := newWorld(t, 2, receive.Config{TwilioAuthToken: token, TwilioCallbackURL: base})
+	w := newWorld(t, 2, receive.Config{Endpoints: endpoints(t, "TWILIO_AUTH_TOKEN", token, "SCAN_TWILIO_STATUS_CALLBACK", base)})
 	signed, err := url.Parse(twilio.CallbackURL(base, key(1), 1))
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestTwilioStatusCallback(t *testing.T) {
 	w.counted("twilio", "ok", 1)
 	w.counted("twilio", "duplicate", 1)
 
-	off := newWorld(t, 1, receive.Config{TwilioAuthToken: token}) // no public URL: nothing to verify against
+	off := newWorld(t, 1, receive.Config{Endpoints: endpoints(t, "TWILIO_AUTH_TOKEN", token)}) // no public URL: nothing to verify against
 	req, _ := http.NewRequest(http.MethodPost, off.url+"/events/twilio?"+signed.RawQuery, strings.NewReader(form.Encode()))
 	req.Header.Set(twilio.SignatureHeader, good)
 	resp, err := http.DefaultClient.Do(req)

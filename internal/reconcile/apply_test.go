@@ -15,6 +15,7 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/ledger/ledgertest"
 	"scan/internal/pgtest"
+	_ "scan/internal/provider/registry" // the providers' formats
 	"scan/internal/reconcile"
 )
 

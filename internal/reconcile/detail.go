@@ -15,10 +15,10 @@ const MaxDetail = 300
 // detail: the domain stays (as in logs), the person does not.
 const redactedLocal = "[redacted]"
 
-// detail joins the labelled parts of what a provider said about an event
+// Detail joins the labelled parts of what a provider said about an event
 // into the one line kept as evidence ("label: value; label: value", empty
 // values left out), made safe to store and print (cleanDetail).
-func detail(pairs ...string) string {
+func Detail(pairs ...string) string {
 	var b strings.Builder
 	for i := 0; i+1 < len(pairs); i += 2 {
 		v := strings.TrimSpace(pairs[i+1])

@@ -55,13 +55,13 @@ func TestCleanDetail(t *testing.T) {
 // the result.
 func TestDetail(t *testing.T) {
 	t.Parallel()
-	if got := detail("status", "5.1.1", "reason", "", "diagnostic", " 550 <j@x.example>\n"); got != "status: 5.1.1; diagnostic: 550 <[redacted]@x.example>" {
+	if got := Detail("status", "5.1.1", "reason", "", "diagnostic", " 550 <j@x.example>\n"); got != "status: 5.1.1; diagnostic: 550 <[redacted]@x.example>" {
 		t.Errorf("detail = %q", got)
 	}
-	if got := detail("a", "", "b", " "); got != "" {
+	if got := Detail("a", "", "b", " "); got != "" {
 		t.Errorf("empty detail = %q", got)
 	}
-	huge := detail("a", strings.Repeat("y", 10*MaxDetail), "b", "z")
+	huge := Detail("a", strings.Repeat("y", 10*MaxDetail), "b", "z")
 	if len(huge) > MaxDetail {
 		t.Errorf("detail of %d bytes", len(huge))
 	}

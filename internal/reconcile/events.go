@@ -1,11 +1,12 @@
 // Package reconcile reads provider events (our own JSON lines, or the
-// payloads Amazon SES, SendGrid, Mailgun and Postmark post) and turns them
+// payloads a provider posts, read by the Decoder its package registers:
+// RegisterFormat) and turns them
 // into evidence about one attempt of a notice (the attempt the message
 // carried beside its key, when the provider echoes it): an event that
 // proves the provider accepted a message settles its claim as sent
 // (failed for a permanent bounce); an explicit rejection before sending
 // settles it as retry (failed when the provider names its suppression
-// list: notSent), and overrules an acceptance of the same attempt. What
+// list), and overrules an acceptance of the same attempt. What
 // the provider said of each event (a response, a bounce code) is kept as
 // its detail, without any e-mail address (cleanDetail).
 // It reads any size of file in bounded memory and never stops for one bad
@@ -51,17 +52,17 @@ type Event struct {
 	Detail    string    `json:"detail"`
 }
 
-// attemptNumber reads an attempt number a provider echoed under
+// AttemptNumber reads an attempt number a provider echoed under
 // notice.AttemptField (a jsonl event, our own format, carries it as
 // "attempt"): a positive integer as a JSON number or string, or the first
 // of an array of strings (SES tags).
 // Anything else is 0, unknown.
-func attemptNumber(raw json.RawMessage) int {
+func AttemptNumber(raw json.RawMessage) int {
 	var n int
 	if json.Unmarshal(raw, &n) == nil && n > 0 {
 		return n
 	}
-	if a, err := strconv.Atoi(strings.TrimSpace(firstString(raw))); err == nil && a > 0 {
+	if a, err := strconv.Atoi(strings.TrimSpace(FirstString(raw))); err == nil && a > 0 {
 		return a
 	}
 	return 0
@@ -81,14 +82,14 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	}
 	var text string
 	_ = json.Unmarshal(raw.Detail, &text) // not a string: no detail
-	*e = Event{MessageID: raw.MessageID, Event: raw.Event, Timestamp: parseTime(raw.Timestamp), Attempt: attemptNumber(raw.Attempt),
+	*e = Event{MessageID: raw.MessageID, Event: raw.Event, Timestamp: ParseTime(raw.Timestamp), Attempt: AttemptNumber(raw.Attempt),
 		Detail: text}
 	return nil
 }
 
-// parseTime reads an RFC 3339 string or a Unix time in seconds (values
+// ParseTime reads an RFC 3339 string or a Unix time in seconds (values
 // above 1e11 are taken as milliseconds); anything else is the zero time.
-func parseTime(raw json.RawMessage) time.Time {
+func ParseTime(raw json.RawMessage) time.Time {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s)); err == nil {

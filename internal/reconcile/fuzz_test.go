@@ -97,7 +97,7 @@ func FuzzRead(f *testing.F) {
 func FuzzReadFormat(f *testing.F) {
 	formats := reconcile.Formats[1:] // jsonl is FuzzRead
 	for i, name := range formats {
-		b, err := os.ReadFile("testdata/providers/" + name + ".txt")
+		b, err := os.ReadFile(fixturePath(name))
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"scan/internal/ledger"
-	"scan/internal/provider"
 )
 
 // kindOf names what a settlement's event says of its attempt
@@ -67,44 +66,9 @@ func kindOf(event string, to ledger.State) ledger.EventKind {
 	return ledger.KindOther
 }
 
-// notSent is the state a "not sent" event of format leads to, given the
-// provider's reason: failed when the provider refused the message because
-// the address is on its suppression list (a resend would be refused the
-// same way until the address is taken off it, so never resend it), retry
-// otherwise (a resend can cure it). The suppressions, from each provider's
-// documentation:
-//
-//   - mailgun: a permanent failure whose reason starts "suppress-"
-//     (suppress-bounce, suppress-complaint, suppress-unsubscribe).
-//   - sendgrid: dropped with reason "Bounced Address", "Unsubscribed
-//     Address", "Spam Reporting Address" (the address is on the bounce,
-//     unsubscribe or spam report list) or "Invalid" (on the invalid
-//     emails list). Every other reason ("Invalid SMTPAPI header", "Spam
-//     Content", ...) is about the message, which a fix on our side can
-//     cure: retry.
-//   - postmark: a Bounce of Type SMTPApiError, Postmark's rejection of a
-//     recipient it suppresses (after a bounce, a complaint, an unsubscribe
-//     or by hand).
-//
-// SES Reject (a virus) and Mailgun rejected or internal failures are not
-// suppressions: retry.
-func notSent(format, reason string) ledger.State {
-	if suppressions[format][lower(reason)] || format == string(provider.Mailgun) && strings.HasPrefix(lower(reason), "suppress-") {
-		return ledger.Failed
-	}
-	return ledger.Retry
-}
-
-// suppressions are the reasons, lower-cased, by format, that name a
-// suppression list (see notSent).
-var suppressions = map[string]map[string]bool{
-	string(provider.SendGrid): {"bounced address": true, "unsubscribed address": true, "spam reporting address": true, "invalid": true},
-	string(provider.Postmark): {"smtpapierror": true},
-}
-
 // classify completes a settlement read from format with its kind where the
 // reader gave none (jsonl; each provider's decoder names its own, and
-// decides a suppression with notSent).
+// decides a suppression itself).
 func classify(s *ledger.Settlement) {
 	if s.Kind == "" {
 		s.Kind = kindOf(s.Event, s.To)

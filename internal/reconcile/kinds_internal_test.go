@@ -54,45 +54,13 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// A "not sent" event is failed only when its reason names the provider's
-// suppression list, as each provider documents it; anything else a
-// resend can cure.
-func TestNotSent(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		format, reason string
-		want           ledger.State
-	}{
-		{"sendgrid", "Bounced Address", ledger.Failed},
-		{"sendgrid", "Unsubscribed Address", ledger.Failed},
-		{"sendgrid", "Spam Reporting Address", ledger.Failed},
-		{"sendgrid", "Invalid", ledger.Failed},
-		{"sendgrid", " bounced address ", ledger.Failed},
-		{"sendgrid", "Invalid SMTPAPI header", ledger.Retry},
-		{"sendgrid", "Spam Content", ledger.Retry},
-		{"sendgrid", "", ledger.Retry},
-		{"mailgun", "suppress-bounce", ledger.Failed},
-		{"mailgun", "suppress-unsubscribe", ledger.Failed},
-		{"mailgun", "suppress-complaint", ledger.Failed},
-		{"mailgun", "generic", ledger.Retry},
-		{"mailgun", "Bounced Address", ledger.Retry},
-		{"postmark", "smtpapierror", ledger.Failed},
-		{"ses", "Bad content", ledger.Retry},
-		{"jsonl", "suppress-bounce", ledger.Retry},
-	} {
-		if got := notSent(tc.format, tc.reason); got != tc.want {
-			t.Errorf("notSent(%q, %q) = %s, want %s", tc.format, tc.reason, got, tc.want)
-		}
-	}
-}
-
 // The attempt a provider echoes is read as a number or a string of one,
 // or the first of SES's tag arrays; anything else is unknown (0).
 func TestAttemptNumber(t *testing.T) {
 	t.Parallel()
 	for raw, want := range map[string]int{`2`: 2, `"3"`: 3, `["4"]`: 4, `" 5 "`: 5, `0`: 0, `-1`: 0, `"x"`: 0, `1.5`: 0, `null`: 0, ``: 0, `{}`: 0} {
-		if got := attemptNumber([]byte(raw)); got != want {
-			t.Errorf("attemptNumber(%s) = %d, want %d", raw, got, want)
+		if got := AttemptNumber([]byte(raw)); got != want {
+			t.Errorf("AttemptNumber(%s) = %d, want %d", raw, got, want)
 		}
 	}
 }

@@ -27,7 +27,7 @@ func name(s ledger.Settlement) string {
 
 // The details of each provider's payloads that its documentation shows
 // and that once threw an event away or misread it
-// (testdata/providers/*-details.txt, sources in testdata/providers/README.md):
+// (internal/provider/<name>/testdata/details.txt, sources in the README beside it):
 //
 //   - SendGrid: sg_message_id is the X-Message-Id of the reply ("queued as
 //     <id>") and a suffix from the first dot (".recvd-...", ".filter..."),
@@ -110,7 +110,7 @@ func TestSendGridMessageIDSuffix(t *testing.T) {
 
 // Each decoder keeps what its provider documents about a delivery, a
 // bounce, a complaint or a drop as the settlement's Detail
-// (testdata/providers/*.txt: the documented examples).
+// (internal/provider/<name>/testdata/events.txt: the documented examples).
 func TestReadFormatDetail(t *testing.T) {
 	t.Parallel()
 	msgid := func(i int) string { return testKey(i)[:32] + "@n.example.com" }

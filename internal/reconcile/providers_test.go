@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -19,11 +20,23 @@ var placeholder = regexp.MustCompile(`\{\{(key|msgid):(\d+)\}\}`)
 // testKey is subscription i's notice key in these tests.
 func testKey(i int) string { return fmt.Sprintf("abcdef%026x", i) + strings.Repeat("e", 32) }
 
+// fixturePath is the file of a provider's fixture: "ses" is its
+// events.txt, "sendgrid-details" its details.txt, in the provider's
+// package (internal/provider/<name>/testdata, whose README cites the
+// pages they were written from).
+func fixturePath(name string) string {
+	p, kind, _ := strings.Cut(name, "-")
+	if kind == "" {
+		kind = "events"
+	}
+	return filepath.Join("..", "provider", p, "testdata", kind+".txt")
+}
+
 // fixture returns the provider's fixture with {{key:N}} and {{msgid:N}}
 // replaced by key(N) and msgid(N).
 func fixture(t *testing.T, name string, key func(int) string, msgid func(int) string) string {
 	t.Helper()
-	b, err := os.ReadFile("testdata/providers/" + name + ".txt")
+	b, err := os.ReadFile(fixturePath(name))
 	if err != nil {
 		t.Fatal(err)
 	}

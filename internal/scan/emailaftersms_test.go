@@ -13,10 +13,10 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/message"
 	"scan/internal/notice"
+	"scan/internal/provider/twilio"
+	"scan/internal/provider/twilio/twiliotest"
 	"scan/internal/scan"
 	"scan/internal/send"
-	"scan/internal/twilio"
-	"scan/internal/twilio/twiliotest"
 )
 
 // A kind with channels [sms, email] goes by sms first and by email when

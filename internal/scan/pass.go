@@ -98,7 +98,9 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 // statement, and refuses the pass (ledger.ErrRestored, nothing claimed)
 // when it is on another timeline than the last pass found it: restored or
 // failed over, it may have lost claims whose notices went out. A server
-// that does not tell its timeline is not checked; the pass says so.
+// that does not tell its timeline is not checked; the pass says so. A new
+// timeline that a lossless switchover explains (ledger.Switchover) is
+// logged and the pass goes on.
 func (p *Pass) checkEpoch(ctx context.Context) error {
 	here, err := ledger.CheckPass(ctx, p.db, p.cfg.RunID, p.start)
 	var re *ledger.RestoredError
@@ -107,12 +109,18 @@ func (p *Pass) checkEpoch(ctx context.Context) error {
 		p.log.Warn().Err(err).Msg("the ledger's server does not tell its WAL timeline: this pass cannot notice a restore or a failover")
 		return nil
 	case errors.As(err, &re):
-		p.log.Error().Int64("timeline", here.Timeline).Str("lsn", here.LSN).
+		p.log.Error().Int64("timeline", here.Timeline).Str("lsn", here.LSN).Str("why", re.Why).
 			Str("last_run_id", re.Last.RunID).Time("last_recorded_at", re.Last.RecordedAt).Str("last_kind", re.Last.Kind).
 			Msg("refusing to claim: the ledger's database was restored or failed over since the last pass it knows of; run `scan recover`")
 		return err
 	case err != nil:
 		return err
+	}
+	if sw := here.Switchover; sw != nil {
+		p.log.Info().Int64("from_timeline", sw.From).Int64("timeline", sw.To).Str("switch_lsn", sw.At).
+			Str("last_run_id", sw.LastRun).Int("sync_standbys", sw.Standby).
+			Msg("the ledger's database switched over to the synchronous standby that acknowledged every claim of the last pass: going on")
+		return nil
 	}
 	p.log.Debug().Int64("timeline", here.Timeline).Str("lsn", here.LSN).Msg("ledger epoch recorded")
 	return nil

@@ -12,9 +12,9 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/policy"
+	"scan/internal/provider/twilio"
+	"scan/internal/provider/twilio/twiliotest"
 	"scan/internal/scan"
-	"scan/internal/twilio"
-	"scan/internal/twilio/twiliotest"
 )
 
 const smsPolicy = `

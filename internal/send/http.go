@@ -99,7 +99,7 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 			}
 			tr.TLSClientConfig = cfg.TLSConfig.Clone()
 		}
-		sizeTransport(tr, cfg.Pool)
+		SizeTransport(tr, cfg.Pool)
 		cfg.Client = &http.Client{Transport: tr}
 	}
 	return &HTTP{url: cfg.URL, timeout: cfg.Timeout, client: cfg.Client, redacted: redacted}, nil
@@ -195,7 +195,7 @@ func (h *HTTP) Send(ctx context.Context, m *Message) (Receipt, error) {
 // recipient address.
 func snippet(b []byte, to string) string {
 	s := strings.Join(strings.Fields(string(b)), " ")
-	s = scrub(s, to)
+	s = Scrub(s, to)
 	if len(s) > 200 {
 		s = strings.ToValidUTF8(s[:200], "")
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"scan/internal/message"
+	"scan/internal/provider/registry"
 	"scan/internal/send"
 	"scan/internal/smtptest"
 )
@@ -62,9 +63,13 @@ func TestCorrelationHeadersAtTheServer(t *testing.T) {
 	} {
 		t.Run(tc.provider+"/"+tc.configSet, func(t *testing.T) {
 			t.Parallel()
+			correlation, err := registry.Correlation(tc.provider, tc.configSet)
+			if err != nil {
+				t.Fatal(err)
+			}
 			r, err := message.NewRenderer(message.RenderConfig{
 				From: "Example Box <notices@example.com>", MessageIDDomain: "notices.example.com",
-				Provider: tc.provider, ConfigurationSet: tc.configSet,
+				Correlation: correlation,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -123,25 +128,29 @@ func TestCorrelationHeadersAtTheServer(t *testing.T) {
 
 func TestRendererRefusesBadProviderSettings(t *testing.T) {
 	t.Parallel()
-	for _, cfg := range []message.RenderConfig{
-		{Provider: "sparkpost"},
-		{Provider: "SES"},
-		{Provider: "ses", ConfigurationSet: "a\r\nX-Evil: 1"},
-		{Provider: "ses", ConfigurationSet: "a b"},
+	for _, c := range []struct{ provider, configSet string }{
+		{"sparkpost", ""},
+		{"SES", ""},
+		{"twilio", ""},
+		{"ses", "a\r\nX-Evil: 1"},
+		{"ses", "a b"},
 	} {
-		cfg.From, cfg.MessageIDDomain = "notices@example.com", "notices.example.com"
-		if _, err := message.NewRenderer(cfg); err == nil {
-			t.Errorf("NewRenderer(%+v) accepted it", cfg)
+		if _, err := registry.Correlation(c.provider, c.configSet); err == nil {
+			t.Errorf("registry.Correlation(%q, %q) accepted it", c.provider, c.configSet)
 		}
 	}
 }
 
-// CorrelationHeaders never returns a value with a line break, whatever
-// hex key it is given.
+// No provider's correlation headers hold a line break, whatever hex key
+// they are given.
 func TestCorrelationHeadersOneLine(t *testing.T) {
 	t.Parallel()
 	for _, p := range []string{"ses", "sendgrid", "mailgun", "postmark"} {
-		hs := message.CorrelationHeaders(p, key("x"), 7, "set")
+		c, err := registry.Correlation(p, "set")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := c(key("x"), 7)
 		if len(hs) == 0 {
 			t.Fatalf("%s: no header", p)
 		}

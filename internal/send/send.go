@@ -1,5 +1,7 @@
 // Package send owns how a notice leaves the process: the senders that
-// deliver a rendered message (outbox files, SMTP, HTTP, Amazon SES) and the
+// deliver a rendered message over the generic transports (outbox files,
+// SMTP, HTTP; a provider's own API, as Amazon SES's, is a Sender in its
+// package under internal/provider) and the
 // Dispatcher that renders in its workers (through a Renderer, which
 // internal/message implements: this package holds no template), paces each
 // recipient domain with the token buckets of internal/pace's Limits, and

@@ -104,7 +104,7 @@ func replyError(stage string, err error, to string, handedOver bool) error {
 		if handedOver {
 			class = Unknown
 		}
-		return &Error{Class: class, Err: fmt.Errorf("smtp: %s: %s", stage, scrub(err.Error(), to))}
+		return &Error{Class: class, Err: fmt.Errorf("smtp: %s: %s", stage, Scrub(err.Error(), to))}
 	}
 	var class Class
 	switch {
@@ -117,12 +117,12 @@ func replyError(stage string, err error, to string, handedOver bool) error {
 	default:
 		class = Transient
 	}
-	return &Error{Class: class, Code: te.Code, Err: fmt.Errorf("smtp: %s: %s", stage, scrub(stripEnhanced(te.Msg), to))}
+	return &Error{Class: class, Code: te.Code, Err: fmt.Errorf("smtp: %s: %s", stage, Scrub(stripEnhanced(te.Msg), to))}
 }
 
-// scrub removes the recipient address from a server's text, so that errors
+// Scrub removes the recipient address from a server's text, so that errors
 // and receipts can be logged and stored.
-func scrub(s, to string) string {
+func Scrub(s, to string) string {
 	if to == "" {
 		return s
 	}

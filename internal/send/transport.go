@@ -28,7 +28,7 @@ const IdleConnTimeout = 30 * time.Second
 // and the start of its body go out in one piece from it.
 const readBufferSize = 1 << 10
 
-// sizeTransport sizes tr for `concurrency` requests in flight to one
+// SizeTransport sizes tr for `concurrency` requests in flight to one
 // provider host: it keeps that many connections alive between requests
 // and never opens more, so a pass opens `concurrency` TLS connections
 // once and reuses them, instead of one per notice (Go's default keeps two
@@ -37,7 +37,7 @@ const readBufferSize = 1 << 10
 // HTTP/2 is attempted where the endpoint offers it through ALPN (a
 // custom TLS configuration otherwise turns it off); over HTTP/2 the
 // requests in flight share one connection up to the server's stream limit.
-func sizeTransport(tr *http.Transport, concurrency int) {
+func SizeTransport(tr *http.Transport, concurrency int) {
 	tr.DisableKeepAlives = false
 	tr.MaxConnsPerHost = concurrency
 	tr.MaxIdleConnsPerHost = concurrency

@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"scan/internal/provider/ses"
 	"scan/internal/send"
 )
 
@@ -153,7 +154,7 @@ func tlsSenders(concurrency int) []tlsSender {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := send.NewSES(send.SESConfig{AWS: cfg, Pool: concurrency})
+			s, err := ses.NewSender(ses.SenderConfig{AWS: cfg, Pool: concurrency})
 			if err != nil {
 				t.Fatal(err)
 			}
