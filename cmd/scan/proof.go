@@ -10,25 +10,41 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/proof"
+
+	"github.com/spf13/pflag"
 )
 
-// cmdProof writes the proof of a subscription's notices (internal/proof),
-// or with --verify rebuilds kept messages and counts those that do not
-// match their digest. Either way it writes nothing to the ledger. Exit 1
-// when nothing matches or a message does not verify.
-func cmdProof(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "proof", "--subscription ID [--kind K] [--period-start DATE] [--channel email|sms] --out DIR | --verify [--sample N] [--period-start DATE]")
-	sub := fs.String("subscription", "", "the subscription whose notices to prove")
-	kind := fs.String("kind", "", "only notices of this kind")
-	period := fs.String("period-start", "", "only notices of this billing period (YYYY-MM-DD)")
-	channel := fs.String("channel", "", "only notices of this channel: email or sms")
-	out := fs.String("out", "", "directory to write <key prefix>.eml|.txt, .json and .pdf into")
-	verify := fs.Bool("verify", false, "rebuild kept messages and count those that do not match their digest")
-	sample := fs.Int("sample", 0, "with --verify: check this many notices chosen at random (0: every one)")
-	config := fs.String("config", "", "policy file (env SCAN_CONFIG), for the legal lead times; built-in defaults when empty")
-	if err := parseNoArgs(fs, args, ""); err != nil {
-		return err
-	}
+// proofCommand writes the proof of a subscription's notices
+// (internal/proof), or with --verify rebuilds kept messages and counts
+// those that do not match their digest. Either way it writes nothing to
+// the ledger. Exit 1 when nothing matches or a message does not verify.
+var proofCommand = command{use: "proof",
+	short: "the exact message each notice of a subscription handed over, verified, with a JSON record and a PDF for a dispute (--subscription ID --out DIR); --verify [--sample N] checks kept messages",
+	env:   []string{"DATABASE_URL", "SCAN_CONFIG"}, flags: proofFlags}
+
+// proofArgs are scan proof's flags.
+type proofArgs struct {
+	sub, kind, period, channel, out, config string
+	verify                                  bool
+	sample                                  int
+}
+
+// proofFlags declares scan proof's flags.
+func proofFlags(fs *pflag.FlagSet) runFunc {
+	var a proofArgs
+	fs.StringVar(&a.sub, "subscription", "", "the subscription whose notices to prove")
+	fs.StringVar(&a.kind, "kind", "", "only notices of this kind")
+	fs.StringVar(&a.period, "period-start", "", "only notices of this billing period (YYYY-MM-DD)")
+	fs.StringVar(&a.channel, "channel", "", "only notices of this channel: email or sms")
+	fs.StringVar(&a.out, "out", "", "directory to write <key prefix>.eml|.txt, .json and .pdf into")
+	fs.BoolVar(&a.verify, "verify", false, "rebuild kept messages and count those that do not match their digest")
+	fs.IntVar(&a.sample, "sample", 0, "with --verify: check this many notices chosen at random (0: every one)")
+	fs.StringVar(&a.config, "config", "", "policy file (env SCAN_CONFIG), for the legal lead times; built-in defaults when empty")
+	return func(ctx context.Context, e *env, _ []string) error { return cmdProof(ctx, e, fs, &a) }
+}
+
+func cmdProof(ctx context.Context, e *env, fs *pflag.FlagSet, a *proofArgs) error {
+	sub, kind, period, channel, out, verify, sample, config := &a.sub, &a.kind, &a.period, &a.channel, &a.out, &a.verify, &a.sample, &a.config
 	var f proof.Filter
 	if *period != "" {
 		t, err := time.Parse(time.DateOnly, *period)
