@@ -244,6 +244,7 @@ type config struct {
 	apiConcurrency []int
 
 	dueN           int
+	statusN        int
 	receiveN       int
 	receiveSNS     int
 	receiveClients int
@@ -274,6 +275,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.work, "work", "", "work directory for policies, logs and the profile (default a new one in /dev/shm)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory")
 	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed, ledger, latency-api, due, suppression, channels, receive, durable, proof")
+	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed, ledger, latency-api, due, suppression, channels, receive, durable, status")
 	fs.IntVar(&c.suppressionRounds, "suppression-rounds", 4, "alternated pairs of first passes (empty list, 1M list) the suppression scenario runs; it reports each pair's ratio and their median")
 	fs.StringVar(&c.scanNoProof, "scan-noproof", "", "a scan binary built with -tags noproof, the proof scenario's baseline (first pass without the kept messages)")
 	fs.IntVar(&c.proofN, "proof-n", 50000, "due subscriptions of the proof scenario")
@@ -284,6 +286,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&c.concurrency, "concurrency", 8, "policy concurrency (SMTP connections) of the fixed-latency scenario")
 	fs.IntVar(&c.apiN, "api-n", 20000, "due subscriptions of each latency-api pass")
 	fs.IntVar(&c.dueN, "due-n", 60000, "subscriptions of the due scenario (two in three due)")
+	fs.IntVar(&c.statusN, "status-n", 10_000_000, "past ledger rows of the status scenario (scan status on a ledger of this size)")
 	fs.DurationVar(&c.apiLatency, "api-latency", 50*time.Millisecond, "the API stand-in's time per request in the latency-api scenario")
 	fs.IntVar(&c.receiveN, "receive-n", 50000, "SendGrid events of the receive scenario (in batches of 500)")
 	fs.IntVar(&c.receiveSNS, "receive-sns", 5000, "single SNS notifications of the receive scenario")
@@ -561,7 +564,7 @@ func (b *bench) all(ctx context.Context) error {
 	for _, sc := range []struct {
 		name string
 		run  func(context.Context) error
-	}{{"throughput", b.throughput}, {"latency", b.latency}, {"rate", b.rateLimited}, {"skewed", b.skewed}, {"ledger", b.ledgerScale}, {"latency-api", b.latencyAPI}, {"due", b.due}, {"suppression", b.suppression}, {"channels", b.channels}, {"receive", b.receiveScenario}, {"durable", b.durable}, {"proof", b.proof}} {
+	}{{"throughput", b.throughput}, {"latency", b.latency}, {"rate", b.rateLimited}, {"skewed", b.skewed}, {"ledger", b.ledgerScale}, {"latency-api", b.latencyAPI}, {"due", b.due}, {"suppression", b.suppression}, {"channels", b.channels}, {"receive", b.receiveScenario}, {"durable", b.durable}, {"status", b.statusScenario}, {"proof", b.proof}} {
 		if b.cfg.only != "" && !strings.Contains(","+b.cfg.only+",", ","+sc.name+",") {
 			continue
 		}
