@@ -88,7 +88,7 @@ func (p *Pass) channelOf(name string) channel {
 }
 
 // stage is one channel's sending half while it runs: the planner that
-// sizes its claims (flow.go), its dispatcher, the flow of its claims in
+// sizes its claims (internal/plan), its dispatcher, the flow of its claims in
 // flight, and its recorder. ctx is the producer's: cancelled (with its
 // cause) by the recorder when a write fails or the sender proves
 // unusable.
@@ -111,7 +111,7 @@ func (p *Pass) startStage(ctx context.Context, ch channel, c *counters, next *ha
 	d, err := send.NewDispatcher(pctx, send.DispatcherConfig{
 		Sender: ch.sender, Renderer: ch.renderer, Limits: ch.limits,
 		// The producer claims no further ahead than the buckets allow
-		// (flow.go), so the dispatcher never holds more than a batch or
+		// (internal/plan), so the dispatcher never holds more than a batch or
 		// two: its own bound is only a backstop.
 		Concurrency: ch.concurrency, MaxQueued: 2 * p.cfg.BatchSize, Retry: ch.retry,
 		Clock: p.cfg.Clock, Budget: ch.budget,
