@@ -323,7 +323,7 @@ func (st *stream) rewindIfRoom(pl *planner) {
 		return
 	}
 	for d := range st.skipped {
-		if pl.roomFor(d) {
+		if pl.RoomFor(d) {
 			st.cursor, st.rescan, st.rescanFrom, st.nSkipped, st.waiting = st.rescanFrom, false, nil, 0, false
 			clear(st.skipped)
 			return
@@ -375,7 +375,7 @@ func (p *Pass) produce(ctx context.Context, st *stage, c *counters, ps *passStat
 		select {
 		case <-deadline:
 			ps.stopped = true
-			if n := len(pl.drain()); n > 0 || !allDone(ps.streams) {
+			if n := len(pl.Drain()); n > 0 || !allDone(ps.streams) {
 				p.log.Warn().Dur("max_duration", p.cfg.MaxDuration).Int("held", n).
 					Msg("the pass's time budget ended: no more claims; what is claimed is sent and recorded, the rest is left to the next pass (deferred)")
 			}
@@ -383,13 +383,13 @@ func (p *Pass) produce(ctx context.Context, st *stage, c *counters, ps *passStat
 		default:
 		}
 		progressed := false
-		if picked := pl.pick(p.cfg.Clock.Now()); len(picked) > 0 {
+		if picked := pl.Pick(p.cfg.Clock.Now()); len(picked) > 0 {
 			if err := p.claimPicked(ctx, st, c, ps, picked); err != nil {
 				return err
 			}
 			progressed = true
 		}
-		if !pl.full() {
+		if !pl.Full() {
 			for _, st := range ps.streams {
 				st.rewindIfRoom(pl)
 				if !st.readable() {
@@ -405,11 +405,11 @@ func (p *Pass) produce(ctx context.Context, st *stage, c *counters, ps *passStat
 		if progressed {
 			continue
 		}
-		if pl.empty() && allDone(ps.streams) {
+		if pl.Empty() && allDone(ps.streams) {
 			return nil
 		}
 		select {
-		case <-fl.wake:
+		case <-fl.Wake():
 		case <-sweptWake(ps.streams, pl):
 		case <-deadline:
 			deadline = closedTime
@@ -556,7 +556,7 @@ func (p *Pass) cancelRetries(ctx context.Context, keys []string, c *counters) er
 func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *invalidLog, c *counters) error {
 	pending := map[string]int{}
 	admit := func(domain string) bool {
-		if !pl.admits(domain, pending[domain]) {
+		if !pl.Admits(domain, pending[domain]) {
 			return false
 		}
 		pending[domain]++
@@ -567,7 +567,7 @@ func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 		return err
 	}
 	for _, cd := range pg.cands {
-		pl.offer(cd)
+		pl.Offer(cd)
 	}
 	if pg.quiet > 0 {
 		p.sawQuiet = true // counted at the end: a rescan re-reads rows
