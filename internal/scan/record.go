@@ -107,7 +107,7 @@ func (r *recorder) run(ctx context.Context, results <-chan send.Result) error {
 				return r.failed
 			}
 			r.add(res)
-			r.flow.done(send.DomainOf(res.Notice))
+			r.flow.Done(send.DomainOf(res.Notice))
 			if len(r.buf) >= recordBatch {
 				r.flush(wctx)
 			}
@@ -119,7 +119,7 @@ func (r *recorder) run(ctx context.Context, results <-chan send.Result) error {
 }
 
 func (r *recorder) add(res send.Result) {
-	o := ledger.Outcome{Key: res.Notice.Key, PeriodStart: res.Notice.PeriodStart, Attempts: res.Attempts, Digest: res.Digest,
+	o := ledger.Outcome{Key: res.Notice.Key, PeriodStart: res.Notice.PeriodStart, Attempts: res.Attempts, Digest: res.Digest, Message: res.Raw,
 		Sender: r.senderOf(res)}
 	class := send.Classify(res.Err)
 	switch class {
@@ -232,7 +232,7 @@ func (r *recorder) flush(ctx context.Context) {
 		r.logUnrecorded()
 		return
 	}
-	r.flow.committed(len(r.buf))
+	r.flow.Committed(len(r.buf))
 	now := r.clock.Now()
 	if h := r.hooks.Outcome; h != nil {
 		for _, m := range r.pending {
