@@ -142,14 +142,20 @@ func (s *Source) CountOpen(ctx context.Context, db sqlx.QueryerContext, g Group,
 
 // CountHandled counts the due rows of g that already have a ledger row
 // owned by another run than runID: the pass's "suppressed"
-// (subscriptionCountHandled).
+// (subscriptionCountHandled). It first reads the rows' earliest billing
+// period (subscriptionPeriodFrom), so that the count is planned with the
+// ledger's past months pruned.
 func (s *Source) CountHandled(ctx context.Context, db sqlx.QueryerContext, g Group, lo, hi time.Time, runID string) (int, error) {
 	st, err := s.statements(g.Anchor)
 	if err != nil {
 		return 0, err
 	}
+	var from *time.Time
+	if err := sqlx.GetContext(ctx, db, &from, st.periodFrom, s.group(g, lo, hi, false)...); err != nil {
+		return 0, fmt.Errorf("count handled: earliest period: %w", err)
+	}
 	var n int
-	if err := sqlx.GetContext(ctx, db, &n, st.countHandled, s.group(g, lo, hi, false, g.Kind, runID)...); err != nil {
+	if err := sqlx.GetContext(ctx, db, &n, st.countHandled, s.group(g, lo, hi, false, g.Kind, runID, dateParam(from))...); err != nil {
 		return 0, fmt.Errorf("count handled: %w", err)
 	}
 	return n, nil

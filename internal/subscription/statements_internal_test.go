@@ -15,7 +15,8 @@ import (
 // billing period (PeriodFrom), and the closed-window pages by theirs
 // (PeriodFrom of the closed window), so that PostgreSQL prunes the past months when it plans
 // each page: a ledger with years of history must not make every page of a
-// pass walk them.
+// pass walk them. So does the count of the notices other runs handled
+// (CountHandled reads its own PeriodFrom; issue 39).
 func TestSourcePagesPrunePastMonths(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
@@ -71,6 +72,10 @@ func TestSourcePagesPrunePastMonths(t *testing.T) {
 		}, closed},
 		{"after sms", func(f *time.Time, a *string) (string, []any, error) {
 			return src.afterSMSQuery(g, openLo, openHi, f, a, 1000)
+		}, from},
+		{"handled", func(f *time.Time, _ *string) (string, []any, error) {
+			st, err := src.statements(g.Anchor)
+			return st.countHandled, src.group(g, openLo, openHi, false, g.Kind, "r", dateParam(f)), err
 		}, from},
 	} {
 		plan := func(from *time.Time) string {
