@@ -110,7 +110,8 @@ LIMIT $11`
 
 // subscriptionCountOpen: how many rows subscriptionListOpen returns over
 // all its pages, without the rows with no renews_at it adds for counting:
-// its parameters $1-$10, with $7 false and $9, $10 NULL.
+// its parameters $1-$10, with $7 false, $9 NULL and $10 the rows'
+// earliest period (CountOpen reads it first).
 const subscriptionCountOpen = `SELECT count(*)
 FROM {rel} s
 WHERE ` + inGroup + `

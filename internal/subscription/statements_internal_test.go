@@ -15,8 +15,9 @@ import (
 // billing period (PeriodFrom), and the closed-window pages by theirs
 // (PeriodFrom of the closed window), so that PostgreSQL prunes the past months when it plans
 // each page: a ledger with years of history must not make every page of a
-// pass walk them. So does the count of the notices other runs handled
-// (CountHandled reads its own PeriodFrom; issue 39).
+// pass walk them. So do the count of the notices other runs handled and
+// the progress bar's count (CountHandled and CountOpen read their own
+// PeriodFrom; issue 39).
 func TestSourcePagesPrunePastMonths(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
@@ -72,6 +73,10 @@ func TestSourcePagesPrunePastMonths(t *testing.T) {
 		}, closed},
 		{"after sms", func(f *time.Time, a *string) (string, []any, error) {
 			return src.afterSMSQuery(g, openLo, openHi, f, a, 1000)
+		}, from},
+		{"count open", func(f *time.Time, _ *string) (string, []any, error) {
+			st, err := src.statements(g.Anchor)
+			return st.countOpen, src.group(g, openLo, openHi, false, g.Kind, nil, dateParam(f)), err
 		}, from},
 		{"handled", func(f *time.Time, _ *string) (string, []any, error) {
 			st, err := src.statements(g.Anchor)
