@@ -185,9 +185,14 @@ WHERE s.id::text = $1`
 // history (ordering the whole ledger by claimed_at did). At most $4
 // (sampleProbes a key) subscriptions are looked up, so its cost does not
 // grow with the number due either (joining all of them hashed every due
-// row for a sample of 20: 150 ms of a 0.9 s re-run at 200k). The earliest
-// sampled period bounds the ledger's side, so that its past months are
-// pruned.
+// row for a sample of 20: 150 ms of a 0.9 s re-run at 200k). Each
+// subscription's rows are looked up by a LATERAL probe of the business
+// key (its LIMIT keeps PostgreSQL from flattening it into a join), so the
+// statement stops after $3 rows, and each probe reads only its period's
+// month (pruned at run time by the probe's own period). As a join bounded
+// by the sample's earliest period, PostgreSQL hashed the whole current
+// month once the ledger had history: 58 ms at 20k due, growing with N,
+// against 0.6 ms (issue 39).
 const subscriptionSampleKeys = `WITH s AS MATERIALIZED (
       SELECT s.id, s.period_start, s.notice_revision
       FROM {rel} s
@@ -195,9 +200,11 @@ const subscriptionSampleKeys = `WITH s AS MATERIALIZED (
       LIMIT $4)
 SELECT l.notice_key, l.subscription_id, l.kind, l.period_start, l.revision
 FROM s
-JOIN notice_ledger l
-  ON ` + sameNotice + `
- AND l.period_start >= (SELECT min(s.period_start::date) FROM s)
+CROSS JOIN LATERAL (
+    SELECT l.notice_key, l.subscription_id, l.kind, l.period_start, l.revision
+    FROM notice_ledger l
+    WHERE ` + sameNotice + `
+    LIMIT $3) l
 LIMIT $3`
 
 // subscriptionColumns lists the columns of the source relation without

@@ -109,3 +109,52 @@ func TestSourcePagesPrunePastMonths(t *testing.T) {
 		}
 	}
 }
+
+// The key sample looks each sampled subscription's rows up by a probe of
+// the business key, and stops at its limit: never a hash of the window's
+// month, whose size grows with the number due (issue 39).
+func TestSampleKeysProbesTheBusinessKey(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	ctx := context.Background()
+	if _, err := ledger.Migrate(ctx, db.DB); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, reference.Subscriptions); err != nil {
+		t.Fatal(err)
+	}
+	// 5,000 due subscriptions, each with a notice in the window's month
+	// and one in a past month, analyzed: with these statistics the join
+	// this statement was before hashed the whole month.
+	for _, q := range []string{
+		`SELECT notice_ledger_ensure_partitions(ARRAY['2026-06-01', '2026-12-01']::date[])`,
+		`INSERT INTO subscriptions (id, email, renews_at, period_start)
+		 SELECT 's' || i, 'a@x.com', '2026-12-02 02:00+00'::timestamptz + i * interval '1 second', '2026-12-02'
+		 FROM generate_series(1, 5000) i`,
+		`INSERT INTO notice_ledger (notice_key, subscription_id, kind, period_start, revision, state, claimed_at, run_id)
+		 SELECT encode(sha256(('k' || i || '|' || p)::bytea), 'hex'), 's' || i, 'renewal_notice_t72', p, 0, 'sent', '2026-11-30', 'r'
+		 FROM generate_series(1, 5000) i, unnest(ARRAY['2026-06-02', '2026-12-02']::date[]) p`,
+		`ANALYZE`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := Open(ctx, db, "subscriptions", Shard{}, []Anchor{{Kind: "renewal_notice_t72", Column: "renews_at"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	keys, err := src.SampleKeys(ctx, db, now, now.Add(72*time.Hour), 20)
+	if err != nil || len(keys) != 20 {
+		t.Fatalf("sampled %d keys, %v", len(keys), err)
+	}
+	var lines []string
+	if err := db.SelectContext(ctx, &lines, "EXPLAIN "+src.sampleStmt, now, now.Add(72*time.Hour), 20, 1000); err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	if !strings.Contains(plan, "Nested Loop") || strings.Contains(plan, "Hash") {
+		t.Fatalf("the key sample is not a nested loop of probes:\n%s", plan)
+	}
+}
