@@ -39,7 +39,8 @@ func cmdUndelivered(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
-	list, err := ledger.Undelivered(ctx, db, e.clockNow().UTC().Add(-d), *limit)
+	now := e.clockNow().UTC()
+	list, err := ledger.Undelivered(ctx, db, now.Add(-d), now, *limit)
 	if err != nil {
 		return err
 	}
