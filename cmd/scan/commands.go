@@ -278,6 +278,9 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags) (*preparedPass, error) {
 	if err := p.prepareSender(e, fs, f); err != nil {
 		return nil, err
 	}
+	if err := pol.CheckConfirmSender(p.senderName); err != nil {
+		return nil, err
+	}
 	if p.production {
 		if err := pol.CheckProduction(); err != nil {
 			return nil, err
