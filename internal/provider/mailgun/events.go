@@ -115,12 +115,17 @@ func (ds mailgunDeliveryStatus) code() string {
 //
 // Any other severity keeps the message accepted (sent), as temporary.
 func mailgunFailure(ev *ledger.Settlement, severity, reason string, ds mailgunDeliveryStatus) {
-	switch severity {
-	case "temporary":
+	switch {
+	case severity == "temporary" && reason == "old":
+		// Mailgun's last retry ("Too old", 8 hours on): it drops the
+		// message. Its help centre says the event is permanent; users
+		// report it tagged temporary. Final either way.
+		ev.To, ev.Kind = ledger.Sent, ledger.KindBounceSoft
+	case severity == "temporary":
 		ev.To, ev.Kind = ledger.Sent, ledger.KindDeferred
-	case "internal":
+	case severity == "internal":
 		ev.To, ev.Kind = ledger.Retry, ledger.KindNotSent
-	case "permanent":
+	case severity == "permanent":
 		switch {
 		case strings.HasPrefix(reason, "suppress-"):
 			ev.Event += "/" + reason

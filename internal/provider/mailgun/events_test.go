@@ -24,6 +24,7 @@ func TestFailureReasons(t *testing.T) {
 		{"permanent", "old", ledger.Failed, ledger.KindBounceSoft},
 		{"permanent", "espblock", ledger.Failed, ledger.KindBlocked},
 		{"temporary", "generic", ledger.Sent, ledger.KindDeferred},
+		{"temporary", "old", ledger.Sent, ledger.KindBounceSoft},
 		{"permanent", "generic", ledger.Failed, ledger.KindBounceHard},
 		{"permanent", "Bounced Address", ledger.Failed, ledger.KindBounceHard},
 		{"internal", "generic", ledger.Retry, ledger.KindNotSent},
