@@ -266,7 +266,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	batches := fs.String("batches", defBatches, "claim batch sizes of the first pass to compare, e.g. 1000,5000 (env BENCH_BATCHES); the first is also used for the other passes")
 	fs.StringVar(&c.work, "work", "", "work directory for policies, logs and the profile (default a new one in /dev/shm)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory")
-	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed, ledger, latency-api, due, suppression, channels, receive, durable")
+	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed, ledger, latency-api, due, suppression, channels, receive, durable, evidence")
 	fs.IntVar(&c.suppressionRounds, "suppression-rounds", 4, "alternated pairs of first passes (empty list, 1M list) the suppression scenario runs; it reports each pair's ratio and their median")
 	fs.IntVar(&c.suppressionN, "suppression-n", 50000, "due subscriptions of the suppression scenario (a first pass with an empty and with a 1M-entry suppression list)")
 	fs.IntVar(&c.channelsN, "channels-n", 600, "email notices of the channels scenario, beside as many that go by sms only")
@@ -546,7 +546,7 @@ func (b *bench) all(ctx context.Context) error {
 	for _, sc := range []struct {
 		name string
 		run  func(context.Context) error
-	}{{"throughput", b.throughput}, {"latency", b.latency}, {"rate", b.rateLimited}, {"skewed", b.skewed}, {"ledger", b.ledgerScale}, {"latency-api", b.latencyAPI}, {"due", b.due}, {"suppression", b.suppression}, {"channels", b.channels}, {"receive", b.receiveScenario}, {"durable", b.durable}} {
+	}{{"throughput", b.throughput}, {"latency", b.latency}, {"rate", b.rateLimited}, {"skewed", b.skewed}, {"ledger", b.ledgerScale}, {"latency-api", b.latencyAPI}, {"due", b.due}, {"suppression", b.suppression}, {"channels", b.channels}, {"receive", b.receiveScenario}, {"durable", b.durable}, {"evidence", b.evidence}} {
 		if b.cfg.only != "" && !strings.Contains(","+b.cfg.only+",", ","+sc.name+",") {
 			continue
 		}
