@@ -30,6 +30,13 @@ type Notice struct {
 	Locale        string         // BCP 47 tag the pass resolved (fallbacks applied); "": the renderer's default
 	TimeZone      *time.Location // the recipient's zone, resolved; nil: the renderer's default
 
+	// DeliverBy is the last instant at which the notice is still of use to
+	// its recipient: the earlier of its window's close and, for a channel
+	// that keeps quiet hours, the start of the recipient's next quiet
+	// hours. A provider that can be told how long to keep trying (Twilio's
+	// ValidityPeriod) is told to give up then. Zero: no bound.
+	DeliverBy time.Time
+
 	// Attempt numbers the claims of this notice (issue 19): 1 for the
 	// first claim, incremented by each re-claim. It travels beside the key
 	// wherever a provider echoes data, so an event settles only its own

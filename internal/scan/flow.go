@@ -123,7 +123,7 @@ type candidateQueue struct {
 // the producer goroutine.
 type planner struct {
 	flow        *flow
-	limits      pace.Limits // the pass's share, as the dispatcher has them
+	limits      pace.Limits // the policy's, as the dispatcher has them (the fleet's budget shares them out)
 	batch       int
 	workers     int
 	maxHeld     int // candidates held in memory at most

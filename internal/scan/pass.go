@@ -161,8 +161,8 @@ func (p *Pass) expireRetries(ctx context.Context, c *counters) error {
 func (p *Pass) sendDue(ctx context.Context, c *counters) (*passState, error) {
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	limits := p.cfg.Policy.Rate.Share(p.cfg.Shards)
-	d, err := p.startDispatcher(pctx, limits)
+	limits, budget := p.rates()
+	d, err := p.startDispatcher(pctx, limits, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -179,9 +179,9 @@ func (p *Pass) sendDue(ctx context.Context, c *counters) (*passState, error) {
 	return ps, nil
 }
 
-// startDispatcher starts the pass's dispatcher over the shard's buckets;
-// a sender it refuses is a *ConfigError.
-func (p *Pass) startDispatcher(ctx context.Context, limits pace.Limits) (*send.Dispatcher, error) {
+// startDispatcher starts the pass's dispatcher over the policy's buckets
+// and the fleet's budget; a sender it refuses is a *ConfigError.
+func (p *Pass) startDispatcher(ctx context.Context, limits pace.Limits, budget send.Budget) (*send.Dispatcher, error) {
 	pol := p.cfg.Policy
 	d, err := send.NewDispatcher(ctx, send.DispatcherConfig{
 		Sender: p.sender, Renderer: p.renderer, Limits: limits,
@@ -189,7 +189,7 @@ func (p *Pass) startDispatcher(ctx context.Context, limits pace.Limits) (*send.D
 		// (flow.go), so the dispatcher never holds more than a batch or
 		// two: its own bound is only a backstop.
 		Concurrency: pol.Concurrency, MaxQueued: 2 * p.cfg.BatchSize, Retry: p.cfg.Retry,
-		Clock: p.cfg.Clock,
+		Clock: p.cfg.Clock, Budget: budget,
 	})
 	if err != nil {
 		return nil, &ConfigError{"sender", err.Error()}

@@ -72,6 +72,10 @@ type DispatcherConfig struct {
 	// (internal/send/sendtest). Result.Started, Done and Waited are read
 	// from it.
 	Clock clock.Clock
+	// Budget, when set, paces the domains it says it paces with slots
+	// leased from buckets shared with other processes (see Budget), on
+	// top of Limits. Nil paces by Limits alone, in this process.
+	Budget Budget
 }
 
 // Result is the outcome of one accepted notice.
@@ -125,6 +129,8 @@ type Dispatcher struct {
 	limits   pace.Limits
 	global   *rate.Limiter
 	clock    clock.Clock
+	budget   Budget
+	leased   chan leaseReply // one lease in flight at most
 
 	ctx     context.Context // the run: cancelled means shut down
 	sendCtx context.Context // ctx without its cancellation, for in-flight sends
@@ -148,7 +154,11 @@ type Dispatcher struct {
 	out       []Result   // results not yet delivered
 	inFlight  int
 	queued    int
-	globalAt  time.Time // the global bucket has no token before this
+	globalAt  time.Time             // the global bucket has no token before this
+	wanting   map[*bucketQueue]bool // paced domains with more notices than slots
+	leasing   bool                  // a lease is in flight
+	handed    int                   // notices handed out to workers
+	handRate  handRate
 	cancelled bool
 	drained   bool // closed was seen with an empty intake
 	seq       uint64
@@ -280,6 +290,9 @@ func newDispatcher(ctx context.Context, cfg DispatcherConfig) *Dispatcher {
 		wake:     make(chan struct{}, 1),
 		closing:  make(chan struct{}),
 		domains:  map[string]*bucketQueue{},
+		budget:   cfg.Budget,
+		leased:   make(chan leaseReply, 1),
+		wanting:  map[*bucketQueue]bool{},
 	}
 }
 
@@ -468,7 +481,8 @@ func (d *Dispatcher) schedule() {
 		}
 		d.promote(now)
 		d.dispatch(now)
-		if d.drained && d.queued == 0 && d.inFlight == 0 && d.delayed.Len() == 0 && len(d.out) == 0 {
+		d.lease(now)
+		if d.drained && d.queued == 0 && d.inFlight == 0 && d.delayed.Len() == 0 && len(d.out) == 0 && !d.leasing {
 			return
 		}
 		var timerC <-chan time.Time
@@ -492,6 +506,8 @@ func (d *Dispatcher) schedule() {
 			d.out[0] = Result{}
 			d.out = d.out[1:]
 			<-d.slots
+		case r := <-d.leased:
+			d.granted(r, d.clock.Now())
 		case <-ctxDone:
 			ctxDone = nil
 			d.cancel(d.clock.Now())
@@ -521,18 +537,33 @@ func (d *Dispatcher) take(now time.Time) {
 func (d *Dispatcher) enqueue(j *job, now time.Time) {
 	dq := d.domains[j.domain]
 	if dq == nil {
-		dq = &bucketQueue{lim: newLimiter(d.limits.For(j.domain)), index: -1}
+		dq = &bucketQueue{name: j.domain, lim: newLimiter(d.limits.For(j.domain)), index: -1}
+		dq.paced = d.budget != nil && d.budget.Paced(j.domain)
 		d.domains[j.domain] = dq
 	}
 	j.enqueuedAt = now
 	dq.jobs = append(dq.jobs, j)
 	d.queued++
+	d.want(dq)
 	if dq.index < 0 {
-		dq.readyAt = now.Add(delay(dq.lim, now))
-		d.seq++
-		dq.seq = d.seq
-		heap.Push(&d.ready, dq)
+		d.requeue(dq, now)
 	}
+}
+
+// requeue puts dq, which has notices and is not in the ready heap, back in
+// it behind every domain already waiting, unless it is paced and has no
+// slot: then it waits for a lease (wanting) outside the heap.
+func (d *Dispatcher) requeue(dq *bucketQueue, now time.Time) {
+	if dq.paced && !d.hasSlot(dq, now) {
+		return
+	}
+	dq.readyAt = now.Add(delay(dq.lim, now))
+	if dq.paced && dq.slots[0].at.After(dq.readyAt) {
+		dq.readyAt = dq.slots[0].at
+	}
+	d.seq++
+	dq.seq = d.seq
+	heap.Push(&d.ready, dq)
 }
 
 // dispatch hands workers every notice that its domain bucket and the global
@@ -542,6 +573,15 @@ func (d *Dispatcher) dispatch(now time.Time) {
 		dq := d.ready[0]
 		if dq.readyAt.After(now) {
 			return
+		}
+		if dq.paced && !d.hasSlot(dq, now) {
+			heap.Pop(&d.ready) // waits for a lease (wanting)
+			continue
+		}
+		if dq.paced && dq.slots[0].at.After(now) {
+			dq.readyAt = dq.slots[0].at
+			heap.Fix(&d.ready, 0)
+			continue
 		}
 		if w := delay(d.global, now); w > 0 {
 			d.globalAt = now.Add(w)
@@ -553,6 +593,9 @@ func (d *Dispatcher) dispatch(now time.Time) {
 			continue
 		}
 		d.global.AllowN(now, 1)
+		if dq.paced {
+			dq.slots = dq.slots[1:]
+		}
 		j := dq.jobs[0]
 		dq.jobs[0] = nil
 		dq.jobs = dq.jobs[1:]
@@ -562,17 +605,15 @@ func (d *Dispatcher) dispatch(now time.Time) {
 			j.started = now
 		}
 		d.inFlight++
+		d.handed++
 		d.work <- j // buffered for every notice handed out: never blocks
+		// Behind every domain already waiting, if it has more.
+		heap.Pop(&d.ready)
 		if len(dq.jobs) == 0 {
-			heap.Pop(&d.ready)
 			dq.jobs = nil
 			continue
 		}
-		// Behind every domain already waiting.
-		dq.readyAt = now.Add(delay(dq.lim, now))
-		d.seq++
-		dq.seq = d.seq
-		heap.Fix(&d.ready, 0)
+		d.requeue(dq, now)
 	}
 }
 
@@ -597,6 +638,13 @@ func (d *Dispatcher) nextWake() time.Time {
 	if d.delayed.Len() > 0 {
 		if r := d.delayed[0].retryAt; at.IsZero() || r.Before(at) {
 			at = r
+		}
+	}
+	if !d.leasing {
+		for dq := range d.wanting {
+			if !dq.askAt.IsZero() && (at.IsZero() || dq.askAt.Before(at)) {
+				at = dq.askAt
+			}
 		}
 	}
 	return at
@@ -640,6 +688,14 @@ func (d *Dispatcher) cancel(now time.Time) {
 		j := heap.Pop(&d.delayed).(*job)
 		d.finish(j, now, j.err) // its last Transient error
 	}
+	for dq := range d.wanting {
+		delete(d.wanting, dq)
+		for _, j := range dq.jobs { // a paced domain waiting for slots
+			d.queued--
+			d.finish(j, now, &Error{Class: Transient, Err: ErrNotAttempted})
+		}
+		dq.jobs = nil
+	}
 }
 
 // finish queues j's Result for delivery. The dispatcher logs nothing: the
@@ -670,6 +726,10 @@ func (d *Dispatcher) finish(j *job, now time.Time, err error) {
 
 // bucketQueue is one recipient domain's bucket and waiting notices.
 type bucketQueue struct {
+	name    string
+	paced   bool   // its sends take slots from the Budget
+	slots   []slot // granted and unused, ascending
+	askAt   time.Time
 	lim     *rate.Limiter
 	jobs    []*job
 	readyAt time.Time // its bucket has a token for the head from then

@@ -54,6 +54,9 @@ var ErrUnsubscribed = errors.New("send: the recipient unsubscribed from this sen
 // Receipt is what a provider said when it accepted a message.
 type Receipt struct {
 	ProviderID string // provider's id for the message; may be empty
+	// Sender names the sender that accepted the message when a Failover
+	// chose among several ("ses", "smtp", ...); "" from a single sender.
+	Sender string
 }
 
 // Sender delivers one rendered message. Implementations must honour ctx

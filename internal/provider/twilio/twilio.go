@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"scan/internal/clock"
 	"scan/internal/notice"
 	"scan/internal/provider"
 	"scan/internal/send"
@@ -58,7 +59,26 @@ type Config struct {
 	StatusCallback string
 	Timeout        time.Duration // per request; default DefaultTimeout
 	HTTPClient     *http.Client  // default: one with Timeout and no redirects
+	// Clock gives the instant each request's ValidityPeriod is counted
+	// from; default clock.System.
+	Clock clock.Clock
 }
+
+// The bounds of a Message's ValidityPeriod, in seconds: Twilio keeps a
+// message it could not yet hand to the carrier for at most this long, then
+// drops it as undelivered (error 30036), and refuses a value outside them
+// (error 21624/90007: "between 1 and 36,000 seconds",
+// https://www.twilio.com/docs/api/errors/90007).
+const (
+	MinValidity = 1 * time.Second
+	MaxValidity = 36000 * time.Second
+)
+
+// ErrTooLate is the cause of the Transient *send.Error of a notice whose
+// DeliverBy leaves less than MinValidity: nothing is handed over, so the
+// text can never land after its window closed or inside quiet hours; the
+// claim goes to retry and a later pass takes it while its window is open.
+var ErrTooLate = errors.New("twilio: less than the least ValidityPeriod left before the notice's deadline")
 
 // The query parameters the status callback URL carries.
 const (
@@ -105,6 +125,9 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
 	hc := cfg.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Timeout: cfg.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -123,8 +146,14 @@ func (c *Client) accountURL() string {
 // notice key and attempt: To, From or MessagingServiceSid, Body and
 // StatusCallback ("Create a Message resource",
 // https://www.twilio.com/docs/messaging/api/message-resource#create-a-message-resource).
-func (c *Client) Form(to, body, key string, attempt int) url.Values {
+//
+// validity, when positive, becomes ValidityPeriod in whole seconds (at most
+// MaxValidity): how long Twilio may keep trying before it drops the message.
+func (c *Client) Form(to, body, key string, attempt int, validity time.Duration) url.Values {
 	f := url.Values{"To": {to}, "Body": {body}}
+	if validity > 0 {
+		f.Set("ValidityPeriod", strconv.Itoa(int(min(validity, MaxValidity)/time.Second)))
+	}
 	if c.cfg.MessagingServiceSID != "" {
 		f.Set("MessagingServiceSid", c.cfg.MessagingServiceSID)
 	} else {
@@ -157,8 +186,18 @@ func CallbackURL(base, key string, attempt int) string {
 // code: 21211, 21610, ...); or an Unknown one (a timeout or lost answer:
 // Twilio may have taken it, and it has no idempotency key, so the claim
 // stays in quarantine and is never resent blindly).
+//
+// A notice with a DeliverBy carries ValidityPeriod up to it; one with less
+// than MinValidity left is not sent (ErrTooLate).
 func (c *Client) Send(ctx context.Context, m *notice.Message) (send.Receipt, error) {
-	form := c.Form(m.Notice.To, m.Text, m.Notice.Key, m.Notice.Attempt)
+	var validity time.Duration
+	if !m.Notice.DeliverBy.IsZero() {
+		validity = m.Notice.DeliverBy.Sub(c.cfg.Clock.Now()).Truncate(time.Second)
+		if validity < MinValidity {
+			return send.Receipt{}, &send.Error{Class: send.Transient, Err: fmt.Errorf("%w: %w", send.ErrNotAttempted, ErrTooLate)}
+		}
+	}
+	form := c.Form(m.Notice.To, m.Text, m.Notice.Key, m.Notice.Attempt, validity)
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, strings.NewReader(form.Encode()))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"scan/internal/clock"
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/provider/twilio"
@@ -161,5 +162,51 @@ func TestDecodeCallback(t *testing.T) {
 	}
 	if _, ok, _ := twilio.DecodeCallback(url.Values{twilio.KeyParam: {key}}, url.Values{"MessageStatus": {"receiving"}}); ok {
 		t.Fatal("an unknown status applied")
+	}
+}
+
+// fixedClock is a clock.Clock stopped at one instant.
+type fixedClock struct{ t time.Time }
+
+func (c fixedClock) Now() time.Time                     { return c.t }
+func (c fixedClock) NewTimer(time.Duration) clock.Timer { panic("not used") }
+
+// Each request asks Twilio to give up on the text when the notice stops
+// being of use (ValidityPeriod, in whole seconds, at most Twilio's 36,000);
+// a notice with less than a second left is not handed over at all.
+func TestValidityPeriod(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 2, 20, 55, 0, 0, time.UTC)
+	tw := twiliotest.New(t)
+	c := client(t, tw, func(cfg *twilio.Config) { cfg.Clock = fixedClock{now} })
+	for _, tc := range []struct {
+		name      string
+		deliverBy time.Time
+		want      string // the ValidityPeriod sent; "-" for nothing sent
+	}{
+		{"no deadline", time.Time{}, ""},
+		{"quiet hours at 21:00", now.Add(5 * time.Minute), "300"},
+		{"fraction of a second cut", now.Add(90*time.Minute + 700*time.Millisecond), "5400"},
+		{"beyond Twilio's bound", now.Add(72 * time.Hour), "36000"},
+		{"less than a second left", now.Add(900 * time.Millisecond), "-"},
+		{"already past", now.Add(-time.Minute), "-"},
+	} {
+		before := len(tw.Requests())
+		m := msg("+14155550100")
+		m.Notice.DeliverBy = tc.deliverBy
+		_, err := c.Send(context.Background(), m)
+		reqs := tw.Requests()
+		if tc.want == "-" {
+			if len(reqs) != before || !errors.Is(err, twilio.ErrTooLate) || send.Classify(err) != send.Transient {
+				t.Errorf("%s: %d requests, err %v", tc.name, len(reqs)-before, err)
+			}
+			continue
+		}
+		if err != nil || len(reqs) != before+1 {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := reqs[len(reqs)-1].ValidityPeriod; got != tc.want {
+			t.Errorf("%s: ValidityPeriod %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

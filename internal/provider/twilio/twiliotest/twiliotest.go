@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +50,7 @@ var errorsByTo = map[string]struct {
 // Request is one request the stand-in received.
 type Request struct {
 	To, From, MessagingServiceSid, Body, StatusCallback string
+	ValidityPeriod                                      string // as sent; "" when absent
 	SID                                                 string // the Message sid answered; "" when refused
 	Status                                              int
 }
@@ -123,7 +125,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.PostForm
-	req := Request{To: f.Get("To"), From: f.Get("From"), MessagingServiceSid: f.Get("MessagingServiceSid"), Body: f.Get("Body"), StatusCallback: f.Get("StatusCallback")}
+	req := Request{To: f.Get("To"), From: f.Get("From"), MessagingServiceSid: f.Get("MessagingServiceSid"), Body: f.Get("Body"), StatusCallback: f.Get("StatusCallback"), ValidityPeriod: f.Get("ValidityPeriod")}
+	if v := req.ValidityPeriod; v != "" {
+		// "Set validity_period to an integer between 1 and 36,000"
+		// (https://www.twilio.com/docs/api/errors/90007).
+		if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 36000 {
+			req.Status = 400
+			s.record(req)
+			answerError(w, 400, 21624, "Validity period can only be set to integers between 1 and 36,000 seconds (10 hours max).")
+			return
+		}
+	}
 	if req.To == NeverAnswered {
 		// Twilio created the Message; the answer is what is lost.
 		s.mu.Lock()
