@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -18,7 +17,9 @@ import (
 	"github.com/lib/pq"
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
 
+	"scan/internal/cli"
 	"scan/internal/clock"
 	"scan/internal/ledger"
 	"scan/internal/notice"
@@ -28,40 +29,13 @@ import (
 	"scan/internal/subscription"
 )
 
-// Exit codes, as the README states them under Commands (the README is
-// the operator contract: commands, summary line, exit codes).
+// Exit codes, as the contract states them.
 const (
 	exitOK       = 0
 	exitAborted  = 1
 	exitUsage    = 2
 	exitRefused  = 3
 	exitRestored = 4
-	usageSummary = `usage: scan COMMAND [flags]
-
-commands:
-  migrate      apply the embedded ledger migrations
-  run          one pass: claim, send, record (--dry-run, --max-mint N, --shard I/N, --now RFC3339)
-  lookup ID    every ledger row of one subscription
-  quarantine   claims with no recorded outcome, oldest first
-  reconcile    settle quarantined claims from provider events (--events FILE [--format ses|sendgrid|mailgun|postmark]),
-               from an SQS queue of SES events (--sqs QUEUE_URL), or from the provider's API (--ask postmark|mailgun|sendgrid)
-  resolve KEY  an operator's decision on one claim (--sent|--not-sent|--retry --reason TEXT)
-  backfill     import notices an earlier system already sent (--from FILE.csv)
-  schedule     run passes in-process on a cron schedule
-  key          print a notice key
-  version      version, commit and build time (also --version)
-  recover      after a restore or failover (exit 4): record the provider's record since T
-               (--since T --events FILE|- [--format F] | --ask PROVIDER), or --none-lost --reason TEXT --by NAME
-  prune        remove billing periods older than the retention (--older-than D, --dry-run)
-  receive      serve the providers' event webhooks: verify, apply, commit, then answer 2xx (--listen ADDR)
-  preview      print the message a subscription would get now (--subscription ID [--kind K] [--now T]),
-               or write sample notices for review (--kind K --locale L [--jurisdiction J] --out DIR);
-               writes nothing to the ledger, sends nothing
-  suppress     the suppression list: add|remove (--email ADDR|--phone NUMBER --reason TEXT), list,
-               import (--from FILE.csv --channel email|sms); keeps and prints no address
-  undelivered  notices that reached the customer by no channel, with the reason (--since D, --format json|csv)
-
-Run 'scan COMMAND -h' for a command's flags.`
 )
 
 // usageError is a bad flag, argument, environment variable or config:
@@ -116,7 +90,7 @@ func (e *env) clockNow() time.Time {
 // loadPolicy reads the policy file named by the command's --config flag
 // (val), else by SCAN_CONFIG; neither means the built-in default. Its
 // schedule's gaps are measured over the year from the clock's now.
-func loadPolicy(e *env, fs *flag.FlagSet, val string) (*policy.Policy, error) {
+func loadPolicy(e *env, fs *pflag.FlagSet, val string) (*policy.Policy, error) {
 	return policy.LoadAt(flagOrEnv(fs, "config", val, e, "SCAN_CONFIG"), e.clockNow())
 }
 
@@ -135,40 +109,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			code = exitAborted
 		}
 	}()
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, usageSummary)
-		return exitUsage
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		args = append([]string{"version"}, args[1:]...)
 	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, usageSummary)
-		return exitOK
-	case "--version", "-version":
-		cmd = "version"
-	}
-	names := make([]string, len(commands))
-	for i, c := range commands {
-		if c.name == cmd {
-			return exitCode(e, c.run(ctx, e, rest))
-		}
-		names[i] = c.name
-	}
-	fmt.Fprintf(stderr, "scan: unknown command %q: use one of %s ('scan help' lists them)\n", e.redact(cmd), strings.Join(names, ", "))
-	return exitUsage
-}
-
-// commands are scan's commands by name (usageSummary describes them), in
-// the order an unknown command's message lists them.
-var commands = []struct {
-	name string
-	run  func(ctx context.Context, e *env, args []string) error
-}{
-	{"migrate", cmdMigrate}, {"run", cmdRun}, {"lookup", cmdLookup}, {"quarantine", cmdQuarantine},
-	{"reconcile", cmdReconcile}, {"resolve", cmdResolve}, {"backfill", cmdBackfill},
-	{"schedule", cmdSchedule}, {"key", cmdKey}, {"prune", cmdPrune}, {"preview", cmdPreview},
-	{"version", cmdVersion}, {"shadow", cmdShadow}, {"suppress", cmdSuppress}, {"undelivered", cmdUndelivered},
-	{"receive", cmdReceive}, {"recover", cmdRecover},
+	root := newRoot(e)
+	root.SetArgs(singleDashLong(root, args))
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	return exitCode(e, root.ExecuteContext(ctx))
 }
 
 func exitCode(e *env, err error) int {
@@ -180,8 +129,6 @@ func exitCode(e *env, err error) int {
 	var se *subscription.ConfigError
 	var pe *policy.Error
 	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK
 	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &se), errors.As(err, &pe):
 		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
 		return exitUsage
@@ -210,61 +157,8 @@ func oneLine(s string) string {
 	return strings.Join(lines, "; ")
 }
 
-// newFlags returns a flag set whose errors come back as usage errors.
-// The usage text goes to stderr for -h only (see parse).
-func newFlags(e *env, name, usage string) *flag.FlagSet {
-	fs := flag.NewFlagSet("scan "+name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: scan %s %s\n", name, usage)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parse parses flags that may come before or after positional arguments
-// and returns the positional ones.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	out := fs.Output()
-	for {
-		// The flag package prints the error and the whole usage on a bad
-		// flag; the operator gets one line instead, and the usage on -h.
-		fs.SetOutput(io.Discard)
-		err := fs.Parse(args)
-		fs.SetOutput(out)
-		if err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fs.Usage()
-				return nil, err
-			}
-			return nil, usagef("flags", "%v (see 'scan %s -h')", err, strings.TrimPrefix(fs.Name(), "scan "))
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
-// parseNoArgs parses the flags of a command that takes no positional
-// argument; one is a usage error, with hint (e.g. "; use --from FILE.csv")
-// after it.
-func parseNoArgs(fs *flag.FlagSet, args []string, hint string) error {
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("arguments", "%s takes no arguments, got %q%s", strings.TrimPrefix(fs.Name(), "scan "), pos[0], hint)
-	}
-	return nil
-}
-
 // flagOrEnv returns the flag's value when it was set, else the variable's.
-func flagOrEnv(fs *flag.FlagSet, name, val string, e *env, variable string) string {
+func flagOrEnv(fs *pflag.FlagSet, name, val string, e *env, variable string) string {
 	if isSet(fs, name) {
 		return val
 	}
@@ -275,15 +169,13 @@ func flagOrEnv(fs *flag.FlagSet, name, val string, e *env, variable string) stri
 }
 
 // isSet reports whether the flag name was given on the command line.
-func isSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
+func isSet(fs *pflag.FlagSet, name string) bool {
+	return fs.Changed(name)
 }
 
 // fieldOf names what a usage error about a flag-or-variable setting
 // points at: --name when the flag was given, else the variable.
-func fieldOf(fs *flag.FlagSet, name, variable string) string {
+func fieldOf(fs *pflag.FlagSet, name, variable string) string {
 	if isSet(fs, name) {
 		return "--" + name
 	}
@@ -391,4 +283,26 @@ func newRunID(now time.Time) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// checkPushURL validates PUSHGATEWAY_URL (empty: no push) so that a typo
+// is a usage error before anything is written, not a warning every night.
+func checkPushURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("PUSHGATEWAY_URL", "not an http(s) URL such as http://pushgateway.monitoring:9091")
+	}
+	return nil
+}
+
+// outputFormat is the format a listing command prints in (its -o).
+func outputFormat(e *env, o *cli.Output) (string, error) {
+	f, err := o.Format(isTerminal(e.stdout))
+	if err != nil {
+		return "", usagef("-o", "%v", err)
+	}
+	return f, nil
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -125,7 +123,7 @@ func TestAnOlderAttemptsEventsNeverSettleTheNext(t *testing.T) {
 				t.Fatalf("attempt 2 is %s, want sent", st)
 			}
 			code, out, _ := f.runIn(nil, "lookup", id)
-			rows := jsonLines[lookupRow](t, out)
+			rows := jsonLines[ledger.History](t, out)
 			if code != 0 || len(rows) != 1 || rows[0].Attempts != 2 || len(rows[0].MessageSHA256) != 64 {
 				t.Fatalf("lookup: exit %d\n%s", code, out)
 			}
@@ -224,7 +222,7 @@ func TestEvidenceOfASentNotice(t *testing.T) {
 		t.Fatalf("pass after the bounce = %+v: sent again", s)
 	}
 	code, out, _ := f.runIn(nil, "lookup", subID(1))
-	rows := jsonLines[lookupRow](t, out)
+	rows := jsonLines[ledger.History](t, out)
 	if code != 0 || len(rows) != 1 || rows[0].State != ledger.Failed || len(rows[0].Evidence) != 2 ||
 		rows[0].Evidence[0].Kind != ledger.KindDelivered || rows[0].Evidence[1].Kind != ledger.KindBounceHard ||
 		rows[0].Evidence[0].At == nil {
@@ -300,7 +298,7 @@ func TestEvidenceDetailKeepsNoAddress(t *testing.T) {
 	leaks("notice_evidence.detail", strings.Join(kept, "\n"))
 
 	code, out, _ := f.runIn(nil, "lookup", subID(1), "--json")
-	rows := jsonLines[lookupRow](t, out)
+	rows := jsonLines[ledger.History](t, out)
 	if code != 0 || len(rows) != 1 || len(rows[0].Evidence) != 2 ||
 		rows[0].Evidence[1].Detail != "bounce: Permanent/General; status: 5.1.1; diagnostic: smtp; 550 5.1.1 <[redacted]@"+domain+
 			">: Recipient address rejected: User unknown; mta: dsn; mta.example.com" {
@@ -308,20 +306,12 @@ func TestEvidenceDetailKeepsNoAddress(t *testing.T) {
 	}
 	leaks("lookup --json", out)
 
-	// The terminal form prints the same evidence.
-	ledgerRows, err := ledger.BySubscription(context.Background(), f.db, subID(1))
-	if err != nil {
-		t.Fatal(err)
+	// The terminal form (-o table) prints the same evidence.
+	code, table, _ := f.runIn(nil, "lookup", subID(1), "-o", "table")
+	if code != 0 || !strings.Contains(table, "Recipient address rejected") {
+		t.Fatalf("lookup -o table: exit %d\n%s", code, table)
 	}
-	ev, err := ledger.EvidenceOf(context.Background(), f.db, []string{ledgerRows[0].NoticeKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var table bytes.Buffer
-	if err := printEvidence(&table, ledgerRows, ev); err != nil {
-		t.Fatal(err)
-	}
-	leaks("lookup on a terminal", table.String())
+	leaks("lookup on a terminal", table)
 }
 
 func sha256Hex(b []byte) string {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"net/url"
@@ -20,10 +19,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/jmoiron/sqlx"
 	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
 
+	"scan/internal/cli"
 	"scan/internal/ledger"
 	"scan/internal/message"
 	"scan/internal/notice"
+	"scan/internal/observe"
 	"scan/internal/policy"
 	"scan/internal/provider"
 	"scan/internal/provider/registry"
@@ -36,11 +38,10 @@ import (
 
 var sqlOpenDB = sql.OpenDB
 
-func cmdMigrate(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "migrate", "")
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
+var migrateCommand = command{use: "migrate", short: "apply the embedded ledger migrations (idempotent)", env: envDB,
+	flags: func(*pflag.FlagSet) runFunc { return cmdMigrate }}
+
+func cmdMigrate(ctx context.Context, e *env, _ []string) error {
 	log, db, err := connect(ctx, e)
 	if err != nil {
 		return err
@@ -59,7 +60,8 @@ func cmdMigrate(ctx context.Context, e *env, args []string) error {
 type runFlags struct {
 	config, sender, source, redirect, now, shard string
 	maxDuration                                  string
-	shards, maxMint, batch                       int
+	shards, batch                                int
+	maxMint                                      cli.OptionalInt
 	dryRun, shadow                               bool
 }
 
@@ -74,21 +76,9 @@ const (
 // senders lists them, in the order the usage gives them.
 var senders = []string{senderOutbox, senderSMTP, senderHTTP, senderSES}
 
-// orList writes names as a usage lists them: "a, b, c or d".
-func orList(names []string) string {
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
-
-func (f *runFlags) register(fs interface {
-	StringVar(*string, string, string, string)
-	IntVar(*int, string, int, string)
-	BoolVar(*bool, string, bool, string)
-}, withRunOnly bool) {
+func (f *runFlags) register(fs *pflag.FlagSet, withRunOnly bool) {
 	fs.StringVar(&f.config, "config", "", "policy file (env SCAN_CONFIG); built-in defaults when empty")
-	fs.StringVar(&f.sender, "sender", senderOutbox, orList(senders)+" (env SCAN_SENDER)")
+	fs.StringVar(&f.sender, "sender", senderOutbox, cli.OrList(senders)+" (env SCAN_SENDER)")
 	fs.StringVar(&f.source, "source", "subscriptions", "table or view to read, schema-qualified allowed")
 	fs.StringVar(&f.redirect, "redirect-to", "", "deliver every notice to this address instead (env SCAN_REDIRECT_TO)")
 	fs.StringVar(&f.shard, "shard", "", "I/N: take shard I of N (default from JOB_COMPLETION_INDEX and --shards)")
@@ -98,7 +88,7 @@ func (f *runFlags) register(fs interface {
 	if withRunOnly {
 		fs.BoolVar(&f.dryRun, "dry-run", false, "write nothing; report what the pass would mint")
 		fs.BoolVar(&f.shadow, "shadow", false, "enforce nothing: claim nothing, send nothing; record what the pass would claim apart from the ledger (scan shadow report)")
-		fs.IntVar(&f.maxMint, "max-mint", -1, "refuse (exit 3, nothing sent) when the pass would mint more than N new keys")
+		fs.Var(&f.maxMint, "max-mint", "refuse (exit 3, nothing sent) when the pass would mint more than N new keys (default: no limit)")
 		fs.StringVar(&f.now, "now", "", "evaluate windows at this RFC3339 instant instead of the clock (staging data)")
 	}
 }
@@ -128,17 +118,23 @@ func (f *runFlags) shardOf(e *env) (int, int, error) {
 	return 0, 1, nil
 }
 
-func cmdRun(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "run", "[--dry-run | --shadow] [--max-mint N] [--shard I/N] [--now RFC3339] [--max-duration D]")
+var runCommand = command{use: "run", short: "one pass: claim, send, record (--dry-run, --shadow, --max-mint N, --shard I/N)",
+	long: "Prints one JSON summary on stdout. --dry-run writes nothing and reports what the pass would mint;\n" +
+		"--shadow enforces nothing and records what it would claim apart from the ledger (scan shadow report).",
+	env: append(append([]string{}, envPass...), "SCAN_CPUPROFILE"), flags: runFlagsOf}
+
+// runFlagsOf declares scan run's flags.
+func runFlagsOf(fs *pflag.FlagSet) runFunc {
 	var f runFlags
 	f.register(fs, true)
-	if err := parseNoArgs(fs, args, ""); err != nil {
-		return err
-	}
+	return func(ctx context.Context, e *env, _ []string) error { return cmdRun(ctx, e, fs, &f) }
+}
+
+func cmdRun(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags) error {
 	if f.dryRun && f.shadow {
 		return usagef("--shadow", "cannot be combined with --dry-run: a shadow pass records what it would claim, a dry run writes nothing")
 	}
-	ps, err := preparePass(e, fs, &f)
+	ps, err := preparePass(e, fs, f)
 	if err != nil {
 		return err
 	}
@@ -159,7 +155,7 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	if !f.dryRun {
 		warnAsyncStandbys(ctx, ps.log, db)
 	}
-	sc, obs, closeSender, err := ps.newPass(ctx, e, db, &f, now)
+	sc, obs, closeSender, err := ps.newPass(ctx, e, db, f, now)
 	if err != nil {
 		return err
 	}
@@ -178,7 +174,7 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 		}
 		return json.NewEncoder(e.stdout).Encode(d)
 	}
-	sum, err := obs.run(ctx, e, sc)
+	sum, err := obs.Run(ctx, sc)
 	if encErr := json.NewEncoder(e.stdout).Encode(sum); encErr != nil && err == nil {
 		err = encErr
 	}
@@ -190,19 +186,24 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 // environment into a scan.Config. The pass's hooks are the observer's,
 // after the fail points of a crash-test build. closeSender must be called
 // once the pass is over.
-func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *runFlags, now time.Time) (sc *scan.Pass, obs *observer, closeSender func() error, err error) {
+func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *runFlags, now time.Time) (sc *scan.Pass, obs *observe.Observer, closeSender func() error, err error) {
 	sender, err := ps.newSender()
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	runID := newRunID(now)
 	passLog := ps.log.With().Int("shard", ps.shard).Logger()
-	obs = newObserver(e, ps, runID, passLog)
+	domains := make([]string, 0, len(ps.pol.Rate.Domains))
+	for d := range ps.pol.Rate.Domains {
+		domains = append(domains, d)
+	}
+	obs = observe.New(observe.Config{Log: passLog, RunID: runID, Domains: domains, Shard: ps.shard, Shards: ps.shards,
+		PushURL: e.getenv("PUSHGATEWAY_URL"), Stderr: e.stderr, Clock: e.clockNow})
 	// --max-mint keeps its meaning: 0 refuses any mint, below 0 (the
 	// default -1) is no limit, which is a nil Config.MaxMint.
 	var maxMint *int
-	if f.maxMint >= 0 {
-		maxMint = &f.maxMint
+	if n, ok := f.maxMint.Value(); ok && n >= 0 {
+		maxMint = &n
 	}
 	src, err := openSource(ctx, db, ps.pol, f.source, ps.shard, ps.shards)
 	if err != nil {
@@ -212,7 +213,7 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 	sc, err = scan.New(db, sender, ps.renderer, passLog, scan.Config{
 		Policy: ps.pol, Secret: ps.secret, Source: src, RunID: runID, Now: now,
 		MaxMint: maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
-		MaxDuration: ps.maxDuration, Hooks: obs.hooks(failpointHooks()), Schedule: ps.schedule,
+		MaxDuration: ps.maxDuration, Hooks: obs.Hooks(failpointHooks()), Schedule: ps.schedule,
 		SMS: smsSender(ps.sms),
 	})
 	if err != nil {
@@ -259,7 +260,7 @@ type preparedPass struct {
 // builds the logger and validates every flag and variable a pass uses, so
 // that a mistake is a usage error before anything is written: the policy,
 // the pass's own settings, then the sender and what production demands.
-func preparePass(e *env, fs *flag.FlagSet, f *runFlags) (*preparedPass, error) {
+func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) {
 	log, err := newLogger(e)
 	if err != nil {
 		return nil, err
@@ -298,7 +299,7 @@ func preparePass(e *env, fs *flag.FlagSet, f *runFlags) (*preparedPass, error) {
 // passSettings reads what one pass needs besides its sender: the secret,
 // the shard, the batch size, the time budget, the source and the
 // Pushgateway.
-func (p *preparedPass) passSettings(e *env, fs *flag.FlagSet, f *runFlags) error {
+func (p *preparedPass) passSettings(e *env, fs *pflag.FlagSet, f *runFlags) error {
 	var err error
 	if p.secret, err = secret(e); err != nil {
 		return err
@@ -324,7 +325,7 @@ func (p *preparedPass) passSettings(e *env, fs *flag.FlagSet, f *runFlags) error
 
 // prepareSender reads the sender (--sender or SCAN_SENDER) and what it
 // needs: the outbox directory, or an endpoint the pass may reach.
-func (p *preparedPass) prepareSender(e *env, fs *flag.FlagSet, f *runFlags) error {
+func (p *preparedPass) prepareSender(e *env, fs *pflag.FlagSet, f *runFlags) error {
 	p.redirect = flagOrEnv(fs, "redirect-to", f.redirect, e, "SCAN_REDIRECT_TO")
 	p.senderName = flagOrEnv(fs, "sender", f.sender, e, "SCAN_SENDER")
 	p.outboxDir = e.getenv("SCAN_OUTBOX_DIR")
@@ -463,14 +464,30 @@ func (p *preparedPass) newSender() (send.Sender, error) {
 	}
 }
 
-func cmdKey(_ context.Context, e *env, args []string) error {
-	fs := newFlags(e, "key", "--subscription ID --period-start YYYY-MM-DD --kind KIND [--revision N]")
-	sub := fs.String("subscription", "", "subscription id")
-	period := fs.String("period-start", "", "billing period start, YYYY-MM-DD")
-	kind := fs.String("kind", "", "notice kind")
-	rev := fs.Int("revision", 0, "notice revision")
-	if _, err := parse(fs, args); err != nil {
-		return err
+var keyCommand = command{use: "key", short: "print a notice key (--subscription ID --period-start DATE --kind KIND [--revision N] [--channel sms])",
+	env: []string{"NOTICE_KEY_SECRET"}, flags: keyFlags}
+
+// keyFlags declares scan key's flags.
+func keyFlags(fs *pflag.FlagSet) runFunc {
+	var k keyArgs
+	fs.StringVar(&k.sub, "subscription", "", "subscription id")
+	fs.StringVar(&k.period, "period-start", "", "billing period start, YYYY-MM-DD")
+	fs.StringVar(&k.kind, "kind", "", "notice kind")
+	fs.IntVar(&k.rev, "revision", 0, "notice revision")
+	fs.StringVar(&k.channel, "channel", notice.ChannelEmail, "email or sms (an sms notice's key material ends in |sms)")
+	return func(_ context.Context, e *env, _ []string) error { return cmdKey(e, &k) }
+}
+
+// keyArgs are scan key's flags.
+type keyArgs struct {
+	sub, period, kind, channel string
+	rev                        int
+}
+
+func cmdKey(e *env, a *keyArgs) error {
+	sub, period, kind, rev := &a.sub, &a.period, &a.kind, &a.rev
+	if !notice.ValidChannel(a.channel) {
+		return usagef("--channel", "%q is not email or sms", a.channel)
 	}
 	sec, err := secret(e)
 	if err != nil {
@@ -493,6 +510,6 @@ func cmdKey(_ context.Context, e *env, args []string) error {
 	if err != nil {
 		return usagef("NOTICE_KEY_SECRET", "%v", err)
 	}
-	_, err = fmt.Fprintln(e.stdout, k.Key(notice.Tuple{SubscriptionID: *sub, PeriodStart: ps, Kind: *kind, Revision: *rev}))
+	_, err = fmt.Fprintln(e.stdout, k.ChannelKey(notice.Tuple{SubscriptionID: *sub, PeriodStart: ps, Kind: *kind, Revision: *rev}, a.channel))
 	return err
 }

@@ -2,76 +2,79 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/pflag"
+
+	"scan/internal/cli"
 	"scan/internal/ledger"
 	"scan/internal/notice"
 )
 
-// lookupRow is one notice as `scan lookup --json` prints it: the ledger
-// row, the digest of the message its current attempt handed over, and the
-// provider evidence kept for each attempt.
-type lookupRow struct {
-	ledger.Row
-	PeriodStart   string            `json:"period_start"`
-	MessageSHA256 string            `json:"message_sha256,omitempty"`
-	Evidence      []ledger.Evidence `json:"evidence"`
+var lookupCommand = command{use: "lookup SUBSCRIPTION_ID", short: "every ledger row of one subscription: did this notice go out? (-o json|csv|table)",
+	long: "The id is the argument or --subscription ID. A subscription with no ledger row is exit 1.",
+	env:  []string{"DATABASE_URL"}, maxArgs: 1, flags: lookupFlags}
+
+// lookupFlags declares scan lookup's flags.
+func lookupFlags(fs *pflag.FlagSet) runFunc {
+	sub := fs.String("subscription", "", "the subscription id (or give it as the argument)")
+	out := cli.OutputFlag(fs, false)
+	return func(ctx context.Context, e *env, args []string) error {
+		id := *sub
+		switch {
+		case len(args) == 1 && id != "" && args[0] != id:
+			return usagef("SUBSCRIPTION_ID", "give the id once: as the argument or as --subscription")
+		case len(args) == 1:
+			id = args[0]
+		case id == "":
+			return usagef("SUBSCRIPTION_ID", "exactly one subscription id is required (the argument, or --subscription ID)")
+		}
+		return cmdLookup(ctx, e, id, out)
+	}
 }
 
-func cmdLookup(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "lookup", "SUBSCRIPTION_ID [--json]")
-	asJSON := fs.Bool("json", false, "JSON lines instead of a table")
-	pos, err := parse(fs, args)
+func cmdLookup(ctx context.Context, e *env, id string, out *cli.Output) error {
+	format, err := outputFormat(e, out)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usagef("SUBSCRIPTION_ID", "exactly one subscription id is required")
 	}
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	rows, err := ledger.BySubscription(ctx, db, pos[0])
+	hs, err := ledger.Lookup(ctx, db, id)
 	if err != nil {
 		return err
 	}
-	keys := make([]string, len(rows))
-	for i, r := range rows {
-		keys[i] = r.NoticeKey
+	if len(hs) == 0 {
+		return fmt.Errorf("lookup: no ledger row for subscription %q: no notice of it was claimed or sent", id)
 	}
-	ev, err := ledger.EvidenceOf(ctx, db, keys)
-	if err != nil {
-		return err
+	rows := make([]ledger.Row, len(hs))
+	for i, h := range hs {
+		rows[i] = h.Row
 	}
-	if *asJSON || !isTerminal(e.stdout) {
-		enc := json.NewEncoder(e.stdout)
-		for _, r := range rows {
-			out := lookupRow{Row: r, PeriodStart: r.Period(), MessageSHA256: r.Digest(), Evidence: ev[r.NoticeKey]}
-			if out.Evidence == nil {
-				out.Evidence = []ledger.Evidence{}
-			}
-			if err := enc.Encode(out); err != nil {
-				return err
-			}
+	l := rowsListing(rows, "")
+	if format == cli.JSON {
+		l.Records = l.Records[:0]
+		for _, h := range hs {
+			l.Records = append(l.Records, h)
 		}
-		return nil
 	}
-	if err := printRows(e, rows, false, "no ledger rows for that subscription: no notice was claimed or sent"); err != nil {
+	if err := l.Print(e.stdout, format); err != nil || format != cli.Table {
 		return err
 	}
-	return printEvidence(e.stdout, rows, ev)
+	return printEvidence(e.stdout, hs)
 }
 
 // printEvidence writes, under lookup's table, each notice's digest and the
 // evidence kept for each of its attempts.
-func printEvidence(w io.Writer, rows []ledger.Row, ev map[string][]ledger.Evidence) error {
-	for _, r := range rows {
+func printEvidence(w io.Writer, hs []ledger.History) error {
+	for _, h := range hs {
+		r := h.Row
 		digest := r.Digest()
 		if digest == "" {
 			digest = "- (no message handed over in this attempt)"
@@ -84,7 +87,7 @@ func printEvidence(w io.Writer, rows []ledger.Row, ev map[string][]ledger.Eviden
 		if r.Reason != nil {
 			fmt.Fprintf(w, "  reason: %s\n", *r.Reason)
 		}
-		es := ev[r.NoticeKey]
+		es := h.Evidence
 		if len(es) == 0 {
 			fmt.Fprintln(w, "  no provider evidence kept")
 			continue

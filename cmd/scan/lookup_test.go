@@ -15,16 +15,16 @@ func TestLookupPrintsEvidenceOnATerminal(t *testing.T) {
 	t.Parallel()
 	key := strings.Repeat("ab", 32)
 	at := time.Date(2026, 11, 30, 2, 1, 0, 0, time.UTC)
-	rows := []ledger.Row{
-		{NoticeKey: key, Kind: "renewal_notice_t72", Revision: 0, State: ledger.Sent, Attempts: 2, MessageSHA256: bytes.Repeat([]byte{0xcd}, 32)},
-		{NoticeKey: strings.Repeat("ef", 32), Kind: "renewal_notice_t72", State: ledger.Claimed, Attempts: 1},
+	hs := []ledger.History{
+		{Row: ledger.Row{NoticeKey: key, Kind: "renewal_notice_t72", Revision: 0, State: ledger.Sent, Attempts: 2, MessageSHA256: bytes.Repeat([]byte{0xcd}, 32)},
+			Evidence: []ledger.Evidence{
+				{Attempt: 1, Kind: ledger.KindNotSent, Event: "sendgrid:dropped", At: &at},
+				{Attempt: 2, Kind: ledger.KindDelivered, Event: "sendgrid:delivered", Detail: "250 OK"},
+			}},
+		{Row: ledger.Row{NoticeKey: strings.Repeat("ef", 32), Kind: "renewal_notice_t72", State: ledger.Claimed, Attempts: 1}},
 	}
-	ev := map[string][]ledger.Evidence{key: {
-		{Attempt: 1, Kind: ledger.KindNotSent, Event: "sendgrid:dropped", At: &at},
-		{Attempt: 2, Kind: ledger.KindDelivered, Event: "sendgrid:delivered", Detail: "250 OK"},
-	}}
 	var b bytes.Buffer
-	if err := printEvidence(&b, rows, ev); err != nil {
+	if err := printEvidence(&b, hs); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

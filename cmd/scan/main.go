@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+
 	// The IANA zones, embedded: the image is static and a fresh host may
 	// have no /usr/share/zoneinfo, yet every recipient's time_zone and the
 	// policy's default_time_zone must load.

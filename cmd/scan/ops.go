@@ -8,16 +8,19 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mattn/go-isatty"
+	"github.com/spf13/pflag"
 
 	"scan/internal/backfill"
+	"scan/internal/cli"
 	"scan/internal/ledger"
 	"scan/internal/metrics"
 	"scan/internal/notice"
+	"scan/internal/observe"
 	"scan/internal/provider"
 	"scan/internal/reconcile"
 )
@@ -27,28 +30,14 @@ func isTerminal(w io.Writer) bool {
 	return ok && isatty.IsTerminal(f.Fd())
 }
 
-// printRows writes ledger rows as JSON lines, or as a table on a terminal.
-func printRows(e *env, rows []ledger.Row, asJSON bool, empty string) error {
-	if asJSON {
-		enc := json.NewEncoder(e.stdout)
-		for _, r := range rows {
-			out := struct {
-				ledger.Row
-				PeriodStart string `json:"period_start"`
-			}{r, r.Period()}
-			if err := enc.Encode(out); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if len(rows) == 0 {
-		_, err := fmt.Fprintln(e.stdout, empty)
-		return err
-	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tSUBSCRIPTION\tKIND\tPERIOD\tREV\tSTATE\tCLAIMED\tSENT\tATTEMPTS\tLAST ERROR")
+// rowsListing is ledger rows as lookup and quarantine print them.
+func rowsListing(rows []ledger.Row, empty string) *cli.Listing {
+	l := &cli.Listing{Empty: empty, Header: []string{"key", "subscription", "kind", "period", "rev", "state", "claimed", "sent", "attempts", "last_error"}}
 	for _, r := range rows {
+		l.Records = append(l.Records, struct {
+			ledger.Row
+			PeriodStart string `json:"period_start"`
+		}{r, r.Period()})
 		sent := "-"
 		if r.SentAt != nil {
 			sent = r.SentAt.UTC().Format(time.RFC3339)
@@ -57,24 +46,30 @@ func printRows(e *env, rows []ledger.Row, asJSON bool, empty string) error {
 		if r.LastError != nil {
 			lastErr = *r.LastError
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\n", notice.Short(r.NoticeKey), r.SubscriptionID, r.Kind, r.Period(), r.Revision,
-			r.State, r.ClaimedAt.UTC().Format(time.RFC3339), sent, r.Attempts, lastErr)
+		l.Cells = append(l.Cells, []string{notice.Short(r.NoticeKey), r.SubscriptionID, r.Kind, r.Period(), strconv.Itoa(r.Revision),
+			string(r.State), r.ClaimedAt.UTC().Format(time.RFC3339), sent, strconv.Itoa(r.Attempts), lastErr})
 	}
-	return tw.Flush()
+	return l
 }
 
-func cmdQuarantine(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "quarantine", "[--older-than 15m] [--limit 500] [--json]")
-	older := fs.Duration("older-than", 15*time.Minute, "only claims older than this")
+var quarantineCommand = command{use: "quarantine", short: "claims with no recorded outcome, oldest first (--older-than D|T, --limit N, -o json|csv|table)",
+	env: envDB, flags: quarantineFlags}
+
+// quarantineFlags declares scan quarantine's flags.
+func quarantineFlags(fs *pflag.FlagSet) runFunc {
+	older := cli.NewTimeFlag("15m")
+	fs.Var(older, "older-than", "only claims older than this: a duration (15m, 2d) or an RFC 3339 instant")
 	limit := fs.Int("limit", 500, "at most this many rows (a cut list says so, with the total, on stderr)")
-	asJSON := fs.Bool("json", false, "JSON lines even on a terminal")
-	if err := parseNoArgs(fs, args, ""); err != nil {
+	out := cli.OutputFlag(fs, false)
+	return func(ctx context.Context, e *env, _ []string) error { return cmdQuarantine(ctx, e, older, *limit, out) }
+}
+
+func cmdQuarantine(ctx context.Context, e *env, older *cli.TimeFlag, limit int, out *cli.Output) error {
+	format, err := outputFormat(e, out)
+	if err != nil {
 		return err
 	}
-	if *older < 0 {
-		return usagef("--older-than", "must not be negative")
-	}
-	if *limit < 1 || *limit > 1_000_000 {
+	if limit < 1 || limit > 1_000_000 {
 		return usagef("--limit", "must be between 1 and 1000000")
 	}
 	db, err := openDB(ctx, e)
@@ -82,48 +77,59 @@ func cmdQuarantine(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer db.Close()
-	before := e.clockNow().Add(-*older)
+	before := older.Instant(e.clockNow())
 	// One row more than the limit tells whether the list is cut; only then
 	// is the whole counted.
-	rows, err := ledger.Quarantine(ctx, db, before, *limit+1)
+	rows, err := ledger.Quarantine(ctx, db, before, limit+1)
 	if err != nil {
 		return err
 	}
 	total := len(rows)
-	if total > *limit {
-		rows = rows[:*limit]
+	if total > limit {
+		rows = rows[:limit]
 		if total, err = ledger.QuarantineCount(ctx, db, before); err != nil {
 			return err
 		}
 	}
-	table := !*asJSON && isTerminal(e.stdout)
-	if err := printRows(e, rows, !table, "quarantine is empty: every claim has a recorded outcome"); err != nil {
+	if err := rowsListing(rows, "quarantine is empty: every claim has a recorded outcome").Print(e.stdout, format); err != nil {
 		return err
 	}
-	if total <= *limit {
+	if total <= limit {
 		return nil
 	}
 	// An operator after a crash must not take the first page for all of it.
-	note := fmt.Sprintf("the list is cut at --limit %d: it shows the oldest %d of %d claims with no recorded outcome; raise --limit to see the rest", *limit, len(rows), total)
+	note := fmt.Sprintf("the list is cut at --limit %d: it shows the oldest %d of %d claims with no recorded outcome; raise --limit to see the rest", limit, len(rows), total)
 	fmt.Fprintln(e.stderr, "scan: quarantine: "+note)
-	if table {
+	if format == cli.Table {
 		_, err = fmt.Fprintln(e.stdout, "... "+note)
 	}
 	return err
 }
 
-func cmdResolve(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "resolve", "KEY|--run RUN_ID --sent|--not-sent|--retry --reason TEXT [--by NAME]")
-	runID := fs.String("run", "", "decide for every claim of this run that still has no outcome (after a crash, once reconcile has settled what the provider saw)")
-	sent := fs.Bool("sent", false, "the notice went out (evidence outside the provider's events)")
-	notSent := fs.Bool("not-sent", false, "the notice certainly did not go out: make it retry")
-	retry := fs.Bool("retry", false, "send it again in the next pass while its window is open (also for failed)")
-	reason := fs.String("reason", "", "why (required; recorded)")
-	by := fs.String("by", "", "who decides (default $USER)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
+var resolveCommand = command{use: "resolve KEY", short: "an operator's decision on one claim, or a run's (--sent|--not-sent|--retry --reason TEXT)",
+	long: "--not-sent and --retry both make the notice retry. A key or run that matches nothing is exit 1.",
+	env:  []string{"DATABASE_URL", "USER"}, maxArgs: 1, flags: resolveFlags}
+
+// resolveArgs are scan resolve's flags.
+type resolveArgs struct {
+	runID, reason, by    string
+	sent, notSent, retry bool
+}
+
+// resolveFlags declares scan resolve's flags.
+func resolveFlags(fs *pflag.FlagSet) runFunc {
+	var a resolveArgs
+	fs.StringVar(&a.runID, "run", "", "decide for every claim of this run that still has no outcome (after a crash, once reconcile has settled what the provider saw)")
+	fs.BoolVar(&a.sent, "sent", false, "the notice went out (evidence outside the provider's events)")
+	fs.BoolVar(&a.notSent, "not-sent", false, "the notice certainly did not go out: make it retry (the same as --retry)")
+	fs.BoolVar(&a.retry, "retry", false, "send it again in the next pass while its window is open (also for failed)")
+	fs.StringVar(&a.reason, "reason", "", "why (required; recorded)")
+	fs.StringVar(&a.by, "by", "", "who decides (default $USER)")
+	return func(ctx context.Context, e *env, pos []string) error { return cmdResolve(ctx, e, &a, pos) }
+}
+
+func cmdResolve(ctx context.Context, e *env, a *resolveArgs, pos []string) error {
+	runID, sent, notSent, retry, reason, by := &a.runID, &a.sent, &a.notSent, &a.retry, &a.reason, &a.by
 	if *runID != "" && len(pos) == 0 {
 		pos = []string{""}
 	} else if len(pos) != 1 || !notice.ValidKey(pos[0]) || *runID != "" {
@@ -169,7 +175,7 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 			return enc.Encode(map[string]any{"notice_key": key, "from": from, "to": d.To, "by": d.By, "reason": d.Reason, "at": d.At})
 		})
 		if errors.Is(err, ledger.ErrNoClaims) {
-			return usagef("--run", "run %q has no claims without an outcome", *runID)
+			return fmt.Errorf("resolve: run %q has no claims without an outcome", *runID)
 		}
 		if err != nil {
 			return err
@@ -178,7 +184,7 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 	}
 	from, err := ledger.ResolveKey(ctx, db, d)
 	if errors.Is(err, ledger.ErrNotFound) {
-		return usagef("KEY", "no ledger row has key %s", notice.Short(pos[0]))
+		return fmt.Errorf("resolve: no ledger row has key %s", notice.Short(pos[0]))
 	}
 	if errors.Is(err, ledger.ErrStateChanged) {
 		return usagef("KEY", "%v; allowed from %v", err, d.From)
@@ -189,35 +195,42 @@ func cmdResolve(ctx context.Context, e *env, args []string) error {
 	return enc.Encode(map[string]any{"notice_key": pos[0], "from": from, "to": d.To, "by": who, "reason": *reason, "at": d.At})
 }
 
-func cmdReconcile(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "reconcile", "--events FILE|- [--format jsonl|ses|sendgrid|mailgun|postmark] | --sqs QUEUE_URL [--format ses] [--max-duration D] | --ask PROVIDER [--older-than 15m]")
+var reconcileCommand = command{use: "reconcile", short: "settle quarantined claims from provider events (--events FILE|-), an SQS queue (--sqs URL) or the provider's API (--ask P)",
+	long: "--format names the events' format (the input); the summary is JSON on stdout.",
+	env:  append([]string{"DATABASE_URL", "PUSHGATEWAY_URL", "AWS_REGION", "AWS_ENDPOINT_URL_SQS"}, envAsk...), flags: reconcileFlags}
+
+// reconcileFlags declares scan reconcile's flags.
+func reconcileFlags(fs *pflag.FlagSet) runFunc {
 	events := fs.String("events", "", "provider events (see --format); - for stdin")
-	format := fs.String("format", reconcile.FormatJSONL, reconcile.FormatJSONL+" (message_id, event per line), or the payloads "+orList(provider.Strings(provider.Email...))+" post (with --sqs: default "+string(provider.SES)+")")
+	format := fs.String("format", reconcile.FormatJSONL, reconcile.FormatJSONL+" (message_id, event per line), or the payloads "+cli.OrList(provider.Strings(provider.Email...))+" post (with --sqs: default "+string(provider.SES)+")")
 	by := fs.String("by", "reconcile", "recorded as the author of each change")
 	src := sourceFlags(fs)
-	if err := parseNoArgs(fs, args, "; use --events FILE"); err != nil {
-		return err
+	return func(ctx context.Context, e *env, _ []string) error {
+		return cmdReconcile(ctx, e, fs, src, *events, *format, *by)
 	}
-	if err := src.check(fs, *events); err != nil {
+}
+
+func cmdReconcile(ctx context.Context, e *env, fs *pflag.FlagSet, src *reconcileSources, events, format, by string) error {
+	if err := src.check(fs, events); err != nil {
 		return err
 	}
 	switch {
 	case src.sqs != "":
-		return reconcileSQS(ctx, e, fs, src, *format, *by)
+		return reconcileSQS(ctx, e, fs, src, format, by)
 	case src.ask != "":
-		return reconcileAsk(ctx, e, src, *by)
-	case *events == "":
+		return reconcileAsk(ctx, e, src, by)
+	case events == "":
 		return usagef("--events", "required: a file of events, or - for stdin (or --sqs QUEUE_URL, or --ask PROVIDER)")
 	}
-	if !slices.Contains(reconcile.Formats, *format) {
-		return usagef("--format", "%q is not one of %s", *format, strings.Join(reconcile.Formats, ", "))
+	if !slices.Contains(reconcile.Formats, format) {
+		return usagef("--format", "%q is not one of %s", format, strings.Join(reconcile.Formats, ", "))
 	}
 	if err := checkPushURL(e.getenv("PUSHGATEWAY_URL")); err != nil {
 		return err
 	}
 	var in io.Reader = e.stdin
-	if *events != "-" {
-		f, err := os.Open(*events)
+	if events != "-" {
+		f, err := os.Open(events)
 		if err != nil {
 			return usagef("--events", "%v", err)
 		}
@@ -230,7 +243,7 @@ func cmdReconcile(ctx context.Context, e *env, args []string) error {
 	}
 	defer db.Close()
 	out := json.NewEncoder(e.stdout)
-	res, err := reconcile.Apply(ctx, db, in, reconcile.Options{Format: *format, By: *by, Now: e.clockNow},
+	res, err := reconcile.Apply(ctx, db, in, reconcile.Options{Format: format, By: by, Now: e.clockNow},
 		func(c ledger.Change) error { return out.Encode(c) })
 	if err != nil {
 		return err
@@ -241,29 +254,8 @@ func cmdReconcile(ctx context.Context, e *env, args []string) error {
 	if n := res.Malformed + res.Oversized - len(res.Problems); n > 0 {
 		fmt.Fprintf(e.stderr, "scan reconcile: %d more skipped payloads not listed\n", n)
 	}
-	pushReconcile(ctx, e, *format, res)
-	return out.Encode(reconcileSummary(*format, res))
-}
-
-// reconcileSummary is the JSON object `scan reconcile` ends with.
-// unknown_message_id keeps its name from the jsonl days: it counts events
-// that match no notice by key, provider id or Message-ID (or name an
-// attempt the notice never had), and kept_unknown those of them kept as
-// the second witness (a claim later minted for their key is recorded sent
-// from them, not sent); already_settled counts the events kept
-// as evidence only (recorded and duplicate). events counts the usable
-// events by kind; stale those of an earlier attempt, which changed nothing.
-func reconcileSummary(format string, res reconcile.Result) map[string]any {
-	events := map[string]int{}
-	for _, k := range ledger.EventKinds {
-		events[string(k)] = res.Events[k]
-	}
-	return map[string]any{
-		"format": format, "lines": res.Lines, "payloads": res.Payloads, "settled": res.Settled,
-		"unknown_message_id": res.Unknown, "kept_unknown": res.KeptUnknown, "already_settled": res.Unchanged,
-		"malformed": res.Malformed, "oversized": res.Oversized, "irrelevant": res.Irrelevant,
-		"overruled": res.Overruled, "duplicate": res.Duplicate, "stale": res.Stale, "events": events,
-	}
+	pushReconcile(ctx, e, format, res)
+	return out.Encode(res.Summary(format))
 }
 
 // pushReconcile pushes scan_reconcile_events_total when PUSHGATEWAY_URL
@@ -273,33 +265,23 @@ func pushReconcile(ctx context.Context, e *env, format string, res reconcile.Res
 	if gw == "" {
 		return
 	}
-	var counts []metrics.ReconcileCount
-	for t, n := range res.Tally {
-		counts = append(counts, metrics.ReconcileCount{Event: string(t.Event), Result: t.Result, N: n})
-	}
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), observe.PushTimeout)
 	defer cancel()
-	if err := metrics.PushReconcile(pctx, gw, nil, format, reconcileLabels(), counts); err != nil {
+	if err := metrics.PushReconcile(pctx, gw, nil, format, reconcile.MetricLabels(), res.MetricCounts()); err != nil {
 		fmt.Fprintf(e.stderr, "scan reconcile: %v (the events were applied)\n", err)
 	}
 }
 
-// reconcileLabels are scan_reconcile_events_total's label values: the
-// ledger's event kinds and what reconcile says each event did.
-func reconcileLabels() metrics.ReconcileLabels {
-	events := make([]string, len(ledger.EventKinds))
-	for i, k := range ledger.EventKinds {
-		events[i] = string(k)
-	}
-	return metrics.ReconcileLabels{Events: events, Results: reconcile.Results}
+var backfillCommand = command{use: "backfill", short: "import notices an earlier system already sent (--from FILE.csv)",
+	env: []string{"DATABASE_URL", "NOTICE_KEY_SECRET", "SCAN_CONFIG"}, flags: backfillFlags}
+
+// backfillFlags declares scan backfill's flags.
+func backfillFlags(fs *pflag.FlagSet) runFunc {
+	from := fs.String("from", "", "CSV: subscription_id,period_start,kind,revision,sent_at")
+	return func(ctx context.Context, e *env, _ []string) error { return cmdBackfill(ctx, e, fs, from) }
 }
 
-func cmdBackfill(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "backfill", "--from FILE.csv")
-	from := fs.String("from", "", "CSV: subscription_id,period_start,kind,revision,sent_at")
-	if err := parseNoArgs(fs, args, "; use --from FILE.csv"); err != nil {
-		return err
-	}
+func cmdBackfill(ctx context.Context, e *env, fs *pflag.FlagSet, from *string) error {
 	if *from == "" {
 		return usagef("--from", "required: a CSV file (subscription_id,period_start,kind,revision,sent_at)")
 	}

@@ -499,7 +499,6 @@ func TestResolve(t *testing.T) {
 		{"from sent", []string{key(subID(1)), "--retry", "--reason", "x"}, nil},
 		{"from sent to sent", []string{key(subID(1)), "--sent", "--reason", "x"}, nil},
 		{"from missed", []string{key("closed"), "--sent", "--reason", "x"}, nil},
-		{"unknown key", []string{strings.Repeat("ab", 32), "--sent", "--reason", "x"}, nil},
 		{"not a key", []string{"sub_000004", "--sent", "--reason", "x"}, nil},
 		{"no reason", []string{key(subID(4)), "--sent"}, nil},
 		{"two decisions", []string{key(subID(4)), "--sent", "--retry", "--reason", "x"}, nil},
@@ -510,6 +509,10 @@ func TestResolve(t *testing.T) {
 		if code != 2 || errOut == "" {
 			t.Errorf("resolve %s: exit %d, want 2 with a message (%q)", r.name, code, errOut)
 		}
+	}
+	// A key that matches nothing is exit 1, not a usage error (issue 35).
+	if code, _, errOut := f.runIn(nil, "resolve", strings.Repeat("ab", 32), "--sent", "--reason", "x"); code != 1 || !strings.Contains(errOut, "abababababab") {
+		t.Errorf("resolve unknown key: exit %d, want 1 naming it (%q)", code, errOut)
 	}
 
 	var audit []struct {
@@ -622,8 +625,9 @@ func TestLookup(t *testing.T) {
 	if strings.Contains(out, "@example.") {
 		t.Fatal("lookup printed an address")
 	}
-	if code, out, _ := f.runIn(nil, "lookup", "nobody"); code != 0 || strings.TrimSpace(out) != "" {
-		t.Fatalf("lookup of an unknown subscription: exit %d %q", code, out)
+	// An answer is due, not silence: exit 1 and one line (issue 35).
+	if code, out, errOut := f.runIn(nil, "lookup", "nobody"); code != 1 || strings.TrimSpace(out) != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, `"nobody"`) {
+		t.Fatalf("lookup of an unknown subscription: exit %d %q %q", code, out, errOut)
 	}
 	if code, _, _ := f.runIn(nil, "lookup"); code != 2 {
 		t.Fatalf("lookup without an id: exit %d, want 2", code)
@@ -768,8 +772,9 @@ func TestResolveRun(t *testing.T) {
 	if err := f.db.Get(&audit, `SELECT count(*) FROM notice_ledger_resolution WHERE resolved_by = 'carol'`); err != nil || audit != 5 {
 		t.Fatalf("audit rows = %d, %v", audit, err)
 	}
-	if code, _, _ := f.runIn(nil, "resolve", "--run", s.RunID, "--not-sent", "--reason", "again"); code != 2 {
-		t.Fatalf("a run with nothing left to resolve: exit %d, want 2", code)
+	// Nothing matched: exit 1, not a usage error (issue 35).
+	if code, _, _ := f.runIn(nil, "resolve", "--run", s.RunID, "--not-sent", "--reason", "again"); code != 1 {
+		t.Fatalf("a run with nothing left to resolve: exit %d, want 1", code)
 	}
 	if s2, _ := f.passIn(nil); s2.Retried != 5 || s2.Sent != 5 {
 		t.Fatalf("next pass = %+v", s2)

@@ -1,53 +1,41 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/text/language"
 
 	"scan/internal/address"
+	"scan/internal/cli"
 	"scan/internal/message"
-	"scan/internal/notice"
 	"scan/internal/policy"
+	"scan/internal/preview"
 	"scan/internal/scan"
 	"scan/internal/subscription"
 )
 
-// listFlag is a flag that may be repeated and takes comma-separated
-// values: --kind a,b --kind c.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-
-func (l *listFlag) Set(v string) error {
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			*l = append(*l, s)
-		}
-	}
-	return nil
-}
-
 // previewFlags are the flags of `scan preview`.
 type previewFlags struct {
 	config, source, subscription, now, jurisdiction, out string
-	kinds, locales                                       listFlag
+	kinds, locales                                       cli.ListFlag
 }
 
 // cmdPreview renders notices without claiming or sending them:
 // `--subscription ID` prints what that subscription would get now,
 // `--out DIR` writes sample notices from built-in sample data. Neither
 // writes to the ledger or reaches a sender.
-func cmdPreview(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "preview", "--subscription ID [--kind K] [--now T]  |  --kind K --locale L [--jurisdiction J] --out DIR")
+var previewCommand = command{use: "preview", short: "print the message a subscription would get now (--subscription ID), or write samples (--out DIR)",
+	long: "--subscription ID [--kind K] [--now T]  |  --kind K --locale L [--jurisdiction J] --out DIR\nWrites nothing to the ledger; sends nothing.",
+	env:  []string{"DATABASE_URL", "NOTICE_KEY_SECRET", "SCAN_CONFIG"}, flags: previewFlagsOf}
+
+// previewFlagsOf declares scan preview's flags.
+func previewFlagsOf(fs *pflag.FlagSet) runFunc {
 	var f previewFlags
 	fs.StringVar(&f.config, "config", "", "policy file (env SCAN_CONFIG); built-in defaults when empty")
 	fs.StringVar(&f.source, "source", "subscriptions", "table or view to read, schema-qualified allowed")
@@ -57,9 +45,10 @@ func cmdPreview(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&f.jurisdiction, "jurisdiction", "", "jurisdiction of the sample notices (its window)")
 	fs.StringVar(&f.out, "out", "", "directory the sample notices are written to (<kind>.<locale>[.<J>].eml, .txt, .html)")
 	fs.StringVar(&f.now, "now", "", "render at this RFC3339 instant instead of the clock")
-	if err := parseNoArgs(fs, args, ""); err != nil {
-		return err
-	}
+	return func(ctx context.Context, e *env, _ []string) error { return cmdPreview(ctx, e, fs, &f) }
+}
+
+func cmdPreview(ctx context.Context, e *env, fs *pflag.FlagSet, f *previewFlags) error {
 	pol, err := loadPolicy(e, fs, f.config)
 	if err != nil {
 		return err
@@ -83,12 +72,12 @@ func cmdPreview(ctx context.Context, e *env, args []string) error {
 				return usagef(other.name, "belongs to the sample form (scan preview --kind K --locale L --out DIR); with --subscription the row's own values are used")
 			}
 		}
-		return previewSubscription(ctx, e, pol, renderer, &f, now)
+		return previewSubscription(ctx, e, pol, renderer, f, now)
 	}
 	if f.out == "" {
 		return usagef("--out", "required: the directory the sample notices are written to (or give --subscription ID to preview one subscription's notice)")
 	}
-	return previewSamples(e, pol, renderer, &f, now)
+	return previewSamples(e, pol, renderer, f, now)
 }
 
 func kindNames(pol *policy.Policy) string {
@@ -125,7 +114,7 @@ func previewSubscription(ctx context.Context, e *env, pol *policy.Policy, render
 	}
 	previews, err := sc.Preview(ctx, f.subscription, f.kinds)
 	if errors.Is(err, scan.ErrNoSubscription) {
-		return usagef("--subscription", "no subscription %q in %s", f.subscription, f.source)
+		return fmt.Errorf("preview: no subscription %q in %s", f.subscription, f.source)
 	}
 	if err != nil {
 		return err
@@ -135,7 +124,7 @@ func previewSubscription(ctx context.Context, e *env, pol *policy.Policy, render
 		return nil
 	}
 	for i, p := range previews {
-		fmt.Fprintf(e.stderr, "scan: %s: %s\n", p.Kind, previewStatus(p, now))
+		fmt.Fprintf(e.stderr, "scan: %s: %s\n", p.Kind, preview.Status(p, now))
 		if err := writePreview(e, pol, p, i > 0); err != nil {
 			return err
 		}
@@ -158,7 +147,7 @@ func writePreview(e *env, pol *policy.Policy, p scan.Preview, sep bool) error {
 		if sep {
 			fmt.Fprintln(e.stdout)
 		}
-		if _, err := e.stdout.Write(headersAndText(p.Message)); err != nil {
+		if _, err := e.stdout.Write(preview.HeadersAndText(p.Message)); err != nil {
 			return err
 		}
 		sep = true
@@ -167,44 +156,6 @@ func writePreview(e *env, pol *policy.Policy, p scan.Preview, sep bool) error {
 		return writeSMSPreview(e, pol, p, sep)
 	}
 	return nil
-}
-
-// previewStatus says what a pass at now would do with p.
-func previewStatus(p scan.Preview, now time.Time) string {
-	window := ""
-	if !p.Opens.IsZero() {
-		window = fmt.Sprintf(" (window %s to %s)", p.Opens.UTC().Format(time.RFC3339), p.Closes.UTC().Format(time.RFC3339))
-	}
-	switch {
-	case p.Invalid != "":
-		return "a pass would not send it: " + p.Invalid + window
-	case p.Ledger != "":
-		return fmt.Sprintf("already in the ledger (state %s): a pass would not send it again%s", p.Ledger, window)
-	case p.Deferred:
-		return "due now, but inside the recipient's quiet hours: a later pass outside them sends it" + window
-	case p.Due:
-		return "due now: a pass now would send this" + window
-	case now.Before(p.Opens):
-		return "not due yet" + window
-	default:
-		return "not due now (inactive, or its window has closed)" + window
-	}
-}
-
-// headersAndText is the message's header block and its text part.
-func headersAndText(m *notice.Message) []byte {
-	raw := m.Raw
-	if i := bytes.Index(raw, []byte("\r\n\r\n")); i >= 0 {
-		raw = raw[:i]
-	}
-	var b bytes.Buffer
-	b.Write(bytes.ReplaceAll(raw, []byte("\r\n"), []byte("\n")))
-	b.WriteString("\n\n")
-	b.WriteString(strings.ReplaceAll(m.Text, "\r\n", "\n"))
-	if !strings.HasSuffix(m.Text, "\n") {
-		b.WriteString("\n")
-	}
-	return b.Bytes()
 }
 
 // previewSamples writes a sample notice for each kind and locale asked,
@@ -228,30 +179,9 @@ func previewSamples(e *env, pol *policy.Policy, renderer *message.Renderer, f *p
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return usagef("--out", "cannot create the directory: %v", err)
 	}
-	for _, k := range kinds {
-		for _, l := range locales {
-			n, err := scan.SampleNotice(pol, scan.Sample{Kind: k, Locale: l, Jurisdiction: f.jurisdiction}, now)
-			if err != nil {
-				return err
-			}
-			m, err := renderer.Render(n)
-			if err != nil {
-				return fmt.Errorf("render %s in %s: %w", k, l, err)
-			}
-			base := k + "." + n.Locale
-			if f.jurisdiction != "" {
-				base += "." + f.jurisdiction
-			}
-			for ext, body := range map[string][]byte{".eml": m.Raw, ".txt": []byte(m.Text), ".html": []byte(m.HTML)} {
-				if err := os.WriteFile(filepath.Join(f.out, base+ext), body, 0o644); err != nil {
-					return fmt.Errorf("write sample: %w", err)
-				}
-			}
-			fmt.Fprintln(e.stdout, filepath.Join(f.out, base+".eml"))
-		}
+	wrote, err := preview.WriteSamples(f.out, pol, renderer, preview.Samples{Kinds: kinds, Locales: locales, Jurisdiction: f.jurisdiction, Now: now})
+	for _, path := range wrote {
+		fmt.Fprintln(e.stdout, path)
 	}
-	return nil
+	return err
 }
-
-// preview flags use the flag package's Value; keep the import used.
-var _ flag.Value = (*listFlag)(nil)

@@ -119,7 +119,6 @@ func TestPreviewUsageErrors(t *testing.T) {
 		{[]string{"--subscription", subID(1), "--out", out}, "--out"},
 		{[]string{"--subscription", subID(1), "--locale", "de"}, "--locale"},
 		{[]string{"--subscription", subID(1), "--now", "tomorrow"}, "--now"},
-		{[]string{"--subscription", "sub_nobody"}, "--subscription"},
 		{[]string{"--subscription", subID(1), "--kind", "nope"}, "--kind"},
 		{[]string{"--subscription", subID(1), "--source", "a.b.c"}, "--source"},
 		{[]string{"extra"}, "arguments"},
@@ -128,6 +127,10 @@ func TestPreviewUsageErrors(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut, tc.field) {
 			t.Errorf("preview %v: exit %d, %q; want 2 naming %s", tc.args, code, errOut, tc.field)
 		}
+	}
+	// A subscription that matches nothing is exit 1 (issue 35), naming it.
+	if code, _, errOut := f.runIn(nil, "preview", "--subscription", "sub_nobody"); code != 1 || !strings.Contains(errOut, "sub_nobody") {
+		t.Errorf("preview of no subscription: exit %d, %q; want 1 naming it", code, errOut)
 	}
 	if code, _, errOut := f.runIn([]string{"NOTICE_KEY_SECRET="}, "preview", "--subscription", subID(1)); code != 2 || !strings.Contains(errOut, "NOTICE_KEY_SECRET") {
 		t.Errorf("no secret: exit %d, %q", code, errOut)

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"time"
 
+	"scan/internal/cli"
 	"scan/internal/ledger"
 	"scan/internal/policy"
+
+	"github.com/spf13/pflag"
 )
 
 // cmdPrune removes whole billing periods older than a horizon from the
@@ -15,40 +18,52 @@ import (
 // object. A horizon shorter than the policy's longest lead plus a month,
 // or a period to remove that still holds claims, is refused: exit 2,
 // nothing removed.
-func cmdPrune(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "prune", "[--older-than D] [--dry-run] [--config FILE] [--lock-timeout 5s]")
-	older := fs.String("older-than", "", "remove billing periods that started longer ago than this, e.g. 400d (default: the policy's retention)")
-	dry := fs.Bool("dry-run", false, "report what would be removed; remove nothing")
-	config := fs.String("config", "", "policy file (env SCAN_CONFIG); built-in defaults when empty")
-	lockTimeout := fs.Duration("lock-timeout", 5*time.Second, "the longest a pass's statements may wait behind prune's lock; prune gives up (exit 1) when it cannot get it in time")
-	nowFlag := fs.String("now", "", "take this RFC3339 instant as now (staging data)")
-	if err := parseNoArgs(fs, args, ""); err != nil {
-		return err
-	}
+var pruneCommand = command{use: "prune", short: "remove billing periods older than the retention (--older-than D|T, --dry-run); prints what it removed as JSON",
+	env: []string{"DATABASE_URL", "SCAN_CONFIG"}, flags: pruneFlags}
+
+// pruneArgs are scan prune's flags.
+type pruneArgs struct {
+	older       *cli.TimeFlag
+	dry         bool
+	config, now string
+	lockTimeout time.Duration
+}
+
+// pruneFlags declares scan prune's flags.
+func pruneFlags(fs *pflag.FlagSet) runFunc {
+	a := pruneArgs{older: cli.NewTimeFlag("")}
+	fs.Var(a.older, "older-than", "remove billing periods that started before this: a duration back (400d) or an RFC 3339 instant (default: the policy's retention)")
+	fs.BoolVar(&a.dry, "dry-run", false, "report what would be removed; remove nothing")
+	fs.StringVar(&a.config, "config", "", "policy file (env SCAN_CONFIG); built-in defaults when empty")
+	fs.DurationVar(&a.lockTimeout, "lock-timeout", 5*time.Second, "the longest a pass's statements may wait behind prune's lock; prune gives up (exit 1) when it cannot get it in time")
+	fs.StringVar(&a.now, "now", "", "take this RFC3339 instant as now (staging data)")
+	return func(ctx context.Context, e *env, _ []string) error { return cmdPrune(ctx, e, fs, &a) }
+}
+
+func cmdPrune(ctx context.Context, e *env, fs *pflag.FlagSet, a *pruneArgs) error {
+	older, dry, config, lockTimeout, nowFlag := a.older, &a.dry, &a.config, &a.lockTimeout, &a.now
 	if *lockTimeout <= 0 {
 		return usagef("--lock-timeout", "must be positive")
+	}
+	now, err := e.now(*nowFlag)
+	if err != nil {
+		return err
 	}
 	pol, err := loadPolicy(e, fs, *config)
 	if err != nil {
 		return err
 	}
 	horizon := time.Duration(pol.Retention)
-	if *older != "" {
-		if horizon, err = policy.ParseDuration(*older); err != nil {
-			return usagef("--older-than", "%v", err)
-		}
+	if older.Given() {
+		horizon = older.Ago(now)
 	}
 	if min := pol.MinRetention(); horizon < min {
 		field := "--older-than"
-		if *older == "" {
+		if !older.Given() {
 			field = "retention"
 		}
 		return usagef(field, "%s is shorter than the longest notice window's lead (%s) plus a safety margin of %s: periods that young may still be claimed, and a pass would send their notices again; use at least %s",
 			policy.FormatDuration(horizon), policy.FormatDuration(pol.LongestLead()), policy.FormatDuration(policy.PruneMargin), policy.FormatDuration(min))
-	}
-	now, err := e.now(*nowFlag)
-	if err != nil {
-		return err
 	}
 	before := now.Add(-horizon)
 	db, err := openDB(ctx, e)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
 
 	"scan/internal/provider/registry"
 	"scan/internal/receive"
@@ -25,14 +26,21 @@ const (
 	receiveMaxHeaderBytes    = 64 << 10
 )
 
-func cmdReceive(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "receive", "[--listen ADDR] [--grace D]")
+var receiveCommand = command{use: "receive", short: "serve the providers' event webhooks: verify, apply, commit, then answer 2xx (--listen ADDR)",
+	env: []string{"DATABASE_URL", "LOG_LEVEL", "SCAN_RECEIVE_ADDR", "SENDGRID_WEBHOOK_PUBLIC_KEY", "MAILGUN_WEBHOOK_SIGNING_KEY",
+		"POSTMARK_WEBHOOK_USER", "SNS_TOPIC_ARNS", "SNS_CERT_HOSTS", "TWILIO_AUTH_TOKEN"}, flags: receiveFlags}
+
+// receiveFlags declares scan receive's flags.
+func receiveFlags(fs *pflag.FlagSet) runFunc {
 	listen := fs.String("listen", ":8080", "address to listen on (SCAN_RECEIVE_ADDR)")
 	grace := fs.Duration("grace", 25*time.Second, "on SIGTERM, how long in-flight requests may take to finish (below the pod's terminationGracePeriodSeconds)")
 	inFlight := fs.Int("max-in-flight", receive.DefaultMaxInFlight, "requests served at once (each holds one database connection)")
-	if err := parseNoArgs(fs, args, ""); err != nil {
-		return err
+	return func(ctx context.Context, e *env, _ []string) error {
+		return cmdReceive(ctx, e, fs, listen, grace, inFlight)
 	}
+}
+
+func cmdReceive(ctx context.Context, e *env, fs *pflag.FlagSet, listen *string, grace *time.Duration, inFlight *int) error {
 	addr := flagOrEnv(fs, "listen", *listen, e, "SCAN_RECEIVE_ADDR")
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return usagef(fieldOf(fs, "listen", "SCAN_RECEIVE_ADDR"), "%q is not host:port (e.g. :8080)", addr)

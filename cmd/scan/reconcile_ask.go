@@ -38,7 +38,7 @@ func reconcileAsk(ctx context.Context, e *env, src *reconcileSources, by string)
 			fmt.Fprintf(e.stderr, "scan reconcile: %s cannot tell about %s (%s); it stays in quarantine\n", src.ask, notice.Short(c.Key), a.Unknown)
 		}
 	}
-	res, err := ask.Reconcile(ctx, db, p, ask.RunConfig{By: by, OlderThan: src.olderThan, Now: e.clockNow},
+	res, err := ask.Reconcile(ctx, db, p, ask.RunConfig{By: by, OlderThan: src.olderThan.Ago(e.clockNow()), Now: e.clockNow},
 		func(c ledger.Change) error { return out.Encode(c) }, note)
 	if errors.Is(err, ask.ErrUnsupported) && res.Settled == 0 {
 		// The account cannot answer (SendGrid without Email Logs): a

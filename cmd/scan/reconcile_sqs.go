@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/url"
 	"slices"
@@ -12,7 +11,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/spf13/pflag"
 
+	"scan/internal/cli"
 	"scan/internal/drain"
 	"scan/internal/ledger"
 	"scan/internal/provider"
@@ -30,21 +31,29 @@ type reconcileSources struct {
 	sqs       string
 	ask       string
 	budget    time.Duration
-	olderThan time.Duration
+	olderThan *cli.TimeFlag
 }
 
-func sourceFlags(fs *flag.FlagSet) *reconcileSources {
-	s := &reconcileSources{}
+func sourceFlags(fs *pflag.FlagSet) *reconcileSources {
+	s := &reconcileSources{olderThan: cli.NewTimeFlag("15m")}
 	fs.StringVar(&s.sqs, "sqs", "", "drain this SQS queue (its URL) of SES events, SNS-enveloped or raw; each message is deleted once what it said is committed")
-	fs.DurationVar(&s.budget, "max-duration", defaultDrainBudget, "with --sqs: stop receiving after this long (0: only when the queue is empty)")
+	fs.DurationVar(&s.budget, "receive-for", defaultDrainBudget, "with --sqs: stop receiving after this long (0: only when the queue is empty)")
+	// --max-duration is the pass's budget in scan run; here it was the
+	// receive time. The old spelling still works, hidden.
+	fs.DurationVar(&s.budget, "max-duration", defaultDrainBudget, "the same as --receive-for")
+	_ = fs.MarkHidden("max-duration")
 	fs.StringVar(&s.ask, "ask", "", "ask this provider's API (postmark, mailgun, sendgrid) about each claim in quarantine")
-	fs.DurationVar(&s.olderThan, "older-than", 15*time.Minute, "with --ask: only claims older than this")
+	fs.Var(s.olderThan, "older-than", "with --ask: only claims older than this: a duration (15m, 2d) or an RFC 3339 instant")
 	return s
 }
 
 // check refuses a command line that names more than one source, or a flag
 // of one source with another.
-func (s *reconcileSources) check(fs *flag.FlagSet, events string) error {
+func (s *reconcileSources) check(fs *pflag.FlagSet, events string) error {
+	budget := "--receive-for"
+	if isSet(fs, "max-duration") {
+		budget = "--max-duration" // the spelling the operator typed
+	}
 	n := 0
 	for _, v := range []string{events, s.sqs, s.ask} {
 		if v != "" {
@@ -54,14 +63,12 @@ func (s *reconcileSources) check(fs *flag.FlagSet, events string) error {
 	switch {
 	case n > 1:
 		return usagef("--events", "give one of --events, --sqs and --ask")
-	case isSet(fs, "max-duration") && s.sqs == "":
-		return usagef("--max-duration", "only with --sqs")
+	case (isSet(fs, "receive-for") || isSet(fs, "max-duration")) && s.sqs == "":
+		return usagef(budget, "only with --sqs")
 	case isSet(fs, "older-than") && s.ask == "":
 		return usagef("--older-than", "only with --ask")
 	case s.budget < 0:
-		return usagef("--max-duration", "must not be negative")
-	case s.olderThan < 0:
-		return usagef("--older-than", "must not be negative")
+		return usagef(budget, "must not be negative")
 	}
 	return nil
 }
@@ -69,7 +76,7 @@ func (s *reconcileSources) check(fs *flag.FlagSet, events string) error {
 // reconcileSQS is `scan reconcile --sqs QUEUE_URL`: it drains the queue
 // (drain.Run) and prints each change as it is committed, then the summary
 // of `scan reconcile` with what the queue gave and kept.
-func reconcileSQS(ctx context.Context, e *env, fs *flag.FlagSet, src *reconcileSources, format, by string) error {
+func reconcileSQS(ctx context.Context, e *env, fs *pflag.FlagSet, src *reconcileSources, format, by string) error {
 	if !isSet(fs, "format") {
 		format = string(provider.SES)
 	}
@@ -108,7 +115,7 @@ func reconcileSQS(ctx context.Context, e *env, fs *flag.FlagSet, src *reconcileS
 	if err != nil {
 		return err
 	}
-	sum := reconcileSummary(format, res.Result)
+	sum := res.Result.Summary(format)
 	sum["sqs"] = map[string]any{"receives": res.Receives, "received": res.Received, "deleted": res.Deleted,
 		"kept": res.Kept, "delete_failed": res.DeleteFailed, "stop": res.Stop}
 	return out.Encode(sum)

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/spf13/pflag"
 
 	"scan/internal/ask"
+	"scan/internal/cli"
 	"scan/internal/ledger"
 	"scan/internal/provider"
 	"scan/internal/reconcile"
@@ -25,15 +27,12 @@ import (
 // a provider's API. Written only at initialisation; read-only after.
 var testAskProviders = map[string]func(e *env) (ask.Provider, error){}
 
-// recoverBatch is how many events of the provider's record one
-// transaction applies.
-const recoverBatch = 1000
-
 // recoverFlags are scan recover's flags.
 type recoverFlags struct {
-	since, events, format, askName string
-	noneLost                       bool
-	reason, by                     string
+	since                   *cli.TimeFlag
+	events, format, askName string
+	noneLost                bool
+	reason, by              string
 }
 
 // cmdRecover: after the ledger's database was restored or failed over,
@@ -42,19 +41,24 @@ type recoverFlags struct {
 // sends it again, then records an acknowledged epoch, which lifts the
 // passes' refusal (exit 4). --none-lost records the acknowledgement alone,
 // with who and why, where no record exists.
-func cmdRecover(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "recover", "--since T (--events FILE|- [--format F] | --ask PROVIDER) | --none-lost --reason TEXT --by NAME")
-	var f recoverFlags
-	fs.StringVar(&f.since, "since", "", "RFC3339 instant: the restore point, or the last pass the ledger knows of")
+var recoverCommand = command{use: "recover", short: "after a restore or failover (exit 4): record the provider's record since T, or --none-lost",
+	long: "--since T (--events FILE|- [--format F] | --ask PROVIDER)  |  --none-lost --reason TEXT --by NAME\n--format names the events' format (the input).",
+	env:  append([]string{"DATABASE_URL", "USER"}, envAsk...), flags: recoverFlagsOf}
+
+// recoverFlagsOf declares scan recover's flags.
+func recoverFlagsOf(fs *pflag.FlagSet) runFunc {
+	f := recoverFlags{since: cli.NewTimeFlag("")}
+	fs.Var(f.since, "since", "the restore point, or the last pass the ledger knows of: an RFC 3339 instant or a duration back (2d)")
 	fs.StringVar(&f.events, "events", "", "the provider's record of what went out, in --format; - for stdin")
-	fs.StringVar(&f.format, "format", reconcile.FormatJSONL, reconcile.FormatJSONL+", or the payloads "+orList(provider.Strings(provider.Email...))+" post")
+	fs.StringVar(&f.format, "format", reconcile.FormatJSONL, reconcile.FormatJSONL+", or the payloads "+cli.OrList(provider.Strings(provider.Email...))+" post")
 	fs.StringVar(&f.askName, "ask", "", "list what the provider accepted since --since through its API")
 	fs.BoolVar(&f.noneLost, "none-lost", false, "acknowledge that nothing can have been lost (no record exists)")
 	fs.StringVar(&f.reason, "reason", "", "why (recorded with the acknowledgement)")
 	fs.StringVar(&f.by, "by", "", "who (recorded with the acknowledgement; default $USER)")
-	if err := parseNoArgs(fs, args, ""); err != nil {
-		return err
-	}
+	return func(ctx context.Context, e *env, _ []string) error { return cmdRecover(ctx, e, f) }
+}
+
+func cmdRecover(ctx context.Context, e *env, f recoverFlags) error {
 	since, err := f.validate(e)
 	if err != nil {
 		return err
@@ -95,18 +99,14 @@ func (f *recoverFlags) validate(e *env) (time.Time, error) {
 		}
 	}
 	var since time.Time
-	if f.since != "" {
-		t, err := time.Parse(time.RFC3339, f.since)
-		if err != nil {
-			return time.Time{}, usagef("--since", "%q is not an RFC3339 instant (e.g. 2026-11-30T02:00:00Z)", f.since)
-		}
-		since = t
+	if f.since.Given() {
+		since = f.since.Instant(e.clockNow().UTC())
 	}
 	if f.noneLost {
 		return since, nil
 	}
 	switch {
-	case f.since == "":
+	case !f.since.Given():
 		return time.Time{}, usagef("--since", "required: the restore point, or the last pass the ledger knows of")
 	case (f.events == "") == (f.askName == ""):
 		return time.Time{}, usagef("--events", "give the provider's record with --events FILE|- or --ask PROVIDER (one of them)")
@@ -136,17 +136,14 @@ func (f *recoverFlags) input(e *env) (io.Reader, func(), error) {
 
 // recoverReport is the JSON object scan recover prints.
 type recoverReport struct {
-	Since        *time.Time    `json:"since,omitempty"`
-	Events       int           `json:"events"`
-	Recorded     int           `json:"recorded"`
-	AlreadyKnown int           `json:"already_known"`
-	Unknown      int           `json:"unknown"`
-	Epoch        *ledger.Epoch `json:"epoch,omitempty"`
+	Since *time.Time `json:"since,omitempty"`
+	reconcile.RecordResult
+	Epoch *ledger.Epoch `json:"epoch,omitempty"`
 }
 
-// runRecover applies the record in batches, each in a transaction, then
-// records the acknowledged epoch (after the whole record is in: a
-// recovery that stopped half-way lifts nothing), and prints the report.
+// runRecover applies the record (reconcile.Record), then records the
+// acknowledged epoch (after the whole record is in: a recovery that
+// stopped half-way lifts nothing), and prints the report.
 func runRecover(ctx context.Context, e *env, db *sqlx.DB, f recoverFlags, since time.Time, in io.Reader, p ask.Provider) error {
 	var rep recoverReport
 	if !since.IsZero() {
@@ -156,7 +153,17 @@ func runRecover(ctx context.Context, e *env, db *sqlx.DB, f recoverFlags, since 
 	kind, reason := ledger.EpochNoneLost, f.reason
 	if !f.noneLost {
 		var err error
-		if rep, err = applyRecord(ctx, e, db, f, in, p, rep); err != nil {
+		rep.RecordResult, err = reconcile.Record(ctx, db, f.by, e.clockNow, func(add func(ledger.Settlement) error) error {
+			if p != nil {
+				return p.Since(ctx, since, add)
+			}
+			st, err := reconcile.ReadClassified(in, f.format, add)
+			for _, pr := range st.Problems {
+				fmt.Fprintf(e.stderr, "scan recover: line %d skipped: %s\n", pr.Line, pr.Reason)
+			}
+			return err
+		})
+		if err != nil {
 			return err
 		}
 		kind = ledger.EpochRecover
@@ -176,47 +183,4 @@ func runRecover(ctx context.Context, e *env, db *sqlx.DB, f recoverFlags, since 
 		rep.Epoch = &ep
 	}
 	return json.NewEncoder(e.stdout).Encode(rep)
-}
-
-// applyRecord reads the provider's record (the file's events, or the
-// provider's answers) and applies it with ledger.Recover in batches.
-func applyRecord(ctx context.Context, e *env, db *sqlx.DB, f recoverFlags, in io.Reader, p ask.Provider, rep recoverReport) (recoverReport, error) {
-	batch := make([]ledger.Settlement, 0, recoverBatch)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := ledger.WithTx(ctx, db, func(tx *sqlx.Tx) error {
-			r, err := ledger.Recover(ctx, tx, f.by, e.clockNow().UTC(), batch)
-			rep.Recorded += r.Recorded
-			rep.AlreadyKnown += r.AlreadyKnown
-			rep.Unknown += r.Unknown
-			return err
-		})
-		rep.Events += len(batch)
-		batch = batch[:0]
-		return err
-	}
-	add := func(s ledger.Settlement) error {
-		batch = append(batch, s)
-		if len(batch) >= recoverBatch {
-			return flush()
-		}
-		return nil
-	}
-	var err error
-	if p != nil {
-		since, _ := time.Parse(time.RFC3339, f.since)
-		err = p.Since(ctx, since, add)
-	} else {
-		var st reconcile.Stats
-		st, err = reconcile.ReadClassified(in, f.format, add)
-		for _, pr := range st.Problems {
-			fmt.Fprintf(e.stderr, "scan recover: line %d skipped: %s\n", pr.Line, pr.Reason)
-		}
-	}
-	if err == nil {
-		err = flush()
-	}
-	return rep, err
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"scan/internal/policy"
 	"scan/internal/scan"
 	"scan/internal/schedule"
@@ -22,16 +24,19 @@ import (
 // The expression is evaluated in UTC unless it starts with CRON_TZ=Zone,
 // as the policy's window check assumes; the schedule package says what
 // DST does to a CRON_TZ time.
-func cmdSchedule(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "schedule", "[--cron EXPR]")
+var scheduleCommand = command{use: "schedule", short: "run passes in-process on a cron schedule, for hosts without Kubernetes (--cron EXPR)",
+	env: envPass, flags: scheduleFlags}
+
+// scheduleFlags declares scan schedule's flags: scan run's, and --cron.
+func scheduleFlags(fs *pflag.FlagSet) runFunc {
 	var f runFlags
 	f.register(fs, false)
-	f.maxMint = -1
 	expr := fs.String("cron", "", "cron expression (default: the policy's schedule); CRON_TZ=Zone prefix allowed")
-	if err := parseNoArgs(fs, args, ""); err != nil {
-		return err
-	}
-	ps, err := preparePass(e, fs, &f)
+	return func(ctx context.Context, e *env, _ []string) error { return cmdSchedule(ctx, e, fs, &f, expr) }
+}
+
+func cmdSchedule(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags, expr *string) error {
+	ps, err := preparePass(e, fs, f)
 	if err != nil {
 		return err
 	}
@@ -59,9 +64,9 @@ func cmdSchedule(ctx context.Context, e *env, args []string) error {
 		Clock:    e.clock,
 		RunPass: func(ctx context.Context, now time.Time) error {
 			var sum scan.Summary
-			sc, obs, closeSender, err := ps.newPass(ctx, e, db, &f, now)
+			sc, obs, closeSender, err := ps.newPass(ctx, e, db, f, now)
 			if err == nil {
-				sum, err = obs.run(ctx, e, sc)
+				sum, err = obs.Run(ctx, sc)
 				closeSender()
 			}
 			// Printed even for a pass that could not start, as an empty

@@ -2,23 +2,36 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"os"
+	"strconv"
 
 	"scan/internal/backfill"
+	"scan/internal/cli"
 	"scan/internal/ledger"
+
+	"github.com/spf13/pflag"
 )
 
 // cmdShadow is `scan shadow report --legacy FILE.csv`: what the shadow
 // passes (`scan run --shadow`) would have sent against what a legacy
 // sender sent, as JSON (ledger.ShadowReport).
-func cmdShadow(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || args[0] != "report" {
-		return usagef("shadow", "the only subcommand is report: scan shadow report --legacy FILE.csv")
-	}
-	fs := newFlags(e, "shadow report", "--legacy FILE.csv")
+var shadowCommand = command{use: "shadow", short: "what shadow passes (scan run --shadow) would have sent: shadow report",
+	subs: []*command{&shadowReportCommand}}
+
+var shadowReportCommand = command{use: "report", short: "the shadow passes against a legacy sender's sends (--legacy FILE.csv, -o json|csv|table)",
+	long: "JSON with legacy_sends, duplicates, outside_window, missed_by_legacy and would_send.",
+	env:  []string{"DATABASE_URL"}, flags: shadowReportFlags}
+
+// shadowReportFlags declares scan shadow report's flags.
+func shadowReportFlags(fs *pflag.FlagSet) runFunc {
 	legacy := fs.String("legacy", "", "the legacy sender's sends, as backfill reads them: subscription_id,period_start,kind,revision,sent_at")
-	if err := parseNoArgs(fs, args[1:], "; use --legacy FILE.csv"); err != nil {
+	out := cli.OutputFlag(fs, false)
+	return func(ctx context.Context, e *env, _ []string) error { return cmdShadowReport(ctx, e, legacy, out) }
+}
+
+func cmdShadowReport(ctx context.Context, e *env, legacy *string, out *cli.Output) error {
+	format, err := outputFormat(e, out)
+	if err != nil {
 		return err
 	}
 	if *legacy == "" {
@@ -46,5 +59,9 @@ func cmdShadow(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(e.stdout).Encode(rep)
+	l := &cli.Listing{Header: []string{"legacy_sends", "legacy_notices", "duplicates", "outside_window", "missed_by_legacy", "would_send"},
+		Records: []any{rep}}
+	l.Cells = [][]string{{strconv.Itoa(rep.LegacySends), strconv.Itoa(rep.LegacyNotices), strconv.Itoa(rep.Duplicates),
+		strconv.Itoa(rep.OutsideWindow), strconv.Itoa(rep.MissedByLegacy), strconv.Itoa(rep.WouldSend)}}
+	return l.Print(e.stdout, format)
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"scan/internal/metrics/metricstest"
+
+	"github.com/spf13/pflag"
 )
 
 // With no sender configured a pass writes .eml files to the outbox: a
@@ -220,10 +222,10 @@ func TestStagingRemoteCheck(t *testing.T) {
 				vars[k] = v
 			}
 			e := &env{getenv: func(k string) string { return vars[k] }, stdout: io.Discard, stderr: io.Discard}
-			fs := newFlags(e, "run", "")
+			fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 			var rf runFlags
 			rf.register(fs, true)
-			if _, err := parse(fs, nil); err != nil {
+			if err := fs.Parse(nil); err != nil {
 				t.Fatal(err)
 			}
 			_, err := preparePass(e, fs, &rf)

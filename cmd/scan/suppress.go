@@ -5,39 +5,48 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+	"time"
 
+	"scan/internal/cli"
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/suppress"
+
+	"github.com/spf13/pflag"
 )
 
-// cmdSuppress is `scan suppress add|remove|list|import`: the suppression
-// list, which keeps digests (notice.AddressHasher, keyed from
+// suppressCommand is `scan suppress add|remove|list|import`: the
+// suppression list, which keeps digests (notice.AddressHasher, keyed from
 // NOTICE_KEY_SECRET) and never an address; nothing it prints holds one.
-func cmdSuppress(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		return usagef("suppress", "give add, remove, list or import (e.g. scan suppress add --email ADDR --reason TEXT)")
-	}
-	switch args[0] {
-	case "add", "remove":
-		return suppressOne(ctx, e, args[0], args[1:])
-	case "list":
-		return suppressList(ctx, e, args[1:])
-	case "import":
-		return suppressImport(ctx, e, args[1:])
-	}
-	return usagef("suppress", "unknown subcommand %q: use add, remove, list or import", e.redact(args[0]))
-}
+var suppressCommand = command{use: "suppress", short: "the suppression list: add, remove, list, import; keeps and prints no address",
+	subs: []*command{&suppressAddCommand, &suppressRemoveCommand, &suppressListCommand, &suppressImportCommand}}
 
-// suppressOne adds or removes one address.
-func suppressOne(ctx context.Context, e *env, verb string, args []string) error {
-	fs := newFlags(e, "suppress "+verb, "--email ADDR|--phone NUMBER --reason TEXT")
+var envSuppress = []string{"DATABASE_URL", "NOTICE_KEY_SECRET", "NOTICE_KEY_SECRET_PREVIOUS"}
+
+var (
+	suppressAddCommand = command{use: "add", short: "put one address on the list (--email ADDR|--phone NUMBER --reason TEXT)",
+		env: envSuppress, flags: func(fs *pflag.FlagSet) runFunc { return suppressOneFlags(fs, "add") }}
+	suppressRemoveCommand = command{use: "remove", short: "take one address off the list (--email ADDR|--phone NUMBER --reason TEXT)",
+		env: envSuppress, flags: func(fs *pflag.FlagSet) runFunc { return suppressOneFlags(fs, "remove") }}
+	suppressListCommand = command{use: "list", short: "the entries, without addresses (--limit N, -o json|csv|table); counts per channel on stderr",
+		env: []string{"DATABASE_URL"}, flags: suppressListFlags}
+	suppressImportCommand = command{use: "import", short: "read a provider's suppression export (--from FILE.csv --channel email|sms)",
+		env: envSuppress, flags: suppressImportFlags}
+)
+
+// suppressOneFlags declares the flags of scan suppress add and remove.
+func suppressOneFlags(fs *pflag.FlagSet, verb string) runFunc {
 	email := fs.String("email", "", "an email address (case does not matter)")
 	phone := fs.String("phone", "", "a phone number in E.164 (+14155550100)")
 	reason := fs.String("reason", "", "why (required; recorded with the entry, never the address)")
-	if err := parseNoArgs(fs, args, ""); err != nil {
-		return err
+	return func(ctx context.Context, e *env, _ []string) error {
+		return suppressOne(ctx, e, verb, *email, *phone, *reason)
 	}
+}
+
+// suppressOne adds or removes one address.
+func suppressOne(ctx context.Context, e *env, verb, emailArg, phoneArg, reasonArg string) error {
+	email, phone, reason := &emailArg, &phoneArg, &reasonArg
 	channel, raw := notice.ChannelEmail, *email
 	switch {
 	case (*email == "") == (*phone == ""):
@@ -80,12 +89,18 @@ func suppressOne(ctx context.Context, e *env, verb string, args []string) error 
 	return json.NewEncoder(e.stdout).Encode(out)
 }
 
-// suppressList prints the entries, one JSON object a line, without
-// addresses: the digest's first 12 hex characters tell entries apart.
-func suppressList(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "suppress list", "[--limit N]")
+// suppressListFlags declares scan suppress list's flags.
+func suppressListFlags(fs *pflag.FlagSet) runFunc {
 	limit := fs.Int("limit", 1000, "print at most N entries, oldest first (the counts per channel go to stderr)")
-	if err := parseNoArgs(fs, args, ""); err != nil {
+	out := cli.OutputFlag(fs, false)
+	return func(ctx context.Context, e *env, _ []string) error { return suppressList(ctx, e, limit, out) }
+}
+
+// suppressList prints the entries without addresses: the digest's first
+// 12 hex characters tell entries apart.
+func suppressList(ctx context.Context, e *env, limit *int, out *cli.Output) error {
+	format, err := outputFormat(e, out)
+	if err != nil {
 		return err
 	}
 	if *limit < 1 {
@@ -100,11 +115,13 @@ func suppressList(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(e.stdout)
+	l := &cli.Listing{Header: []string{"channel", "digest", "reason", "source", "notice_key", "created_at"}, Empty: "the suppression list is empty"}
 	for _, s := range list {
-		if err := enc.Encode(s); err != nil {
-			return err
-		}
+		l.Records = append(l.Records, s)
+		l.Cells = append(l.Cells, []string{s.Channel, s.Digest, s.Reason, s.Source, s.NoticeKey, s.CreatedAt.UTC().Format(time.RFC3339)})
+	}
+	if err := l.Print(e.stdout, format); err != nil {
+		return err
 	}
 	counts, err := ledger.SuppressionCount(ctx, db)
 	if err != nil {
@@ -113,15 +130,18 @@ func suppressList(ctx context.Context, e *env, args []string) error {
 	return json.NewEncoder(e.stderr).Encode(map[string]any{"total": counts})
 }
 
-// suppressImport reads a provider's suppression export.
-func suppressImport(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "suppress import", "--from FILE.csv --channel email|sms [--reason TEXT]")
+// suppressImportFlags declares scan suppress import's flags.
+func suppressImportFlags(fs *pflag.FlagSet) runFunc {
 	from := fs.String("from", "", "a provider's suppression export, CSV with a header (SendGrid, Mailgun, Postmark, or any with an email/address/phone column)")
 	channel := fs.String("channel", "", "the channel the list is for: email or sms")
 	reason := fs.String("reason", "", "the reason for rows whose export gives none (default: imported from FILE)")
-	if err := parseNoArgs(fs, args, "; use --from FILE.csv"); err != nil {
-		return err
+	return func(ctx context.Context, e *env, _ []string) error {
+		return suppressImport(ctx, e, from, channel, reason)
 	}
+}
+
+// suppressImport reads a provider's suppression export.
+func suppressImport(ctx context.Context, e *env, from, channel, reason *string) error {
 	if !notice.ValidChannel(*channel) {
 		return usagef("--channel", "required: email or sms")
 	}

@@ -2,36 +2,38 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"strconv"
 	"time"
 
+	"scan/internal/cli"
 	"scan/internal/ledger"
 	"scan/internal/metrics"
-	"scan/internal/policy"
+
+	"github.com/spf13/pflag"
 )
 
 // cmdUndelivered is `scan undelivered`: the notices that reached the
 // customer by no channel, for whoever calls them. No addresses: the
 // ledger holds none. With PUSHGATEWAY_URL it also pushes their count by
 // reason (scan_undelivered_notices), which ScanUndeliveredGrowing watches.
-func cmdUndelivered(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "undelivered", "[--since D] [--format json|csv] [--limit N]")
-	since := fs.String("since", "30d", "notices whose rows last changed within this long, e.g. 7d or 36h")
-	format := fs.String("format", "json", "json (one object a line) or csv (with a header)")
+var undeliveredCommand = command{use: "undelivered", short: "notices that reached the customer by no channel, with the reason (--since D|T, -o json|csv|table)",
+	env: []string{"DATABASE_URL", "PUSHGATEWAY_URL"}, flags: undeliveredFlags}
+
+// undeliveredFlags declares scan undelivered's flags.
+func undeliveredFlags(fs *pflag.FlagSet) runFunc {
+	since := cli.NewTimeFlag("30d")
+	fs.Var(since, "since", "notices whose rows last changed since then: a duration back (7d, 36h) or an RFC 3339 instant")
 	limit := fs.Int("limit", 100000, "print at most N, oldest first")
-	if err := parseNoArgs(fs, args, ""); err != nil {
+	out := cli.OutputFlag(fs, true)
+	return func(ctx context.Context, e *env, _ []string) error { return cmdUndelivered(ctx, e, since, *limit, out) }
+}
+
+func cmdUndelivered(ctx context.Context, e *env, since *cli.TimeFlag, limit int, out *cli.Output) error {
+	format, err := outputFormat(e, out)
+	if err != nil {
 		return err
 	}
-	d, err := policy.ParseDuration(*since)
-	if err != nil || d <= 0 {
-		return usagef("--since", "%q is not a positive duration (e.g. 30d, 36h)", *since)
-	}
-	if *format != "json" && *format != "csv" {
-		return usagef("--format", "%q: use json or csv", *format)
-	}
-	if *limit < 1 {
+	if limit < 1 {
 		return usagef("--limit", "must be at least 1")
 	}
 	db, err := openDB(ctx, e)
@@ -40,7 +42,7 @@ func cmdUndelivered(ctx context.Context, e *env, args []string) error {
 	}
 	defer db.Close()
 	now := e.clockNow().UTC()
-	list, err := ledger.Undelivered(ctx, db, now.Add(-d), now, *limit)
+	list, err := ledger.Undelivered(ctx, db, since.Instant(now), now, limit)
 	if err != nil {
 		return err
 	}
@@ -53,20 +55,11 @@ func cmdUndelivered(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	if *format == "json" {
-		enc := json.NewEncoder(e.stdout)
-		for _, u := range list {
-			if err := enc.Encode(u); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	w := csv.NewWriter(e.stdout)
-	_ = w.Write([]string{"subscription_id", "kind", "period_start", "revision", "channels", "reason", "at"})
+	l := &cli.Listing{Header: []string{"subscription_id", "kind", "period_start", "revision", "channels", "reason", "at"},
+		Empty: "no undelivered notices"}
 	for _, u := range list {
-		_ = w.Write([]string{u.SubscriptionID, u.Kind, u.PeriodStart, strconv.Itoa(u.Revision), u.Channels, u.Reason, u.At.UTC().Format(time.RFC3339)})
+		l.Records = append(l.Records, u)
+		l.Cells = append(l.Cells, []string{u.SubscriptionID, u.Kind, u.PeriodStart, strconv.Itoa(u.Revision), u.Channels, u.Reason, u.At.UTC().Format(time.RFC3339)})
 	}
-	w.Flush()
-	return w.Error()
+	return l.Print(e.stdout, format)
 }

@@ -203,9 +203,9 @@ func TestRunConfigErrors(t *testing.T) {
 		{name: "completion index past the count", env: map[string]string{"JOB_COMPLETION_INDEX": "4"}, args: []string{"--shards", "4"},
 			want: []string{"JOB_COMPLETION_INDEX", `"4" is not a shard index below --shards=4`}},
 		{name: "unknown flag", args: []string{"--frobnicate"},
-			want: []string{"flags", "flag provided but not defined: -frobnicate", "scan run -h"}},
+			want: []string{"flags", "unknown flag: --frobnicate", "scan run --help"}},
 		{name: "flag without its value", args: []string{"--max-mint", "many"},
-			want: []string{"flags", `invalid value "many" for flag -max-mint`}},
+			want: []string{"--max-mint", `"many" is not a whole number`, "scan run --help"}},
 		{name: "argument", args: []string{"now"},
 			want: []string{"arguments", `run takes no arguments, got "now"`}},
 		{name: "batch size", args: []string{"--batch-size", "0"},
@@ -273,7 +273,7 @@ func TestRunConfigErrors(t *testing.T) {
 }
 
 // The subcommands that take flags report a bad one in one line too, and
-// -h still prints the usage (exit 0).
+// -h prints the help on stdout (exit 0), so that `scan run -h | less` shows it.
 func TestFlagErrorsAreOneLine(t *testing.T) {
 	t.Parallel()
 	vars := map[string]string{"NOTICE_KEY_SECRET": usageSecret}
@@ -295,8 +295,8 @@ func TestFlagErrorsAreOneLine(t *testing.T) {
 		assertNoSecret(t, out, usageSecret)
 	}
 	out := runInProcess(t, vars, "run", "-h")
-	if out.code != exitOK || !strings.Contains(out.stderr, "usage: scan run") || !strings.Contains(out.stderr, "-max-mint") {
-		t.Errorf("run -h: exit %d, stderr:\n%s", out.code, out.stderr)
+	if out.code != exitOK || !strings.Contains(out.stdout, "scan run [flags]") || !strings.Contains(out.stdout, "--max-mint") || out.stderr != "" {
+		t.Errorf("run -h: exit %d, stdout:\n%s\nstderr:\n%s", out.code, out.stdout, out.stderr)
 	}
 }
 

@@ -1,4 +1,6 @@
-package main
+// Package progress reports a running pass to the people watching it: a
+// bar on a terminal, else a log line at every tick.
+package progress
 
 import (
 	"io"
@@ -12,10 +14,10 @@ import (
 	"scan/internal/ledger"
 )
 
-// progressEvery is how often a pass without a terminal logs its progress.
-const progressEvery = 5 * time.Second
+// Every is how often a pass without a terminal logs its progress.
+const Every = 5 * time.Second
 
-// progress reports a running pass. On a terminal it draws a bar of the
+// Reporter reports a running pass. On a terminal it draws a bar of the
 // outcomes recorded against the notices due (a cheap count taken before
 // the pass; raised if the pass claims more), with rate and ETA. Without a
 // terminal it logs one "pass progress" line at every tick instead
@@ -24,7 +26,7 @@ const progressEvery = 5 * time.Second
 //
 // Its hooks run on the pass's goroutines; every method is safe for
 // concurrent use.
-type progress struct {
+type Reporter struct {
 	clock func() time.Time
 	start time.Time
 	log   zerolog.Logger
@@ -39,10 +41,10 @@ type progress struct {
 	once     sync.Once
 }
 
-// newProgressBar returns a progress reporter drawing a bar of total
+// NewBar returns a progress reporter drawing a bar of total
 // notices on w.
-func newProgressBar(w io.Writer, total int, clock func() time.Time) *progress {
-	p := &progress{clock: clock, start: clock(), quit: make(chan struct{})}
+func NewBar(w io.Writer, total int, clock func() time.Time) *Reporter {
+	p := &Reporter{clock: clock, start: clock(), quit: make(chan struct{})}
 	p.bar = progressbar.NewOptions64(int64(max(total, 1)),
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetDescription("notices"),
@@ -59,16 +61,16 @@ func newProgressBar(w io.Writer, total int, clock func() time.Time) *progress {
 	return p
 }
 
-// newProgressLog returns a progress reporter that logs a line on log at
-// every tick until stop.
-func newProgressLog(log zerolog.Logger, tick <-chan time.Time, clock func() time.Time) *progress {
-	p := &progress{clock: clock, start: clock(), log: log, tick: tick, quit: make(chan struct{})}
+// NewLog returns a progress reporter that logs a line on log at every
+// tick until Stop, which calls stopTick (nil for none) to stop the ticker.
+func NewLog(log zerolog.Logger, tick <-chan time.Time, stopTick func(), clock func() time.Time) *Reporter {
+	p := &Reporter{clock: clock, start: clock(), log: log, tick: tick, stopTick: stopTick, quit: make(chan struct{})}
 	p.done.Add(1)
 	go p.logLoop()
 	return p
 }
 
-func (p *progress) logLoop() {
+func (p *Reporter) logLoop() {
 	defer p.done.Done()
 	for {
 		select {
@@ -80,7 +82,7 @@ func (p *progress) logLoop() {
 	}
 }
 
-func (p *progress) logLine() {
+func (p *Reporter) logLine() {
 	elapsed := p.clock().Sub(p.start)
 	rec := p.recorded.Load()
 	rate := 0.0
@@ -92,32 +94,32 @@ func (p *progress) logLine() {
 		Msg("pass progress")
 }
 
-// onClaim counts a committed claim batch of n notices.
-func (p *progress) onClaim(n int) {
+// OnClaim counts a committed claim batch of n notices.
+func (p *Reporter) OnClaim(n int) {
 	c := p.claimed.Add(int64(n))
 	if p.bar != nil && c > p.bar.GetMax64() {
 		p.bar.ChangeMax64(c)
 	}
 }
 
-// onRecorded counts n committed outcomes.
-func (p *progress) onRecorded(n int) {
+// OnRecorded counts n committed outcomes.
+func (p *Reporter) OnRecorded(n int) {
 	p.recorded.Add(int64(n))
 	if p.bar != nil {
 		_ = p.bar.Add(n)
 	}
 }
 
-// onOutcome counts one committed outcome by state.
-func (p *progress) onOutcome(state ledger.State) {
+// OnOutcome counts one committed outcome by state.
+func (p *Reporter) OnOutcome(state ledger.State) {
 	if state == ledger.Sent {
 		p.sent.Add(1)
 	}
 }
 
-// stop ends the reporter: the bar is completed (or left where it stopped
+// Stop ends the reporter: the bar is completed (or left where it stopped
 // when the pass aborted), the log loop ends. Safe to call more than once.
-func (p *progress) stop(completed bool) {
+func (p *Reporter) Stop(completed bool) {
 	p.once.Do(func() {
 		close(p.quit)
 		p.done.Wait()

@@ -1,8 +1,11 @@
-package main
+// Package observe watches a pass for the people running it: Prometheus
+// metrics pushed to a Pushgateway at its end, and its progress while it
+// runs (internal/progress).
+package observe
 
 import (
 	"context"
-	"net/url"
+	"io"
 	"os"
 	"slices"
 	"time"
@@ -12,121 +15,132 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/metrics"
+	"scan/internal/progress"
 	"scan/internal/scan"
 )
 
-// pushTimeout bounds the metrics push at the end of a pass. The push runs
+// PushTimeout bounds the metrics push at the end of a pass. The push runs
 // even when the pass was stopped by SIGTERM.
-const pushTimeout = 10 * time.Second
+const PushTimeout = 10 * time.Second
 
-// observer watches one pass for the people running it: Prometheus metrics
+// Observer watches one pass for the people running it: Prometheus metrics
 // pushed to PUSHGATEWAY_URL at the end, and a progress bar (terminal) or
 // periodic progress lines (no terminal) while it runs. Its log lines carry
 // run_id and shard, like the pass's own.
-type observer struct {
-	log     zerolog.Logger
-	m       *metrics.Pass
-	pushURL string
-	prog    *progress
-	clock   func() time.Time
-	start   time.Time
-	// progressTick overrides the ticker of the progress lines (tests).
-	progressTick <-chan time.Time
+type Observer struct {
+	log      zerolog.Logger
+	m        *metrics.Pass
+	pushURL  string
+	prog     *progress.Reporter
+	clock    func() time.Time
+	start    time.Time
+	stderr   io.Writer
+	terminal bool // stderr is a terminal: a bar, not log lines
+	onStart  func(context.Context)
+	onEnd    func(context.Context, scan.Summary, error)
 }
 
-// checkPushURL validates PUSHGATEWAY_URL (empty: no push) so that a typo
-// is a usage error before anything is written, not a warning every night.
-func checkPushURL(raw string) error {
-	if raw == "" {
-		return nil
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usagef("PUSHGATEWAY_URL", "not an http(s) URL such as http://pushgateway.monitoring:9091")
-	}
-	return nil
+// Config is what an Observer needs of the pass and its process.
+type Config struct {
+	Log           zerolog.Logger // carries the shard; the observer adds run_id
+	RunID         string
+	Domains       []string // the policy's rate domains (metric labels)
+	Shard, Shards int
+	PushURL       string // the Pushgateway's URL, already checked; "" for none
+	Stderr        io.Writer
+	Clock         func() time.Time
+	// OnStart and OnEnd, when set, run just before and just after the
+	// pass (e.g. to record it for scan status); OnEnd gets its summary
+	// and error.
+	OnStart func(context.Context)
+	OnEnd   func(context.Context, scan.Summary, error)
 }
 
-// newObserver builds the observer of the pass runID. log should already
-// carry the shard; PUSHGATEWAY_URL was checked by preparePass.
-func newObserver(e *env, ps *preparedPass, runID string, log zerolog.Logger) *observer {
-	domains := make([]string, 0, len(ps.pol.Rate.Domains))
-	for d := range ps.pol.Rate.Domains {
-		domains = append(domains, d)
-	}
+// New builds the observer of one pass.
+func New(c Config) *Observer {
+	domains := slices.Clone(c.Domains)
 	slices.Sort(domains)
-	return &observer{
-		log:     log.With().Str("run_id", runID).Logger(),
-		m:       metrics.New(metrics.Config{Results: scan.ResultNames(), Shard: ps.shard, Shards: ps.shards, Domains: domains}),
-		pushURL: e.getenv("PUSHGATEWAY_URL"),
-		clock:   e.clockNow,
+	terminal := false
+	if f, ok := c.Stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		terminal = true
+	}
+	return &Observer{
+		log:      c.Log.With().Str("run_id", c.RunID).Logger(),
+		m:        metrics.New(metrics.Config{Results: scan.ResultNames(), Shard: c.Shard, Shards: c.Shards, Domains: domains}),
+		pushURL:  c.PushURL,
+		clock:    c.Clock,
+		stderr:   c.Stderr,
+		terminal: terminal,
+		onStart:  c.OnStart,
+		onEnd:    c.OnEnd,
 	}
 }
 
-// hooks returns the scan hooks of the metrics and of the progress
+// Hooks returns the scan hooks of the metrics and of the progress
 // reporter, run after base's (the fail points of a crash-test build).
 // The progress reporter is chosen by begin, after the Pass exists, so
 // its hooks are resolved at call time.
-func (o *observer) hooks(base scan.Hooks) scan.Hooks {
+func (o *Observer) Hooks(base scan.Hooks) scan.Hooks {
 	own := scan.Hooks{
 		AfterClaimCommit: func(n int) {
 			if p := o.prog; p != nil {
-				p.onClaim(n)
+				p.OnClaim(n)
 			}
 		},
 		AfterOutcomeCommit: func(n int) {
 			if p := o.prog; p != nil {
-				p.onRecorded(n)
+				p.OnRecorded(n)
 			}
 		},
 		Outcome: func(state ledger.State, domain string, claimToCommit, claimToSend, waited time.Duration) {
 			o.m.ObserveOutcome(string(state), domain, claimToCommit, claimToSend, waited)
 			if p := o.prog; p != nil {
-				p.onOutcome(state)
+				p.OnOutcome(state)
 			}
 		},
 	}
-	return chainHooks(base, own)
+	return ChainHooks(base, own)
 }
 
-// run runs sc with o watching it (progress, metrics push): what `scan
-// run` and each firing of `scan schedule` do with the pass newPass built.
-func (o *observer) run(ctx context.Context, e *env, sc *scan.Pass) (scan.Summary, error) {
-	o.begin(ctx, e, sc)
+// Run runs sc with o watching it (progress, metrics push): what `scan
+// run` and each firing of `scan schedule` do with the pass they built.
+func (o *Observer) Run(ctx context.Context, sc *scan.Pass) (scan.Summary, error) {
+	o.begin(ctx, sc)
+	if o.onStart != nil {
+		o.onStart(ctx)
+	}
 	sum, err := sc.Run(ctx)
+	if o.onEnd != nil {
+		o.onEnd(ctx, sum, err)
+	}
 	o.finish(ctx, sum, err)
 	return sum, err
 }
 
 // begin starts the progress reporter just before sc runs: a bar when
 // stderr is a terminal (its total from sc.CountDue, one count query per
-// window group), else a log line every progressEvery.
-func (o *observer) begin(ctx context.Context, e *env, sc *scan.Pass) {
+// window group), else a log line every progress.Every.
+func (o *Observer) begin(ctx context.Context, sc *scan.Pass) {
 	o.start = o.clock()
-	if f, ok := e.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+	if o.terminal {
 		total, err := sc.CountDue(ctx)
 		if err != nil {
 			o.log.Debug().Err(err).Msg("could not count the notices due; the progress bar grows as batches are claimed")
 		}
-		o.prog = newProgressBar(e.stderr, total, o.clock)
+		o.prog = progress.NewBar(o.stderr, total, o.clock)
 		return
 	}
-	tick, stopTick := o.progressTick, func() {}
-	if tick == nil {
-		t := time.NewTicker(progressEvery)
-		tick, stopTick = t.C, t.Stop
-	}
-	o.prog = newProgressLog(o.log, tick, o.clock)
-	o.prog.stopTick = stopTick
+	t := time.NewTicker(progress.Every)
+	o.prog = progress.NewLog(o.log, t.C, t.Stop, o.clock)
 }
 
 // finish stops the progress reporter, sets the pass's totals and pushes
 // the metrics when PUSHGATEWAY_URL is set. A failed push is logged; it
 // never fails the pass.
-func (o *observer) finish(ctx context.Context, sum scan.Summary, err error) {
+func (o *Observer) finish(ctx context.Context, sum scan.Summary, err error) {
 	completed := err == nil
 	if o.prog != nil {
-		o.prog.stop(completed)
+		o.prog.Stop(completed)
 	}
 	c := metrics.Counts{Notices: sum.Counts(), Backlog: sum.DeferredByDomain,
 		Quarantine: sum.Quarantine, KeyMismatch: sum.KeyMismatch,
@@ -142,7 +156,7 @@ func (o *observer) finish(ctx context.Context, sum scan.Summary, err error) {
 	if o.pushURL == "" {
 		return
 	}
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), PushTimeout)
 	defer cancel()
 	if perr := o.m.Push(pctx, o.pushURL, completed); perr != nil {
 		o.log.Warn().Err(perr).Msg("could not push the pass's metrics; the pass itself is unaffected")
@@ -151,8 +165,8 @@ func (o *observer) finish(ctx context.Context, sum scan.Summary, err error) {
 	o.log.Debug().Bool("completed", completed).Msg("metrics pushed")
 }
 
-// chainHooks returns hooks that call each of hs's non-nil hooks in order.
-func chainHooks(hs ...scan.Hooks) scan.Hooks {
+// ChainHooks returns hooks that call each of hs's non-nil hooks in order.
+func ChainHooks(hs ...scan.Hooks) scan.Hooks {
 	var out scan.Hooks
 	for _, h := range hs {
 		out.BeforeClaim = chain1(out.BeforeClaim, h.BeforeClaim)
