@@ -835,13 +835,21 @@ func (p *Policy) validateConfirm(f string, k Kind) error {
 	return nil
 }
 
-// CheckConfirmSender refuses a kind's confirm_within when the sender
+// CheckConfirmSender refuses a kind's confirm_within when a sender
 // cannot report delivery (outbox files, the http sender: no provider's
-// event ever names their messages). sender is --sender's value.
+// event ever names their messages). sender is --sender's value: one
+// sender, or an ordered list (ses,smtp).
 func (p *Policy) CheckConfirmSender(sender string) error {
-	if sender != "outbox" && sender != "http" {
+	blind := ""
+	for _, s := range strings.Split(sender, ",") {
+		if s = strings.TrimSpace(s); s == "outbox" || s == "http" {
+			blind = s
+		}
+	}
+	if blind == "" {
 		return nil
 	}
+	sender = blind
 	for _, k := range p.Notices {
 		if k.ConfirmWithin != 0 {
 			return &Error{Field: "notices[" + k.Kind + "].confirm_within",

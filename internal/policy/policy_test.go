@@ -301,7 +301,7 @@ func TestConfirmWithin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for sender, ok := range map[string]bool{"ses": true, "smtp": true, "outbox": false, "http": false} {
+	for sender, ok := range map[string]bool{"ses": true, "smtp": true, "ses,smtp": true, "outbox": false, "http": false, "ses,http": false} {
 		err := p.CheckConfirmSender(sender)
 		var pe *Error
 		if ok != (err == nil) || (err != nil && (!errors.As(err, &pe) || pe.Field != "notices[k].confirm_within")) {
