@@ -138,10 +138,22 @@ func exitCode(e *env, err error) int {
 	case errors.Is(err, ledger.ErrRestored):
 		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
 		return exitRestored
+	case isSplitStatement(err):
+		fmt.Fprintf(e.stderr, "scan: %s: a connection pooler in transaction mode (PgBouncer) ran a statement's parts on two server connections; "+
+			"set binary_parameters=yes in DATABASE_URL (scan does unless the URL sets it)\n", oneLine(e.redact(err.Error())))
+		return exitAborted
 	default:
 		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
 		return exitAborted
 	}
+}
+
+// isSplitStatement says whether err is what lib/pq gets behind PgBouncer
+// in transaction pooling without binary_parameters: the Bind of an
+// unnamed statement reached a server connection that had not parsed it.
+func isSplitStatement(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && pe.Code == "26000" // invalid_sql_statement_name
 }
 
 // oneLine folds a multi-line error (a YAML decoder's list, a driver's
@@ -208,7 +220,22 @@ func openDB(ctx context.Context, e *env) (*sqlx.DB, error) {
 	} else if strings.Contains(dsn, "://") || !strings.Contains(dsn, "=") {
 		return nil, usagef("DATABASE_URL", "not a PostgreSQL URL (postgres://...) or keyword string (host=... dbname=...)")
 	}
-	conn, err := pq.NewConnector(dsn)
+	cfg, err := pq.NewConfig(dsn)
+	if err != nil {
+		return nil, usagef("DATABASE_URL", "cannot parse it: %s", e.redact(err.Error()))
+	}
+	// Behind PgBouncer in transaction pooling (docs/fleet.md): lib/pq
+	// sends a statement with parameters as Parse and Describe, waits for
+	// the reply, then sends Bind and Execute. Outside a transaction
+	// PgBouncer may hand the second half to another server connection,
+	// which never saw the statement: "unnamed prepared statement does not
+	// exist". binary_parameters=yes sends all four in one message, so the
+	// statement runs on one server connection. Unless the URL says
+	// otherwise.
+	if !strings.Contains(dsn, "binary_parameters") {
+		cfg.BinaryParameters = true
+	}
+	conn, err := pq.NewConnectorConfig(cfg)
 	if err != nil {
 		return nil, usagef("DATABASE_URL", "cannot parse it: %s", e.redact(err.Error()))
 	}
@@ -230,6 +257,10 @@ func openDB(ctx context.Context, e *env) (*sqlx.DB, error) {
 func registerSecrets(e *env) {
 	e.secrets.Reset()
 	e.secrets.Add(e.getenv("NOTICE_KEY_SECRET"))
+	e.secrets.Add(e.getenv("NOTICE_KEY_SECRET_PREVIOUS"))
+	for _, s := range strings.Split(e.getenv("NOTICE_KEY_SECRET_PREVIOUS"), ",") {
+		e.secrets.Add(strings.TrimSpace(s))
+	}
 	e.secrets.Add(e.getenv("AWS_SECRET_ACCESS_KEY"))
 	e.secrets.Add(e.getenv("AWS_SESSION_TOKEN"))
 	for _, v := range []string{"POSTMARK_SERVER_TOKEN", "MAILGUN_API_KEY", "SENDGRID_API_KEY", "TWILIO_AUTH_TOKEN",
@@ -277,6 +308,32 @@ func secret(e *env) ([]byte, error) {
 		return nil, usagef("NOTICE_KEY_SECRET", "too short (%d bytes): it must be at least %d bytes", len(s), notice.MinSecretLen)
 	}
 	return []byte(s), nil
+}
+
+// previousSecrets reads NOTICE_KEY_SECRET_PREVIOUS: the earlier secrets
+// of a rotation, comma-separated, each at least notice.MinSecretLen bytes
+// (none when unset). The suppression list matches an address under each
+// of them too (docs/fleet.md, Secret rotation). An error names the
+// variable and the secret's position, never the secret.
+func previousSecrets(e *env, current []byte) ([][]byte, error) {
+	v := e.getenv("NOTICE_KEY_SECRET_PREVIOUS")
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	var out [][]byte
+	for i, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		switch {
+		case s == "":
+			return nil, usagef("NOTICE_KEY_SECRET_PREVIOUS", "secret %d is empty: give the earlier secrets separated by commas", i+1)
+		case len(s) < notice.MinSecretLen:
+			return nil, usagef("NOTICE_KEY_SECRET_PREVIOUS", "secret %d is too short (%d bytes): each must be at least %d bytes", i+1, len(s), notice.MinSecretLen)
+		case s == string(current):
+			return nil, usagef("NOTICE_KEY_SECRET_PREVIOUS", "secret %d is NOTICE_KEY_SECRET itself: list only earlier secrets", i+1)
+		}
+		out = append(out, []byte(s))
+	}
+	return out, nil
 }
 
 func newRunID(now time.Time) string {

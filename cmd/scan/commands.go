@@ -162,10 +162,13 @@ func cmdRun(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags) error {
 	defer closeSender()
 	if f.dryRun {
 		d, err := sc.DryRun(ctx)
-		if err != nil {
+		if err != nil && d.WouldRefuse == "" {
 			return err
 		}
-		return json.NewEncoder(e.stdout).Encode(d)
+		if encErr := json.NewEncoder(e.stdout).Encode(d); encErr != nil {
+			return encErr
+		}
+		return err // a pass would refuse: exit 4, as it would
 	}
 	if f.shadow {
 		d, err := sc.Shadow(ctx)
@@ -211,7 +214,7 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 		return nil, nil, nil, err
 	}
 	sc, err = scan.New(db, sender, ps.renderer, passLog, scan.Config{
-		Policy: ps.pol, Secret: ps.secret, Source: src, RunID: runID, Now: now,
+		Policy: ps.pol, Secret: ps.secret, PreviousSecrets: ps.previous, Source: src, RunID: runID, Now: now,
 		MaxMint: maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
 		MaxDuration: ps.maxDuration, Hooks: obs.Hooks(failpointHooks()), Schedule: ps.schedule,
 		SMS: smsSender(ps.sms),
@@ -242,6 +245,7 @@ func openSource(ctx context.Context, db *sqlx.DB, pol *policy.Policy, relation s
 type preparedPass struct {
 	pol                  *policy.Policy
 	secret               []byte
+	previous             [][]byte // NOTICE_KEY_SECRET_PREVIOUS
 	renderer             *message.Renderer
 	shard, shards        int
 	redirect, senderName string
@@ -302,6 +306,9 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 func (p *preparedPass) passSettings(e *env, fs *pflag.FlagSet, f *runFlags) error {
 	var err error
 	if p.secret, err = secret(e); err != nil {
+		return err
+	}
+	if p.previous, err = previousSecrets(e, p.secret); err != nil {
 		return err
 	}
 	if p.shard, p.shards, err = f.shardOf(e); err != nil {

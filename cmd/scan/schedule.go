@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"scan/internal/ledger"
 	"scan/internal/policy"
 	"scan/internal/scan"
 	"scan/internal/schedule"
@@ -19,7 +20,8 @@ import (
 // PostgreSQL advisory lock that keeps two schedulers on two hosts from
 // running passes at once). It prints each pass's summary on stdout, like
 // `scan run`. SIGTERM stops the pass in flight at its next batch boundary
-// and exits 0; a configuration error of a pass ends it with exit 2.
+// and exits 0; a configuration error of a pass ends it with exit 2, and a
+// pass's refusal (restore or failover detected) with exit 4.
 //
 // The expression is evaluated in UTC unless it starts with CRON_TZ=Zone,
 // as the policy's window check assumes; the schedule package says what
@@ -74,7 +76,10 @@ func cmdSchedule(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags, ex
 			_ = enc.Encode(sum)
 			var ce *scan.ConfigError
 			var se *subscription.ConfigError
-			if errors.As(err, &ce) || errors.As(err, &se) {
+			// A refusal (the ledger's database restored or failed over)
+			// ends the scheduler with exit 4, as `scan run`: no later
+			// firing can pass before `scan recover`.
+			if errors.As(err, &ce) || errors.As(err, &se) || errors.Is(err, ledger.ErrRestored) {
 				return schedule.Stop(err)
 			}
 			if ctx.Err() != nil {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,7 +64,7 @@ func suppressOne(ctx context.Context, e *env, verb, emailArg, phoneArg, reasonAr
 	if strings.TrimSpace(*reason) == "" {
 		return usagef("--reason", "required: say why; it is recorded")
 	}
-	h, err := addressHasher(e)
+	h, prev, err := addressHashers(e)
 	if err != nil {
 		return err
 	}
@@ -72,19 +74,32 @@ func suppressOne(ctx context.Context, e *env, verb, emailArg, phoneArg, reasonAr
 	}
 	defer db.Close()
 	d := h.Digest(channel, norm)
+	var pd [][]byte // the address's digests under the previous secrets
+	for _, p := range prev {
+		pd = append(pd, p.Digest(channel, norm))
+	}
 	out := map[string]any{"channel": channel, "digest": digestPrefix(d)}
 	if verb == "remove" {
-		removed, err := ledger.SuppressionRemove(ctx, db, channel, d)
+		// Every entry of the address goes, whichever secret keyed it.
+		removed, err := ledger.SuppressionRemove(ctx, db, channel, append([][]byte{d}, pd...))
 		if err != nil {
 			return err
 		}
 		out["removed"] = removed
 	} else {
-		n, err := ledger.SuppressionAdd(ctx, db, e.clockNow().UTC(), []ledger.Suppression{{Channel: channel, Digest: d, Reason: *reason, Source: ledger.SuppressedByOperator}})
+		// An entry under a previous secret is re-keyed, keeping its
+		// reason, source and time; else the address is added.
+		hit, err := ledger.SuppressionMatchRekey(ctx, db, channel, [][]byte{d}, [][][]byte{pd}, h.KeyID())
+		if err != nil {
+			return err
+		}
+		n, err := ledger.SuppressionAdd(ctx, db, e.clockNow().UTC(), []ledger.Suppression{{Channel: channel, Digest: d, Reason: *reason,
+			Source: ledger.SuppressedByOperator, KeyID: h.KeyID()}})
 		if err != nil {
 			return err
 		}
 		out["added"] = n == 1
+		out["already_listed"] = n == 0 && hit[0]
 	}
 	return json.NewEncoder(e.stdout).Encode(out)
 }
@@ -92,13 +107,18 @@ func suppressOne(ctx context.Context, e *env, verb, emailArg, phoneArg, reasonAr
 // suppressListFlags declares scan suppress list's flags.
 func suppressListFlags(fs *pflag.FlagSet) runFunc {
 	limit := fs.Int("limit", 1000, "print at most N entries, oldest first (the counts per channel go to stderr)")
+	onlyPrev := fs.Bool("previous", false, "only the entries still keyed under a secret of NOTICE_KEY_SECRET_PREVIOUS")
 	out := cli.OutputFlag(fs, false)
-	return func(ctx context.Context, e *env, _ []string) error { return suppressList(ctx, e, limit, out) }
+	return func(ctx context.Context, e *env, _ []string) error { return suppressList(ctx, e, limit, onlyPrev, out) }
 }
 
 // suppressList prints the entries without addresses: the digest's first
-// 12 hex characters tell entries apart.
-func suppressList(ctx context.Context, e *env, limit *int, out *cli.Output) error {
+// 12 hex characters tell entries apart. With NOTICE_KEY_SECRET set, each
+// says which secret keys it ("key": current, previous (one of
+// NOTICE_KEY_SECRET_PREVIOUS), other or unknown); --previous prints only
+// those still keyed under a previous secret, the ones a rotation has not
+// yet re-keyed.
+func suppressList(ctx context.Context, e *env, limit *int, onlyPrev *bool, out *cli.Output) error {
 	format, err := outputFormat(e, out)
 	if err != nil {
 		return err
@@ -106,28 +126,77 @@ func suppressList(ctx context.Context, e *env, limit *int, out *cli.Output) erro
 	if *limit < 1 {
 		return usagef("--limit", "must be at least 1")
 	}
+	label, prevIDs, err := keyLabels(e, *onlyPrev)
+	if err != nil {
+		return err
+	}
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	list, err := ledger.SuppressionList(ctx, db, *limit)
-	if err != nil {
-		return err
+	var list []ledger.Suppressed
+	if !*onlyPrev || len(prevIDs) > 0 {
+		if list, err = ledger.SuppressionList(ctx, db, *limit, prevIDs...); err != nil {
+			return err
+		}
 	}
-	l := &cli.Listing{Header: []string{"channel", "digest", "reason", "source", "notice_key", "created_at"}, Empty: "the suppression list is empty"}
+	l := &cli.Listing{Header: []string{"channel", "digest", "reason", "source", "notice_key", "created_at", "key"}, Empty: "the suppression list is empty"}
 	for _, s := range list {
-		l.Records = append(l.Records, s)
-		l.Cells = append(l.Cells, []string{s.Channel, s.Digest, s.Reason, s.Source, s.NoticeKey, s.CreatedAt.UTC().Format(time.RFC3339)})
+		key := label(s.KeyID)
+		l.Records = append(l.Records, listedEntry{s, key})
+		l.Cells = append(l.Cells, []string{s.Channel, s.Digest, s.Reason, s.Source, s.NoticeKey, s.CreatedAt.UTC().Format(time.RFC3339), key})
 	}
 	if err := l.Print(e.stdout, format); err != nil {
 		return err
 	}
-	counts, err := ledger.SuppressionCount(ctx, db)
+	counts, err := ledger.SuppressionCountByKey(ctx, db)
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(e.stderr).Encode(map[string]any{"total": counts})
+	total, byKey := map[string]int{}, map[string]int{}
+	for _, c := range counts {
+		total[c.Channel] += c.Count
+		if l := label(c.KeyID); l != "" {
+			byKey[l] += c.Count
+		}
+	}
+	return json.NewEncoder(e.stderr).Encode(map[string]any{"total": total, "by_key": byKey})
+}
+
+// listedEntry is an entry as `scan suppress list` prints it.
+type listedEntry struct {
+	ledger.Suppressed
+	Key string `json:"key,omitempty"`
+}
+
+// keyLabels returns the function that names the secret a key id is of
+// (current, previous, other, unknown; "" without NOTICE_KEY_SECRET), and
+// the previous secrets' ids (hex). --previous needs the secrets.
+func keyLabels(e *env, need bool) (func(string) string, []string, error) {
+	if e.getenv("NOTICE_KEY_SECRET") == "" && !need {
+		return func(string) string { return "" }, nil, nil
+	}
+	h, prev, err := addressHashers(e)
+	if err != nil {
+		return nil, nil, err
+	}
+	cur := hex.EncodeToString(h.KeyID())
+	ids := []string{}
+	for _, p := range prev {
+		ids = append(ids, hex.EncodeToString(p.KeyID()))
+	}
+	return func(id string) string {
+		switch {
+		case id == "":
+			return "unknown"
+		case id == cur:
+			return "current"
+		case slices.Contains(ids, id):
+			return "previous"
+		}
+		return "other"
+	}, ids, nil
 }
 
 // suppressImportFlags declares scan suppress import's flags.
@@ -184,11 +253,34 @@ func suppressImport(ctx context.Context, e *env, from, channel, reason *string) 
 
 // addressHasher returns the suppression list's hasher from NOTICE_KEY_SECRET.
 func addressHasher(e *env) (*notice.AddressHasher, error) {
+	h, _, err := addressHashers(e)
+	return h, err
+}
+
+// addressHashers returns the suppression list's hasher from
+// NOTICE_KEY_SECRET and those from NOTICE_KEY_SECRET_PREVIOUS.
+func addressHashers(e *env) (*notice.AddressHasher, []*notice.AddressHasher, error) {
 	sec, err := secret(e)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return notice.NewAddressHasher(sec)
+	prevs, err := previousSecrets(e, sec)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := notice.NewAddressHasher(sec)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []*notice.AddressHasher
+	for _, p := range prevs {
+		ph, err := notice.NewAddressHasher(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, ph)
+	}
+	return h, out, nil
 }
 
 func digestPrefix(d []byte) string {

@@ -37,6 +37,11 @@ type Claim struct {
 	// (notice.AddressHasher.Digest), kept so that a hard bounce or
 	// complaint settled later suppresses the address; nil for none.
 	AddressHMAC []byte
+	// PreviousHMACs are the same address's digests under each previous
+	// secret (NOTICE_KEY_SECRET_PREVIOUS), for the suppression probe: an
+	// entry found under one is re-recorded under AddressHMAC in the claim
+	// statement (see noticeSuppressionRekey). Empty without a rotation.
+	PreviousHMACs [][]byte
 }
 
 // Won is a row that a claim statement inserted or re-claimed. Its
@@ -76,6 +81,11 @@ type ClaimOptions struct {
 	// is recorded failed (ReasonSuppressed) instead of claimed, and
 	// returned with Won.Suppressed. Without it nothing is probed.
 	Suppression bool
+	// KeyID names the secret the batch's digests are keyed under
+	// (notice.AddressHasher.KeyID): an entry the probe finds under a
+	// previous digest (Claim.PreviousHMACs) is re-recorded under the
+	// current one with it.
+	KeyID []byte
 }
 
 // Insert claims a batch of notices to send (opt.State Claimed), in one
@@ -117,12 +127,13 @@ func insertBatch(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, clai
 	}
 	a := claimArrays(claims)
 	k32 := key32Array(claims)
+	prev, rekey := previousArray(opt.Suppression && opt.State == Claimed, len(claims), func(i int) [][]byte { return claims[i].PreviousHMACs })
 	var out []Won
 	err := durably(ctx, db, func(q sqlx.ExtContext) error {
 		return sqlx.SelectContext(ctx, q, &out, noticeClaim,
 			a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
 			string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo, a[10], a[11], opt.Channel, a[12], k32,
-			opt.Suppression, ReasonSuppressed)
+			opt.Suppression, ReasonSuppressed, prev, rekey, hex.EncodeToString(opt.KeyID))
 	})
 	if err != nil {
 		return nil, err
@@ -221,6 +232,37 @@ func claimArrays(claims []Claim) [13]any {
 	return out
 }
 
+// previousArray returns the text[] literal of the previous digests of n
+// claims or digests (prev(i), each list as its hex digests joined by
+// commas, "" for none) that the suppression probe's re-keying reads, and
+// whether any claim has one; with probe false, or no previous digest, it
+// is "{}" and false, and the statement folds the re-keying away.
+func previousArray(probe bool, n int, prev func(i int) [][]byte) (string, bool) {
+	found := false
+	for i := 0; probe && i < n && !found; i++ {
+		found = len(prev(i)) > 0
+	}
+	if !found {
+		return "{}", false
+	}
+	b := make([]byte, 0, 2+n*(3+65*len(prev(0))))
+	b = append(b, '{')
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		for j, d := range prev(i) {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = hex.AppendEncode(b, d)
+		}
+		b = append(b, '"')
+	}
+	return string(append(b, '}')), true
+}
+
 // key32Array returns the array literal of the first 32 characters of each
 // claim's key: what the claim's second witness looks the unmatched
 // evidence up by. A key shorter than 32 stays whole (it matches nothing).
@@ -258,7 +300,7 @@ func appendArrayEscaped(b []byte, s string) []byte {
 // It probes no suppression list (see ReclaimUnlessSuppressed).
 func Reclaim(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, keys []string) ([]Won, error) {
 	opt.Suppression = false
-	return ReclaimUnlessSuppressed(ctx, db, opt, keys, nil)
+	return ReclaimUnlessSuppressed(ctx, db, opt, keys, nil, nil)
 }
 
 // ReclaimUnlessSuppressed is Reclaim with the suppression probe of
@@ -266,7 +308,11 @@ func Reclaim(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, keys []s
 // address the pass would now send keys[i] to (nil for none). A row whose
 // digest is on opt.Channel's list is failed with ReasonSuppressed instead
 // of re-claimed, and returned with Won.Suppressed.
-func ReclaimUnlessSuppressed(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, keys []string, digests [][]byte) ([]Won, error) {
+//
+// previous[i], when given, are keys[i]'s recipient's digests under each
+// previous secret: an entry found under one of them is re-recorded under
+// digests[i] in the same statement (noticeSuppressionRekey).
+func ReclaimUnlessSuppressed(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, keys []string, digests [][]byte, previous [][][]byte) ([]Won, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -278,10 +324,11 @@ func ReclaimUnlessSuppressed(ctx context.Context, db sqlx.ExtContext, opt ClaimO
 			}
 		}
 	}
+	prev, rekey := previousArray(opt.Suppression && len(previous) == len(keys), len(keys), func(i int) [][]byte { return previous[i] })
 	var out []Won
 	err := durably(ctx, db, func(q sqlx.ExtContext) error {
 		return sqlx.SelectContext(ctx, q, &out, noticeReclaim, pq.Array(keys), opt.Now.UTC(), opt.RunID, opt.RedirectTo,
-			pq.Array(h), opt.Suppression, opt.Channel, ReasonSuppressed)
+			pq.Array(h), opt.Suppression, opt.Channel, ReasonSuppressed, prev, rekey, hex.EncodeToString(opt.KeyID))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reclaim retries: %w", err)

@@ -114,6 +114,20 @@ var ErrNoTimeline = errors.New("the server does not tell its WAL timeline")
 // refuses nothing. Where the server does not tell its timeline it returns
 // ErrNoTimeline: the caller goes on unchecked.
 func CheckPass(ctx context.Context, db sqlx.QueryerContext, runID string, now time.Time) (Where, error) {
+	return checkEpoch(ctx, db, true, runID, now)
+}
+
+// CheckTimeline is CheckPass that records nothing (neither the pass's
+// epoch nor a switchover's): the dry run's check, which runs in a
+// read-only transaction. It returns a *RestoredError where a pass now
+// would refuse, Where.Switchover where it would go on across a lossless
+// switchover, ErrNoTimeline where the server does not tell its timeline.
+func CheckTimeline(ctx context.Context, db sqlx.QueryerContext) (Where, error) {
+	return checkEpoch(ctx, db, false, "", time.Time{})
+}
+
+// checkEpoch is CheckPass, and with record false CheckTimeline.
+func checkEpoch(ctx context.Context, db sqlx.QueryerContext, record bool, runID string, now time.Time) (Where, error) {
 	var here Where
 	var recorded bool
 	var last struct {
@@ -125,7 +139,11 @@ func CheckPass(ctx context.Context, db sqlx.QueryerContext, runID string, now ti
 		RecordedAt *time.Time `db:"recorded_at"`
 		Witness
 	}
-	rows, err := db.QueryxContext(ctx, noticeEpochCheckPass, runID, now.UTC())
+	stmt, args := noticeEpochCheckOnly, []any(nil)
+	if record {
+		stmt, args = noticeEpochCheckPass, []any{runID, now.UTC()}
+	}
+	rows, err := db.QueryxContext(ctx, stmt, args...)
 	if err != nil {
 		return Where{}, epochErr(err)
 	}
@@ -158,6 +176,10 @@ func CheckPass(ctx context.Context, db sqlx.QueryerContext, runID string, now ti
 	if sw == nil {
 		re.Why = why
 		return here, re
+	}
+	if !record {
+		here.Switchover = sw
+		return here, nil
 	}
 	if err := recordSwitchover(ctx, db, runID, *sw, now); err != nil {
 		return here, err

@@ -87,16 +87,24 @@ const (
 // MigrationTable is the table in which goose records applied migrations.
 const MigrationTable = "scan_migrations"
 
-// Migrate applies the embedded migrations in sql/. It holds a PostgreSQL
-// advisory lock while it works, so several processes (an init container
-// per pod) may run it at once; it is idempotent.
+// MigrationLockTable is the table of goose's lock lease (created by goose
+// on first use).
+const MigrationLockTable = "scan_migrations_lock"
+
+// Migrate applies the embedded migrations in sql/. It holds a lock while
+// it works, so several processes (an init container per pod) may run it
+// at once; it is idempotent. The lock is goose's lease row
+// (MigrationLockTable: a holder id and an expiry renewed every 5s, 30s
+// lease), not a session-level advisory lock, so that it holds behind
+// PgBouncer in transaction pooling (docs/fleet.md), and a crashed holder's
+// lease runs out by itself.
 func Migrate(ctx context.Context, db *sql.DB) (applied int, err error) {
-	locker, err := lock.NewPostgresSessionLocker()
+	locker, err := lock.NewPostgresTableLocker(lock.WithTableName(MigrationLockTable))
 	if err != nil {
 		return 0, fmt.Errorf("migrate: %w", err)
 	}
 	p, err := goose.NewProvider(goose.DialectPostgres, db, schema.Migrations,
-		goose.WithSessionLocker(locker),
+		goose.WithLocker(locker),
 		goose.WithTableName(MigrationTable),
 		goose.WithDisableGlobalRegistry(true),
 	)

@@ -47,8 +47,31 @@ package ledger
 // as in noticeSuppressionMatch, so that the planner takes the hash index.
 // With $20 false (an empty list at the pass's start) the probe is folded
 // away at plan time.
+//
+// Across a secret rotation (issue 38; see noticeSuppressionRekey): $22
+// (text[], parallel to $18) holds each claim's digests under the previous
+// secrets, hex joined by commas; with $23 true, an entry found under one
+// of them is re-recorded under the claim's current digest, with key id
+// $24 (hex), by rekey, rekeyed and unkeyed, and the claim is listed. With
+// $23 false (no previous secret) they are folded away at plan time.
 const noticeClaim = `
-WITH ins AS (
+WITH rekey AS MATERIALIZED (
+    SELECT DISTINCT ON (s.channel, s.address_hmac)
+           s.channel, s.address_hmac AS old, decode(r.h, 'hex') AS new,
+           s.reason, s.source, s.notice_key, s.created_at
+    FROM unnest($18::text[], $22::text[]) AS r(h, prev)
+    CROSS JOIN LATERAL unnest(string_to_array(NULLIF(r.prev, ''), ',')) AS p(h)
+    JOIN notice_suppression s ON s.address_hmac = decode(p.h, 'hex')
+    WHERE $23::boolean AND r.h <> '' AND p.h <> r.h
+      AND s.channel = COALESCE(NULLIF($17, ''), 'email')),
+rekeyed AS (
+    INSERT INTO notice_suppression (channel, address_hmac, reason, source, notice_key, created_at, key_id)
+    SELECT channel, new, reason, source, notice_key, created_at, decode(NULLIF($24, ''), 'hex') FROM rekey
+    ON CONFLICT DO NOTHING),
+unkeyed AS (
+    DELETE FROM notice_suppression s USING rekey k
+    WHERE s.channel = k.channel AND s.address_hmac = k.old),
+ins AS (
 INSERT INTO notice_ledger AS l (
     notice_key, subscription_id, kind, period_start, revision, state,
     claimed_at, run_id, renews_at, window_closes_at, domain, message_id,
@@ -67,9 +90,10 @@ SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision
        CASE WHEN w.n > 0 THEN COALESCE(w.at, $12) END, w.provider_id,
        CASE WHEN w.n > 0 THEN 'witness' END, CASE WHEN w.n > 0 OR c.listed THEN $12::timestamptz END,
        CASE WHEN c.listed THEN $21::text END
-FROM (SELECT a.*, $20::boolean AND $11 = 'claimed' AND COALESCE(NULLIF($17, ''), 'email') IN (
+FROM (SELECT a.*, $20::boolean AND $11 = 'claimed' AND (COALESCE(NULLIF($17, ''), 'email') IN (
              SELECT s.channel FROM notice_suppression s
-             WHERE s.address_hmac = decode(NULLIF(a.address_hmac, ''), 'hex')) AS listed
+             WHERE s.address_hmac = decode(NULLIF(a.address_hmac, ''), 'hex'))
+             OR ($23::boolean AND decode(NULLIF(a.address_hmac, ''), 'hex') IN (SELECT k.new FROM rekey k))) AS listed
       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
                   $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
                   $15::text[], $16::text[], $18::text[])
@@ -142,16 +166,39 @@ SELECT set_config('synchronous_commit',
 // and the two updates take disjoint rows: a statement must not update a
 // row twice. With $6 false, listed is folded away at plan time.
 //
+// Across a secret rotation, as in noticeClaim: with $10 true, an entry
+// found under one of a row's previous digests ($9, parallel to $5, hex
+// joined by commas) is re-recorded under $5's with key id $11 (hex), and
+// the row is listed.
+//
 // $1 keys, $2 claimed_at (the pass's now), $3 run id, $4 redirect or the
 // empty string, $5 digests (hex, text[]), $6 probe (boolean), $7 channel
-// (empty is email), $8 reason.
+// (empty is email), $8 reason, $9 previous digests (text[]), $10 re-key
+// (boolean), $11 key id (hex).
 const noticeReclaim = `
-WITH listed AS MATERIALIZED (
+WITH rekey AS MATERIALIZED (
+    SELECT DISTINCT ON (s.channel, s.address_hmac)
+           s.channel, s.address_hmac AS old, decode(r.h, 'hex') AS new,
+           s.reason, s.source, s.notice_key, s.created_at
+    FROM unnest($5::text[], $9::text[]) AS r(h, prev)
+    CROSS JOIN LATERAL unnest(string_to_array(NULLIF(r.prev, ''), ',')) AS p(h)
+    JOIN notice_suppression s ON s.address_hmac = decode(p.h, 'hex')
+    WHERE $10::boolean AND r.h <> '' AND p.h <> r.h
+      AND s.channel = COALESCE(NULLIF($7, ''), 'email')),
+rekeyed AS (
+    INSERT INTO notice_suppression (channel, address_hmac, reason, source, notice_key, created_at, key_id)
+    SELECT channel, new, reason, source, notice_key, created_at, decode(NULLIF($11, ''), 'hex') FROM rekey
+    ON CONFLICT DO NOTHING),
+unkeyed AS (
+    DELETE FROM notice_suppression s USING rekey k
+    WHERE s.channel = k.channel AND s.address_hmac = k.old),
+listed AS MATERIALIZED (
     SELECT r.notice_key
     FROM unnest($1::text[], $5::text[]) AS r(notice_key, h)
-    WHERE $6::boolean AND COALESCE(NULLIF($7, ''), 'email') IN (
+    WHERE $6::boolean AND (COALESCE(NULLIF($7, ''), 'email') IN (
         SELECT s.channel FROM notice_suppression s
-        WHERE s.address_hmac = decode(NULLIF(r.h, ''), 'hex'))),
+        WHERE s.address_hmac = decode(NULLIF(r.h, ''), 'hex'))
+        OR ($10::boolean AND decode(NULLIF(r.h, ''), 'hex') IN (SELECT k.new FROM rekey k)))),
 failed AS (
     UPDATE notice_ledger
     SET state = 'failed', last_error = $8::text, updated_at = $2
@@ -616,33 +663,53 @@ WHERE state = 'retry'`
 // noticeSuppressionAdd puts a batch of digests on the suppression list; a
 // digest already on it for that channel keeps its first row and is absent
 // from the result. $1 channels, $2 digests (hex), $3 reasons, $4 sources,
-// $5 notice keys (empty for none) (text[] each), $6 created_at.
+// $5 notice keys (empty for none), $7 key ids (hex, empty for NULL)
+// (text[] each), $6 created_at.
 const noticeSuppressionAdd = `
-INSERT INTO notice_suppression (channel, address_hmac, reason, source, notice_key, created_at)
-SELECT x.channel, decode(x.h, 'hex'), x.reason, x.source, NULLIF(x.notice_key, ''), $6
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
-     AS x(channel, h, reason, source, notice_key)
+INSERT INTO notice_suppression (channel, address_hmac, reason, source, notice_key, created_at, key_id)
+SELECT x.channel, decode(x.h, 'hex'), x.reason, x.source, NULLIF(x.notice_key, ''), $6,
+       decode(NULLIF(x.key_id, ''), 'hex')
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $7::text[])
+     AS x(channel, h, reason, source, notice_key, key_id)
 ON CONFLICT DO NOTHING
 RETURNING 1`
 
-// noticeSuppressionRemove takes one digest of one channel off the list.
-// $1 channel, $2 digest (bytea).
+// noticeSuppressionRemove takes digests of one channel off the list (an
+// address's under the current secret and each previous one) and returns
+// one row per entry removed. $1 channel, $2 digests (bytea[]).
 const noticeSuppressionRemove = `
-DELETE FROM notice_suppression WHERE channel = $1 AND address_hmac = $2`
+DELETE FROM notice_suppression WHERE channel = $1 AND address_hmac = ANY($2::bytea[])
+RETURNING 1`
 
 // noticeSuppressionList returns the list, oldest first, each digest as its
 // first 12 hex characters (enough to tell entries apart; the address is
-// not recoverable from it), at most $1 rows.
+// not recoverable from it) with the id of the secret it is keyed under
+// (hex, empty when unknown), at most $1 rows; with $2 (text[], hex) not
+// empty, only the entries keyed under one of those ids.
 const noticeSuppressionList = `
 SELECT channel, left(encode(address_hmac, 'hex'), 12) AS digest, reason, source,
-       COALESCE(notice_key, '') AS notice_key, created_at
+       COALESCE(notice_key, '') AS notice_key, created_at, COALESCE(encode(key_id, 'hex'), '') AS key_id
 FROM notice_suppression
+WHERE cardinality($2::text[]) = 0 OR encode(key_id, 'hex') = ANY($2::text[])
 ORDER BY created_at, channel, address_hmac
 LIMIT $1`
 
 // noticeSuppressionCount counts the list's entries by channel.
 const noticeSuppressionCount = `
 SELECT channel, count(*) AS count FROM notice_suppression GROUP BY channel ORDER BY channel`
+
+// noticeSuppressionCountByKey counts the list's entries by channel and the
+// id of the secret they are keyed under (hex, empty when unknown).
+const noticeSuppressionCountByKey = `
+SELECT channel, COALESCE(encode(key_id, 'hex'), '') AS key_id, count(*) AS count
+FROM notice_suppression GROUP BY 1, 2 ORDER BY 1, 2`
+
+// noticeSuppressionAnyNotUnder reports whether channel $1's list has an
+// entry not keyed under key id $2 (bytea): NULL (unknown) counts. A pass
+// with previous secrets asks once; it stops at the first such entry, and
+// reads the whole list only when every entry is the current secret's.
+const noticeSuppressionAnyNotUnder = `
+SELECT EXISTS (SELECT 1 FROM notice_suppression WHERE channel = $1 AND key_id IS DISTINCT FROM $2::bytea)`
 
 // noticeSuppressionMatch returns the 1-based positions in $2 (bytea[]) of
 // the digests on channel $1's list: one statement per batch of a pass,
@@ -651,11 +718,40 @@ SELECT channel, count(*) AS count FROM notice_suppression GROUP BY channel ORDER
 // the sub-select on purpose: written as "s.channel = $1 AND ..." inside
 // it, the planner prefers an index-only scan of the primary key (channel,
 // address_hmac). The index is lossy; PostgreSQL re-checks the digest on
-// the row, so only an exact digest of that channel matches.
+// the row, so only an exact digest of that channel matches. It writes
+// nothing: the dry run's read-only transaction runs it.
 const noticeSuppressionMatch = `
 SELECT x.i::int
 FROM unnest($2::bytea[]) WITH ORDINALITY AS x(h, i)
 WHERE $1 IN (SELECT s.channel FROM notice_suppression s WHERE s.address_hmac = x.h)`
+
+// noticeSuppressionMatchRekey is noticeSuppressionMatch across a secret
+// rotation (issue 38), as in noticeClaim: $2 holds the digests as hex
+// (text[], empty for none), and an entry found under one of an element's
+// previous digests ($3, parallel to $2, hex joined by commas) is
+// re-recorded under its $2 digest with key id $4 (hex) by rekey, rekeyed
+// and unkeyed, and the element matches.
+const noticeSuppressionMatchRekey = `
+WITH rekey AS MATERIALIZED (
+    SELECT DISTINCT ON (s.channel, s.address_hmac)
+           s.channel, s.address_hmac AS old, decode(r.h, 'hex') AS new,
+           s.reason, s.source, s.notice_key, s.created_at
+    FROM unnest($2::text[], $3::text[]) AS r(h, prev)
+    CROSS JOIN LATERAL unnest(string_to_array(NULLIF(r.prev, ''), ',')) AS p(h)
+    JOIN notice_suppression s ON s.address_hmac = decode(p.h, 'hex')
+    WHERE r.h <> '' AND p.h <> r.h AND s.channel = $1),
+rekeyed AS (
+    INSERT INTO notice_suppression (channel, address_hmac, reason, source, notice_key, created_at, key_id)
+    SELECT channel, new, reason, source, notice_key, created_at, decode(NULLIF($4, ''), 'hex') FROM rekey
+    ON CONFLICT DO NOTHING),
+unkeyed AS (
+    DELETE FROM notice_suppression s USING rekey k
+    WHERE s.channel = k.channel AND s.address_hmac = k.old)
+SELECT x.i::int
+FROM unnest($2::text[]) WITH ORDINALITY AS x(h, i)
+WHERE x.h <> ''
+  AND ($1 IN (SELECT s.channel FROM notice_suppression s WHERE s.address_hmac = decode(x.h, 'hex'))
+       OR decode(x.h, 'hex') IN (SELECT k.new FROM rekey k))`
 
 // noticeSuppressionFromLedger puts on the list the recipients of the
 // notices named in $1 (keys), each with its reason $2 and source $3
@@ -773,6 +869,26 @@ ins AS (
                         AND (last.timeline <> here.timeline OR last.lsn > here.lsn))
     RETURNING id)
 SELECT here.timeline, here.lsn::text AS lsn, here.system_id, EXISTS (SELECT 1 FROM ins) AS recorded,
+       last.id, last.kind, last.run_id, last.timeline AS last_timeline, last.lsn::text AS last_lsn,
+       last.recorded_at, last.sync_standbys, last.sync_commit, last.system_id AS last_system_id
+FROM here LEFT JOIN last ON true`
+
+// noticeEpochCheckOnly is noticeEpochCheckPass that records nothing (the
+// dry run's, in its read-only transaction): recorded says whether a pass
+// would record its epoch, false when it would refuse or judge a switch.
+// No parameter.
+const noticeEpochCheckOnly = `
+WITH here AS (
+    SELECT ('x' || lpad(left(pg_walfile_name(pg_current_wal_lsn()), 8), 16, '0'))::bit(64)::bigint AS timeline,
+           pg_current_wal_lsn() AS lsn,
+           (SELECT system_identifier::text FROM pg_control_system()) AS system_id),
+last AS (
+    SELECT id, kind, run_id, timeline, lsn, recorded_at, sync_standbys, sync_commit, system_id
+    FROM notice_ledger_epoch ORDER BY id DESC LIMIT 1)
+SELECT here.timeline, here.lsn::text AS lsn, here.system_id,
+       NOT EXISTS (SELECT 1 FROM last
+                   WHERE last.timeline IS NOT NULL
+                     AND (last.timeline <> here.timeline OR last.lsn > here.lsn)) AS recorded,
        last.id, last.kind, last.run_id, last.timeline AS last_timeline, last.lsn::text AS last_lsn,
        last.recorded_at, last.sync_standbys, last.sync_commit, last.system_id AS last_system_id
 FROM here LEFT JOIN last ON true`

@@ -36,6 +36,7 @@ type Suppression struct {
 	Reason    string
 	Source    string
 	NoticeKey string // the notice whose evidence added it; "" for none
+	KeyID     []byte // the secret Digest is keyed under (notice.AddressHasher.KeyID); nil for unknown
 }
 
 // Suppressed is an entry as SuppressionList prints it: the digest's first
@@ -47,6 +48,10 @@ type Suppressed struct {
 	Source    string    `db:"source" json:"source"`
 	NoticeKey string    `db:"notice_key" json:"notice_key,omitempty"`
 	CreatedAt time.Time `db:"created_at" json:"created_at"`
+	// KeyID is the id of the secret the entry is keyed under
+	// (notice.AddressHasher.KeyID, hex), "" when unknown (an entry from
+	// before migration 0026, or copied by a settled bounce or complaint).
+	KeyID string `db:"key_id" json:"key_id"`
 }
 
 // SuppressionAdd puts entries on the list in one statement and returns how
@@ -56,8 +61,9 @@ func SuppressionAdd(ctx context.Context, db sqlx.ExtContext, now time.Time, entr
 	if len(entries) == 0 {
 		return 0, nil
 	}
-	var ch, h, reason, src, key []string
+	var ch, h, reason, src, key, kid []string
 	for _, e := range entries {
+		kid = append(kid, hex.EncodeToString(e.KeyID))
 		ch = append(ch, e.Channel)
 		h = append(h, hex.EncodeToString(e.Digest))
 		reason = append(reason, e.Reason)
@@ -66,29 +72,51 @@ func SuppressionAdd(ctx context.Context, db sqlx.ExtContext, now time.Time, entr
 	}
 	var out []int
 	err := sqlx.SelectContext(ctx, db, &out, noticeSuppressionAdd,
-		pq.Array(ch), pq.Array(h), pq.Array(reason), pq.Array(src), pq.Array(key), now.UTC())
+		pq.Array(ch), pq.Array(h), pq.Array(reason), pq.Array(src), pq.Array(key), now.UTC(), pq.Array(kid))
 	if err != nil {
 		return 0, fmt.Errorf("suppression add: %w", err)
 	}
 	return len(out), nil
 }
 
-// SuppressionRemove takes one digest of channel off the list and reports
-// whether it was there.
-func SuppressionRemove(ctx context.Context, db sqlx.ExecerContext, channel string, digest []byte) (bool, error) {
-	res, err := db.ExecContext(ctx, noticeSuppressionRemove, channel, digest)
-	if err != nil {
+// SuppressionRemove takes an address's digests of channel off the list
+// (its digest under the current secret and under each previous one) and
+// reports whether any was there.
+func SuppressionRemove(ctx context.Context, db sqlx.QueryerContext, channel string, digests [][]byte) (bool, error) {
+	var out []int
+	if err := sqlx.SelectContext(ctx, db, &out, noticeSuppressionRemove, channel, pq.ByteaArray(digests)); err != nil {
 		return false, fmt.Errorf("suppression remove: %w", err)
 	}
-	n, err := res.RowsAffected()
-	return n > 0, err
+	return len(out) > 0, nil
 }
 
-// SuppressionList returns up to limit entries, oldest first.
-func SuppressionList(ctx context.Context, db sqlx.QueryerContext, limit int) ([]Suppressed, error) {
+// SuppressionList returns up to limit entries, oldest first; with keyIDs,
+// only those keyed under one of them (hex ids, as Suppressed.KeyID).
+func SuppressionList(ctx context.Context, db sqlx.QueryerContext, limit int, keyIDs ...string) ([]Suppressed, error) {
 	var out []Suppressed
-	if err := sqlx.SelectContext(ctx, db, &out, noticeSuppressionList, limit); err != nil {
+	if keyIDs == nil {
+		keyIDs = []string{}
+	}
+	if err := sqlx.SelectContext(ctx, db, &out, noticeSuppressionList, limit, pq.Array(keyIDs)); err != nil {
 		return nil, fmt.Errorf("suppression list: %w", err)
+	}
+	return out, nil
+}
+
+// SuppressionKeyCount is how many entries of a channel are keyed under
+// one secret (KeyID, hex; "" for unknown).
+type SuppressionKeyCount struct {
+	Channel string `db:"channel"`
+	KeyID   string `db:"key_id"`
+	Count   int    `db:"count"`
+}
+
+// SuppressionCountByKey returns the number of entries per channel and
+// secret.
+func SuppressionCountByKey(ctx context.Context, db sqlx.QueryerContext) ([]SuppressionKeyCount, error) {
+	var out []SuppressionKeyCount
+	if err := sqlx.SelectContext(ctx, db, &out, noticeSuppressionCountByKey); err != nil {
+		return nil, fmt.Errorf("suppression count: %w", err)
 	}
 	return out, nil
 }
@@ -113,12 +141,33 @@ func SuppressionCount(ctx context.Context, db sqlx.QueryerContext) (map[string]i
 // are on the list (by index into digests; nil digests never are): one
 // statement for the whole batch.
 func SuppressionMatch(ctx context.Context, db sqlx.QueryerContext, channel string, digests [][]byte) ([]bool, error) {
+	return SuppressionMatchRekey(ctx, db, channel, digests, nil, nil)
+}
+
+// SuppressionMatchRekey is SuppressionMatch across a secret rotation:
+// previous[i] are digests[i]'s address's digests under each previous
+// secret, and an entry found under one of them is re-recorded under
+// digests[i], with keyID (notice.AddressHasher.KeyID), in the same
+// statement; that digest then matches. Without previous digests it is
+// SuppressionMatch's read-only statement.
+func SuppressionMatchRekey(ctx context.Context, db sqlx.QueryerContext, channel string, digests [][]byte, previous [][][]byte, keyID []byte) ([]bool, error) {
 	out := make([]bool, len(digests))
 	if len(digests) == 0 {
 		return out, nil
 	}
 	var pos []int
-	if err := sqlx.SelectContext(ctx, db, &pos, noticeSuppressionMatch, channel, pq.ByteaArray(digests)); err != nil {
+	prev, rekey := previousArray(len(previous) == len(digests), len(digests), func(i int) [][]byte { return previous[i] })
+	var err error
+	if rekey {
+		h := make([]string, len(digests))
+		for i, d := range digests {
+			h[i] = hex.EncodeToString(d)
+		}
+		err = sqlx.SelectContext(ctx, db, &pos, noticeSuppressionMatchRekey, channel, pq.Array(h), prev, hex.EncodeToString(keyID))
+	} else {
+		err = sqlx.SelectContext(ctx, db, &pos, noticeSuppressionMatch, channel, pq.ByteaArray(digests))
+	}
+	if err != nil {
 		return nil, fmt.Errorf("suppression match: %w", err)
 	}
 	for _, p := range pos {
@@ -230,6 +279,17 @@ func SuppressionAny(ctx context.Context, db sqlx.QueryerContext, channel string)
 	var ok bool
 	if err := sqlx.GetContext(ctx, db, &ok, noticeSuppressionAny, channel); err != nil {
 		return false, fmt.Errorf("suppression any: %w", err)
+	}
+	return ok, nil
+}
+
+// SuppressionAnyNotUnder reports whether channel's list has an entry not
+// keyed under keyID (another secret's, or unknown): while it has, a pass
+// with previous secrets probes them too. At most one read of the list.
+func SuppressionAnyNotUnder(ctx context.Context, db sqlx.QueryerContext, channel string, keyID []byte) (bool, error) {
+	var ok bool
+	if err := sqlx.GetContext(ctx, db, &ok, noticeSuppressionAnyNotUnder, channel, keyID); err != nil {
+		return false, fmt.Errorf("suppression keys: %w", err)
 	}
 	return ok, nil
 }

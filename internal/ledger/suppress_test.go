@@ -42,7 +42,7 @@ func TestSuppressionAddListRemoveMatch(t *testing.T) {
 	if err != nil || m[0] || !m[1] || m[2] {
 		t.Fatalf("match: %v, %v", m, err)
 	}
-	ok, err := ledger.SuppressionRemove(ctx, db, "email", digest("a"))
+	ok, err := ledger.SuppressionRemove(ctx, db, "email", [][]byte{digest("a")})
 	if err != nil || !ok {
 		t.Fatalf("remove: %v, %v", ok, err)
 	}
@@ -204,7 +204,7 @@ func TestReclaimProbesSuppression(t *testing.T) {
 	}
 	o := opt("r2")
 	o.Now, o.Suppression = t0.Add(time.Hour), true
-	won, err := ledger.ReclaimUnlessSuppressed(ctx, db, o, []string{a.Key, b.Key}, [][]byte{digest("gone@x"), digest("ok@x")})
+	won, err := ledger.ReclaimUnlessSuppressed(ctx, db, o, []string{a.Key, b.Key}, [][]byte{digest("gone@x"), digest("ok@x")}, nil)
 	if err != nil || len(won) != 2 {
 		t.Fatalf("re-claim: %+v, %v", won, err)
 	}
@@ -218,5 +218,80 @@ func TestReclaimProbesSuppression(t *testing.T) {
 	}
 	if r := get(t, db, b.Key); r.State != ledger.Claimed || r.Attempts != 2 {
 		t.Fatalf("re-claimed: %+v", r)
+	}
+}
+
+// keyedUnder returns the key id of the entry of digest d, "none" without.
+func keyedUnder(t *testing.T, db *sqlx.DB, d []byte) string {
+	t.Helper()
+	var out []string
+	if err := db.Select(&out, `SELECT COALESCE(encode(key_id, 'hex'), '') FROM notice_suppression WHERE address_hmac = $1`, d); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return out[0]
+}
+
+// Across a secret rotation (issue 38): an entry found under a previous
+// digest is re-recorded under the current one by the statement that found
+// it, keeping its reason and time: the retry re-claim's and the sms
+// stage's match. Entries not met stay as they are.
+func TestSuppressionRekeyedWhereFound(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	keyA, keyB := []byte{0xa, 0xa, 0xa, 0xa, 0xa, 0xa, 0xa, 0xa}, []byte{0xb, 0xb, 0xb, 0xb, 0xb, 0xb, 0xb, 0xb}
+	if _, err := ledger.SuppressionAdd(ctx, db, t0, []ledger.Suppression{
+		{Channel: "email", Digest: digest("A|gone@x"), Reason: "complaint", Source: ledger.SuppressedByEvidence, KeyID: keyA},
+		{Channel: "email", Digest: digest("A|other@x"), Reason: "complaint", Source: ledger.SuppressedByEvidence, KeyID: keyA},
+		{Channel: "sms", Digest: digest("A|+1"), Reason: "stop", Source: ledger.SuppressedByProvider, KeyID: keyA},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a, b := claim(1, 0), claim(2, 0)
+	if _, err := ledger.Insert(ctx, db, opt("r1"), []ledger.Claim{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	var outs []ledger.Outcome
+	for _, c := range []ledger.Claim{a, b} {
+		outs = append(outs, ledger.Outcome{Key: c.Key, PeriodStart: c.PeriodStart, State: ledger.Retry, Error: "451"})
+	}
+	if _, err := ledger.RecordOutcomes(ctx, db, "r1", t0, outs); err != nil {
+		t.Fatal(err)
+	}
+	o := opt("r2")
+	o.Now, o.Suppression, o.KeyID = t0.Add(time.Hour), true, keyB
+	won, err := ledger.ReclaimUnlessSuppressed(ctx, db, o, []string{a.Key, b.Key}, [][]byte{digest("B|gone@x"), digest("B|ok@x")},
+		[][][]byte{{digest("A|gone@x")}, {digest("A|ok@x")}})
+	if err != nil || len(won) != 2 {
+		t.Fatalf("re-claim: %+v, %v", won, err)
+	}
+	for _, w := range won {
+		if w.Suppressed != (w.Key == a.Key) {
+			t.Fatalf("won %+v: only the address listed under A is suppressed", w)
+		}
+	}
+	if got, old := keyedUnder(t, db, digest("B|gone@x")), keyedUnder(t, db, digest("A|gone@x")); got != "0b0b0b0b0b0b0b0b" || old != "none" {
+		t.Fatalf("after the re-claim: under B %s, under A %s; want re-keyed", got, old)
+	}
+	if got := keyedUnder(t, db, digest("A|other@x")); got != "0a0a0a0a0a0a0a0a" {
+		t.Fatalf("an entry no pass met: %s, want still under A", got)
+	}
+	hit, err := ledger.SuppressionMatchRekey(ctx, db, "sms", [][]byte{digest("B|+2"), digest("B|+1"), nil},
+		[][][]byte{{digest("A|+2")}, {digest("A|+1")}, nil}, keyB)
+	if err != nil || hit[0] || !hit[1] || hit[2] {
+		t.Fatalf("sms match: %v, %v", hit, err)
+	}
+	if got := keyedUnder(t, db, digest("B|+1")); got != "0b0b0b0b0b0b0b0b" {
+		t.Fatalf("sms entry: %s, want re-keyed under B", got)
+	}
+	list, err := ledger.SuppressionList(ctx, db, 10, "0a0a0a0a0a0a0a0a")
+	if err != nil || len(list) != 1 || list[0].Reason != "complaint" {
+		t.Fatalf("entries still under A: %+v, %v", list, err)
+	}
+	if ok, err := ledger.SuppressionRemove(ctx, db, "email", [][]byte{digest("B|other@x"), digest("A|other@x")}); err != nil || !ok {
+		t.Fatalf("remove across keys: %v %v", ok, err)
 	}
 }

@@ -66,6 +66,19 @@ func (h *AddressHasher) Clone() *AddressHasher {
 	return &AddressHasher{key: h.key, mac: hmac.New(sha256.New, h.key)}
 }
 
+// keyIDLabel is what KeyID MACs under the list's derived key.
+const keyIDLabel = "scan suppression key id v1"
+
+// KeyID names the secret the hasher's digests are keyed under: the first 8
+// bytes of HMAC-SHA256(derived key, keyIDLabel). The list records it with
+// an entry (notice_suppression.key_id) so that an entry still keyed under
+// a previous secret can be told apart; it reveals nothing of the secret.
+func (h *AddressHasher) KeyID() []byte {
+	m := hmac.New(sha256.New, h.key)
+	m.Write([]byte(keyIDLabel))
+	return m.Sum(nil)[:8]
+}
+
 // Digest returns the 32-byte digest of an address already normalized
 // (NormalizeEmail, NormalizePhone) for channel.
 func (h *AddressHasher) Digest(channel, normalized string) []byte {

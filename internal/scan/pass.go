@@ -55,6 +55,9 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 	if p.suppressionEmail, err = ledger.SuppressionAny(ctx, p.db, notice.ChannelEmail); err != nil {
 		return finish(err)
 	}
+	if err := p.checkPreviousKeys(ctx); err != nil {
+		return finish(err)
+	}
 	if err := p.guardMaxMint(ctx, c); err != nil {
 		return finish(err)
 	}
@@ -640,7 +643,7 @@ func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 // retry rows in another, and hands what it won to the dispatcher.
 func (p *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, ps *passState, picked []candidate) error {
 	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: p.cfg.Now, RunID: p.cfg.RunID, RedirectTo: p.cfg.RedirectTo,
-		Suppression: p.suppressionEmail}
+		Suppression: p.suppressionEmail, KeyID: p.hasher.KeyID()}
 	var claims []ledger.Claim
 	var retryKeys []string
 	byKey := make(map[string]candidate, len(picked))
@@ -690,7 +693,7 @@ func (p *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 // compare-and-set, less those the suppression list now holds.
 func (p *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, ps *passState, keys []string, byKey map[string]candidate) ([]ledger.Won, error) {
 	w, err := p.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
-		return ledger.ReclaimUnlessSuppressed(ctx, p.db, opt, keys, p.retryDigests(byKey, keys))
+		return ledger.ReclaimUnlessSuppressed(ctx, p.db, opt, keys, p.retryDigests(byKey, keys), p.retryPrevious(byKey, keys))
 	})
 	if err != nil {
 		return nil, err
@@ -925,6 +928,19 @@ func (p *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 		return out, fmt.Errorf("dry run: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only; nothing to keep
+	// The pass's timeline check, recording nothing: a pass now would
+	// refuse (ledger.ErrRestored), and so does the dry run, with the
+	// reason in its summary.
+	var re *ledger.RestoredError
+	switch _, err := ledger.CheckTimeline(ctx, tx); {
+	case errors.As(err, &re):
+		out.WouldRefuse = err.Error()
+		return out, err
+	case errors.Is(err, ledger.ErrNoTimeline):
+		p.log.Warn().Err(err).Msg("the ledger's server does not tell its WAL timeline: a pass cannot notice a restore or a failover")
+	case err != nil:
+		return out, err
+	}
 	now := p.cfg.Now
 	inv := &invalidLog{seen: map[string]bool{}, log: p.log}
 	for _, group := range p.sels {

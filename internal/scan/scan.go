@@ -73,6 +73,10 @@ type Hooks struct {
 type Config struct {
 	Policy *policy.Policy // required
 	Secret []byte         // NOTICE_KEY_SECRET, at least 32 bytes; required
+	// PreviousSecrets are NOTICE_KEY_SECRET_PREVIOUS's, at least 32 bytes
+	// each: the suppression probe matches an address under each of them
+	// too, and re-records a match under Secret (issue 38).
+	PreviousSecrets [][]byte
 	// Source is the relation the pass reads, opened (and probed) at
 	// start-up by subscription.Open for this Shard/Shards and the
 	// policy's Anchors; required.
@@ -205,6 +209,10 @@ type DryRunSummary struct {
 	// failing in this pass for want of a number or by the suppression
 	// list). Not in Eligible or WouldMint; --max-mint counts them.
 	WouldEmailAfterSMS int `json:"would_email_after_sms"`
+	// WouldRefuse: why a pass now would refuse to claim (the ledger's
+	// database restored or failed over since the last pass, exit 4); the
+	// counts are then not taken.
+	WouldRefuse string `json:"would_refuse,omitempty"`
 }
 
 // Renderer is what the pass renders with: an email notice's message
@@ -225,6 +233,11 @@ type Pass struct {
 	cfg      Config
 	keyer    *notice.Keyer
 	hasher   *notice.AddressHasher // the suppression list's digests
+	// previous are the list's hashers under Config.PreviousSecrets;
+	// probePrevious: the email probe uses them in this pass
+	// (checkPreviousKeys).
+	previous      []*notice.AddressHasher
+	probePrevious bool
 	// suppressionEmail: the email suppression list had entries when the
 	// pass started (Run); without, batches are not probed.
 	suppressionEmail bool
@@ -264,7 +277,12 @@ func New(db *sqlx.DB, sender send.Sender, renderer Renderer, log zerolog.Logger,
 		return nil, err
 	}
 	hasher, _ := notice.NewAddressHasher(cfg.Secret) // the secret's length is checked above
-	s := &Pass{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, hasher: hasher, maxMint: -1}
+	previous, err := previousHashers(cfg.PreviousSecrets)
+	if err != nil {
+		return nil, err
+	}
+	s := &Pass{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, hasher: hasher,
+		previous: previous, maxMint: -1}
 	if cfg.MaxMint != nil {
 		if *cfg.MaxMint < 0 {
 			return nil, &ConfigError{"max-mint", fmt.Sprintf("must be 0 or more, got %d (leave it unset for no limit)", *cfg.MaxMint)}
@@ -404,6 +422,7 @@ func (p *Pass) derive(dn *due) {
 	dn.claim.CancelToken = p.keyer.CancelToken(dn.claim.Tuple)
 	if dn.addr != "" {
 		dn.claim.AddressHMAC = p.hasher.Digest(notice.ChannelEmail, dn.addr)
+		dn.claim.PreviousHMACs = p.previousDigests(notice.ChannelEmail, dn.addr)
 	}
 }
 

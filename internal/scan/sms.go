@@ -247,13 +247,16 @@ type smsTools struct {
 	content *content
 	keyer   *notice.Keyer
 	hasher  *notice.AddressHasher
-	due     map[string]*dueBounds // by selection key: sel.due's, with a cache of its own
+	// previous are the list's hashers under the previous secrets.
+	previous []*notice.AddressHasher
+	due      map[string]*dueBounds // by selection key: sel.due's, with a cache of its own
 }
 
 func (p *Pass) newSMSTools() *smsTools {
 	keyer, _ := notice.NewKeyer(p.cfg.Secret) // checked by New
 	hasher, _ := notice.NewAddressHasher(p.cfg.Secret)
-	return &smsTools{content: p.content.fork(), keyer: keyer, hasher: hasher, due: map[string]*dueBounds{}}
+	previous, _ := previousHashers(p.cfg.PreviousSecrets) // checked by New
+	return &smsTools{content: p.content.fork(), keyer: keyer, hasher: hasher, previous: previous, due: map[string]*dueBounds{}}
 }
 
 // dueOf is the stage's own copy of sel's due rule (nil without one).
@@ -438,6 +441,9 @@ func (p *Pass) smsNotice(r subscription.Row, t notice.Tuple, v verdict, bt *smsB
 	n := v.dn.n
 	n.Key, n.CancelToken = cl.Key, p.smsc.keyer.CancelToken(t)
 	cl.AddressHMAC = p.smsc.hasher.Digest(notice.ChannelSMS, v.dn.addr)
+	for _, h := range p.smsc.previous {
+		cl.PreviousHMACs = append(cl.PreviousHMACs, h.Digest(notice.ChannelSMS, v.dn.addr))
+	}
 	bt.byKey[cl.Key] = n
 	if r.LedgerKey != nil {
 		bt.retried = append(bt.retried, cl)
@@ -463,11 +469,11 @@ func (p *Pass) smsUnreached(ctx context.Context, c *counters, bt *smsBatch) erro
 	}
 	c.add(func(x *Summary) { x.NoUsableAddress += len(a) + len(b) })
 	all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
-	digests := make([][]byte, len(all))
+	digests, previous := make([][]byte, len(all)), make([][][]byte, len(all))
 	for i, cl := range all {
-		digests[i] = cl.AddressHMAC
+		digests[i], previous[i] = cl.AddressHMAC, cl.PreviousHMACs
 	}
-	hit, err := ledger.SuppressionMatch(ctx, p.db, notice.ChannelSMS, digests)
+	hit, err := ledger.SuppressionMatchRekey(ctx, p.db, notice.ChannelSMS, digests, previous, p.smsc.hasher.KeyID())
 	if err != nil {
 		return err
 	}
@@ -583,7 +589,8 @@ func (p *Pass) smsSend(ctx context.Context, c *counters, lim *rate.Limiter, n no
 	if errors.Is(sendErr, send.ErrUnsubscribed) {
 		d := p.smsc.hasher.Digest(notice.ChannelSMS, n.To)
 		if _, err := ledger.SuppressionAdd(rctx, p.db, p.cfg.Now, []ledger.Suppression{{Channel: notice.ChannelSMS, Digest: d,
-			Reason: "twilio 21610: the recipient replied STOP", Source: ledger.SuppressedByProvider, NoticeKey: n.Key}}); err != nil {
+			Reason: "twilio 21610: the recipient replied STOP", Source: ledger.SuppressedByProvider, NoticeKey: n.Key,
+			KeyID: p.smsc.hasher.KeyID()}}); err != nil {
 			return err
 		}
 	}

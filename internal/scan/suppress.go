@@ -1,7 +1,11 @@
 package scan
 
 import (
+	"context"
+	"fmt"
+
 	"scan/internal/ledger"
+	"scan/internal/notice"
 )
 
 // The email suppression list is checked in the claim statements
@@ -15,6 +19,77 @@ import (
 // channel takes them. With an empty list at the start of the pass
 // (suppressionEmail false) nothing is probed: an address listed during
 // the pass counts from the next one.
+
+// Across a secret rotation (issue 38), each probe also looks the address
+// up under every previous secret (Config.PreviousSecrets): one more probe
+// of the hash index per notice and previous secret, in the same
+// statement, and only while the list has entries. An entry found that way
+// is re-recorded under the current secret by that statement, so the list
+// turns over to the current secret as the pass meets its addresses, and a
+// previous secret can be dropped once `scan suppress list --previous`
+// shows none (docs/fleet.md).
+
+// previousHashers returns the list's hashers under the previous secrets.
+func previousHashers(secrets [][]byte) ([]*notice.AddressHasher, error) {
+	var out []*notice.AddressHasher
+	for i, s := range secrets {
+		h, err := notice.NewAddressHasher(s)
+		if err != nil {
+			return nil, &ConfigError{"NOTICE_KEY_SECRET_PREVIOUS", fmt.Sprintf("secret %d: %v", i+1, err)}
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// checkPreviousKeys decides, once a pass, whether the email probe looks
+// addresses up under the previous secrets too: only while some entry of
+// the list is not keyed under the current secret (ledger.SuppressionAnyNotUnder).
+// Once the list has turned over, NOTICE_KEY_SECRET_PREVIOUS costs the
+// pass nothing more than that one question.
+func (p *Pass) checkPreviousKeys(ctx context.Context) error {
+	p.probePrevious = false
+	if len(p.previous) == 0 || !p.suppressionEmail {
+		return nil
+	}
+	stale, err := ledger.SuppressionAnyNotUnder(ctx, p.db, notice.ChannelEmail, p.hasher.KeyID())
+	if err != nil {
+		return err
+	}
+	p.probePrevious = stale
+	if !stale {
+		p.log.Info().Msg("every email suppression entry is keyed under NOTICE_KEY_SECRET: the previous secrets are not probed")
+	}
+	return nil
+}
+
+// previousDigests returns an address's digests under each previous secret
+// (nil without a rotation, or with a list keyed under the current secret
+// alone: nothing more is probed). It runs where derive does (one
+// goroutine), as p.hasher does.
+func (p *Pass) previousDigests(channel, normalized string) [][]byte {
+	if !p.probePrevious {
+		return nil
+	}
+	out := make([][]byte, len(p.previous))
+	for i, h := range p.previous {
+		out[i] = h.Digest(channel, normalized)
+	}
+	return out
+}
+
+// retryPrevious returns the recipients' previous digests of the retry
+// rows keys (as retryDigests), nil when there are none.
+func (p *Pass) retryPrevious(byKey map[string]candidate, keys []string) [][][]byte {
+	if !p.probePrevious {
+		return nil
+	}
+	out := make([][][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = byKey[k].claim.PreviousHMACs
+	}
+	return out
+}
 
 // retryDigests returns the recipients' digests of the retry rows keys,
 // from the rows the pass read (the address it would send to now, which

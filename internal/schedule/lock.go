@@ -4,89 +4,123 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/rs/zerolog"
+
+	"scan/internal/ledger"
 )
 
-// The statements of the scheduler's lock: a PostgreSQL session-level
-// advisory lock, (736361, 1), that keeps two `scan schedule` processes (on
-// two hosts) from running passes at once. Neither touches the ledger.
-const (
-	// schedulerTryLock takes the lock if it is free and says whether it
-	// did; it never waits.
-	schedulerTryLock = `SELECT pg_try_advisory_lock(736361, 1)`
-	// schedulerUnlock releases the lock held by the session.
-	schedulerUnlock = `SELECT pg_advisory_unlock(736361, 1)`
-)
-
-// AdvisoryLock is the Locker of every scheduler on one ledger database: a
-// PostgreSQL session-level advisory lock (schedulerTryLock). The lock
-// belongs to a session, so a taken lock keeps one connection of the pool
-// until it is released. Build one with NewAdvisoryLock; it is safe
-// for concurrent use.
+// AdvisoryLock is the Locker of every scheduler on one ledger database:
+// PostgreSQL's transaction-level advisory lock (ledger.SchedulerTryLock),
+// held by a transaction that stays open for the whole pass, on a
+// connection of its own taken from the pool. A transaction, not a
+// session: behind PgBouncer in transaction pooling, an open transaction
+// keeps its server connection, where a session-level lock's connection
+// would go to another client at the end of each statement (and the lock
+// with it).
+//
+// A crashed holder does not block the others: its connection closes
+// (PgBouncer then closes the server connection of a client gone in a
+// transaction), the transaction ends and the lock with it. While the pass
+// runs, a watchdog checks the transaction every WatchEvery; if it is gone
+// (connection lost, transaction ended by the server), the pass's context
+// is cancelled, so that it stops at its next batch boundary as it does on
+// SIGTERM. Build one with NewAdvisoryLock; it is safe for concurrent use.
 type AdvisoryLock struct {
 	db  *sqlx.DB
 	log zerolog.Logger
+	// WatchEvery is how often the watchdog checks the lock's transaction;
+	// NewAdvisoryLock sets 2s.
+	WatchEvery time.Duration
 }
 
 var _ Locker = (*AdvisoryLock)(nil)
 
 // NewAdvisoryLock returns the scheduler lock on db. log receives the
-// warning of a lock that could not be released.
+// warning of a lock that could not be released or was lost.
 func NewAdvisoryLock(db *sqlx.DB, log zerolog.Logger) *AdvisoryLock {
-	return &AdvisoryLock{db: db, log: log}
+	return &AdvisoryLock{db: db, log: log, WatchEvery: 2 * time.Second}
 }
 
-// TryLock takes the lock on a connection of its own; see Locker. The
-// returned unlock releases it and returns the connection to the pool; if
-// the release fails, the connection is discarded instead, which ends the
-// session and with it the lock.
+// TryLock takes the lock; see Locker and TryLockContext.
 func (l *AdvisoryLock) TryLock(ctx context.Context) (unlock func(), err error) {
+	_, unlock, err = l.TryLockContext(ctx)
+	return unlock, err
+}
+
+// TryLockContext takes the lock in a transaction of its own and returns,
+// with the function that releases it, a context derived from ctx that is
+// cancelled when the lock is lost: the pass runs under it. The release
+// ends the transaction and returns the connection to the pool; if that
+// fails, the connection is discarded instead, which ends the session and
+// with it the lock.
+func (l *AdvisoryLock) TryLockContext(ctx context.Context) (context.Context, func(), error) {
 	conn, err := l.db.Connx(ctx)
 	if err != nil {
-		return nil, unreachableError{err}
+		return nil, nil, unreachableError{err}
 	}
-	ok, err := takeLock(ctx, conn)
+	// The transaction outlives ctx: a pass stopped by SIGTERM still
+	// finishes its sends in flight under the lock.
+	tx, err := conn.BeginTxx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		conn.Close()
-		return nil, err
+		return nil, nil, unreachableError{err}
 	}
-	if !ok {
+	ok, err := ledger.SchedulerTryLock(ctx, tx)
+	if err != nil || !ok {
+		_ = tx.Rollback()
 		conn.Close()
-		return nil, fmt.Errorf("scheduler lock: %w", ErrHeld)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("scheduler lock: %w", ErrHeld)
 	}
-	return func() {
-		// The release must happen even when ctx ended (SIGTERM during
-		// the pass).
-		if uerr := releaseLock(context.WithoutCancel(ctx), conn); uerr != nil {
+	held, lost := context.WithCancel(ctx)
+	stopWatch := make(chan struct{})
+	watched := make(chan struct{})
+	go l.watch(held, lost, tx, stopWatch, watched)
+	return held, func() {
+		close(stopWatch)
+		<-watched
+		lost()
+		if rerr := tx.Rollback(); rerr != nil {
 			// A session that may still hold the lock must not go back to
 			// the pool: discard it.
-			l.log.Warn().Err(uerr).Msg("could not release the scheduler lock; closing its connection")
+			l.log.Warn().Err(rerr).Msg("could not release the scheduler lock; closing its connection")
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 		conn.Close()
 	}, nil
 }
 
-// takeLock takes the scheduler's lock on conn and reports whether it got
-// it. The lock lives as long as the connection's session, or until
-// releaseLock.
-func takeLock(ctx context.Context, conn *sqlx.Conn) (bool, error) {
-	var ok bool
-	if err := conn.GetContext(ctx, &ok, schedulerTryLock); err != nil {
-		return false, fmt.Errorf("scheduler lock: %w", err)
+// watch checks the lock's transaction every WatchEvery until stop is
+// closed, and cancels the pass (lost) when the transaction is gone.
+func (l *AdvisoryLock) watch(held context.Context, lost context.CancelFunc, tx *sqlx.Tx, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	every := l.WatchEvery
+	if every <= 0 {
+		every = 2 * time.Second
 	}
-	return ok, nil
-}
-
-// releaseLock releases the scheduler's lock held by conn.
-func releaseLock(ctx context.Context, conn *sqlx.Conn) error {
-	var ok bool
-	if err := conn.GetContext(ctx, &ok, schedulerUnlock); err != nil {
-		return fmt.Errorf("scheduler unlock: %w", err)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(held), every)
+		err := ledger.SchedulerLockAlive(cctx, tx)
+		cancel()
+		if err != nil {
+			l.log.Error().Err(err).Msg("the scheduler lock's transaction is gone: stopping the pass at its next batch boundary")
+			lost()
+			<-stop
+			return
+		}
 	}
-	return nil
 }
 
 // unreachableError is a connection error, as the driver wrote it, that

@@ -2,8 +2,10 @@
 // time, for hosts without Kubernetes: a Loop waits for each firing of its
 // schedule, takes a lock that every scheduler of one ledger shares, runs
 // one pass and releases the lock. AdvisoryLock is that lock on
-// PostgreSQL, a session-level advisory lock (its two statements are in
-// lock.go: they take no row of the ledger).
+// PostgreSQL, a transaction-level advisory lock held by a transaction open
+// across the pass, which survives PgBouncer's transaction pooling (its
+// statements are ledger.SchedulerTryLock's: they take no row of the
+// ledger).
 //
 // Time is the Loop's Clock, so that tests drive it; the expression is
 // evaluated in UTC unless it starts with CRON_TZ=Zone (see Next).
@@ -148,7 +150,7 @@ func (l *Loop) Run(ctx context.Context) error {
 // be taken and the pass was skipped.
 func (l *Loop) fire(ctx context.Context) (ran bool, err error) {
 	log := l.cfg.Log
-	unlock, err := l.cfg.Lock.TryLock(ctx)
+	passCtx, unlock, err := tryLock(ctx, l.cfg.Lock)
 	switch {
 	case errors.Is(err, ErrHeld):
 		log.Info().Msg("another scheduler's pass is running; skipping this pass")
@@ -161,5 +163,22 @@ func (l *Loop) fire(ctx context.Context) (ran bool, err error) {
 		return false, nil
 	}
 	defer unlock()
-	return true, l.cfg.RunPass(ctx, l.cfg.Clock.Now().UTC())
+	return true, l.cfg.RunPass(passCtx, l.cfg.Clock.Now().UTC())
+}
+
+// ContextLocker is a Locker that can tell its holder that the lock was
+// lost (AdvisoryLock): TryLockContext returns, with the unlock, a context
+// derived from ctx that ends when the lock does. The Loop runs the pass
+// under it, so that a pass whose lock is gone stops.
+type ContextLocker interface {
+	TryLockContext(ctx context.Context) (context.Context, func(), error)
+}
+
+// tryLock takes lock, with its context of the lock when it has one.
+func tryLock(ctx context.Context, lock Locker) (context.Context, func(), error) {
+	if cl, ok := lock.(ContextLocker); ok {
+		return cl.TryLockContext(ctx)
+	}
+	unlock, err := lock.TryLock(ctx)
+	return ctx, unlock, err
 }

@@ -307,3 +307,48 @@ func TestNewChecksConfig(t *testing.T) {
 		t.Errorf("New = %v", err)
 	}
 }
+
+// The lock is a transaction's (it survives PgBouncer's transaction
+// pooling): a holder whose transaction is ended by the server (its
+// backend terminated, as a failover or an idle-transaction timeout would)
+// sees the context of its pass cancelled by the watchdog, and the lock is
+// free for another scheduler at once; a crashed holder blocks nobody.
+func TestAdvisoryLockLostCancelsThePass(t *testing.T) {
+	t.Parallel()
+	db := lockDB(t)
+	lock := schedule.NewAdvisoryLock(db, zerolog.Nop())
+	lock.WatchEvery = 50 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	passCtx, unlock, err := lock.TryLockContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	var held int
+	if err := db.Get(&held, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 736361 AND objid = 1 AND granted
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`); err != nil || held != 1 {
+		t.Fatalf("advisory locks held: %d, %v", held, err)
+	}
+	if _, err := tryLock(t, db); !errors.Is(err, schedule.ErrHeld) {
+		t.Fatalf("second TryLock = %v, want ErrHeld", err)
+	}
+	if passCtx.Err() != nil {
+		t.Fatal("the pass's context ended while the lock is held")
+	}
+	var ok bool
+	if err := db.Get(&ok, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND classid = 736361 AND objid = 1 AND granted
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`); err != nil || !ok {
+		t.Fatalf("terminate the holder's backend: %v %v", ok, err)
+	}
+	select {
+	case <-passCtx.Done():
+	case <-ctx.Done():
+		t.Fatal("the pass's context was not cancelled when its lock was lost")
+	}
+	unlock2, err := tryLock(t, db)
+	if err != nil {
+		t.Fatalf("TryLock after the holder's transaction ended = %v", err)
+	}
+	unlock2()
+}

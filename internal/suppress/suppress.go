@@ -101,7 +101,7 @@ func Read(r io.Reader, channel, defaultReason string, h *notice.AddressHasher) (
 		if len(reason) > MaxReason {
 			reason = reason[:MaxReason]
 		}
-		res.Entries = append(res.Entries, ledger.Suppression{Channel: channel, Digest: h.Digest(channel, norm), Reason: reason, Source: ledger.SuppressedByImport})
+		res.Entries = append(res.Entries, ledger.Suppression{Channel: channel, Digest: h.Digest(channel, norm), Reason: reason, Source: ledger.SuppressedByImport, KeyID: h.KeyID()})
 	}
 }
 

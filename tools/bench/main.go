@@ -223,14 +223,17 @@ type config struct {
 	// suppressionRounds is how many alternated pairs (empty list, 1M
 	// list) the suppression scenario runs.
 	suppressionRounds int
-	channelsN         int
-	batches           []int
-	work              string
-	keep              bool
-	only              string
-	scanBefore        string
-	latency           time.Duration
-	concurrency       int
+	// suppressionPrevious adds, to each round, a pass on the 1M list with
+	// NOTICE_KEY_SECRET_PREVIOUS set (issue 38).
+	suppressionPrevious bool
+	channelsN           int
+	batches             []int
+	work                string
+	keep                bool
+	only                string
+	scanBefore          string
+	latency             time.Duration
+	concurrency         int
 
 	apiN           int
 	apiLatency     time.Duration
@@ -268,6 +271,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory")
 	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed, ledger, latency-api, due, suppression, channels, receive, durable, evidence")
 	fs.IntVar(&c.suppressionRounds, "suppression-rounds", 4, "alternated pairs of first passes (empty list, 1M list) the suppression scenario runs; it reports each pair's ratio and their median")
+	fs.BoolVar(&c.suppressionPrevious, "suppression-previous", false, "the suppression scenario also runs, each round, the 1M-list pass with NOTICE_KEY_SECRET_PREVIOUS set (one previous secret) and reports its cost over the same pass without")
 	fs.IntVar(&c.suppressionN, "suppression-n", 50000, "due subscriptions of the suppression scenario (a first pass with an empty and with a 1M-entry suppression list)")
 	fs.IntVar(&c.channelsN, "channels-n", 600, "email notices of the channels scenario, beside as many that go by sms only")
 	fs.DurationVar(&c.latency, "latency", 5*time.Millisecond, "the SMTP sink's time per message in the fixed-latency scenario")
