@@ -43,13 +43,16 @@ func DeliverySQL(a string) string {
 // kind's next channel at a later pass, as an SQL condition over the row
 // aliased a: refused for good (failed), or undeliverable by evidence, or
 // (when the kind has confirm_within, the interval parameter confirm, NULL
-// for none) accepted at least that long before the parameter now and not
-// confirmed delivered. A delivered notice never goes on.
+// for none) accepted, not confirmed delivered, and claimed at least that
+// long before the parameter now. The claim's time is the pass's clock
+// (--now included), so passes run with --now agree with it; the provider
+// took the message within the pass's budget after it. A delivered notice
+// never goes on.
 func CarriedOnSQL(a, now, confirm string) string {
 	d := DeliverySQL(a)
 	return `(` + a + `.state = 'failed' OR ` + d + ` = 'undeliverable'
       OR (` + confirm + `::interval IS NOT NULL AND ` + a + `.state = 'sent' AND ` + d + ` = 'unconfirmed'
-          AND COALESCE(` + a + `.sent_at, ` + a + `.claimed_at) <= ` + now + `::timestamptz - ` + confirm + `::interval))`
+          AND ` + a + `.claimed_at <= ` + now + `::timestamptz - ` + confirm + `::interval))`
 }
 
 // CarriesOn is CarriedOnSQL in Go, for one row at now; confirm 0 is none.
@@ -61,11 +64,7 @@ func CarriesOn(r Row, now time.Time, confirm time.Duration) bool {
 	if confirm <= 0 || d != DeliveryUnconfirmed {
 		return false
 	}
-	at := r.ClaimedAt
-	if r.SentAt != nil {
-		at = *r.SentAt
-	}
-	return !at.After(now.Add(-confirm))
+	return !r.ClaimedAt.After(now.Add(-confirm))
 }
 
 // DeliveryOf is the row's delivery (the package function DeliveryOf).

@@ -363,6 +363,9 @@ func (p *Pass) selectGroups() {
 			w := k.ByJurisdiction[j]
 			group = append(group, selection{kind: k.Kind, anchor: anchor, open: time.Duration(w.OpenBefore), close: time.Duration(w.CloseBefore), jurisdiction: j, rule: w.Rule(k.AnchorColumn())})
 		}
+		for i := range group {
+			group[i].confirm = time.Duration(k.ConfirmWithin)
+		}
 		if k.SMSFirst() {
 			p.smsSels = append(p.smsSels, group) // the sms stage's alone
 			continue
