@@ -77,3 +77,21 @@ type Renderer interface {
 type TextRenderer interface {
 	RenderSMS(n Notice) (string, error)
 }
+
+// Texts is the Renderer of a text channel: each notice's Message carries
+// tr's body as Text, and as Raw, the bytes handed to the provider (what
+// send's Dispatcher digests); a text has no Message-ID. With it a text
+// channel's stage runs the same Dispatcher as email's.
+func Texts(tr TextRenderer) Renderer { return texts{tr} }
+
+type texts struct{ tr TextRenderer }
+
+func (t texts) Render(n Notice) (*Message, error) {
+	body, err := t.tr.RenderSMS(n)
+	if err != nil {
+		return nil, err
+	}
+	return &Message{Notice: n, Text: body, Raw: []byte(body)}, nil
+}
+
+func (texts) MessageID(string) string { return "" }

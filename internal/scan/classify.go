@@ -78,7 +78,7 @@ func (p *Pass) classify(c *content, r subscription.Row, a ask) verdict {
 	case a.missed:
 		return p.classifyClosed(c, r, a)
 	case a.channel == notice.ChannelSMS:
-		return p.classifySMS(c, r, a)
+		return p.classifyText(c, r, a)
 	}
 	sel, w, v := a.sel, a.sel.window(), verdict{sel: a.sel.key()}
 	rule := sel.rule
@@ -130,12 +130,12 @@ func (p *Pass) classifyClosed(c *content, r subscription.Row, a ask) verdict {
 	return v
 }
 
-// classifySMS is the sms stage's: a row that makes a notice tuple and is
+// classifyText is the sms stage's: a row that makes a notice tuple and is
 // due (its due rule, on its anchor or else renews_at) is unreachable
 // without a usable phone number, invalid when its content is, deferred by
 // the quiet hours, or due by sms. The notice's key and digest are the
-// caller's (smsNotice: the stage's own keyer and hasher).
-func (p *Pass) classifySMS(c *content, r subscription.Row, a ask) verdict {
+// caller's (sweepNotice: the stage's own keyer and hasher).
+func (p *Pass) classifyText(c *content, r subscription.Row, a ask) verdict {
 	sel, v := a.sel, verdict{sel: a.sel.key()}
 	if r.RenewsAt == nil || r.PeriodStart == nil || r.ID == "" || r.Revision < 0 {
 		return verdict{is: invalid, reason: "no notice tuple", sel: v.sel}
@@ -157,7 +157,7 @@ func (p *Pass) classifySMS(c *content, r subscription.Row, a ask) verdict {
 		v.is, v.reason = unreachable, "phone"
 		return v
 	}
-	v.dn.n = newNotice(v.dn.claim.Tuple, r, anchor, phone, "")
+	v.dn.n = newNotice(v.dn.claim.Tuple, r, anchor, phone, textDomain(a.channel))
 	v.dn.addr = phone
 	if reason, _ := c.fill(r, k, &v.dn.n); reason != "" {
 		v.is, v.reason = invalid, reason

@@ -52,7 +52,7 @@ func TestClassify(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC) // quiet in London, 11:00 in Tokyo
 	s := classifyPass(t, now)
-	sel := s.sels[0][0]
+	sel := s.sels[notice.ChannelEmail][0][0]
 	str := func(v string) *string { return &v }
 	at := func(d time.Duration) *time.Time { x := now.Add(d); return &x }
 	period := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)

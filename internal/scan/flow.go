@@ -49,7 +49,10 @@ type flow struct {
 	outstanding map[string]int
 	total       int
 	completed   int
-	wake        chan struct{}
+	// claims and recorded count every notice claimed and every outcome
+	// committed: equal, everything claimed so far is recorded.
+	claims, recorded int
+	wake             chan struct{}
 }
 
 func newFlow() *flow {
@@ -61,7 +64,24 @@ func (f *flow) claimed(domain string, n int) {
 	f.mu.Lock()
 	f.outstanding[domain] += n
 	f.total += n
+	f.claims += n
 	f.mu.Unlock()
+}
+
+// committed counts n outcomes committed and wakes the producer.
+func (f *flow) committed(n int) {
+	f.mu.Lock()
+	f.recorded += n
+	f.mu.Unlock()
+	f.signal()
+}
+
+// allRecorded reports whether every notice claimed so far has its outcome
+// committed.
+func (f *flow) allRecorded() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.recorded >= f.claims
 }
 
 // done takes one notice of domain out of flight and wakes the producer.
@@ -76,6 +96,10 @@ func (f *flow) done(domain string) {
 	}
 	f.completed++
 	f.mu.Unlock()
+	f.signal()
+}
+
+func (f *flow) signal() {
 	select {
 	case f.wake <- struct{}{}:
 	default:

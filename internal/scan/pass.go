@@ -15,7 +15,6 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/notice"
-	"scan/internal/pace"
 	"scan/internal/send"
 	"scan/internal/subscription"
 )
@@ -68,11 +67,11 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 	// for the other; an error of either stops both.
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	sms := p.startSMS(ctx, stop, c)
+	sms := p.startSweeps(ctx, stop, c)
 	if sms == nil {
 		p.swept.done() // no sms stage: the email notices after sms read once more at once
 	}
-	p.smsQ = sms.queue()
+	p.nextQ = sms.queue()
 	ps, err := p.sendDue(ctx, c)
 	if err != nil {
 		stop(err)
@@ -84,9 +83,6 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 		return finish(err)
 	}
 	if err := p.recordMissed(ctx, c); err != nil {
-		return finish(err)
-	}
-	if err := p.recordMissedSMS(ctx, c); err != nil {
 		return finish(err)
 	}
 	if ps.stopped || p.sawQuiet {
@@ -158,92 +154,27 @@ func (p *Pass) expireRetries(ctx context.Context, c *counters) error {
 	return nil
 }
 
-// sendDue claims the due notices, sends them through a dispatcher and records
-// their outcomes, and returns what the producer leaves to the end of the
-// pass. Its error is the pass's (errorCause).
+// sendDue claims the due notices, sends them through the email channel's
+// stage and records their outcomes, and returns what the producer leaves
+// to the end of the pass. Its error is the pass's (errorCause).
 func (p *Pass) sendDue(ctx context.Context, c *counters) (*passState, error) {
-	pctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	limits, budget := p.rates()
-	d, err := p.startDispatcher(pctx, limits, budget)
+	st, err := p.startStage(ctx, p.channelOf(notice.ChannelEmail), c, p.nextQ)
 	if err != nil {
 		return nil, err
 	}
-	fl := newFlow()
-	recDone := p.startRecorder(ctx, d, c, fl, cancel)
 	ps := &passState{handled: map[string]int{}, reclaimed: map[string]int{}}
-	prodErr := p.produce(pctx, d, c, fl, limits, ps)
-	d.Close()
-	recErr := <-recDone
-	if err := errorCause(pctx, prodErr, recErr); err != nil {
+	if err := st.finish(p.produce(st.ctx, st, c, ps)); err != nil {
 		p.log.Error().Err(err).Msg("pass aborted; it is safe to run again")
 		return nil, err
 	}
 	return ps, nil
 }
 
-// startDispatcher starts the pass's dispatcher over the policy's buckets
-// and the fleet's budget; a sender it refuses is a *ConfigError.
-func (p *Pass) startDispatcher(ctx context.Context, limits pace.Limits, budget send.Budget) (*send.Dispatcher, error) {
-	pol := p.cfg.Policy
-	d, err := send.NewDispatcher(ctx, send.DispatcherConfig{
-		Sender: p.sender, Renderer: p.renderer, Limits: limits,
-		// The producer claims no further ahead than the buckets allow
-		// (flow.go), so the dispatcher never holds more than a batch or
-		// two: its own bound is only a backstop.
-		Concurrency: pol.Concurrency, MaxQueued: 2 * p.cfg.BatchSize, Retry: p.cfg.Retry,
-		Clock: p.cfg.Clock, Budget: budget,
-	})
-	if err != nil {
-		return nil, &ConfigError{"sender", err.Error()}
-	}
-	return d, nil
-}
-
-// startRecorder records d's results in its own goroutine until they end;
-// the returned channel receives its error. Outcomes are written even after
-// ctx is cancelled (recorder.run).
-func (p *Pass) startRecorder(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, cancel context.CancelCauseFunc) <-chan error {
-	rec := &recorder{db: p.db, runID: p.cfg.RunID, clock: p.cfg.Clock, log: p.log, hooks: p.cfg.Hooks, c: c, cancel: cancel, grace: p.cfg.ShutdownGrace, flow: fl, sms: p.smsQ}
-	recDone := make(chan error, 1)
-	go func() {
-		// A panic here would kill the process outside run()'s recover (and
-		// print unredacted): turn it into the pass's error, stop producing,
-		// and keep draining so the dispatcher can finish.
-		defer func() {
-			if rec := recover(); rec != nil {
-				err := fmt.Errorf("recording outcomes: panic: %v", rec)
-				cancel(err)
-				for range d.Results() {
-				}
-				recDone <- err
-			}
-		}()
-		recDone <- rec.run(ctx, d.Results())
-	}()
-	return recDone
-}
-
-// errorCause chooses the error a pass that did not complete reports: the
-// cause that cancelled the producer (the recorder's sender or database
-// failure, a recorder panic) rather than the bare cancellation it saw,
-// unless the recorder failed itself; nil when both ended well.
-func errorCause(pctx context.Context, prodErr, recErr error) error {
-	err := errors.Join(prodErr, recErr)
-	if err == nil {
-		return nil
-	}
-	if cause := context.Cause(pctx); cause != nil && !errors.Is(cause, context.Canceled) && recErr == nil {
-		return cause
-	}
-	return err
-}
-
 // countSuppressed counts the due notices of every window group that other
 // runs handled, and with them the pass's eligible notices.
 func (p *Pass) countSuppressed(ctx context.Context, ps *passState, c *counters) error {
 	suppressed := 0
-	for _, group := range p.sels {
+	for _, group := range p.sels[notice.ChannelEmail] {
 		for _, sel := range group {
 			n, ok := ps.handled[sel.key()]
 			if ok {
@@ -303,7 +234,7 @@ func (p *Pass) fillQuarantine(ctx context.Context, c *counters) {
 func (p *Pass) checkKeys(ctx context.Context) bool {
 	// Subscriptions renewing between now and the furthest window's opening.
 	hi := p.cfg.Now
-	for _, group := range p.sels {
+	for _, group := range p.sels[notice.ChannelEmail] {
 		for _, sel := range group {
 			if o := sel.hi(p.cfg.Now); o.After(hi) {
 				hi = o
@@ -404,13 +335,13 @@ type passState struct {
 // the dispatcher as soon as it commits. A group with nothing open (the
 // usual nightly re-run) is settled by one count. It returns when every
 // stream is read and claimed, or when the time budget ends (ps.stopped).
-func (p *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, limits pace.Limits, ps *passState) error {
+func (p *Pass) produce(ctx context.Context, st *stage, c *counters, ps *passState) error {
 	if err := p.openStreams(ctx, ps); err != nil {
 		return err
 	}
-	ps.streams = append(ps.streams, p.afterSMSStreams()...)
+	ps.streams = append(ps.streams, p.handedStreams()...)
 	inv := &invalidLog{seen: map[string]bool{}, log: p.log}
-	pl := newPlanner(fl, limits, p.cfg.BatchSize, p.cfg.Policy.Concurrency)
+	fl, pl := st.fl, st.plan
 	var deadline <-chan time.Time
 	if p.cfg.MaxDuration > 0 {
 		t := p.cfg.Clock.NewTimer(p.cfg.MaxDuration - p.cfg.Clock.Now().Sub(p.start))
@@ -433,7 +364,7 @@ func (p *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 		}
 		progressed := false
 		if picked := pl.pick(p.cfg.Clock.Now()); len(picked) > 0 {
-			if err := p.claimPicked(ctx, d, c, fl, ps, picked); err != nil {
+			if err := p.claimPicked(ctx, st, c, ps, picked); err != nil {
 				return err
 			}
 			progressed = true
@@ -473,7 +404,7 @@ func (p *Pass) produce(ctx context.Context, d *send.Dispatcher, c *counters, fl 
 // the notices other runs handled.
 func (p *Pass) openStreams(ctx context.Context, ps *passState) error {
 	now := p.cfg.Now
-	for _, group := range p.sels {
+	for _, group := range p.sels[notice.ChannelEmail] {
 		ps.streams = append(ps.streams, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
 		for _, sel := range group {
 			from, err := p.src.openFrom(ctx, p.db, sel, now)
@@ -641,7 +572,7 @@ func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 
 // claimPicked claims the planner's pick, new notices in one statement and
 // retry rows in another, and hands what it won to the dispatcher.
-func (p *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters, fl *flow, ps *passState, picked []candidate) error {
+func (p *Pass) claimPicked(ctx context.Context, st *stage, c *counters, ps *passState, picked []candidate) error {
 	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: p.cfg.Now, RunID: p.cfg.RunID, RedirectTo: p.cfg.RedirectTo,
 		Suppression: p.suppressionEmail, KeyID: p.hasher.KeyID()}
 	var claims []ledger.Claim
@@ -681,12 +612,11 @@ func (p *Pass) claimPicked(ctx context.Context, d *send.Dispatcher, c *counters,
 	}
 	attempts := 0
 	for _, w := range won {
-		fl.claimed(send.DomainOf(byKey[w.Key].n), 1)
 		attempts += w.Attempt
 	}
 	c.add(func(x *Summary) { x.Attempts += attempts })
 	p.noteFallbacks(c, won, byKey)
-	return p.submit(ctx, d, won, byKey)
+	return p.submit(ctx, st, won, byKey)
 }
 
 // reclaimPicked re-claims the picked retry rows (keys, sorted) by
@@ -713,7 +643,7 @@ func (p *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimO
 func (p *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, claims []ledger.Claim, byKey map[string]candidate) ([]ledger.Won, error) {
 	// The email notices only: the sms stage mints beside this one
 	// (its fallbacks for this pass's failures were not foreseen).
-	if minted := c.snapshot().Minted - int(p.smsMinted.Load()); p.maxMint >= 0 && minted+len(claims) > p.maxMint {
+	if minted := c.snapshot().Minted - int(p.sweptMinted.Load()); p.maxMint >= 0 && minted+len(claims) > p.maxMint {
 		return nil, fmt.Errorf("%w: new subscriptions appeared during the pass; stopped at %d minted", ErrMaxMint, minted)
 	}
 	if h := p.cfg.Hooks.BeforeClaim; h != nil {
@@ -788,25 +718,20 @@ func (p *Pass) claim(ctx context.Context, stmt func(context.Context) ([]ledger.W
 	return stmt(cctx)
 }
 
-func (p *Pass) submit(ctx context.Context, d *send.Dispatcher, won []ledger.Won, byKey map[string]candidate) error {
+// submit hands the claimed notices won to the stage.
+func (p *Pass) submit(ctx context.Context, st *stage, won []ledger.Won, byKey map[string]candidate) error {
 	at := p.cfg.Clock.Now()
+	ns := make([]notice.Notice, 0, len(won))
 	for _, w := range won {
-		dn := byKey[w.Key]
-		n := dn.notice()
-		n.ClaimedAt = at
-		n.Attempt = w.Attempt
+		cd := byKey[w.Key]
+		n := cd.notice()
+		n.ClaimedAt, n.Attempt = at, w.Attempt
 		if w.CancelToken != "" {
 			n.CancelToken = w.CancelToken
 		}
-		// Every claimed notice goes to the dispatcher, even on shutdown:
-		// once the run is cancelled it answers at once with "not
-		// attempted", and the recorder releases the claim as retry instead
-		// of leaving a notice that never left the process in quarantine.
-		if err := d.Submit(context.WithoutCancel(ctx), n); err != nil {
-			return err
-		}
+		ns = append(ns, n)
 	}
-	return ctx.Err()
+	return st.submit(ctx, ns...)
 }
 
 // tallyDeferred counts the due notices the pass left to the next one:
@@ -870,40 +795,65 @@ func (p *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (b
 	return byDomain, quiet, nil
 }
 
-// recordMissed records as missed every notice whose window closed with no
-// ledger row while the charge is still ahead.
+// recordMissed records as missed, on each channel a kind goes by first,
+// every notice whose window closed with no ledger row of that channel
+// while the charge is still ahead (keyed for the channel).
 func (p *Pass) recordMissed(ctx context.Context, c *counters) error {
-	return p.eachClosed(ctx, p.db, func(claims []ledger.Claim) error {
-		n, err := ledger.RecordMissed(ctx, p.db, p.cfg.Now, p.cfg.RunID, claims)
+	for _, ch := range []string{notice.ChannelEmail, notice.ChannelSMS} {
+		opt := ledger.ClaimOptions{State: ledger.Missed, Now: p.cfg.Now, RunID: p.cfg.RunID, Channel: ch}
+		err := p.eachClosed(ctx, p.db, ch, func(claims []ledger.Claim) error {
+			won, err := ledger.Insert(ctx, p.db, opt, claims)
+			if err != nil {
+				return fmt.Errorf("record missed: %w", err)
+			}
+			c.add(func(x *Summary) { x.Missed += len(won) })
+			if len(won) > 0 {
+				p.log.Warn().Int("missed", len(won)).Str("channel", ch).Msg("notice windows closed before any pass claimed them; recorded as missed, nothing sent")
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		c.add(func(x *Summary) { x.Missed += n })
-		if n > 0 {
-			p.log.Warn().Int("missed", n).Msg("notice windows closed before any pass claimed them; recorded as missed, nothing sent")
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
-func (p *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, fn func([]ledger.Claim) error) error {
-	for _, group := range p.sels {
+// eachClosed calls fn with each page of the claims, keyed for channel,
+// of the rows of the kinds that go by channel first whose window closed
+// with no row of that channel.
+func (p *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, channel string, fn func([]ledger.Claim) error) error {
+	for _, group := range p.sels[channel] {
 		for _, sel := range group {
-			from, err := p.src.closedFrom(ctx, db, sel, p.cfg.Now)
+			list, err := p.closedLister(ctx, db, channel, sel)
 			if err != nil {
 				return err
 			}
-			list := func(after *string) ([]subscription.Row, error) {
-				return p.src.listClosed(ctx, db, sel, p.cfg.Now, from, after, p.cfg.BatchSize)
-			}
 			if err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				return fn(p.missedClaims(sel, notice.ChannelEmail, rows))
+				return fn(p.missedClaims(sel, channel, rows))
 			}); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// closedLister is the statement that reads sel's closed-window rows for
+// channel, a page after after at a time.
+func (p *Pass) closedLister(ctx context.Context, db sqlx.QueryerContext, channel string, sel selection) (func(after *string) ([]subscription.Row, error), error) {
+	if channel != notice.ChannelEmail {
+		return func(after *string) ([]subscription.Row, error) {
+			return p.src.listClosedSwept(ctx, db, sel, p.cfg.Now, after, p.cfg.BatchSize)
+		}, nil
+	}
+	from, err := p.src.closedFrom(ctx, db, sel, p.cfg.Now)
+	if err != nil {
+		return nil, err
+	}
+	return func(after *string) ([]subscription.Row, error) {
+		return p.src.listClosed(ctx, db, sel, p.cfg.Now, from, after, p.cfg.BatchSize)
+	}, nil
 }
 
 // missedClaims are the claims, keyed for channel, that record the
@@ -943,7 +893,7 @@ func (p *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 	}
 	now := p.cfg.Now
 	inv := &invalidLog{seen: map[string]bool{}, log: p.log}
-	for _, group := range p.sels {
+	for _, group := range p.sels[notice.ChannelEmail] {
 		for _, sel := range group {
 			list := func(after *string) ([]subscription.Row, error) {
 				return p.src.listOpen(ctx, tx, sel, now, nil, after, p.cfg.BatchSize)
@@ -961,7 +911,7 @@ func (p *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 			out.AlreadyClaimed += n
 		}
 	}
-	if err := p.eachClosed(ctx, tx, func(claims []ledger.Claim) error {
+	if err := p.eachClosed(ctx, tx, notice.ChannelEmail, func(claims []ledger.Claim) error {
 		out.WouldMiss += len(claims)
 		return nil
 	}); err != nil {
@@ -972,10 +922,10 @@ func (p *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 		return out, err
 	}
 	out.WouldMiss += expiring
-	if err := p.smsDryRun(ctx, tx, &out); err != nil {
+	if err := p.sweepDryRun(ctx, tx, &out); err != nil {
 		return out, err
 	}
-	if err := p.afterSMSDryRun(ctx, tx, &out); err != nil {
+	if err := p.handedDryRun(ctx, tx, &out); err != nil {
 		return out, err
 	}
 	out.Eligible = out.WouldMint + out.AlreadyClaimed + out.WouldDefer

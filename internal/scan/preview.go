@@ -65,7 +65,7 @@ func (p *Pass) Preview(ctx context.Context, id string, kinds []string) ([]Previe
 		}
 		pv, err := p.previewKind(ctx, p.db, id, k, rows)
 		if err == nil {
-			err = p.previewSMS(ctx, p.db, id, k, &pv)
+			err = p.previewText(ctx, p.db, id, k, &pv)
 		}
 		if err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package scan
 import (
 	"context"
 	"fmt"
+	"scan/internal/notice"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -17,7 +18,7 @@ import (
 // its total; it writes nothing.
 func (p *Pass) CountDue(ctx context.Context) (int, error) {
 	total := 0
-	for _, group := range p.sels {
+	for _, group := range p.sels[notice.ChannelEmail] {
 		for _, sel := range group {
 			n, err := p.src.countOpen(ctx, p.db, sel, p.cfg.Now)
 			if err != nil {

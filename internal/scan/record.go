@@ -52,9 +52,17 @@ type recorder struct {
 	flow   *flow // told of every result, so that the producer claims more
 	// grace bounds the writes once ctx is cancelled (Config.ShutdownGrace).
 	grace time.Duration
-	// sms takes the subscription ids of the notices refused for good,
-	// once recorded: the sms stage's (nil: none).
-	sms *smsHandoff
+	// next takes the subscription ids of the notices that hand over to
+	// the next channel (handsOver), once recorded: the next channel's
+	// stage's (nil: none).
+	next *handoff
+	// channel is the stage's; hasher digests the address of a recipient
+	// who opted out (send.ErrUnsubscribed) for the channel's suppression
+	// list, entered at now with the outcome's batch.
+	channel string
+	hasher  *notice.AddressHasher
+	now     time.Time
+	optOut  []ledger.Suppression
 
 	buf     []ledger.Outcome
 	pending []pendingMeta
@@ -128,6 +136,7 @@ func (r *recorder) add(res send.Result) {
 	case send.Permanent:
 		o.State, o.Error = ledger.Failed, res.Err.Error()
 		r.c.add(func(x *Summary) { x.Failed++ })
+		r.noteOptOut(res)
 	default:
 		// Unknown: the provider may have the message. The claim stays in
 		// quarantine until evidence (reconcile) or an operator settles it.
@@ -184,6 +193,7 @@ func (r *recorder) flush(ctx context.Context) {
 		r.logUnrecorded()
 		return
 	}
+	r.flow.committed(len(r.buf))
 	now := r.clock.Now()
 	if h := r.hooks.Outcome; h != nil {
 		for _, m := range r.pending {
@@ -197,15 +207,51 @@ func (r *recorder) flush(ctx context.Context) {
 	if h := r.hooks.AfterOutcomeCommit; h != nil {
 		h(len(r.buf))
 	}
-	if r.sms != nil {
-		var failed []string
-		for _, m := range r.pending {
-			if m.state == ledger.Failed {
-				failed = append(failed, m.id)
-			}
-		}
-		r.sms.push(failed...)
+	r.handOver()
+	r.addOptOuts(ctx)
+}
+
+// handOver gives the next channel's stage the subscriptions of the batch
+// just recorded whose outcome hands over (handsOver).
+func (r *recorder) handOver() {
+	if r.next == nil {
+		return
 	}
+	var ids []string
+	for _, m := range r.pending {
+		if handsOver(m.state) {
+			ids = append(ids, m.id)
+		}
+	}
+	r.next.push(ids...)
+}
+
+// noteOptOut keeps, for the suppression list, the address of a recipient
+// who told the provider to send nothing more (send.ErrUnsubscribed: the
+// sender's classification of its provider's opt-out code), with the
+// provider's words (never the address) as the reason.
+func (r *recorder) noteOptOut(res send.Result) {
+	var se *send.Error
+	if !errors.Is(res.Err, send.ErrUnsubscribed) || !errors.As(res.Err, &se) || r.hasher == nil {
+		return
+	}
+	r.optOut = append(r.optOut, ledger.Suppression{Channel: r.channel, Digest: r.hasher.Digest(r.channel, res.Notice.To),
+		Reason: se.Err.Error(), Source: ledger.SuppressedByProvider, NoticeKey: res.Notice.Key, KeyID: r.hasher.KeyID()})
+}
+
+// addOptOuts enters the opt-outs of the batch just recorded on the
+// suppression list. A failure is logged: the outcome (failed) is
+// recorded, and the provider refuses the address again next time.
+func (r *recorder) addOptOuts(ctx context.Context) {
+	if len(r.optOut) == 0 {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, recordTimeout)
+	defer cancel()
+	if _, err := ledger.SuppressionAdd(wctx, r.db, r.now, r.optOut); err != nil {
+		r.log.Warn().Err(err).Int("opted_out", len(r.optOut)).Msg("could not add the recipients who opted out to the suppression list")
+	}
+	r.optOut = r.optOut[:0]
 }
 
 // logUnrecorded names (by key prefix) the outcomes the ledger never got:

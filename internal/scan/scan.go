@@ -242,17 +242,18 @@ type Pass struct {
 	// pass started (Run); without, batches are not probed.
 	suppressionEmail bool
 	src              source
-	sels             [][]selection // per kind: default group then overrides
-	smsSels          [][]selection // the same, of the kinds that go by sms first ([sms]): the sms stage's
-	kinds            map[string]policy.Kind
-	content          *content
-	sawQuiet         bool         // a row the quiet hours deferred was read (tallyDeferred)
-	start            time.Time    // when Run started (the time budget's origin)
-	maxMint          int          // *cfg.MaxMint, or -1 for no limit
-	smsc             *smsTools    // this run's sms stage's own resolvers (startSMS)
-	smsMinted        atomic.Int64 // this run's new sms notices, out of Minted
-	smsQ             *smsHandoff  // this run's sms stage's: the email stage's failures go there
-	swept            *sweptSignal // this run's sms stage's first sweep ended (emailfallback.go)
+	// sels are each channel's stage's selections, per kind its default
+	// group then its overrides, by the channel a kind goes by first.
+	sels        map[string][][]selection
+	kinds       map[string]policy.Kind
+	content     *content
+	sawQuiet    bool         // a row the quiet hours deferred was read (tallyDeferred)
+	start       time.Time    // when Run started (the time budget's origin)
+	maxMint     int          // *cfg.MaxMint, or -1 for no limit
+	sweepc      *sweepTools  // this run's sms stage's own resolvers (startSweeps)
+	sweptMinted atomic.Int64 // this run's new sms notices, out of Minted
+	nextQ       *handoff     // this run's sms stage's: the email stage's failures go there
+	swept       *sweptSignal // this run's sms stage's first sweep ended (emailfallback.go)
 }
 
 // New validates cfg and returns a Pass; it does no I/O (the ledger's and
@@ -350,12 +351,12 @@ func checkSource(cfg Config) error {
 // window and each jurisdiction's override.
 func (p *Pass) selectGroups() {
 	cfg := p.cfg
-	p.kinds = map[string]policy.Kind{}
+	p.kinds, p.sels = map[string]policy.Kind{}, map[string][][]selection{}
 	for _, k := range cfg.Policy.Notices {
 		p.kinds[k.Kind] = k
 		anchor := k.AnchorColumn()
 		def := k.Default()
-		group := []selection{{kind: k.Kind, anchor: anchor, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: len(p.sels) == 0 && !k.SMSFirst(), rule: def.Rule(k.AnchorColumn())}}
+		group := []selection{{kind: k.Kind, anchor: anchor, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: len(p.sels[notice.ChannelEmail]) == 0 && !k.SMSFirst(), rule: def.Rule(k.AnchorColumn())}}
 		if def.Due != nil {
 			group[0].due = newDueBounds(def.Due, cfg.Now)
 		}
@@ -366,11 +367,11 @@ func (p *Pass) selectGroups() {
 		for i := range group {
 			group[i].confirm = time.Duration(k.ConfirmWithin)
 		}
+		first := notice.ChannelEmail
 		if k.SMSFirst() {
-			p.smsSels = append(p.smsSels, group) // the sms stage's alone
-			continue
+			first = notice.ChannelSMS // the sms stage's alone
 		}
-		p.sels = append(p.sels, group)
+		p.sels[first] = append(p.sels[first], group)
 	}
 }
 

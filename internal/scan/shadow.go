@@ -34,7 +34,7 @@ func (p *Pass) Shadow(ctx context.Context) (ShadowSummary, error) {
 	start := p.cfg.Clock.Now()
 	out := ShadowSummary{RunID: p.cfg.RunID, Shadow: true}
 	inv := &invalidLog{seen: map[string]bool{}, log: p.log}
-	for _, group := range p.sels {
+	for _, group := range p.sels[notice.ChannelEmail] {
 		for _, sel := range group {
 			list := func(after *string) ([]subscription.Row, error) {
 				return p.src.listOpen(ctx, p.db, sel, p.cfg.Now, nil, after, p.cfg.BatchSize)

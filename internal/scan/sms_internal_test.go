@@ -10,7 +10,7 @@ import (
 // failed (the email stage claimed it first: the row gained an address
 // since) is not texted, nor recorded unreached by sms; the others are.
 func TestSMSWaitsForItsEmailRecord(t *testing.T) {
-	bt := smsBatch{
+	bt := sweepBatch{
 		after:   map[string]string{"e1": "s1", "e2": "s2", "e3": "s3"},
 		claims:  []ledger.Claim{{Key: "s1"}, {Key: "s2"}, {Key: "s4"}},
 		noPhone: []ledger.Claim{{Key: "s3"}},

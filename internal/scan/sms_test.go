@@ -2,6 +2,8 @@ package scan_test
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"scan/internal/provider/twilio"
 	"scan/internal/provider/twilio/twiliotest"
 	"scan/internal/scan"
+	"scan/internal/send"
 )
 
 const smsPolicy = `
@@ -230,4 +233,68 @@ func TestSMSFollowsADueRule(t *testing.T) {
 	if r.State != ledger.Sent || r.Rule == nil || !strings.Contains(*r.Rule, "09:00") || r.TimeZone == nil || *r.TimeZone != "Europe/Berlin" {
 		t.Fatalf("sms row %+v (rule %v, zone %v)", r, r.Rule, r.TimeZone)
 	}
+}
+
+// The stop rules are the email stage's for every channel (issue 34): an
+// sms sender whose credentials Twilio refuses, or which cannot reach
+// Twilio at all, stops the pass with send.ErrMisconfigured or
+// send.ErrUnreachable; every claim it made is recorded (retry), none
+// left in quarantine, and the summary's invariant holds.
+func TestSMSStopsOnUnusableSender(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		cfg  func(tw *twiliotest.Server) twilio.Config
+		want error
+	}{
+		"credentials refused": {func(tw *twiliotest.Server) twilio.Config {
+			cfg := tw.Config()
+			cfg.AuthToken = "wrong"
+			return cfg
+		}, send.ErrMisconfigured},
+		"unreachable": {func(tw *twiliotest.Server) twilio.Config {
+			cfg := tw.Config()
+			cfg.BaseURL = closedURL(t)
+			return cfg
+		}, send.ErrUnreachable},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e, tw, _ := smsSetup(t)
+			c, err := twilio.New(tc.cfg(tw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"a", "b", "c"} {
+				e.insert(sub{id: id, email: "", renewsIn: 48 * time.Hour})
+				e.setPhone(id, "+1415555010"+string(id[0]-'a'+'1'))
+			}
+			s, err := e.pass(context.Background(), func(cfg *scan.Config) { cfg.SMS = c })
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("pass: %v, want %v", err, tc.want)
+			}
+			if s.Minted+s.Retried != s.Sent+s.Retry+s.Failed+s.Ambiguous || s.Minted != 3 || s.Retry != 3 || s.Quarantine != 0 {
+				t.Fatalf("summary %+v", s)
+			}
+			for _, id := range []string{"a", "b", "c"} {
+				if r := rowsOf(t, e.db, id)["sms"]; r.State != ledger.Retry {
+					t.Errorf("%s sms row %+v", id, r)
+				}
+			}
+			if n := len(tw.Requests()); n > 1 {
+				t.Errorf("twilio got %d requests after the first was refused", n)
+			}
+		})
+	}
+}
+
+// closedURL is an http URL on which nothing listens.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := "http://" + l.Addr().String()
+	l.Close()
+	return u
 }

@@ -146,9 +146,9 @@ func (s source) listFallback(ctx context.Context, db sqlx.QueryerContext, sel se
 	return s.ListFallback(ctx, db, sel.group(), now, now.Add(sel.close), sel.hi(now), after, limit, ids)
 }
 
-// listClosedSMS reads a page of the rows of sel, a kind that goes by sms
+// listClosedSwept reads a page of the rows of sel, a kind that goes by sms
 // first, whose window has closed at now with no sms row.
-func (s source) listClosedSMS(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, after *string, limit int) ([]subscription.Row, error) {
+func (s source) listClosedSwept(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, after *string, limit int) ([]subscription.Row, error) {
 	return s.ListClosedSMS(ctx, db, sel.closedGroup(), now, now.Add(sel.close), after, limit)
 }
 

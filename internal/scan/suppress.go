@@ -124,7 +124,9 @@ func (p *Pass) takeSuppressed(c *counters, won []ledger.Won, byKey map[string]ca
 		return won, 0
 	}
 	c.add(func(x *Summary) { x.SuppressedAddress += n })
-	p.smsQ.push(ids...) // the kind's next channel, in this pass
+	if handsOver(ledger.Failed) { // recorded failed (suppressed_address) by the claim
+		p.nextQ.push(ids...) // the kind's next channel, in this pass
+	}
 	p.log.Info().Int("suppressed_address", n).Msg("recipients on the suppression list: not sent by email")
 	return out, n
 }

@@ -2,20 +2,15 @@ package scan
 
 import (
 	"context"
-	"crypto/sha256"
-	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"golang.org/x/time/rate"
 
 	"scan/internal/address"
 	"scan/internal/ledger"
 	"scan/internal/notice"
-	"scan/internal/send"
 	"scan/internal/subscription"
 )
 
@@ -39,7 +34,7 @@ import (
 //
 // Then it takes what the email stage of the same pass fails (suppressed,
 // refused for good): the email stage hands the subscription ids over
-// through smsHandoff, which never blocks it, and the sms stage reads them
+// through handoff, which never blocks it, and the sms stage reads them
 // set-based (the same statement restricted to those ids, a page of ids
 // at a time). When the email stage ends, the sms stage drains what is
 // queued and returns; a time budget that ends first defers (counted) the
@@ -48,51 +43,26 @@ import (
 // A notice whose email row is sent, claimed (quarantine), retry or
 // missed is never sent by sms. Claim, send, record, as for email: the
 // claim commits before the request leaves, an answer that never came
-// stays in quarantine, and no statement here is per notice except the
-// outcome of each send (one a second at Twilio's pace). The pass's Hooks
-// run at the same boundaries as in the email stage.
+// stays in quarantine, and no statement here is per notice: its sends go
+// through the sms channel's stage (stage.go: the same dispatcher and
+// batched recorder as email's, paced by rate.sms). The pass's Hooks run
+// at the same boundaries as in the email stage.
 
-// recordMissedSMS records as missed (channel sms, the sms key) every
-// notice of a kind that goes by sms first whose window closed with no sms
-// row while the charge is still ahead, as recordMissed does for email.
-func (p *Pass) recordMissedSMS(ctx context.Context, c *counters) error {
-	opt := ledger.ClaimOptions{State: ledger.Missed, Now: p.cfg.Now, RunID: p.cfg.RunID, Channel: notice.ChannelSMS}
-	for _, group := range p.smsSels {
-		for _, sel := range group {
-			list := func(after *string) ([]subscription.Row, error) {
-				return p.src.listClosedSMS(ctx, p.db, sel, p.cfg.Now, after, p.cfg.BatchSize)
-			}
-			err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				won, err := ledger.Insert(ctx, p.db, opt, p.missedClaims(sel, notice.ChannelSMS, rows))
-				if err != nil {
-					return err
-				}
-				c.add(func(x *Summary) { x.Missed += len(won) })
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// smsHandoff carries the subscription ids whose email notice the email
+// handoff carries the subscription ids whose email notice the email
 // stage failed to the sms stage, without ever blocking the email stage:
 // an unbounded list under a mutex and a one-slot wake-up signal. A nil
-// *smsHandoff takes nothing (no sms stage in the pass).
-type smsHandoff struct {
+// *handoff takes nothing (no sms stage in the pass).
+type handoff struct {
 	mu     sync.Mutex
 	ids    []string
 	closed bool
 	wake   chan struct{}
 }
 
-func newSMSHandoff() *smsHandoff { return &smsHandoff{wake: make(chan struct{}, 1)} }
+func newHandoff() *handoff { return &handoff{wake: make(chan struct{}, 1)} }
 
 // push queues ids for the sms stage and wakes it.
-func (h *smsHandoff) push(ids ...string) {
+func (h *handoff) push(ids ...string) {
 	if h == nil || len(ids) == 0 {
 		return
 	}
@@ -103,14 +73,14 @@ func (h *smsHandoff) push(ids ...string) {
 }
 
 // close says the email stage has ended: nothing more comes.
-func (h *smsHandoff) close() {
+func (h *handoff) close() {
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
 	h.signal()
 }
 
-func (h *smsHandoff) signal() {
+func (h *handoff) signal() {
 	select {
 	case h.wake <- struct{}{}:
 	default: // already signalled
@@ -120,7 +90,7 @@ func (h *smsHandoff) signal() {
 // next waits until ids are queued or the email stage has ended, and
 // takes at most n of them; done is true once it has ended and nothing is
 // left.
-func (h *smsHandoff) next(ctx context.Context, n int) (ids []string, done bool, _ error) {
+func (h *handoff) next(ctx context.Context, n int) (ids []string, done bool, _ error) {
 	for {
 		h.mu.Lock()
 		k := min(n, len(h.ids))
@@ -138,18 +108,18 @@ func (h *smsHandoff) next(ctx context.Context, n int) (ids []string, done bool, 
 	}
 }
 
-// smsStage is the pass's running sms stage (startSMS).
-type smsStage struct {
-	handoff *smsHandoff
+// sweepStage is the pass's running sms stage (startSweeps).
+type sweepStage struct {
+	handoff *handoff
 	done    chan error
 }
 
-// startSMS starts the pass's sms stage beside the email stage (see
+// startSweeps starts the pass's sms stage beside the email stage (see
 // above); nil without Config.SMS or a kind with the sms channel. An
 // error of the stage cancels the pass with that cause.
-func (p *Pass) startSMS(ctx context.Context, cancel context.CancelCauseFunc, c *counters) *smsStage {
+func (p *Pass) startSweeps(ctx context.Context, cancel context.CancelCauseFunc, c *counters) *sweepStage {
 	p.swept = newSweptSignal()
-	if p.cfg.SMS == nil && len(p.smsSels) > 0 {
+	if p.cfg.SMS == nil && len(p.sels[notice.ChannelSMS]) > 0 {
 		p.log.Warn().Msg("no sms sender: the kinds that go by sms only send nothing in this pass")
 	}
 	if p.cfg.SMS == nil || !p.cfg.Policy.UsesSMS() {
@@ -159,11 +129,11 @@ func (p *Pass) startSMS(ctx context.Context, cancel context.CancelCauseFunc, c *
 		p.log.Warn().Msg("a staging redirect is in force: the sms channel sends nothing")
 		return nil
 	}
-	st := &smsStage{handoff: newSMSHandoff(), done: make(chan error, 1)}
-	p.smsMinted.Store(0)
-	p.smsc = p.newSMSTools()
+	st := &sweepStage{handoff: newHandoff(), done: make(chan error, 1)}
+	p.sweptMinted.Store(0)
+	p.sweepc = p.newSweepTools()
 	go func() {
-		err := p.sendSMS(ctx, c, st.handoff)
+		err := p.runSweeps(ctx, c, st.handoff)
 		p.swept.done()
 		if err != nil {
 			cancel(err)
@@ -175,7 +145,7 @@ func (p *Pass) startSMS(ctx context.Context, cancel context.CancelCauseFunc, c *
 
 // queue is where the email stage hands the sms stage its failures; nil
 // (taking nothing) for a pass without an sms stage.
-func (st *smsStage) queue() *smsHandoff {
+func (st *sweepStage) queue() *handoff {
 	if st == nil {
 		return nil
 	}
@@ -184,7 +154,7 @@ func (st *smsStage) queue() *smsHandoff {
 
 // wait tells the sms stage that the email stage has ended and waits for
 // it to drain; nil for a pass without one.
-func (st *smsStage) wait() error {
+func (st *sweepStage) wait() error {
 	if st == nil {
 		return nil
 	}
@@ -192,47 +162,60 @@ func (st *smsStage) wait() error {
 	return <-st.done
 }
 
-// sendSMS is the sms stage: the first sweep, then what the email stage
-// hands over until it ends.
-func (p *Pass) sendSMS(ctx context.Context, c *counters, h *smsHandoff) error {
-	b := p.cfg.Policy.Rate.Share(p.cfg.Shards).SMS
-	lim := rate.NewLimiter(rate.Limit(b.PerSecond), max(b.Burst, 1))
-	if err := p.smsSweep(ctx, c, lim, nil); err != nil {
+// runSweeps is the sms stage: the first sweep, then what the email stage
+// hands over until it ends; its sends go through the sms channel's stage
+// (stage.go), the same dispatcher and recorder as email's.
+func (p *Pass) runSweeps(ctx context.Context, c *counters, h *handoff) error {
+	st, err := p.startStage(ctx, p.channelOf(notice.ChannelSMS), c, nil)
+	if err != nil {
 		return err
 	}
-	p.swept.done() // the email notices after sms read what it failed
+	return st.finish(p.sweeps(st.ctx, c, st, h))
+}
+
+// sweeps runs the first sweep, then one restricted to what h hands over
+// until it ends.
+func (p *Pass) sweeps(ctx context.Context, c *counters, st *stage, h *handoff) error {
+	if err := p.sweep(ctx, c, st, nil); err != nil {
+		return err
+	}
+	// The email notices after sms read what it failed, once recorded.
+	if err := st.awaitRecorded(ctx); err != nil {
+		return err
+	}
+	p.swept.done()
 	for {
 		ids, done, err := h.next(ctx, p.cfg.BatchSize)
 		if err != nil || done {
 			return err
 		}
-		if err := p.smsSweep(ctx, c, lim, ids); err != nil {
+		if err := p.sweep(ctx, c, st, ids); err != nil {
 			return err
 		}
 	}
 }
 
-// smsSweep runs the fallback statement over every sms window group,
+// sweep runs the fallback statement over every sms window group,
 // restricted to the subscription ids ids unless nil.
-func (p *Pass) smsSweep(ctx context.Context, c *counters, lim *rate.Limiter, ids []string) error {
-	return p.eachSMSSelection(func(sel selection) error {
+func (p *Pass) sweep(ctx context.Context, c *counters, st *stage, ids []string) error {
+	return p.eachSweptSelection(func(sel selection) error {
 		list := func(after *string) ([]subscription.Row, error) {
 			return p.src.listFallback(ctx, p.db, sel, p.cfg.Now, after, p.cfg.BatchSize, ids)
 		}
-		return eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error { return p.smsPage(ctx, c, lim, sel, rows) })
+		return eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error { return p.sweepPage(ctx, c, st, sel, rows) })
 	})
 }
 
-// eachSMSSelection calls fn with the selection of every window group whose
+// eachSweptSelection calls fn with the selection of every window group whose
 // kind goes by sms (sms-first kinds, then the email kinds with an sms
 // fallback), carrying the sms stage's own copy of its due rule.
-func (p *Pass) eachSMSSelection(fn func(sel selection) error) error {
-	for _, group := range slices.Concat(p.smsSels, p.sels) {
+func (p *Pass) eachSweptSelection(fn func(sel selection) error) error {
+	for _, group := range slices.Concat(p.sels[notice.ChannelSMS], p.sels[notice.ChannelEmail]) {
 		for _, sel := range group {
 			if !p.kinds[sel.kind].HasSMS() {
 				continue
 			}
-			sel.due = p.smsc.dueOf(sel)
+			sel.due = p.sweepc.dueOf(sel)
 			if err := fn(sel); err != nil {
 				return err
 			}
@@ -241,9 +224,9 @@ func (p *Pass) eachSMSSelection(fn func(sel selection) error) error {
 	return nil
 }
 
-// smsTools are the sms stage's own resolvers, none of which is safe for
+// sweepTools are the sms stage's own resolvers, none of which is safe for
 // concurrent use with the email stage's.
-type smsTools struct {
+type sweepTools struct {
 	content *content
 	keyer   *notice.Keyer
 	hasher  *notice.AddressHasher
@@ -252,15 +235,15 @@ type smsTools struct {
 	due      map[string]*dueBounds // by selection key: sel.due's, with a cache of its own
 }
 
-func (p *Pass) newSMSTools() *smsTools {
+func (p *Pass) newSweepTools() *sweepTools {
 	keyer, _ := notice.NewKeyer(p.cfg.Secret) // checked by New
 	hasher, _ := notice.NewAddressHasher(p.cfg.Secret)
 	previous, _ := previousHashers(p.cfg.PreviousSecrets) // checked by New
-	return &smsTools{content: p.content.fork(), keyer: keyer, hasher: hasher, previous: previous, due: map[string]*dueBounds{}}
+	return &sweepTools{content: p.content.fork(), keyer: keyer, hasher: hasher, previous: previous, due: map[string]*dueBounds{}}
 }
 
 // dueOf is the stage's own copy of sel's due rule (nil without one).
-func (t *smsTools) dueOf(sel selection) *dueBounds {
+func (t *sweepTools) dueOf(sel selection) *dueBounds {
 	if sel.due == nil {
 		return nil
 	}
@@ -278,29 +261,24 @@ func (c *content) fork() *content {
 	return &d
 }
 
-// smsDryRun counts, inside the dry run's read-only transaction, what the
+// sweepDryRun counts, inside the dry run's read-only transaction, what the
 // sms stage's first sweep would send now (WouldSMS: new sms notices and
 // sms rows in retry, less the numbers on the sms suppression list) and
 // the notices it would record without a usable address. The email
 // notices the email stage would fail during the pass (suppressed,
 // refused) are not foreseen.
-func (p *Pass) smsDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
+func (p *Pass) sweepDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
 	if !p.cfg.Policy.UsesSMS() {
 		return nil
 	}
-	p.smsc = p.newSMSTools()
-	return p.eachSMSSelection(func(sel selection) error {
+	p.sweepc = p.newSweepTools()
+	return p.eachSweptSelection(func(sel selection) error {
 		list := func(after *string) ([]subscription.Row, error) {
 			return p.src.listFallback(ctx, tx, sel, p.cfg.Now, after, p.cfg.BatchSize, nil)
 		}
 		return eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
-			bt := p.smsSort(sel, rows)
-			all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
-			digests := make([][]byte, len(all))
-			for i, cl := range all {
-				digests[i] = cl.AddressHMAC
-			}
-			hit, err := ledger.SuppressionMatch(ctx, tx, notice.ChannelSMS, digests)
+			bt := p.sweepSort(sel, rows)
+			all, hit, err := bt.listed(ctx, tx)
 			if err != nil {
 				return err
 			}
@@ -316,14 +294,14 @@ func (p *Pass) smsDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRu
 				}
 			}
 			out.WouldSMSUnreached += len(bt.noPhone)
-			out.WouldEmailAfterSMS += p.wouldMailAfter(sel, rows, append(unreached, bt.noPhone...))
+			out.WouldEmailAfterSMS += p.wouldSendAfter(sel, rows, append(unreached, bt.noPhone...))
 			return nil
 		})
 	})
 }
 
-// smsBatch is what one page of the sms stage found.
-type smsBatch struct {
+// sweepBatch is what one page of the sms stage found.
+type sweepBatch struct {
 	noEmail []ledger.Claim // email notices to record failed no_usable_address
 	noPhone []ledger.Claim // sms notices to record failed no_usable_address
 	claims  []ledger.Claim // sms notices to claim
@@ -338,60 +316,82 @@ type smsBatch struct {
 	after map[string]string
 }
 
-// smsPage claims and sends one page of the sms stage.
-func (p *Pass) smsPage(ctx context.Context, c *counters, lim *rate.Limiter, sel selection, rows []subscription.Row) error {
-	bt := p.smsSort(sel, rows)
+// sweepPage claims and sends one page of the sms stage.
+func (p *Pass) sweepPage(ctx context.Context, c *counters, st *stage, sel selection, rows []subscription.Row) error {
+	bt := p.sweepSort(sel, rows)
 	if bt.quiet > 0 {
 		c.add(func(x *Summary) { x.Deferred += bt.quiet; x.DeferredQuietHours += bt.quiet })
 	}
-	if err := p.smsUnreached(ctx, c, &bt); err != nil {
+	if err := p.sweepUnreached(ctx, c, &bt); err != nil {
 		return err
 	}
-	// Claimed a chunk at a time, about a second of the bucket's sends, so
-	// that a time budget ending mid-page defers the rest instead of
-	// sending a whole page at rate.sms past it.
-	size := smsChunk(lim, p.cfg.BatchSize)
-	for len(bt.claims)+len(bt.retries) > 0 {
+	// Claimed as the email stage's are, by the stage's planner: what the
+	// channel's bucket sends over the claim horizon, the next claim once
+	// half of it is free. A time budget ending mid-page defers the rest
+	// instead of sending a whole page at the channel's pace past it.
+	pl := st.plan
+	for _, cl := range bt.claims {
+		pl.offer(candidate{due: due{claim: cl, n: bt.byKey[cl.Key]}})
+	}
+	for _, k := range bt.retries {
+		pl.offer(candidate{due: due{claim: ledger.Claim{Key: k}, n: bt.byKey[k]}, reclaim: true})
+	}
+	for !pl.empty() {
 		if p.cfg.MaxDuration > 0 && p.cfg.Clock.Now().Sub(p.start) >= p.cfg.MaxDuration {
-			n := len(bt.claims) + len(bt.retries)
+			n := len(pl.drain())
 			c.add(func(x *Summary) { x.Deferred += n })
 			return nil
 		}
-		part := smsBatch{byKey: bt.byKey}
-		k := min(size, len(bt.retries))
-		part.retries, bt.retries = bt.retries[:k], bt.retries[k:]
-		k = min(size-k, len(bt.claims))
-		part.claims, bt.claims = bt.claims[:k], bt.claims[k:]
-		won, err := p.smsClaim(ctx, c, &part)
-		if err != nil {
-			return err
+		picked := pl.pick(p.cfg.Clock.Now())
+		if len(picked) == 0 {
+			select {
+			case <-st.fl.wake:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			continue
 		}
-		for _, w := range won {
-			n := bt.byKey[w.Key]
-			n.Attempt, n.ClaimedAt = w.Attempt, p.cfg.Clock.Now()
-			if w.CancelToken != "" {
-				n.CancelToken = w.CancelToken
-			}
-			if err := p.smsSend(ctx, c, lim, n); err != nil {
-				return err
-			}
+		if err := p.sweepSubmit(ctx, c, st, picked, bt.byKey); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// smsChunk is how many sms notices the stage claims at once: what the
-// bucket sends in about a second (its burst at least), at most a page.
-func smsChunk(lim *rate.Limiter, batch int) int {
-	return max(min(int(float64(lim.Limit())), batch), lim.Burst(), 1)
+// sweepSubmit claims the picked notices (retry rows re-claimed, new ones
+// inserted) and hands what it won to the stage.
+func (p *Pass) sweepSubmit(ctx context.Context, c *counters, st *stage, picked []candidate, byKey map[string]notice.Notice) error {
+	part := sweepBatch{byKey: byKey}
+	for _, cd := range picked {
+		if cd.reclaim {
+			part.retries = append(part.retries, cd.claim.Key)
+		} else {
+			part.claims = append(part.claims, cd.claim)
+		}
+	}
+	won, err := p.sweepClaim(ctx, c, &part)
+	if err != nil {
+		return err
+	}
+	at := p.cfg.Clock.Now()
+	ns := make([]notice.Notice, 0, len(won))
+	for _, w := range won {
+		n := byKey[w.Key]
+		n.Attempt, n.ClaimedAt = w.Attempt, at
+		if w.CancelToken != "" {
+			n.CancelToken = w.CancelToken
+		}
+		ns = append(ns, n)
+	}
+	return st.submit(ctx, ns...)
 }
 
-// smsSort sorts a page's rows into what to record, claim or re-claim.
-func (p *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
-	bt := smsBatch{byKey: map[string]notice.Notice{}, after: map[string]string{}}
+// sweepSort sorts a page's rows into what to record, claim or re-claim.
+func (p *Pass) sweepSort(sel selection, rows []subscription.Row) sweepBatch {
+	bt := sweepBatch{byKey: map[string]notice.Notice{}, after: map[string]string{}}
 	k := p.kinds[sel.kind]
 	for _, r := range rows {
-		v := p.classify(p.smsc.content, r, ask{sel: sel, channel: notice.ChannelSMS})
+		v := p.classify(p.sweepc.content, r, ask{sel: sel, channel: notice.ChannelSMS})
 		if !v.keyed {
 			continue // no notice tuple, or not yet due in its zone
 		}
@@ -401,24 +401,24 @@ func (p *Pass) smsSort(sel selection, rows []subscription.Row) smsBatch {
 				continue // a usable address with no email row yet: the email stage's (deferred)
 			}
 			e := v.dn.claim
-			e.Key = p.smsc.keyer.Key(t)
+			e.Key = p.sweepc.keyer.Key(t)
 			bt.noEmail = append(bt.noEmail, e)
-			bt.after[e.Key] = p.smsc.keyer.ChannelKey(t, notice.ChannelSMS)
+			bt.after[e.Key] = p.sweepc.keyer.ChannelKey(t, notice.ChannelSMS)
 			if r.LedgerKey != nil {
 				bt.after[e.Key] = *r.LedgerKey
 			}
 		}
-		p.smsNotice(r, t, v, &bt)
+		p.sweepNotice(r, t, v, &bt)
 	}
 	return bt
 }
 
-// smsNotice adds row r's sms notice (its verdict v) to bt: to claim,
+// sweepNotice adds row r's sms notice (its verdict v) to bt: to claim,
 // re-claim, or record without a usable number; unless its content is
 // invalid or the quiet hours defer it.
-func (p *Pass) smsNotice(r subscription.Row, t notice.Tuple, v verdict, bt *smsBatch) {
+func (p *Pass) sweepNotice(r subscription.Row, t notice.Tuple, v verdict, bt *sweepBatch) {
 	cl := v.dn.claim
-	cl.Key = p.smsc.keyer.ChannelKey(t, notice.ChannelSMS)
+	cl.Key = p.sweepc.keyer.ChannelKey(t, notice.ChannelSMS)
 	if r.LedgerKey != nil {
 		cl.Key = *r.LedgerKey
 	}
@@ -439,9 +439,9 @@ func (p *Pass) smsNotice(r subscription.Row, t notice.Tuple, v verdict, bt *smsB
 		return
 	}
 	n := v.dn.n
-	n.Key, n.CancelToken = cl.Key, p.smsc.keyer.CancelToken(t)
-	cl.AddressHMAC = p.smsc.hasher.Digest(notice.ChannelSMS, v.dn.addr)
-	for _, h := range p.smsc.previous {
+	n.Key, n.CancelToken = cl.Key, p.sweepc.keyer.CancelToken(t)
+	cl.AddressHMAC = p.sweepc.hasher.Digest(notice.ChannelSMS, v.dn.addr)
+	for _, h := range p.sweepc.previous {
 		cl.PreviousHMACs = append(cl.PreviousHMACs, h.Digest(notice.ChannelSMS, v.dn.addr))
 	}
 	bt.byKey[cl.Key] = n
@@ -452,9 +452,9 @@ func (p *Pass) smsNotice(r subscription.Row, t notice.Tuple, v verdict, bt *smsB
 	bt.claims = append(bt.claims, cl)
 }
 
-// smsUnreached records the page's notices without a usable address and
+// sweepUnreached records the page's notices without a usable address and
 // takes the suppressed numbers out of what it will claim.
-func (p *Pass) smsUnreached(ctx context.Context, c *counters, bt *smsBatch) error {
+func (p *Pass) sweepUnreached(ctx context.Context, c *counters, bt *sweepBatch) error {
 	emailOpt := ledger.ClaimOptions{Now: p.cfg.Now, RunID: p.cfg.RunID, Channel: notice.ChannelEmail}
 	smsOpt := emailOpt
 	smsOpt.Channel = notice.ChannelSMS
@@ -473,7 +473,7 @@ func (p *Pass) smsUnreached(ctx context.Context, c *counters, bt *smsBatch) erro
 	for i, cl := range all {
 		digests[i], previous[i] = cl.AddressHMAC, cl.PreviousHMACs
 	}
-	hit, err := ledger.SuppressionMatchRekey(ctx, p.db, notice.ChannelSMS, digests, previous, p.smsc.hasher.KeyID())
+	hit, err := ledger.SuppressionMatchRekey(ctx, p.db, notice.ChannelSMS, digests, previous, p.sweepc.hasher.KeyID())
 	if err != nil {
 		return err
 	}
@@ -505,9 +505,21 @@ func (p *Pass) smsUnreached(ctx context.Context, c *counters, bt *smsBatch) erro
 	return nil
 }
 
+// listed returns bt's notices to claim, then its retry rows, and which
+// of them the channel's suppression list holds.
+func (bt *sweepBatch) listed(ctx context.Context, db sqlx.QueryerContext) ([]ledger.Claim, []bool, error) {
+	all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
+	digests := make([][]byte, len(all))
+	for i, cl := range all {
+		digests[i] = cl.AddressHMAC
+	}
+	hit, err := ledger.SuppressionMatch(ctx, db, notice.ChannelSMS, digests)
+	return all, hit, err
+}
+
 // dropUnrecorded takes out of bt the sms notices whose email notice this
 // pass did not record failed (recorded: the email keys it inserted).
-func (bt *smsBatch) dropUnrecorded(recorded []string) {
+func (bt *sweepBatch) dropUnrecorded(recorded []string) {
 	for _, k := range recorded {
 		delete(bt.after, k)
 	}
@@ -524,9 +536,9 @@ func (bt *smsBatch) dropUnrecorded(recorded []string) {
 	bt.retried = slices.DeleteFunc(bt.retried, dropped)
 }
 
-// smsClaim claims the page's sms notices (one statement) and re-claims
+// sweepClaim claims the page's sms notices (one statement) and re-claims
 // its retry rows (one more), each committed before anything is sent.
-func (p *Pass) smsClaim(ctx context.Context, c *counters, bt *smsBatch) ([]ledger.Won, error) {
+func (p *Pass) sweepClaim(ctx context.Context, c *counters, bt *sweepBatch) ([]ledger.Won, error) {
 	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: p.cfg.Now, RunID: p.cfg.RunID, RedirectTo: p.cfg.RedirectTo, Channel: notice.ChannelSMS}
 	var won []ledger.Won
 	if len(bt.retries) > 0 {
@@ -546,87 +558,11 @@ func (p *Pass) smsClaim(ctx context.Context, c *counters, bt *smsBatch) ([]ledge
 			return nil, err
 		}
 		c.add(func(x *Summary) { x.Minted += len(w); x.SMS += len(w) })
-		p.smsMinted.Add(int64(len(w)))
+		p.sweptMinted.Add(int64(len(w)))
 		won = append(won, w...)
 	}
 	if h := p.cfg.Hooks.AfterClaimCommit; h != nil && len(won) > 0 {
 		h(len(won))
 	}
 	return won, nil
-}
-
-// smsSend renders and sends one claimed sms notice at the sms bucket's
-// pace and records its outcome. A sender refusing its credentials stops
-// the pass (the notice is released as retry).
-func (p *Pass) smsSend(ctx context.Context, c *counters, lim *rate.Limiter, n notice.Notice) error {
-	out := ledger.Outcome{Key: n.Key, PeriodStart: n.PeriodStart}
-	body, err := p.renderer.RenderSMS(n)
-	var sendErr error
-	switch {
-	case err != nil:
-		out.State, out.Error = ledger.Failed, "render: "+err.Error()
-	case lim.Wait(ctx) != nil:
-		out.State, out.Error = ledger.Retry, "not attempted: the pass was stopped"
-	default:
-		sum := sha256.Sum256([]byte(body))
-		out.Digest = sum[:]
-		var rec send.Receipt
-		rec, sendErr = p.cfg.SMS.Send(ctx, &notice.Message{Notice: n, Text: body})
-		out.State, out.ProviderID, out.SentAt, out.Error = smsOutcome(rec, sendErr, p.cfg.Clock.Now())
-		if h := p.cfg.Hooks.AfterAccepted; h != nil && sendErr == nil {
-			h(n.Key)
-		}
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	if _, err := ledger.RecordOutcomes(rctx, p.db, p.cfg.RunID, p.cfg.Clock.Now(), []ledger.Outcome{out}); err != nil {
-		return fmt.Errorf("record sms outcome: %w", err)
-	}
-	p.countOutcome(c, out.State)
-	if h := p.cfg.Hooks.AfterOutcomeCommit; h != nil {
-		h(1)
-	}
-	if errors.Is(sendErr, send.ErrUnsubscribed) {
-		d := p.smsc.hasher.Digest(notice.ChannelSMS, n.To)
-		if _, err := ledger.SuppressionAdd(rctx, p.db, p.cfg.Now, []ledger.Suppression{{Channel: notice.ChannelSMS, Digest: d,
-			Reason: "twilio 21610: the recipient replied STOP", Source: ledger.SuppressedByProvider, NoticeKey: n.Key,
-			KeyID: p.smsc.hasher.KeyID()}}); err != nil {
-			return err
-		}
-	}
-	if errors.Is(sendErr, send.ErrMisconfigured) {
-		return &ConfigError{"TWILIO_AUTH_TOKEN", "Twilio refused the account's credentials: " + sendErr.Error()}
-	}
-	return nil
-}
-
-// smsOutcome maps a send's result to the ledger's: sent, retry (Twilio
-// did not take it), failed (refused for good) or claimed (the answer was
-// lost: quarantine, never resent blindly).
-func smsOutcome(rec send.Receipt, err error, now time.Time) (ledger.State, string, time.Time, string) {
-	switch send.Classify(err) {
-	case 0:
-		return ledger.Sent, rec.ProviderID, now, ""
-	case send.Transient:
-		return ledger.Retry, "", time.Time{}, err.Error()
-	case send.Permanent:
-		return ledger.Failed, "", time.Time{}, err.Error()
-	}
-	return ledger.Claimed, "", time.Time{}, err.Error()
-}
-
-// countOutcome adds one outcome to the summary.
-func (p *Pass) countOutcome(c *counters, st ledger.State) {
-	c.add(func(x *Summary) {
-		switch st {
-		case ledger.Sent:
-			x.Sent++
-		case ledger.Retry:
-			x.Retry++
-		case ledger.Failed:
-			x.Failed++
-		default:
-			x.Ambiguous++
-		}
-	})
 }

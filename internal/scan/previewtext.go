@@ -26,10 +26,10 @@ type SMSPreview struct {
 	Invalid string
 }
 
-// previewSMS adds to p the sms text subscription id would get, for a
+// previewText adds to p the sms text subscription id would get, for a
 // kind whose channels include sms. It reads the source (the row) and
 // writes nothing.
-func (p *Pass) previewSMS(ctx context.Context, db sqlx.QueryerContext, id string, k policy.Kind, pv *Preview) error {
+func (p *Pass) previewText(ctx context.Context, db sqlx.QueryerContext, id string, k policy.Kind, pv *Preview) error {
 	if !k.HasSMS() {
 		return nil
 	}
@@ -61,7 +61,7 @@ func (p *Pass) previewSMS(ctx context.Context, db sqlx.QueryerContext, id string
 	sp.Text = body
 	sp.Encoding, sp.Segments = message.SMSSegments(body)
 	pv.SMS = sp
-	if sp.Invalid == "" && len(k.Channels) == 1 && emailReason(pv.Invalid) {
+	if sp.Invalid == "" && len(k.Channels) == 1 && addressReason(pv.Invalid) {
 		// An sms-only kind: the row's email is not its concern.
 		pv.Invalid = ""
 		pv.Due = deref(r.Status) == "active" && pv.inWindow(p.cfg.Now) && pv.Ledger == ""
@@ -70,8 +70,8 @@ func (p *Pass) previewSMS(ctx context.Context, db sqlx.QueryerContext, id string
 	return nil
 }
 
-// emailReason reports whether reason (validate's) is about the row's
+// addressReason reports whether reason (validate's) is about the row's
 // email address only.
-func emailReason(reason string) bool {
+func addressReason(reason string) bool {
 	return reason == "no email" || strings.HasPrefix(reason, "email: ")
 }

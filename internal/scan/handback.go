@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"scan/internal/ledger"
+	"scan/internal/notice"
 	"scan/internal/subscription"
 )
 
@@ -17,8 +18,8 @@ import (
 // email when sms cannot reach the customer while its window is open: its
 // sms notice is failed because the row has no usable number (recorded
 // no_usable_address on the sms channel), the number is on the sms
-// suppression list, Twilio refused it for good (21211, 21610, ...), or
-// evidence reported it failed or undelivered.
+// suppression list, the provider refused it for good (a bad number, an
+// opt-out), or evidence reported it failed or undelivered.
 //
 // Those email notices go through the email stage's one pipeline: the
 // producer reads them as streams of their own (afterSMS), page by page in
@@ -52,13 +53,13 @@ func (g *sweptSignal) done() {
 	}
 }
 
-// afterSMSStreams are the producer's streams of the kinds with channels
+// handedStreams are the producer's streams of the kinds with channels
 // [sms, email]: per kind its email retry rows, and per window group the
 // rows whose sms notice failed (afterSMS; its earliest period is read
 // with its first page, listStream).
-func (p *Pass) afterSMSStreams() []*stream {
+func (p *Pass) handedStreams() []*stream {
 	var out []*stream
-	for _, group := range p.smsSels {
+	for _, group := range p.sels[notice.ChannelSMS] {
 		if !p.kinds[group[0].kind].EmailAfterSMS() {
 			continue
 		}
@@ -83,12 +84,12 @@ func (p *Pass) listStream(ctx context.Context, db sqlx.QueryerContext, st *strea
 		}
 		st.from, st.fromRead = from, true
 	}
-	return p.src.listAfterSMS(ctx, db, st.sel, p.cfg.Now, st.from, after, p.cfg.BatchSize)
+	return p.src.listHandedBack(ctx, db, st.sel, p.cfg.Now, st.from, after, p.cfg.BatchSize)
 }
 
-// listAfterSMS reads a page of sel's open rows at now whose sms notice
+// listHandedBack reads a page of sel's open rows at now whose sms notice
 // failed and that have no email notice.
-func (s source) listAfterSMS(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, from *time.Time, after *string, limit int) ([]subscription.Row, error) {
+func (s source) listHandedBack(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, from *time.Time, after *string, limit int) ([]subscription.Row, error) {
 	return s.ListAfterSMS(ctx, db, sel.group(), now.Add(sel.close), sel.hi(now), from, after, limit)
 }
 
@@ -131,21 +132,21 @@ func sweptWake(streams []*stream, pl *planner) <-chan struct{} {
 	return nil
 }
 
-// afterSMSDryRun counts, inside the dry run's transaction, the email
+// handedDryRun counts, inside the dry run's transaction, the email
 // notices of the kinds with channels [sms, email] whose sms notice has
-// already failed (WouldEmailAfterSMS; smsDryRun adds those its sweep
+// already failed (WouldEmailAfterSMS; sweepDryRun adds those its sweep
 // would fail for want of a number or by the suppression list).
-func (p *Pass) afterSMSDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
-	for _, group := range p.smsSels {
+func (p *Pass) handedDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
+	for _, group := range p.sels[notice.ChannelSMS] {
 		if !p.kinds[group[0].kind].EmailAfterSMS() {
 			continue
 		}
 		for _, sel := range group {
 			list := func(after *string) ([]subscription.Row, error) {
-				return p.src.listAfterSMS(ctx, tx, sel, p.cfg.Now, nil, after, p.cfg.BatchSize)
+				return p.src.listHandedBack(ctx, tx, sel, p.cfg.Now, nil, after, p.cfg.BatchSize)
 			}
 			if err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				out.WouldEmailAfterSMS += p.wouldMail(sel, rows)
+				out.WouldEmailAfterSMS += p.wouldSend(sel, rows)
 				return nil
 			}); err != nil {
 				return err
@@ -155,9 +156,9 @@ func (p *Pass) afterSMSDryRun(ctx context.Context, tx sqlx.QueryerContext, out *
 	return nil
 }
 
-// wouldMail is how many of rows the email stage would mail now (valid,
+// wouldSend is how many of rows the email stage would mail now (valid,
 // not deferred by the quiet hours).
-func (p *Pass) wouldMail(sel selection, rows []subscription.Row) int {
+func (p *Pass) wouldSend(sel selection, rows []subscription.Row) int {
 	var d DryRunSummary
 	p.dryRunPage(sel, rows, &invalidLog{seen: map[string]bool{}, log: zerolog.Nop()}, &d)
 	return d.WouldMint
@@ -167,11 +168,11 @@ func (p *Pass) wouldMail(sel selection, rows []subscription.Row) int {
 // the new sms keys, and the email notices after sms.
 func (d DryRunSummary) newKeys() int { return d.WouldMint + d.smsMint + d.WouldEmailAfterSMS }
 
-// wouldMailAfter is how many of the rows whose sms notice the sms
+// wouldSendAfter is how many of the rows whose sms notice the sms
 // stage's sweep would fail now (failed: their claims, by subscription
 // id) the email stage would then mail, for a kind with channels [sms,
 // email]; 0 for another kind.
-func (p *Pass) wouldMailAfter(sel selection, rows []subscription.Row, failed []ledger.Claim) int {
+func (p *Pass) wouldSendAfter(sel selection, rows []subscription.Row, failed []ledger.Claim) int {
 	if len(failed) == 0 || !p.kinds[sel.kind].EmailAfterSMS() {
 		return 0
 	}
@@ -185,5 +186,5 @@ func (p *Pass) wouldMailAfter(sel selection, rows []subscription.Row, failed []l
 			of = append(of, r)
 		}
 	}
-	return p.wouldMail(sel, of)
+	return p.wouldSend(sel, of)
 }
