@@ -69,7 +69,7 @@ func writeRuleFile(t *testing.T, dir string, spec monitoringv1.PrometheusRuleSpe
 	}
 }
 
-// The alerts the README's runbook documents, one per condition of the
+// The alerts the runbook (docs/operations.md) documents, one per condition of the
 // operator's day two.
 var wantAlerts = []string{
 	"ScanNoRecentSuccess", "ScanPassFailed", "ScanQuarantineStale", "ScanMissedNotices",
@@ -80,10 +80,10 @@ var wantAlerts = []string{
 }
 
 // Every alert has a severity, a summary and a runbook link to a section of
-// the README that exists.
+// docs/operations.md that exists.
 func TestAlertsAnnotated(t *testing.T) {
 	pr := prometheusRule(t)
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,12 +102,12 @@ func TestAlertsAnnotated(t *testing.T) {
 				t.Errorf("%s: no summary", r.Alert)
 			}
 			link := r.Annotations["runbook_url"]
-			const prefix = "https://github.com/example/scan/blob/main/README.md#"
+			const prefix = "https://github.com/example/scan/blob/main/docs/operations.md#"
 			anchor, ok := strings.CutPrefix(link, prefix)
 			if !ok {
 				t.Errorf("%s: runbook_url %q does not start with %s", r.Alert, link, prefix)
 			} else if !anchors[anchor] {
-				t.Errorf("%s: runbook_url anchor #%s is no heading of README.md", r.Alert, anchor)
+				t.Errorf("%s: runbook_url anchor #%s is no heading of docs/operations.md", r.Alert, anchor)
 			}
 		}
 	}

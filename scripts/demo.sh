@@ -44,6 +44,12 @@ echo "== second pass: everything is already claimed, nothing is sent twice"
 second="$(./bin/scan run --now "$now" 2>>"$logs")"
 echo "$second"
 
+echo "== scan lookup sub_000001: every ledger row of one subscription"
+./bin/scan lookup sub_000001 2>>"$logs" || true
+
+echo "== scan status: the operator's one screen (exit 1 would mean something needs a person)"
+./bin/scan status 2>>"$logs" || true
+
 echo "== scan preview: sample notices per kind and locale, for review (nothing claimed, nothing sent)"
 ./bin/scan preview --kind renewal_notice_t72,trial_ending --locale en,de-AT --out "$workdir/preview" 2>>"$logs"
 

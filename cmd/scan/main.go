@@ -1,5 +1,5 @@
 // Command scan sends subscription-renewal notices exactly when policy
-// allows and never twice. README.md is its operator contract: commands,
+// allows and never twice. README.md and docs/ are its operator contract: commands,
 // configuration, summary line and exit codes.
 package main
 

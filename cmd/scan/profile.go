@@ -8,7 +8,7 @@ import (
 
 // startCPUProfile writes a CPU profile of the command to the file named by
 // SCAN_CPUPROFILE, for benchmarks (docs/BENCHMARKS.md); it is not among
-// the settings the README's Configuration table promises operators. The
+// the settings docs/configuration.md's table promises operators. The
 // returned stop flushes and closes the profile; it does nothing when the
 // variable is unset.
 func startCPUProfile(e *env) (stop func(), err error) {

@@ -78,6 +78,13 @@ func TestCheckPassRefusesAnotherTimeline(t *testing.T) {
 	// The last pass was recorded on a timeline other than the server's:
 	// as after a promotion or a PITR to a point before that pass.
 	db.MustExec(`UPDATE notice_ledger_epoch SET timeline = timeline + 1 WHERE run_id = 'run-2'`)
+	// CheckTimeline (scan status, the dry run) sees the same refusal and records nothing.
+	if _, err := ledger.CheckTimeline(ctx, db); !errors.Is(err, ledger.ErrRestored) {
+		t.Fatalf("check next on another timeline: %v", err)
+	}
+	if n := count(t, db, `SELECT count(*) FROM notice_ledger_epoch`); n != 2 {
+		t.Fatalf("check next recorded an epoch: %d", n)
+	}
 	for range 2 { // and it stays refused
 		_, err = ledger.CheckPass(ctx, db, "run-3", t0.Add(2*time.Hour))
 		var re *ledger.RestoredError

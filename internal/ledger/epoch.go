@@ -99,6 +99,17 @@ func (e *RestoredError) Error() string {
 
 func (e *RestoredError) Unwrap() error { return ErrRestored }
 
+// Since is the instant a recovery reads the provider's record from: the
+// last epoch before the database went back (RFC 3339, UTC).
+func (e *RestoredError) Since() string { return e.Last.RecordedAt.UTC().Format(time.RFC3339) }
+
+// RecoverCommand is the command line that lifts the refusal with the
+// provider's record (PROVIDER: the one the notices went out by; or
+// --events FILE with an export of its events).
+func (e *RestoredError) RecoverCommand() string {
+	return "scan recover --since " + e.Since() + " --ask PROVIDER"
+}
+
 // ErrNoTimeline says that the server does not tell its WAL timeline (a
 // standby, or a managed service that hides the WAL functions): no epoch
 // can be checked or recorded.

@@ -55,7 +55,7 @@ import (
 // State is the state of a ledger row.
 type State string
 
-// The states of a notice, as the README's Commands section lists them.
+// The states of a notice, as docs/operations.md's Commands section lists them.
 const (
 	Claimed State = "claimed" // claimed, outcome not recorded: in flight or quarantined
 	Sent    State = "sent"    // the provider accepted it; final

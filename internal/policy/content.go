@@ -228,7 +228,7 @@ func (q *QuietHours) Quiet(t time.Time, loc *time.Location) bool {
 // NextPolite returns the first firing of sched after now that lies
 // outside the quiet hours in loc and before until; false when there is
 // none. A pass defers a quiet-hours notice only when such a firing comes
-// before its window closes (see README, "Quiet hours").
+// before its window closes (see docs/configuration.md, "Quiet hours").
 func (q *QuietHours) NextPolite(sched interface{ Next(time.Time) time.Time }, now, until time.Time, loc *time.Location) (time.Time, bool) {
 	t := now
 	// A schedule firing every minute reaches the end of any quiet span

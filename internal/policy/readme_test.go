@@ -7,17 +7,17 @@ import (
 	"testing"
 )
 
-// Every policy example of the README's "What a notice says" parses and
+// Every policy example of "What a notice says" (docs/configuration.md) parses and
 // validates: the laws' timing, as written there, can be met.
 func TestReadmeNoticeExamplesParse(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, sec, ok := strings.Cut(string(readme), "\n## What a notice says\n")
 	if !ok {
-		t.Fatal(`README has no section "What a notice says"`)
+		t.Fatal(`docs/configuration.md has no section "What a notice says"`)
 	}
 	sec, _, _ = strings.Cut(sec, "\n## ")
 	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(sec, -1)
@@ -31,28 +31,28 @@ func TestReadmeNoticeExamplesParse(t *testing.T) {
 	}
 }
 
-// The README's policy example (Configuration) is testdata/example.yaml,
+// The policy example of docs/configuration.md is testdata/example.yaml,
 // the one the tests parse, to the byte: neither can drift from the other.
 func TestReadmePolicyExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, sec, ok := strings.Cut(string(readme), "\nPolicy file (YAML;")
 	if !ok {
-		t.Fatal(`README has no "Policy file (YAML;" paragraph`)
+		t.Fatal(`docs/configuration.md has no "Policy file (YAML;" paragraph`)
 	}
 	_, block, ok := strings.Cut(sec, "```yaml\n")
 	block, _, ok2 := strings.Cut(block, "```")
 	if !ok || !ok2 {
-		t.Fatal("no YAML block after the README's \"Policy file\" paragraph")
+		t.Fatal("no YAML block after the \"Policy file\" paragraph of docs/configuration.md")
 	}
 	example, err := os.ReadFile("testdata/example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if block != string(example) {
-		t.Fatalf("the README's policy example differs from internal/policy/testdata/example.yaml; make them equal\nREADME:\n%s\nexample.yaml:\n%s", block, example)
+		t.Fatalf("the policy example of docs/configuration.md differs from internal/policy/testdata/example.yaml; make them equal\ndocs/configuration.md:\n%s\nexample.yaml:\n%s", block, example)
 	}
 }

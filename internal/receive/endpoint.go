@@ -170,6 +170,13 @@ func (s *Server) apply(ctx context.Context, ep Endpoint, v Verdict, digest [sha2
 		}
 		return nil
 	})
+	if err == nil && out.events > 0 {
+		// After the commit, outside its transaction: scan status's "last
+		// event the receiver committed" never holds a request's locks.
+		if rerr := ledger.ReceiptRecord(ctx, s.cfg.DB, ep.Name, out.events, s.now()); rerr != nil {
+			s.log.Warn().Str("provider", ep.Name).Err(rerr).Msg("could not record the receipt for scan status; the events are committed")
+		}
+	}
 	return out, err
 }
 

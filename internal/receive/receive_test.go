@@ -291,10 +291,18 @@ func TestSendGridSignedBatch(t *testing.T) {
 	if n := w.evidence(); n != 0 {
 		t.Fatalf("refused requests kept %d events", n)
 	}
+	if rs, err := ledger.Receipts(context.Background(), w.db); err != nil || len(rs) != 0 {
+		t.Fatalf("refused requests recorded receipts %+v, %v", rs, err)
+	}
 	st, res = w.post("sendgrid", body, ours.headers(t, "1764468000", body)...)
 	w.want("signed batch", st, res, 200, "ok", "ssc")
 	st, res = w.post("sendgrid", body, ours.headers(t, "1764468001", body)...)
 	w.want("the batch again", st, res, 200, "duplicate", "ssc")
+	// scan status's "last event the receiver committed": both requests
+	// committed (the second a replay), 2 events each.
+	if rs, err := ledger.Receipts(context.Background(), w.db); err != nil || len(rs) != 1 || rs[0].Provider != "sendgrid" || rs[0].Events != 4 {
+		t.Fatalf("receipts %+v, %v", rs, err)
+	}
 	bad := []byte(`[{"event":"delivered",`)
 	st, res = w.post("sendgrid", bad, ours.headers(t, "1764468000", bad)...)
 	w.want("signed but malformed", st, res, 400, "malformed", "ssc")

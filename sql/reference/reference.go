@@ -1,5 +1,5 @@
 // Package reference holds the reference subscriptions table (the relation
-// `scan run` reads, as the README's Configuration section defines it under
+// `scan run` reads, as docs/configuration.md defines it under
 // Input) for the demo and the tests. It is not a migration: production maps
 // its own schema with a view.
 package reference

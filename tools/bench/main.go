@@ -240,6 +240,7 @@ type config struct {
 	apiConcurrency []int
 
 	dueN           int
+	statusN        int
 	receiveN       int
 	receiveSNS     int
 	receiveClients int
@@ -269,7 +270,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	batches := fs.String("batches", defBatches, "claim batch sizes of the first pass to compare, e.g. 1000,5000 (env BENCH_BATCHES); the first is also used for the other passes")
 	fs.StringVar(&c.work, "work", "", "work directory for policies, logs and the profile (default a new one in /dev/shm)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory")
-	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed, ledger, latency-api, due, suppression, channels, receive, durable, evidence")
+	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed, ledger, latency-api, due, suppression, channels, receive, durable, status, evidence")
 	fs.IntVar(&c.suppressionRounds, "suppression-rounds", 4, "alternated pairs of first passes (empty list, 1M list) the suppression scenario runs; it reports each pair's ratio and their median")
 	fs.BoolVar(&c.suppressionPrevious, "suppression-previous", false, "the suppression scenario also runs, each round, the 1M-list pass with NOTICE_KEY_SECRET_PREVIOUS set (one previous secret) and reports its cost over the same pass without")
 	fs.IntVar(&c.suppressionN, "suppression-n", 50000, "due subscriptions of the suppression scenario (a first pass with an empty and with a 1M-entry suppression list)")
@@ -278,6 +279,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&c.concurrency, "concurrency", 8, "policy concurrency (SMTP connections) of the fixed-latency scenario")
 	fs.IntVar(&c.apiN, "api-n", 20000, "due subscriptions of each latency-api pass")
 	fs.IntVar(&c.dueN, "due-n", 60000, "subscriptions of the due scenario (two in three due)")
+	fs.IntVar(&c.statusN, "status-n", 10_000_000, "past ledger rows of the status scenario (scan status on a ledger of this size)")
 	fs.DurationVar(&c.apiLatency, "api-latency", 50*time.Millisecond, "the API stand-in's time per request in the latency-api scenario")
 	fs.IntVar(&c.receiveN, "receive-n", 50000, "SendGrid events of the receive scenario (in batches of 500)")
 	fs.IntVar(&c.receiveSNS, "receive-sns", 5000, "single SNS notifications of the receive scenario")
@@ -550,7 +552,7 @@ func (b *bench) all(ctx context.Context) error {
 	for _, sc := range []struct {
 		name string
 		run  func(context.Context) error
-	}{{"throughput", b.throughput}, {"latency", b.latency}, {"rate", b.rateLimited}, {"skewed", b.skewed}, {"ledger", b.ledgerScale}, {"latency-api", b.latencyAPI}, {"due", b.due}, {"suppression", b.suppression}, {"channels", b.channels}, {"receive", b.receiveScenario}, {"durable", b.durable}, {"evidence", b.evidence}} {
+	}{{"throughput", b.throughput}, {"latency", b.latency}, {"rate", b.rateLimited}, {"skewed", b.skewed}, {"ledger", b.ledgerScale}, {"latency-api", b.latencyAPI}, {"due", b.due}, {"suppression", b.suppression}, {"channels", b.channels}, {"receive", b.receiveScenario}, {"durable", b.durable}, {"status", b.statusScenario}, {"evidence", b.evidence}} {
 		if b.cfg.only != "" && !strings.Contains(","+b.cfg.only+",", ","+sc.name+",") {
 			continue
 		}
