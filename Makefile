@@ -42,8 +42,9 @@ demo-mail: $(DEVPG) ## the demo over real SMTP into a local Mailpit (loopback); 
 
 bench: ## the pass against PostgreSQL's own ceiling, same run (BENCH_N=1000000 for 1M; docs/BENCHMARKS.md)
 	$(GOBUILD) -o bin/scan ./cmd/scan
+	$(GOBUILD) -tags noproof -o bin/scan-noproof ./cmd/scan
 	$(GO) build -o bin/bench ./tools/bench
-	./bin/bench -scan bin/scan
+	./bin/bench -scan bin/scan -scan-noproof bin/scan-noproof
 
 bench-go: $(DEVPG) ## the Go benchmarks (go test -bench) against a durable (fsync on) PostgreSQL
 	$(DEVPG) -durable -- $(GO) test -run '^$$' -bench . -benchmem ./...

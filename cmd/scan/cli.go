@@ -39,7 +39,7 @@ var commands = []*command{
 	&migrateCommand, &runCommand, &scheduleCommand, &lookupCommand, &quarantineCommand,
 	&undeliveredCommand, &reconcileCommand, &resolveCommand, &recoverCommand, &receiveCommand,
 	&backfillCommand, &suppressCommand, &shadowCommand, &previewCommand, &keyCommand,
-	&pruneCommand, &versionCommand, &statusCommand,
+	&pruneCommand, &proofCommand, &versionCommand, &statusCommand,
 }
 
 // envHelp is one line per variable for the commands' help (the contract's

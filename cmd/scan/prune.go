@@ -87,5 +87,6 @@ func cmdPrune(ctx context.Context, e *env, fs *pflag.FlagSet, a *pruneArgs) erro
 		Resolutions int64              `json:"resolutions_removed"`
 		Evidence    int64              `json:"evidence_removed"`
 		Shadow      int64              `json:"shadow_removed"`
-	}{policy.FormatDuration(horizon), before.Format("2006-01-02"), *dry, res.Removed, res.Resolutions, res.Evidence, res.Shadow})
+		Messages    int64              `json:"messages_removed"` // proof of notice (docs/proof.md)
+	}{policy.FormatDuration(horizon), before.Format("2006-01-02"), *dry, res.Removed, res.Resolutions, res.Evidence, res.Shadow, res.Messages})
 }

@@ -27,11 +27,17 @@ type Outcome struct {
 	// stored with the outcome (an ambiguous one too); nil when nothing was
 	// handed over.
 	Digest []byte
-	Error  string
+	// Message is the exact message handed to the provider (the bytes
+	// Digest is the SHA-256 of), kept compressed in notice_message under
+	// the claim's attempt when the outcome is recorded: proof of notice
+	// (MessageOf). Nil keeps nothing.
+	Message []byte
+	Error   string
 }
 
 // RecordOutcomes records a batch of outcomes of run runID in one statement,
-// in a transaction of its own, and returns how many rows changed. Rows no
+// in a transaction of its own, and returns how many rows changed. The same
+// statement keeps each changed row's Message (proof of notice). Rows no
 // longer claimed by that run (resolved by an operator meanwhile) are left
 // alone.
 func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Time, outs []Outcome) (int64, error) {
@@ -40,6 +46,14 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 	}
 	n := len(outs)
 	keys, states, sentAt, prov, digests, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	dict, err := MessageDict()
+	if err != nil {
+		return 0, fmt.Errorf("record outcomes: %w", err)
+	}
+	bodies, err := compressMessages(outs, dict.Body)
+	if err != nil {
+		return 0, fmt.Errorf("record outcomes: %w", err)
+	}
 	var lo, hi time.Time
 	everyMonth := false
 	for i, o := range outs {
@@ -68,17 +82,12 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 		from, to = first.Format(dateLayout), last.Format(dateLayout)
 	}
 	var changed int64
-	err := WithTx(ctx, db, func(tx *sqlx.Tx) error {
+	err = WithTx(ctx, db, func(tx *sqlx.Tx) error {
 		if _, err := tx.ExecContext(ctx, noticeOutcomePlan); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, noticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
-			pq.Array(prov), pq.Array(digests), pq.Array(errs), from, to, runID, now.UTC())
-		if err != nil {
-			return err
-		}
-		changed, err = res.RowsAffected()
-		return err
+		return tx.QueryRowxContext(ctx, noticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
+			pq.Array(prov), pq.Array(digests), pq.Array(errs), from, to, runID, now.UTC(), pq.ByteaArray(bodies), dict.ID).Scan(&changed)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("record outcomes: %w", err)

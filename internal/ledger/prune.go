@@ -53,12 +53,16 @@ type PruneResult struct {
 	// second witness) recorded before the horizon, removed with it; a dry
 	// run does not count them.
 	Unmatched int64 `json:"unmatched_evidence"`
+	// Messages counts the messages kept for proof of notice (issue 37) of
+	// the removed months, removed with them.
+	Messages int64 `json:"messages"`
 }
 
 // Prune removes, in one transaction, the months of the ledger whose
 // periods all start before opt.Before: it detaches and drops each month's
 // partition and deletes the decisions recorded on its rows; then, in a
-// statement of its own, the provider evidence kept on them, and the
+// statement of its own, the provider evidence kept on them, the messages
+// kept for them (proof of notice), and the
 // evidence of notices the ledger never held recorded before opt.Before. It refuses
 // with a *ClaimedError, removing nothing, when one of those months still
 // holds a claimed row. The DEFAULT partition is never removed.
@@ -127,6 +131,12 @@ func Prune(ctx context.Context, db *sqlx.DB, opt PruneOptions) (PruneResult, err
 		return res, fmt.Errorf("prune: evidence: %w", err)
 	}
 	res.Evidence, _ = r.RowsAffected()
+	// The kept messages, likewise: nothing proves a notice whose row is gone.
+	r, err = db.ExecContext(ctx, noticeMessagePrune, res.Removed[len(res.Removed)-1].To)
+	if err != nil {
+		return res, fmt.Errorf("prune: kept messages: %w", err)
+	}
+	res.Messages, _ = r.RowsAffected()
 	return res, nil
 }
 

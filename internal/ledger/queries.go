@@ -239,11 +239,20 @@ SELECT * FROM reclaimed`
 // (of the quarantine index, or of the primary key by notice_key = ANY)
 // marks them as it passes.
 //
+// In the same statement, the message each outcome handed over (compressed,
+// $11, empty when none) is kept in notice_message under the attempt of the
+// row it updated (proof of notice, issue 37): no extra round trip, and a
+// message is kept only for an outcome the ledger took. A message already
+// kept for that attempt (a batch retried after a commit whose reply was
+// lost) is left as it is.
+//
 // $1 keys, $2 states, $3 sent_at (text, empty for none), $4 provider ids,
 // $5 digests (hex), $6 errors (text[] each), $7 the first day of the earliest
 // month and $8 the first day after the latest (YYYY-MM-DD), or NULL for
-// every month, $9 run id, $10 updated_at.
+// every month, $9 run id, $10 updated_at, $11 compressed messages (bytea[]),
+// $12 the dictionary they were compressed against (notice_message_dict).
 const noticeRecordOutcome = `
+WITH updated AS (
 UPDATE notice_ledger l
 SET state = o.state,
     sent_at = NULLIF(o.sent_at, '')::timestamptz,
@@ -251,14 +260,22 @@ SET state = o.state,
     message_sha256 = decode(NULLIF(o.digest, ''), 'hex'),
     last_error = NULLIF(o.last_error, ''),
     updated_at = $10
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
-     AS o(notice_key, state, sent_at, provider_id, digest, last_error)
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $11::bytea[])
+     AS o(notice_key, state, sent_at, provider_id, digest, last_error, body)
 WHERE l.notice_key = ANY($1::text[])
   AND ($7::date IS NULL OR l.period_start >= $7::date)
   AND ($8::date IS NULL OR l.period_start < $8::date)
   AND l.notice_key = o.notice_key
   AND l.state = 'claimed'
-  AND l.run_id = $9`
+  AND l.run_id = $9
+RETURNING l.notice_key, l.period_start, l.attempts, o.body),
+kept AS (
+INSERT INTO notice_message (period_start, key, attempt, dict, body)
+SELECT period_start, decode(notice_key, 'hex'), attempts, $12::smallint, body
+FROM updated
+WHERE length(body) > 0
+ON CONFLICT DO NOTHING)
+SELECT count(*) FROM updated`
 
 // noticeOutcomePlan leaves noticeRecordOutcome, in its transaction, the one
 // plan above: index scans only, and no nested loop.
@@ -563,6 +580,39 @@ SELECT notice_key, attempt, kind, event, occurred_at, COALESCE(detail, '') AS de
 FROM notice_evidence
 WHERE notice_key = ANY($1::text[])
 ORDER BY notice_key, attempt, occurred_at NULLS FIRST, recorded_at, event`
+
+// noticeMessagePrune removes the messages kept for notices of periods
+// before $1 (proof of notice), with the months prune removed.
+const noticeMessagePrune = `
+DELETE FROM notice_message WHERE period_start < $1::date`
+
+// noticeMessageGet returns the compressed message of one attempt and its
+// dictionary (empty for none): $1 period_start, $2 key (hex), $3 attempt.
+const noticeMessageGet = `
+SELECT m.body, COALESCE(d.body, '') AS dict
+FROM notice_message m
+LEFT JOIN notice_message_dict d ON d.id = m.dict
+WHERE m.period_start = $1::date AND m.key = decode($2, 'hex') AND m.attempt = $3`
+
+// noticeMessageDict returns dictionary $1's bytes.
+const noticeMessageDict = `SELECT body FROM notice_message_dict WHERE id = $1`
+
+// noticeMessageSample returns at most $1 rows whose current attempt has a
+// digest and a kept message, in random order, or every such row when $1
+// is NULL; $2 and $3 bound period_start (YYYY-MM-DD, NULL for no bound).
+// Each row carries its period, key, attempt, digest and compressed
+// message (NULL when none was kept) with its dictionary (empty for none).
+const noticeMessageSample = `
+SELECT l.period_start, l.notice_key, l.attempts, l.message_sha256, m.body, COALESCE(d.body, '') AS dict
+FROM notice_ledger l
+LEFT JOIN notice_message m
+  ON m.period_start = l.period_start AND m.key = decode(l.notice_key, 'hex') AND m.attempt = l.attempts
+LEFT JOIN notice_message_dict d ON d.id = m.dict
+WHERE l.message_sha256 IS NOT NULL
+  AND ($2::date IS NULL OR l.period_start >= $2::date)
+  AND ($3::date IS NULL OR l.period_start < $3::date)
+ORDER BY CASE WHEN $1::integer IS NULL THEN 0 ELSE random() END, l.period_start, l.notice_key
+LIMIT $1`
 
 // noticeEvidencePrune removes the evidence kept on rows of periods before
 // $1 (the months prune removed, and any left by a prune that stopped

@@ -101,6 +101,9 @@ type Result struct {
 	// the Sender (the raw content SES gets, the MIME SMTP and the outbox
 	// get); nil when the notice never was (Attempts == 0).
 	Digest []byte
+	// Raw is that message itself (Message.Raw), kept as proof of notice
+	// with the outcome; nil when Digest is.
+	Raw []byte
 }
 
 // Dispatcher renders and sends notices through a Sender with a bounded
@@ -713,7 +716,7 @@ func (d *Dispatcher) finish(j *job, now time.Time, err error) {
 		r.MessageID = j.msg.MessageID
 		if j.attempts > 0 {
 			sum := sha256.Sum256(j.msg.Raw)
-			r.Digest = sum[:]
+			r.Digest, r.Raw = sum[:], j.msg.Raw
 		}
 	} else {
 		r.MessageID = d.renderer.MessageID(j.n.Key)

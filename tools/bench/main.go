@@ -216,7 +216,11 @@ func main() {
 }
 
 type config struct {
-	scan         string
+	scan string
+	// scanNoProof is a scan binary built with -tags noproof (no proof of
+	// notice kept), the proof scenario's baseline; skipped when empty.
+	scanNoProof  string
+	proofN       int
 	n            int
 	latencyN     int
 	suppressionN int
@@ -270,8 +274,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	batches := fs.String("batches", defBatches, "claim batch sizes of the first pass to compare, e.g. 1000,5000 (env BENCH_BATCHES); the first is also used for the other passes")
 	fs.StringVar(&c.work, "work", "", "work directory for policies, logs and the profile (default a new one in /dev/shm)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory")
-	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed, ledger, latency-api, due, suppression, channels, receive, durable, status, evidence")
+	fs.StringVar(&c.only, "only", "", "run only these scenarios, comma-separated: throughput, latency, rate, skewed, ledger, latency-api, due, suppression, channels, receive, durable, status, proof, evidence")
 	fs.IntVar(&c.suppressionRounds, "suppression-rounds", 4, "alternated pairs of first passes (empty list, 1M list) the suppression scenario runs; it reports each pair's ratio and their median")
+	fs.StringVar(&c.scanNoProof, "scan-noproof", "", "a scan binary built with -tags noproof, the proof scenario's baseline (first pass without the kept messages)")
+	fs.IntVar(&c.proofN, "proof-n", 50000, "due subscriptions of the proof scenario")
 	fs.BoolVar(&c.suppressionPrevious, "suppression-previous", false, "the suppression scenario also runs, each round, the 1M-list pass with NOTICE_KEY_SECRET_PREVIOUS set (one previous secret) and reports its cost over the same pass without")
 	fs.IntVar(&c.suppressionN, "suppression-n", 50000, "due subscriptions of the suppression scenario (a first pass with an empty and with a 1M-entry suppression list)")
 	fs.IntVar(&c.channelsN, "channels-n", 600, "email notices of the channels scenario, beside as many that go by sms only")
@@ -310,6 +316,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c.scan = scanBin
 	if c.scanBefore != "" {
 		if c.scanBefore, err = filepath.Abs(c.scanBefore); err != nil {
+			return err
+		}
+	}
+	if c.scanNoProof != "" {
+		if c.scanNoProof, err = filepath.Abs(c.scanNoProof); err != nil {
 			return err
 		}
 	}
@@ -552,7 +563,7 @@ func (b *bench) all(ctx context.Context) error {
 	for _, sc := range []struct {
 		name string
 		run  func(context.Context) error
-	}{{"throughput", b.throughput}, {"latency", b.latency}, {"rate", b.rateLimited}, {"skewed", b.skewed}, {"ledger", b.ledgerScale}, {"latency-api", b.latencyAPI}, {"due", b.due}, {"suppression", b.suppression}, {"channels", b.channels}, {"receive", b.receiveScenario}, {"durable", b.durable}, {"status", b.statusScenario}, {"evidence", b.evidence}} {
+	}{{"throughput", b.throughput}, {"latency", b.latency}, {"rate", b.rateLimited}, {"skewed", b.skewed}, {"ledger", b.ledgerScale}, {"latency-api", b.latencyAPI}, {"due", b.due}, {"suppression", b.suppression}, {"channels", b.channels}, {"receive", b.receiveScenario}, {"durable", b.durable}, {"status", b.statusScenario}, {"proof", b.proof}, {"evidence", b.evidence}} {
 		if b.cfg.only != "" && !strings.Contains(","+b.cfg.only+",", ","+sc.name+",") {
 			continue
 		}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// The proof scenario (issue 37, `-only proof`): what keeping each
+// notice's message (proof of notice, notice_message) costs.
+//
+//   - storage: the kept message per notice after a first pass of
+//     -proof-n notices, median and 99th percentile of the compressed
+//     body, and the table's whole size (heap, primary key, TOAST) per
+//     notice;
+//   - the first pass with and without it: -scan against -scan-noproof (the
+//     same code built with -tags noproof, which keeps nothing), alternated
+//     over BENCH_PROOF_ROUNDS rounds (default 3) on the same database, the
+//     ledger emptied between passes: medians of wall time and of
+//     PostgreSQL CPU per notice;
+//   - `scan proof` of one notice on that ledger, end to end (the process
+//     included), median of 5.
+const (
+	// ProofTruncate empties the kept messages with the ledger (no foreign
+	// key links them).
+	ProofTruncate = `TRUNCATE notice_message`
+	// ProofStorage is the kept messages' count, median and p99 compressed
+	// size, and the table's total size (heap, indexes, TOAST).
+	ProofStorage = `
+SELECT count(*),
+       COALESCE(percentile_disc(0.5) WITHIN GROUP (ORDER BY octet_length(body)), 0),
+       COALESCE(percentile_disc(0.99) WITHIN GROUP (ORDER BY octet_length(body)), 0),
+       pg_total_relation_size('notice_message')
+FROM notice_message`
+	// ProofVacuum settles the table's size (visibility and free space maps)
+	// before it is measured.
+	ProofVacuum = `VACUUM ANALYZE notice_message`
+	// ProofPickSubscription picks the subscription of one sent notice.
+	ProofPickSubscription = `SELECT subscription_id FROM notice_ledger WHERE state = 'sent' ORDER BY notice_key LIMIT 1`
+)
+
+func (b *bench) proof(ctx context.Context) error {
+	total, due := population(b.cfg.proofN)
+	db, err := b.database(ctx, "bench_proof")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := b.seedMix(ctx, db, total); err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, SubscriptionAnalyze); err != nil {
+		return err
+	}
+	policy, err := b.writePolicy("proof.yaml", policyThroughput)
+	if err != nil {
+		return err
+	}
+	outbox := filepath.Join(b.cfg.work, "outbox-proof")
+	env := []string{"SCAN_CONFIG=" + policy, "SCAN_SENDER=outbox", "SCAN_OUTBOX_DIR=" + outbox}
+	type variant struct {
+		name, bin          string
+		walls, pgCPU, cpus []time.Duration
+	}
+	vs := []*variant{{name: "kept", bin: b.cfg.scan}}
+	if b.cfg.scanNoProof != "" {
+		vs = append([]*variant{{name: "none", bin: b.cfg.scanNoProof}}, vs...)
+	}
+	for round := range envInt("BENCH_PROOF_ROUNDS", 3) {
+		for _, v := range vs {
+			r, err := b.proofPass(ctx, db, v.bin, outbox, env)
+			if err != nil {
+				return err
+			}
+			if r.int("sent") != due {
+				return fmt.Errorf("proof %s: sent %d, want %d", v.name, r.int("sent"), due)
+			}
+			v.walls, v.pgCPU, v.cpus = append(v.walls, r.wall), append(v.pgCPU, r.pgCPU), append(v.cpus, r.cpu)
+			fmt.Fprintf(b.log, "bench: proof round %d %s: %.2f s, PostgreSQL CPU %.2f s, scan CPU %.2f s\n", round+1, v.name, r.wall.Seconds(), r.pgCPU.Seconds(), r.cpu.Seconds())
+		}
+	}
+	if err := b.proofStorage(ctx, db, due); err != nil {
+		return err
+	}
+	med := func(ds []time.Duration) time.Duration {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(due) }
+	kept := vs[len(vs)-1]
+	if len(vs) == 2 {
+		none := vs[0]
+		pct := func(a, b time.Duration) string { return fmt.Sprintf("%+.1f%%", 100*(a.Seconds()/b.Seconds()-1)) }
+		b.add(figure{fmt.Sprintf("first pass keeping each message (N=%d, median of %d)", due, len(kept.walls)),
+			fmt.Sprintf("%.1f us wall, %.1f us PostgreSQL CPU, %.1f us scan CPU a notice", per(med(kept.walls)), per(med(kept.pgCPU)), per(med(kept.cpus))),
+			fmt.Sprintf("%.1f us wall, %.1f us PostgreSQL CPU, %.1f us scan CPU without", per(med(none.walls)), per(med(none.pgCPU)), per(med(none.cpus))),
+			fmt.Sprintf("%s wall, %s PostgreSQL CPU, %s scan CPU", pct(med(kept.walls), med(none.walls)), pct(med(kept.pgCPU), med(none.pgCPU)), pct(med(kept.cpus), med(none.cpus))), "at most +5%"})
+	}
+	return b.proofOne(ctx, db, due, env)
+}
+
+// proofPass runs one first pass of bin on an empty ledger.
+func (b *bench) proofPass(ctx context.Context, db *sql.DB, bin, outbox string, env []string) (result, error) {
+	for _, q := range []string{LedgerTruncate, ProofTruncate} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return result{}, err
+		}
+	}
+	if err := os.RemoveAll(outbox); err != nil {
+		return result{}, err
+	}
+	saved := b.cfg.scan
+	b.cfg.scan = bin
+	defer func() { b.cfg.scan = saved }()
+	return b.scan(ctx, "bench_proof", "run", b.runArgs(b.cfg.batches[0]), env)
+}
+
+// proofStorage reports the kept messages' size per notice.
+func (b *bench) proofStorage(ctx context.Context, db *sql.DB, due int) error {
+	if _, err := db.ExecContext(ctx, ProofVacuum); err != nil {
+		return err
+	}
+	var n, p50, p99, size int64
+	if err := db.QueryRowContext(ctx, ProofStorage).Scan(&n, &p50, &p99, &size); err != nil {
+		return fmt.Errorf("proof storage: %w", err)
+	}
+	if n != int64(due) {
+		return fmt.Errorf("proof storage: %d messages kept, want %d", n, due)
+	}
+	b.add(figure{fmt.Sprintf("kept message per notice (N=%d)", n),
+		fmt.Sprintf("median %d B, p99 %d B compressed", p50, p99),
+		fmt.Sprintf("%.0f B a notice on disk (table, primary key, TOAST: %.1f MB)", float64(size)/float64(n), float64(size)/(1<<20)),
+		"-", "at most 1 KiB (median)"})
+	return nil
+}
+
+// proofOne times `scan proof` of one notice on the ledger of the last pass.
+func (b *bench) proofOne(ctx context.Context, db *sql.DB, due int, env []string) error {
+	var id string
+	if err := db.QueryRowContext(ctx, ProofPickSubscription).Scan(&id); err != nil {
+		return fmt.Errorf("proof: pick a notice: %w", err)
+	}
+	var walls []time.Duration
+	for i := range 5 {
+		out := filepath.Join(b.cfg.work, fmt.Sprintf("proof-%d", i))
+		r, err := b.scan(ctx, "bench_proof", "proof", []string{"--subscription", id, "--out", out}, env)
+		if err != nil {
+			return err
+		}
+		walls = append(walls, r.wall)
+	}
+	slices.Sort(walls)
+	b.add(figure{fmt.Sprintf("scan proof of one notice, ledger of %d notices (median of 5, process included)", due),
+		fmt.Sprintf("%.1f ms", float64(walls[2].Microseconds())/1000), "-", "-", "under 100 ms"})
+	return nil
+}
