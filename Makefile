@@ -31,8 +31,11 @@ build: ## build bin/scan as the image does (static, trimmed), stamped with versi
 $(DEVPG): FORCE
 	@$(GO) build -o $@ ./tools/devpg
 
+# cmd/scan runs the real binary against real peers (Patroni, PgBouncer, SMTP,
+# fleet rates at their real pace): minutes, more on a loaded machine, so
+# the per-package limit is raised from go test's default 10m.
 test: $(DEVPG) ## run every test, with -race, against a throwaway PostgreSQL
-	$(DEVPG) -- $(GO) test -race -count=1 ./...
+	$(DEVPG) -- $(GO) test -race -count=1 -timeout 30m ./...
 
 demo: $(DEVPG) ## migrate, seed 3000 subscriptions, run twice into a temp outbox
 	$(DEVPG) -- ./scripts/demo.sh

@@ -166,7 +166,8 @@ func pushedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	p := metrics.New(metrics.Config{Results: scan.ResultNames()})
 	p.ObserveOutcome("sent", "example.org", time.Second, time.Second, time.Second) // histograms appear once observed
-	p.Finish(metrics.Counts{}, time.Second, true, time.Unix(0, 0))
+	// The objective's gauges appear once the pass counted it.
+	p.Finish(metrics.Counts{Objective: []metrics.ObjectiveCount{{Period: "1d"}}}, time.Second, true, time.Unix(0, 0))
 	mfs, err := p.Gatherer().Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"scan/internal/pgtest"
+	"scan/internal/reconcile"
 	"scan/internal/smtptest"
 )
 
@@ -115,7 +116,7 @@ func (f *fixture) deliveredEvents() string {
 
 // recoverFrom runs `scan recover` with args and the provider's record on
 // stdin, and decodes its report.
-func (f *fixture) recoverFrom(events string, args ...string) recoverReport {
+func (f *fixture) recoverFrom(events string, args ...string) reconcile.RecoverReport {
 	f.t.Helper()
 	path := filepath.Join(f.t.TempDir(), "events.jsonl")
 	if err := os.WriteFile(path, []byte(events), 0o644); err != nil {
@@ -125,7 +126,7 @@ func (f *fixture) recoverFrom(events string, args ...string) recoverReport {
 	if r.code != 0 {
 		f.t.Fatalf("scan recover: exit %d\n%s", r.code, tail(r.stderr))
 	}
-	var rep recoverReport
+	var rep reconcile.RecoverReport
 	if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &rep); err != nil {
 		f.t.Fatalf("scan recover printed %q: %v", r.stdout, err)
 	}

@@ -125,35 +125,9 @@ func previewSubscription(ctx context.Context, e *env, pol *policy.Policy, render
 	}
 	for i, p := range previews {
 		fmt.Fprintf(e.stderr, "scan: %s: %s\n", p.Kind, preview.Status(p, now))
-		if err := writePreview(e, pol, p, i > 0); err != nil {
+		if err := preview.Write(e.stdout, e.stderr, pol, p, i > 0); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// writePreview prints p's channels in the kind's order: the email
-// (headers and text) and the sms text (writeSMSPreview). sep: a blank
-// line first (not the first notice printed).
-func writePreview(e *env, pol *policy.Policy, p scan.Preview, sep bool) error {
-	k, _ := pol.Kind(p.Kind)
-	if k.SMSFirst() {
-		if err := writeSMSPreview(e, pol, p, sep); err != nil {
-			return err
-		}
-		sep = sep || (p.SMS != nil && p.SMS.Invalid == "")
-	}
-	if p.Message != nil && !smsOnly(pol, p.Kind) {
-		if sep {
-			fmt.Fprintln(e.stdout)
-		}
-		if _, err := e.stdout.Write(preview.HeadersAndText(p.Message)); err != nil {
-			return err
-		}
-		sep = true
-	}
-	if !k.SMSFirst() {
-		return writeSMSPreview(e, pol, p, sep)
 	}
 	return nil
 }

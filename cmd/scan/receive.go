@@ -5,25 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"strings"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
 	"scan/internal/provider/registry"
 	"scan/internal/receive"
-)
-
-// The receiver's HTTP limits: a slow client cannot hold a worker longer
-// than these.
-const (
-	receiveReadHeaderTimeout = 10 * time.Second
-	receiveReadTimeout       = 30 * time.Second
-	receiveWriteTimeout      = 60 * time.Second
-	receiveIdleTimeout       = 120 * time.Second
-	receiveMaxHeaderBytes    = 64 << 10
 )
 
 var receiveCommand = command{use: "receive", short: "serve the providers' event webhooks: verify, apply, commit, then answer 2xx (--listen ADDR)",
@@ -83,23 +71,8 @@ func cmdReceive(ctx context.Context, e *env, fs *pflag.FlagSet, listen *string, 
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: receiveReadHeaderTimeout, ReadTimeout: receiveReadTimeout,
-		WriteTimeout: receiveWriteTimeout, IdleTimeout: receiveIdleTimeout, MaxHeaderBytes: receiveMaxHeaderBytes,
-		// A request's transaction is not cancelled by SIGTERM: Shutdown
-		// lets it commit and answer within the grace period.
-		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
 	log.Info().Str("addr", ln.Addr().String()).Strs("providers", providers).Msg("scan receive: listening")
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	return shutdownReceiver(ctx, log, srv, hs, *grace)
+	return srv.Serve(ctx, ln, *grace)
 }
 
 // receiveConfig fills cfg's endpoints from the environment, each
@@ -127,21 +100,4 @@ func receiveConfig(e *env, cfg *receive.Config) ([]string, error) {
 			"none is set: configure at least one provider's endpoint (an endpoint without its secret accepts nothing)")
 	}
 	return providers, nil
-}
-
-// shutdownReceiver stops taking requests (readyz 503, the listener closed) and waits
-// up to grace for in-flight ones; past it, their connections are cut and
-// their transactions roll back (the providers retry what got no answer).
-func shutdownReceiver(ctx context.Context, log zerolog.Logger, srv *receive.Server, hs *http.Server, grace time.Duration) error {
-	srv.Drain()
-	log.Info().Dur("grace", grace).Msg("scan receive: draining in-flight requests")
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		_ = hs.Close()
-		log.Warn().Err(err).Msg("scan receive: grace period over; cut the requests still in flight (not acknowledged: the providers retry them)")
-		return nil
-	}
-	log.Info().Msg("scan receive: drained")
-	return nil
 }

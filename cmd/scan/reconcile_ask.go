@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 
 	"scan/internal/ask"
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/policy"
-	"scan/internal/provider"
 	"scan/internal/provider/registry"
 )
 
@@ -60,39 +58,21 @@ func reconcileAsk(ctx context.Context, e *env, src *reconcileSources, by string)
 		"stale": res.Stale, "events": events})
 }
 
-// newAskProvider builds the provider --ask names from its environment,
-// as its package's ask.Spec says (registry.Lookup): its settings, its
-// API's base URL, the policy's provider when the API finds messages by
-// its metadata. A provider without such an API is a usage error saying
-// why.
+// newAskProvider builds the provider --ask names from its environment
+// (registry.NewAsker), the policy's provider from SCAN_CONFIG; a wrong
+// setting is a usage error naming it.
 func newAskProvider(e *env, name string) (ask.Provider, error) {
 	if build, ok := testAskProviders[name]; ok {
 		return build(e)
 	}
-	p, ok := registry.Lookup(name)
-	switch {
-	case ok && p.Ask == nil && p.NoAsk != "":
-		return nil, usagef("--ask", "%s", p.NoAsk)
-	case !ok || p.Ask == nil:
-		return nil, usagef("--ask", "%q is not one of %v (ses has no such API)", name, registry.Askers())
-	}
-	if err := p.Ask.Settings(e.getenv); err != nil {
-		return nil, askUsage(err)
-	}
-	cfg, err := askClient(e, p.Ask.BaseURLVar)
-	if err != nil {
-		return nil, err
-	}
-	if p.Ask.ByMetadata {
-		if err := askNeedsProvider(e, p.Name); err != nil {
-			return nil, err
+	a, err := registry.NewAsker(name, e.getenv, func() (string, error) {
+		pol, err := policy.LoadAt(e.getenv("SCAN_CONFIG"), e.clockNow())
+		if err != nil {
+			return "", err
 		}
-	}
-	a, err := p.Ask.New(e.getenv, cfg)
-	if err != nil {
-		return nil, askUsage(err)
-	}
-	return a, nil
+		return pol.Provider, nil
+	})
+	return a, askUsage(err)
 }
 
 // askUsage is err as a usage error naming the setting when it is an
@@ -103,32 +83,4 @@ func askUsage(err error) error {
 		return usagef(ce.Field, "%s", ce.Msg)
 	}
 	return err
-}
-
-// askClient reads a provider's base URL variable ("": none).
-func askClient(e *env, variable string) (ask.ClientConfig, error) {
-	if variable == "" {
-		return ask.ClientConfig{}, nil
-	}
-	base := e.getenv(variable)
-	if base != "" {
-		u, err := url.Parse(base)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return ask.ClientConfig{}, usagef(variable, "%q is not an http(s) URL", base)
-		}
-	}
-	return ask.ClientConfig{BaseURL: base}, nil
-}
-
-// askNeedsProvider refuses --ask when the policy's provider is not the
-// one asked: the messages would not carry what the API is searched by.
-func askNeedsProvider(e *env, want provider.Name) error {
-	pol, err := policy.LoadAt(e.getenv("SCAN_CONFIG"), e.clockNow())
-	if err != nil {
-		return err
-	}
-	if pol.Provider != string(want) {
-		return usagef("provider", "the policy's provider is %q: --ask %s finds messages by the metadata that provider %s adds; set provider: %s in the policy (SCAN_CONFIG) first", pol.Provider, want, want, want)
-	}
-	return nil
 }

@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/pflag"
 
 	"scan/internal/cli"
@@ -83,11 +81,11 @@ func reconcileSQS(ctx context.Context, e *env, fs *pflag.FlagSet, src *reconcile
 	if !slices.Contains(reconcile.Formats, format) || format == reconcile.FormatJSONL {
 		return usagef("--format", "%q: with --sqs, one of %s (default %s)", format, strings.Join(provider.Strings(provider.Email...), ", "), provider.SES)
 	}
-	q, err := url.Parse(src.sqs)
-	if err != nil || (q.Scheme != "https" && q.Scheme != "http") || q.Hostname() == "" || strings.Trim(q.Path, "/") == "" {
-		return usagef("--sqs", "%q is not a queue URL (https://sqs.REGION.amazonaws.com/ACCOUNT/QUEUE)", src.sqs)
+	client, err := drain.NewClient(context.Background(), e.getenv, src.sqs)
+	var ce *drain.ConfigError
+	if errors.As(err, &ce) {
+		return usagef(ce.Field, "%s", ce.Msg)
 	}
-	client, err := sqsClient(e, q)
 	if err != nil {
 		return err
 	}
@@ -119,40 +117,4 @@ func reconcileSQS(ctx context.Context, e *env, fs *pflag.FlagSet, src *reconcile
 	sum["sqs"] = map[string]any{"receives": res.Receives, "received": res.Received, "deleted": res.Deleted,
 		"kept": res.Kept, "delete_failed": res.DeleteFailed, "stop": res.Stop}
 	return out.Encode(sum)
-}
-
-// sqsClient builds the SQS client from the SDK's standard chain
-// (environment, shared files, IRSA web identity, instance role), with the
-// endpoint of AWS_ENDPOINT_URL_SQS (else AWS_ENDPOINT_URL) and the region
-// of AWS_REGION, the shared config, or else the queue URL's host
-// (sqs.REGION.amazonaws.com).
-func sqsClient(e *env, queue *url.URL) (*sqs.Client, error) {
-	var opts []func(*config.LoadOptions) error
-	if r := e.getenv("AWS_REGION"); r != "" {
-		opts = append(opts, config.WithRegion(r))
-	}
-	field, endpoint := "AWS_ENDPOINT_URL_SQS", e.getenv("AWS_ENDPOINT_URL_SQS")
-	if endpoint == "" {
-		field, endpoint = "AWS_ENDPOINT_URL", e.getenv("AWS_ENDPOINT_URL")
-	}
-	if endpoint != "" {
-		u, err := url.Parse(endpoint)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" {
-			return nil, usagef(field, "%q is not an http(s) URL", endpoint)
-		}
-		opts = append(opts, config.WithBaseEndpoint(endpoint))
-	}
-	cfg, err := config.LoadDefaultConfig(context.Background(), opts...)
-	if err != nil {
-		return nil, usagef("AWS_CONFIG_FILE", "AWS configuration: %v", err)
-	}
-	if cfg.Region == "" {
-		if parts := strings.Split(queue.Hostname(), "."); len(parts) >= 3 && parts[0] == "sqs" {
-			cfg.Region = parts[1]
-		}
-	}
-	if cfg.Region == "" {
-		return nil, usagef("AWS_REGION", "required with --sqs (or a region in the shared AWS config, or a queue URL of sqs.REGION.amazonaws.com)")
-	}
-	return sqs.NewFromConfig(cfg), nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -134,26 +133,12 @@ func (f *recoverFlags) input(e *env) (io.Reader, func(), error) {
 	return fh, func() { fh.Close() }, nil
 }
 
-// recoverReport is the JSON object scan recover prints.
-type recoverReport struct {
-	Since *time.Time `json:"since,omitempty"`
-	reconcile.RecordResult
-	Epoch *ledger.Epoch `json:"epoch,omitempty"`
-}
-
-// runRecover applies the record (reconcile.Record), then records the
-// acknowledged epoch (after the whole record is in: a recovery that
-// stopped half-way lifts nothing), and prints the report.
+// runRecover applies the record and acknowledges (reconcile.Recover),
+// and prints the report.
 func runRecover(ctx context.Context, e *env, db *sqlx.DB, f recoverFlags, since time.Time, in io.Reader, p ask.Provider) error {
-	var rep recoverReport
-	if !since.IsZero() {
-		rep.Since = &since
-	}
-	runID := newRunID(e.clockNow().UTC())
-	kind, reason := ledger.EpochNoneLost, f.reason
-	if !f.noneLost {
-		var err error
-		rep.RecordResult, err = reconcile.Record(ctx, db, f.by, e.clockNow, func(add func(ledger.Settlement) error) error {
+	rep, err := reconcile.Recover(ctx, db, reconcile.Recovery{Since: since, NoneLost: f.noneLost, Reason: f.reason, By: f.by,
+		RunID: newRunID(e.clockNow().UTC()), Now: e.clockNow,
+		Read: func(add func(ledger.Settlement) error) error {
 			if p != nil {
 				return p.Since(ctx, since, add)
 			}
@@ -162,25 +147,12 @@ func runRecover(ctx context.Context, e *env, db *sqlx.DB, f recoverFlags, since 
 				fmt.Fprintf(e.stderr, "scan recover: line %d skipped: %s\n", pr.Line, pr.Reason)
 			}
 			return err
-		})
-		if err != nil {
-			return err
-		}
-		kind = ledger.EpochRecover
-		if reason == "" {
-			reason = fmt.Sprintf("provider record since %s: %d recorded, %d already known, %d unknown",
-				since.UTC().Format(time.RFC3339), rep.Recorded, rep.AlreadyKnown, rep.Unknown)
-		}
-	}
-	ep, err := ledger.Acknowledge(ctx, db, kind, runID, f.by, reason, since, e.clockNow().UTC())
-	switch {
-	case errors.Is(err, ledger.ErrNoTimeline):
-		// Such a server's passes check nothing: there is no refusal to lift.
-		fmt.Fprintf(e.stderr, "scan recover: no epoch recorded: %s\n", e.redact(err.Error()))
-	case err != nil:
+		}})
+	if err != nil {
 		return err
-	default:
-		rep.Epoch = &ep
+	}
+	if rep.NoEpoch != nil {
+		fmt.Fprintf(e.stderr, "scan recover: no epoch recorded: %s\n", e.redact(rep.NoEpoch.Error()))
 	}
 	return json.NewEncoder(e.stdout).Encode(rep)
 }

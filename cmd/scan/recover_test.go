@@ -89,7 +89,7 @@ func TestRecoverAskListsWhatTheProviderAcceptedSince(t *testing.T) {
 		}
 	}
 	code, out, errOut := f.runIn([]string{"FAKE_ASK_RECORD=" + record}, "recover", "--since", since.Format(time.RFC3339), "--ask", "fake", "--by", "ops")
-	var rep recoverReport
+	var rep reconcile.RecoverReport
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
 		t.Fatalf("recover --ask: exit %d %q\n%s", code, out, errOut)
 	}

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -64,7 +62,7 @@ func suppressOne(ctx context.Context, e *env, verb, emailArg, phoneArg, reasonAr
 	if strings.TrimSpace(*reason) == "" {
 		return usagef("--reason", "required: say why; it is recorded")
 	}
-	h, prev, err := addressHashers(e)
+	k, err := suppressKeys(e)
 	if err != nil {
 		return err
 	}
@@ -73,33 +71,9 @@ func suppressOne(ctx context.Context, e *env, verb, emailArg, phoneArg, reasonAr
 		return err
 	}
 	defer db.Close()
-	d := h.Digest(channel, norm)
-	var pd [][]byte // the address's digests under the previous secrets
-	for _, p := range prev {
-		pd = append(pd, p.Digest(channel, norm))
-	}
-	out := map[string]any{"channel": channel, "digest": digestPrefix(d)}
-	if verb == "remove" {
-		// Every entry of the address goes, whichever secret keyed it.
-		removed, err := ledger.SuppressionRemove(ctx, db, channel, append([][]byte{d}, pd...))
-		if err != nil {
-			return err
-		}
-		out["removed"] = removed
-	} else {
-		// An entry under a previous secret is re-keyed, keeping its
-		// reason, source and time; else the address is added.
-		hit, err := ledger.SuppressionMatchRekey(ctx, db, channel, [][]byte{d}, [][][]byte{pd}, h.KeyID())
-		if err != nil {
-			return err
-		}
-		n, err := ledger.SuppressionAdd(ctx, db, e.clockNow().UTC(), []ledger.Suppression{{Channel: channel, Digest: d, Reason: *reason,
-			Source: ledger.SuppressedByOperator, KeyID: h.KeyID()}})
-		if err != nil {
-			return err
-		}
-		out["added"] = n == 1
-		out["already_listed"] = n == 0 && hit[0]
+	out, err := suppress.Change(ctx, db, k, verb == "remove", channel, norm, *reason, e.clockNow().UTC())
+	if err != nil {
+		return err
 	}
 	return json.NewEncoder(e.stdout).Encode(out)
 }
@@ -150,16 +124,9 @@ func suppressList(ctx context.Context, e *env, limit *int, onlyPrev *bool, out *
 	if err := l.Print(e.stdout, format); err != nil {
 		return err
 	}
-	counts, err := ledger.SuppressionCountByKey(ctx, db)
+	total, byKey, err := suppress.Counts(ctx, db, label)
 	if err != nil {
 		return err
-	}
-	total, byKey := map[string]int{}, map[string]int{}
-	for _, c := range counts {
-		total[c.Channel] += c.Count
-		if l := label(c.KeyID); l != "" {
-			byKey[l] += c.Count
-		}
 	}
 	return json.NewEncoder(e.stderr).Encode(map[string]any{"total": total, "by_key": byKey})
 }
@@ -170,33 +137,18 @@ type listedEntry struct {
 	Key string `json:"key,omitempty"`
 }
 
-// keyLabels returns the function that names the secret a key id is of
-// (current, previous, other, unknown; "" without NOTICE_KEY_SECRET), and
-// the previous secrets' ids (hex). --previous needs the secrets.
+// keyLabels returns suppress.Keys.Labels ("" for every key without
+// NOTICE_KEY_SECRET). --previous needs the secrets.
 func keyLabels(e *env, need bool) (func(string) string, []string, error) {
 	if e.getenv("NOTICE_KEY_SECRET") == "" && !need {
 		return func(string) string { return "" }, nil, nil
 	}
-	h, prev, err := addressHashers(e)
+	k, err := suppressKeys(e)
 	if err != nil {
 		return nil, nil, err
 	}
-	cur := hex.EncodeToString(h.KeyID())
-	ids := []string{}
-	for _, p := range prev {
-		ids = append(ids, hex.EncodeToString(p.KeyID()))
-	}
-	return func(id string) string {
-		switch {
-		case id == "":
-			return "unknown"
-		case id == cur:
-			return "current"
-		case slices.Contains(ids, id):
-			return "previous"
-		}
-		return "other"
-	}, ids, nil
+	label, ids := k.Labels()
+	return label, ids, nil
 }
 
 // suppressImportFlags declares scan suppress import's flags.
@@ -217,7 +169,7 @@ func suppressImport(ctx context.Context, e *env, from, channel, reason *string) 
 	if *from == "" {
 		return usagef("--from", "required: a CSV file")
 	}
-	h, err := addressHasher(e)
+	k, err := suppressKeys(e)
 	if err != nil {
 		return err
 	}
@@ -230,7 +182,7 @@ func suppressImport(ctx context.Context, e *env, from, channel, reason *string) 
 	if dflt == "" {
 		dflt = "imported"
 	}
-	res, err := suppress.Read(f, *channel, dflt, h)
+	res, err := suppress.Read(f, *channel, dflt, k.Current)
 	if err != nil {
 		return usagef("--from", "%s: %v; nothing was written", *from, err)
 	}
@@ -239,55 +191,24 @@ func suppressImport(ctx context.Context, e *env, from, channel, reason *string) 
 		return err
 	}
 	defer db.Close()
-	added := 0
-	for start := 0; start < len(res.Entries); start += 1000 {
-		n, err := ledger.SuppressionAdd(ctx, db, e.clockNow().UTC(), res.Entries[start:min(start+1000, len(res.Entries))])
-		if err != nil {
-			return err
-		}
-		added += n
+	added, err := suppress.Import(ctx, db, res.Entries, e.clockNow().UTC())
+	if err != nil {
+		return err
 	}
 	return json.NewEncoder(e.stdout).Encode(map[string]any{"rows": res.Rows, "addresses": len(res.Entries),
 		"added": added, "already_listed": len(res.Entries) - added, "invalid_lines": res.Invalid})
 }
 
-// addressHasher returns the suppression list's hasher from NOTICE_KEY_SECRET.
-func addressHasher(e *env) (*notice.AddressHasher, error) {
-	h, _, err := addressHashers(e)
-	return h, err
-}
-
-// addressHashers returns the suppression list's hasher from
-// NOTICE_KEY_SECRET and those from NOTICE_KEY_SECRET_PREVIOUS.
-func addressHashers(e *env) (*notice.AddressHasher, []*notice.AddressHasher, error) {
+// suppressKeys returns the suppression list's hashers from
+// NOTICE_KEY_SECRET and NOTICE_KEY_SECRET_PREVIOUS.
+func suppressKeys(e *env) (suppress.Keys, error) {
 	sec, err := secret(e)
 	if err != nil {
-		return nil, nil, err
+		return suppress.Keys{}, err
 	}
 	prevs, err := previousSecrets(e, sec)
 	if err != nil {
-		return nil, nil, err
+		return suppress.Keys{}, err
 	}
-	h, err := notice.NewAddressHasher(sec)
-	if err != nil {
-		return nil, nil, err
-	}
-	var out []*notice.AddressHasher
-	for _, p := range prevs {
-		ph, err := notice.NewAddressHasher(p)
-		if err != nil {
-			return nil, nil, err
-		}
-		out = append(out, ph)
-	}
-	return h, out, nil
-}
-
-func digestPrefix(d []byte) string {
-	const hexdigits = "0123456789abcdef"
-	b := make([]byte, 0, 12)
-	for _, c := range d[:6] {
-		b = append(b, hexdigits[c>>4], hexdigits[c&15])
-	}
-	return string(b)
+	return suppress.NewKeys(sec, prevs)
 }

@@ -64,6 +64,11 @@ type Counts struct {
 	// Attempts is the sum of the attempt numbers of the pass's claims and
 	// Keys the number of those claims (one per notice key).
 	Attempts, Keys int
+	// Objective is the delivery objective per trailing period, counted
+	// from the ledger at the pass's end; nil when it could not be counted.
+	// EmailConfirms says whether the email sender reports delivery.
+	Objective     []ObjectiveCount
+	EmailConfirms bool
 }
 
 // Config configures a Pass.
@@ -102,6 +107,7 @@ type Pass struct {
 	retryAge prometheus.Gauge
 	window   prometheus.Gauge
 	perKey   prometheus.Gauge
+	slo      objective
 }
 
 // New returns the metrics of a pass, all zero.
@@ -168,9 +174,11 @@ func New(cfg Config) *Pass {
 		Help: "1 when the last pass found that NOTICE_KEY_SECRET no longer derives the keys in the ledger (a rotated or wrong secret), else 0.",
 	})
 	p.newRetryGauges()
+	p.slo = newObjective()
 	p.shards.Set(float64(cfg.Shards))
 	p.reg.MustRegister(p.notices, p.quar, p.quarOld, p.latency, p.toSend, p.waited, p.backlog, p.duration, p.success, p.lastOK, p.shards, p.keyMis,
 		p.retryAge, p.window, p.perKey)
+	p.reg.MustRegister(p.slo.collectors()...)
 	for _, r := range cfg.Results {
 		p.notices.WithLabelValues(r)
 	}
@@ -252,6 +260,7 @@ func (p *Pass) Finish(c Counts, duration time.Duration, completed bool, end time
 	if c.Keys > 0 {
 		p.perKey.Set(float64(c.Attempts) / float64(c.Keys))
 	}
+	p.slo.set(c.Objective, c.EmailConfirms)
 	if c.KeyMismatch {
 		p.keyMis.Set(1)
 	} else {

@@ -151,6 +151,10 @@ func (o *Observer) finish(ctx context.Context, sum scan.Summary, err error) {
 	if sum.RetryOldest != nil {
 		c.RetryOldest = *sum.RetryOldest
 	}
+	for _, o := range sum.Objective {
+		c.Objective = append(c.Objective, metrics.ObjectiveCount(o))
+	}
+	c.EmailConfirms = sum.EmailConfirms
 	end := o.clock()
 	o.m.Finish(c, end.Sub(o.start), completed, end)
 	if o.pushURL == "" {

@@ -75,7 +75,7 @@ func WriteSamples(dir string, pol *policy.Policy, r Renderer, s Samples) ([]stri
 	var wrote []string
 	for _, k := range s.Kinds {
 		for _, l := range s.Locales {
-			n, err := scan.SampleNotice(pol, scan.Sample{Kind: k, Locale: l, Jurisdiction: s.Jurisdiction}, s.Now)
+			n, err := SampleNotice(pol, Sample{Kind: k, Locale: l, Jurisdiction: s.Jurisdiction}, s.Now)
 			if err != nil {
 				return wrote, err
 			}

@@ -3,6 +3,7 @@ package scan
 import (
 	"scan/internal/budget"
 	"scan/internal/pace"
+	"scan/internal/plan"
 	"scan/internal/send"
 )
 
@@ -17,7 +18,7 @@ func (p *Pass) rates() (pace.Limits, send.Budget) {
 	if l.Global.PerSecond == 0 && l.Default.PerSecond == 0 && !anyLimited(l.Domains) {
 		return l, nil
 	}
-	return l, budget.New(p.db, l, claimHorizon)
+	return l, budget.New(p.db, l, plan.ClaimHorizon)
 }
 
 func anyLimited(domains map[string]pace.Bucket) bool {

@@ -121,7 +121,7 @@ func (st *stream) rewindAfterSweep() bool {
 // stream waits for the sms stage's first sweep and the planner has room
 // to read it (the producer rewinds it then); nil (never ready) otherwise.
 func sweptWake(streams []*stream, pl *planner) <-chan struct{} {
-	if pl.full() {
+	if pl.Full() {
 		return nil
 	}
 	for _, st := range streams {

@@ -15,6 +15,7 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/notice"
+	"scan/internal/provider"
 	"scan/internal/send"
 	"scan/internal/subscription"
 )
@@ -39,6 +40,7 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 	c := &counters{Summary: Summary{RunID: p.cfg.RunID}}
 	finish := func(err error) (Summary, error) {
 		p.fillQuarantine(ctx, c)
+		p.fillObjective(ctx, c)
 		sum := c.snapshot()
 		sum.DurationMS = p.cfg.Clock.Now().Sub(start).Milliseconds()
 		return sum, err
@@ -227,6 +229,24 @@ func (p *Pass) fillQuarantine(ctx context.Context, c *counters) {
 	}
 }
 
+// fillObjective counts the delivery objective from the ledger
+// (ledger.Objective: one statement over the window_closes_at index) for
+// the metrics the pass pushes. A stopped pass skips it, and a failed count
+// is logged and left out of the push: the objective is never a reason for
+// a pass to fail.
+func (p *Pass) fillObjective(ctx context.Context, c *counters) {
+	if ctx.Err() != nil {
+		return
+	}
+	confirms := p.cfg.Policy.Provider != string(provider.None)
+	o, err := ledger.Objective(ctx, p.db, p.cfg.Now, confirms, nil)
+	if err != nil {
+		p.log.Warn().Err(err).Msg("could not count the delivery objective; its metrics are left out of this push")
+		return
+	}
+	c.add(func(x *Summary) { x.Objective, x.EmailConfirms = o, confirms })
+}
+
 // checkKeys re-derives the keys of recent ledger rows (those of the
 // current windows, else the most recently claimed) and reports whether
 // any differ: the secret changed. The business-tuple index still
@@ -303,7 +323,7 @@ func (st *stream) rewindIfRoom(pl *planner) {
 		return
 	}
 	for d := range st.skipped {
-		if pl.roomFor(d) {
+		if pl.RoomFor(d) {
 			st.cursor, st.rescan, st.rescanFrom, st.nSkipped, st.waiting = st.rescanFrom, false, nil, 0, false
 			clear(st.skipped)
 			return
@@ -355,7 +375,7 @@ func (p *Pass) produce(ctx context.Context, st *stage, c *counters, ps *passStat
 		select {
 		case <-deadline:
 			ps.stopped = true
-			if n := len(pl.drain()); n > 0 || !allDone(ps.streams) {
+			if n := len(pl.Drain()); n > 0 || !allDone(ps.streams) {
 				p.log.Warn().Dur("max_duration", p.cfg.MaxDuration).Int("held", n).
 					Msg("the pass's time budget ended: no more claims; what is claimed is sent and recorded, the rest is left to the next pass (deferred)")
 			}
@@ -363,13 +383,13 @@ func (p *Pass) produce(ctx context.Context, st *stage, c *counters, ps *passStat
 		default:
 		}
 		progressed := false
-		if picked := pl.pick(p.cfg.Clock.Now()); len(picked) > 0 {
+		if picked := pl.Pick(p.cfg.Clock.Now()); len(picked) > 0 {
 			if err := p.claimPicked(ctx, st, c, ps, picked); err != nil {
 				return err
 			}
 			progressed = true
 		}
-		if !pl.full() {
+		if !pl.Full() {
 			for _, st := range ps.streams {
 				st.rewindIfRoom(pl)
 				if !st.readable() {
@@ -385,11 +405,11 @@ func (p *Pass) produce(ctx context.Context, st *stage, c *counters, ps *passStat
 		if progressed {
 			continue
 		}
-		if pl.empty() && allDone(ps.streams) {
+		if pl.Empty() && allDone(ps.streams) {
 			return nil
 		}
 		select {
-		case <-fl.wake:
+		case <-fl.Wake():
 		case <-sweptWake(ps.streams, pl):
 		case <-deadline:
 			deadline = closedTime
@@ -536,7 +556,7 @@ func (p *Pass) cancelRetries(ctx context.Context, keys []string, c *counters) er
 func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *invalidLog, c *counters) error {
 	pending := map[string]int{}
 	admit := func(domain string) bool {
-		if !pl.admits(domain, pending[domain]) {
+		if !pl.Admits(domain, pending[domain]) {
 			return false
 		}
 		pending[domain]++
@@ -547,7 +567,7 @@ func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 		return err
 	}
 	for _, cd := range pg.cands {
-		pl.offer(cd)
+		pl.Offer(cd)
 	}
 	if pg.quiet > 0 {
 		p.sawQuiet = true // counted at the end: a rescan re-reads rows

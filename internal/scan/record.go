@@ -101,7 +101,7 @@ func (r *recorder) run(ctx context.Context, results <-chan send.Result) error {
 				return r.failed
 			}
 			r.add(res)
-			r.flow.done(send.DomainOf(res.Notice))
+			r.flow.Done(send.DomainOf(res.Notice))
 			if len(r.buf) >= recordBatch {
 				r.flush(wctx)
 			}
@@ -193,7 +193,7 @@ func (r *recorder) flush(ctx context.Context) {
 		r.logUnrecorded()
 		return
 	}
-	r.flow.committed(len(r.buf))
+	r.flow.Committed(len(r.buf))
 	now := r.clock.Now()
 	if h := r.hooks.Outcome; h != nil {
 		for _, m := range r.pending {

@@ -179,6 +179,11 @@ type Summary struct {
 	// (metrics, issue 27).
 	RetryOldest  *time.Time    `json:"-"`
 	WindowLength time.Duration `json:"-"`
+	// Objective is the delivery objective per trailing period, counted
+	// from the ledger at the pass's end (nil: not counted); EmailConfirms
+	// whether the email sender reports delivery (metrics, issue 36 §6).
+	Objective     []ledger.ObjectiveCount `json:"-"`
+	EmailConfirms bool                    `json:"-"`
 	// Attempts is the sum of the attempt numbers of the claims this pass
 	// won (1 for a first claim, n for the n-th): over Minted+Retried, the
 	// attempts per unique key (metrics, issue 27).

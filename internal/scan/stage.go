@@ -10,6 +10,7 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/pace"
+	"scan/internal/plan"
 	"scan/internal/send"
 )
 
@@ -22,6 +23,25 @@ import (
 // sender proves unusable, and hands what it failed for good to the next
 // channel's stage (handsOver). Adding a channel is one more channelOf
 // case, its selections, and its classify branch.
+
+// candidate is a due notice read from the source and not yet claimed;
+// the stage's planner (internal/plan) queues it by its recipient domain.
+type candidate struct {
+	due
+	// reclaim: a ledger row in state retry, taken back by compare-and-set
+	// rather than inserted.
+	reclaim bool
+	// sel is the key of the window group the notice belongs to.
+	sel string
+}
+
+func (c candidate) key() string    { return c.claim.Key }
+func (c candidate) domain() string { return send.DomainOf(c.n) }
+
+type (
+	planner = plan.Planner[candidate]
+	flow    = plan.Flow
+)
 
 // channel is one channel's parts, as the pass runs them.
 type channel struct {
@@ -63,13 +83,13 @@ func (p *Pass) channelOf(name string) channel {
 		limits: pace.Limits{Domains: map[string]pace.Bucket{textDomain(name): p.cfg.Policy.Rate.SMS}}, concurrency: 1,
 		retry: send.RetryPolicy{Attempts: 1}}
 	if p.cfg.Policy.Rate.SMS.PerSecond > 0 {
-		ch.budget = budget.New(p.db, p.cfg.Policy.Rate, claimHorizon)
+		ch.budget = budget.New(p.db, p.cfg.Policy.Rate, plan.ClaimHorizon)
 	}
 	return ch
 }
 
 // stage is one channel's sending half while it runs: the planner that
-// sizes its claims (flow.go), its dispatcher, the flow of its claims in
+// sizes its claims (internal/plan), its dispatcher, the flow of its claims in
 // flight, and its recorder. ctx is the producer's: cancelled (with its
 // cause) by the recorder when a write fails or the sender proves
 // unusable.
@@ -92,7 +112,7 @@ func (p *Pass) startStage(ctx context.Context, ch channel, c *counters, next *ha
 	d, err := send.NewDispatcher(pctx, send.DispatcherConfig{
 		Sender: ch.sender, Renderer: ch.renderer, Limits: ch.limits,
 		// The producer claims no further ahead than the buckets allow
-		// (flow.go), so the dispatcher never holds more than a batch or
+		// (internal/plan), so the dispatcher never holds more than a batch or
 		// two: its own bound is only a backstop.
 		Concurrency: ch.concurrency, MaxQueued: 2 * p.cfg.BatchSize, Retry: ch.retry,
 		Clock: p.cfg.Clock, Budget: ch.budget,
@@ -101,8 +121,8 @@ func (p *Pass) startStage(ctx context.Context, ch channel, c *counters, next *ha
 		cancel(nil)
 		return nil, &ConfigError{"sender", err.Error()}
 	}
-	st := &stage{ch: ch, ctx: pctx, cancel: cancel, d: d, fl: newFlow()}
-	st.plan = newPlanner(st.fl, ch.limits, p.cfg.BatchSize, ch.concurrency)
+	st := &stage{ch: ch, ctx: pctx, cancel: cancel, d: d, fl: plan.NewFlow()}
+	st.plan = plan.NewPlanner(st.fl, ch.limits, p.cfg.BatchSize, ch.concurrency, candidate.key, candidate.domain)
 	hasher, _ := notice.NewAddressHasher(p.cfg.Secret) // checked by New; the recorder's own
 	rec := &recorder{db: p.db, runID: p.cfg.RunID, clock: p.cfg.Clock, log: p.log, hooks: p.cfg.Hooks, c: c, cancel: cancel,
 		grace: p.cfg.ShutdownGrace, flow: st.fl, next: next, channel: ch.name, hasher: hasher, now: p.cfg.Now}
@@ -139,7 +159,7 @@ func startRecorder(ctx context.Context, d *send.Dispatcher, rec *recorder, cance
 // the process in quarantine.
 func (st *stage) submit(ctx context.Context, ns ...notice.Notice) error {
 	for _, n := range ns {
-		st.fl.claimed(send.DomainOf(n), 1)
+		st.fl.Claimed(send.DomainOf(n), 1)
 		if err := st.d.Submit(context.WithoutCancel(ctx), n); err != nil {
 			return err
 		}
@@ -150,9 +170,9 @@ func (st *stage) submit(ctx context.Context, ns ...notice.Notice) error {
 // awaitRecorded waits until every notice the stage claimed so far has its
 // outcome committed, or ctx ends.
 func (st *stage) awaitRecorded(ctx context.Context) error {
-	for !st.fl.allRecorded() {
+	for !st.fl.AllRecorded() {
 		select {
-		case <-st.fl.wake:
+		case <-st.fl.Wake():
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -331,21 +331,21 @@ func (p *Pass) sweepPage(ctx context.Context, c *counters, st *stage, sel select
 	// instead of sending a whole page at the channel's pace past it.
 	pl := st.plan
 	for _, cl := range bt.claims {
-		pl.offer(candidate{due: due{claim: cl, n: bt.byKey[cl.Key]}})
+		pl.Offer(candidate{due: due{claim: cl, n: bt.byKey[cl.Key]}})
 	}
 	for _, k := range bt.retries {
-		pl.offer(candidate{due: due{claim: ledger.Claim{Key: k}, n: bt.byKey[k]}, reclaim: true})
+		pl.Offer(candidate{due: due{claim: ledger.Claim{Key: k}, n: bt.byKey[k]}, reclaim: true})
 	}
-	for !pl.empty() {
+	for !pl.Empty() {
 		if p.cfg.MaxDuration > 0 && p.cfg.Clock.Now().Sub(p.start) >= p.cfg.MaxDuration {
-			n := len(pl.drain())
+			n := len(pl.Drain())
 			c.add(func(x *Summary) { x.Deferred += n })
 			return nil
 		}
-		picked := pl.pick(p.cfg.Clock.Now())
+		picked := pl.Pick(p.cfg.Clock.Now())
 		if len(picked) == 0 {
 			select {
-			case <-st.fl.wake:
+			case <-st.fl.Wake():
 			case <-ctx.Done():
 				return ctx.Err()
 			}

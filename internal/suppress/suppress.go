@@ -2,8 +2,8 @@
 // entries of scan's own suppression list: the address column found by
 // its header, each address normalized (notice.NormalizeEmail,
 // NormalizePhone) and digested (notice.AddressHasher), with the reason the
-// export gives. Nothing here touches the database or keeps an address:
-// the caller stores the digests through package ledger.
+// export gives; and the operator's use cases of the list (list.go), which
+// store the digests through package ledger. Nothing here keeps an address.
 //
 // The header names it knows, each from the provider's documentation
 // (testdata holds a sample of each, citing the page):

@@ -1,4 +1,7 @@
-package scan
+// Package plan decides when a pass claims: it reads ahead into bounded
+// per-domain candidate queues and claims from them only what the pace will
+// let the sender send within the claim horizon (see Flow and Planner).
+package plan
 
 import (
 	"math"
@@ -6,7 +9,6 @@ import (
 	"time"
 
 	"scan/internal/pace"
-	"scan/internal/send"
 )
 
 // Flow control: a notice is claimed only shortly before it can be sent.
@@ -16,7 +18,7 @@ import (
 // settles it. So the pass reads ahead into bounded per-domain candidate
 // queues (memory only: a crash loses nothing there) and claims from them,
 // set-based, only what each domain's bucket (and the global one) will let
-// it send within claimHorizon, and no more than about two horizons of what
+// it send within ClaimHorizon, and no more than about two horizons of what
 // the sender was measured to deliver (at least minPerWorker notices per
 // worker). What a SIGKILL can strand is therefore the notices claimed but
 // not yet handed to the provider: at most the buckets' pace over the
@@ -29,8 +31,8 @@ import (
 // domains have room (the anti-join on the ledger makes rows claimed since
 // then vanish from that re-read).
 const (
-	// claimHorizon is how far ahead of its send a notice is claimed.
-	claimHorizon = time.Second
+	// ClaimHorizon is how far ahead of its send a notice is claimed.
+	ClaimHorizon = time.Second
 	// minPerWorker is the fewest claims per sender worker kept in flight
 	// when no rate limit binds, so that every worker (and each pipelined
 	// SMTP lane's look-ahead) has work.
@@ -40,11 +42,11 @@ const (
 	rateWindow = 500 * time.Millisecond
 )
 
-// flow counts, per recipient domain, the notices claimed and handed to the
+// Flow counts, per recipient domain, the notices claimed and handed to the
 // dispatcher whose outcome has not come back yet. The producer reads it to
 // size claims; the recorder calls done for every result. It is safe for
 // concurrent use.
-type flow struct {
+type Flow struct {
 	mu          sync.Mutex
 	outstanding map[string]int
 	total       int
@@ -55,12 +57,13 @@ type flow struct {
 	wake             chan struct{}
 }
 
-func newFlow() *flow {
-	return &flow{outstanding: map[string]int{}, wake: make(chan struct{}, 1)}
+// NewFlow returns an empty Flow.
+func NewFlow() *Flow {
+	return &Flow{outstanding: map[string]int{}, wake: make(chan struct{}, 1)}
 }
 
-// claimed adds n notices of domain in flight.
-func (f *flow) claimed(domain string, n int) {
+// Claimed adds n notices of domain in flight.
+func (f *Flow) Claimed(domain string, n int) {
 	f.mu.Lock()
 	f.outstanding[domain] += n
 	f.total += n
@@ -68,24 +71,24 @@ func (f *flow) claimed(domain string, n int) {
 	f.mu.Unlock()
 }
 
-// committed counts n outcomes committed and wakes the producer.
-func (f *flow) committed(n int) {
+// Committed counts n outcomes committed and wakes the producer.
+func (f *Flow) Committed(n int) {
 	f.mu.Lock()
 	f.recorded += n
 	f.mu.Unlock()
 	f.signal()
 }
 
-// allRecorded reports whether every notice claimed so far has its outcome
+// AllRecorded reports whether every notice claimed so far has its outcome
 // committed.
-func (f *flow) allRecorded() bool {
+func (f *Flow) AllRecorded() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.recorded >= f.claims
 }
 
-// done takes one notice of domain out of flight and wakes the producer.
-func (f *flow) done(domain string) {
+// Done takes one notice of domain out of flight and wakes the producer.
+func (f *Flow) Done(domain string) {
 	f.mu.Lock()
 	if f.outstanding[domain] > 0 {
 		f.outstanding[domain]--
@@ -99,7 +102,10 @@ func (f *flow) done(domain string) {
 	f.signal()
 }
 
-func (f *flow) signal() {
+// Wake is signalled whenever an outcome comes back or is committed.
+func (f *Flow) Wake() <-chan struct{} { return f.wake }
+
+func (f *Flow) signal() {
 	select {
 	case f.wake <- struct{}{}:
 	default:
@@ -107,7 +113,7 @@ func (f *flow) signal() {
 }
 
 // snapshot copies the counts for one planning step.
-func (f *flow) snapshot(into map[string]int) (total, completed int) {
+func (f *Flow) snapshot(into map[string]int) (total, completed int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	clear(into)
@@ -117,23 +123,13 @@ func (f *flow) snapshot(into map[string]int) (total, completed int) {
 	return f.total, f.completed
 }
 
-// candidate is a due notice read from the source and not yet claimed.
-type candidate struct {
-	due
-	// reclaim: a ledger row in state retry, taken back by compare-and-set
-	// rather than inserted.
-	reclaim bool
-	// sel is the key of the window group the notice belongs to.
-	sel string
-}
-
 // candidateQueue holds one domain's candidates read from the source and
 // not yet claimed, sized by the domain's pace (pace.Limits.Pace). It is
 // the planner's; the dispatcher's queue of claimed notices waiting on the
 // domain's token bucket is send's bucketQueue.
-type candidateQueue struct {
+type candidateQueue[T any] struct {
 	name  string
-	items []candidate
+	items []T
 	// limit is the most claims of this domain in flight at once (its pace
 	// over the horizon); math.MaxInt when no rate limits it.
 	limit int
@@ -143,28 +139,32 @@ type candidateQueue struct {
 	inRing bool
 }
 
-// planner owns the candidate queues and decides each claim. It belongs to
+// Planner owns the candidate queues and decides each claim. It belongs to
 // the producer goroutine.
-type planner struct {
-	flow        *flow
+type Planner[T any] struct {
+	key         func(T) string // the claim key: a candidate is queued once
+	domain      func(T) string // the recipient domain it is paced by
+	flow        *Flow
 	limits      pace.Limits // the policy's, as the dispatcher has them (the fleet's budget shares them out)
 	batch       int
 	workers     int
 	maxHeld     int // candidates held in memory at most
-	queues      map[string]*candidateQueue
-	ring        []*candidateQueue // domains with candidates, in turn order
-	next        int               // ring position the next claim starts at
-	held        int               // candidates in all queues
+	queues      map[string]*candidateQueue[T]
+	ring        []*candidateQueue[T] // domains with candidates, in turn order
+	next        int                  // ring position the next claim starts at
+	held        int                  // candidates in all queues
 	keys        map[string]bool
 	globalLimit int // claims in flight at most by the global bucket; MaxInt if none
 	est         rateEst
 	out         map[string]int // scratch for flow snapshots
 }
 
-func newPlanner(f *flow, limits pace.Limits, batch, workers int) *planner {
-	p := &planner{
-		flow: f, limits: limits, batch: batch, workers: max(workers, 1),
-		maxHeld: 2 * batch, queues: map[string]*candidateQueue{}, keys: map[string]bool{},
+// NewPlanner returns a planner of f's claims paced by limits; key and
+// domain read a candidate's claim key and recipient domain.
+func NewPlanner[T any](f *Flow, limits pace.Limits, batch, workers int, key, domain func(T) string) *Planner[T] {
+	p := &Planner[T]{
+		key: key, domain: domain, flow: f, limits: limits, batch: batch, workers: max(workers, 1),
+		maxHeld: 2 * batch, queues: map[string]*candidateQueue[T]{}, keys: map[string]bool{},
 		globalLimit: horizonLimit(limits.Global.PerSecond), out: map[string]int{},
 	}
 	return p
@@ -177,10 +177,10 @@ func horizonLimit(perSecond float64) int {
 	if perSecond <= 0 {
 		return math.MaxInt
 	}
-	return max(1, int(math.Ceil(perSecond*claimHorizon.Seconds())))
+	return max(1, int(math.Ceil(perSecond*ClaimHorizon.Seconds())))
 }
 
-func (p *planner) queue(domain string) *candidateQueue {
+func (p *Planner[T]) queue(domain string) *candidateQueue[T] {
 	q := p.queues[domain]
 	if q == nil {
 		limit := horizonLimit(p.limits.Pace(domain))
@@ -188,31 +188,31 @@ func (p *planner) queue(domain string) *candidateQueue {
 		if limit != math.MaxInt {
 			size = max(4*limit, 64)
 		}
-		q = &candidateQueue{name: domain, limit: limit, size: size}
+		q = &candidateQueue[T]{name: domain, limit: limit, size: size}
 		p.queues[domain] = q
 	}
 	return q
 }
 
-// full reports whether the reader must pause: memory holds maxHeld
+// Full reports whether the reader must pause: memory holds maxHeld
 // candidates.
-func (p *planner) full() bool { return p.held >= p.maxHeld }
+func (p *Planner[T]) Full() bool { return p.held >= p.maxHeld }
 
-// admits reports whether domain's queue takes another candidate beside
+// Admits reports whether domain's queue takes another candidate beside
 // the pending ones already admitted but not yet offered.
-func (p *planner) admits(domain string, pending int) bool {
+func (p *Planner[T]) Admits(domain string, pending int) bool {
 	q := p.queue(domain)
 	return len(q.items)+pending < q.size
 }
 
-// offer queues c, which admits accepted, unless it is already queued.
-func (p *planner) offer(c candidate) {
-	if p.keys[c.claim.Key] {
+// Offer queues c, which admits accepted, unless it is already queued.
+func (p *Planner[T]) Offer(c T) {
+	if p.keys[p.key(c)] {
 		return
 	}
-	q := p.queue(send.DomainOf(c.n))
+	q := p.queue(p.domain(c))
 	q.items = append(q.items, c)
-	p.keys[c.claim.Key] = true
+	p.keys[p.key(c)] = true
 	p.held++
 	if !q.inRing {
 		q.inRing = true
@@ -220,15 +220,15 @@ func (p *planner) offer(c candidate) {
 	}
 }
 
-// roomFor reports whether domain's queue has drained to half: a stream
+// RoomFor reports whether domain's queue has drained to half: a stream
 // that skipped its rows may read them again.
-func (p *planner) roomFor(domain string) bool {
+func (p *Planner[T]) RoomFor(domain string) bool {
 	q := p.queues[domain]
 	return q == nil || len(q.items) <= q.size/2
 }
 
-// empty reports whether no candidate is held.
-func (p *planner) empty() bool { return p.held == 0 }
+// Empty reports whether no candidate is held.
+func (p *Planner[T]) Empty() bool { return p.held == 0 }
 
 // totalLimit is the most claims in flight over all domains: the global
 // bucket's horizon, and, so that a sender slower than the buckets does not
@@ -237,19 +237,19 @@ func (p *planner) empty() bool { return p.held == 0 }
 // Where the buckets bind, the sender delivers their pace and the second
 // bound is twice what they allow: it binds only when the sender is the
 // bottleneck.
-func (p *planner) totalLimit(now time.Time, completed int) int {
+func (p *Planner[T]) totalLimit(now time.Time, completed int) int {
 	r := p.est.rate(now, completed)
-	n := int(math.Ceil(2 * r * claimHorizon.Seconds()))
+	n := int(math.Ceil(2 * r * ClaimHorizon.Seconds()))
 	return min(p.globalLimit, min(max(n, minPerWorker*p.workers), 2*p.batch))
 }
 
-// pick chooses the next claim: up to one batch of candidates across
+// Pick chooses the next claim: up to one batch of candidates across
 // domains, each domain topped up to its horizon, the budget shared in
 // equal turns (starting with a different domain each time) so that no
 // domain starves when the total binds. It returns nothing while a claim
 // would be too small to be worth a statement: until the total has half its
 // limit free and some domain half of its own.
-func (p *planner) pick(now time.Time) []candidate {
+func (p *Planner[T]) Pick(now time.Time) []T {
 	if p.held == 0 {
 		return nil
 	}
@@ -260,7 +260,7 @@ func (p *planner) pick(now time.Time) []candidate {
 		return nil
 	}
 	type want struct {
-		q *candidateQueue
+		q *candidateQueue[T]
 		n int
 	}
 	var active []want
@@ -283,7 +283,7 @@ func (p *planner) pick(now time.Time) []candidate {
 		return nil
 	}
 	p.next = (p.next + 1) % len(p.ring)
-	picked := make([]candidate, 0, min(budget, p.held)) // sized once: a candidate is large
+	picked := make([]T, 0, min(budget, p.held)) // sized once: a candidate is large
 	for budget > 0 && len(active) > 0 {
 		share := max(1, budget/len(active))
 		kept := active[:0]
@@ -303,7 +303,7 @@ func (p *planner) pick(now time.Time) []candidate {
 		active = kept
 	}
 	for _, c := range picked {
-		delete(p.keys, c.claim.Key)
+		delete(p.keys, p.key(c))
 	}
 	p.held -= len(picked)
 	p.compact()
@@ -311,7 +311,7 @@ func (p *planner) pick(now time.Time) []candidate {
 }
 
 // compact drops drained domains from the ring.
-func (p *planner) compact() {
+func (p *Planner[T]) compact() {
 	kept := p.ring[:0]
 	for _, q := range p.ring {
 		if len(q.items) > 0 {
@@ -328,9 +328,9 @@ func (p *planner) compact() {
 	}
 }
 
-// drain removes and returns every held candidate (the pass is stopping).
-func (p *planner) drain() []candidate {
-	var out []candidate
+// Drain removes and returns every held candidate (the pass is stopping).
+func (p *Planner[T]) Drain() []T {
+	var out []T
 	for _, q := range p.ring {
 		out = append(out, q.items...)
 		q.items, q.inRing = nil, false

@@ -1,4 +1,4 @@
-package scan
+package plan
 
 import (
 	"fmt"
@@ -6,26 +6,25 @@ import (
 	"testing"
 	"time"
 
-	"scan/internal/ledger"
-	"scan/internal/notice"
 	"scan/internal/pace"
 )
 
-func cand(domain string, i int) candidate {
-	key := fmt.Sprintf("%s-%06d", domain, i)
-	return candidate{due: due{
-		claim: ledger.Claim{Key: key, Domain: domain},
-		n:     notice.Notice{Key: key, Domain: domain},
-	}}
+// cand is a test candidate: a claim key and its domain.
+type cand struct{ key, domain string }
+
+func newCand(domain string, i int) cand { return cand{fmt.Sprintf("%s-%06d", domain, i), domain} }
+
+func newPlanner(f *Flow, limits pace.Limits, batch, workers int) *Planner[cand] {
+	return NewPlanner(f, limits, batch, workers, func(c cand) string { return c.key }, func(c cand) string { return c.domain })
 }
 
 // claimAll simulates the producer: it marks what pick returns as in
 // flight, per domain.
-func claimAll(f *flow, picked []candidate) map[string]int {
+func claimAll(f *Flow, picked []cand) map[string]int {
 	by := map[string]int{}
 	for _, c := range picked {
-		by[c.claim.Domain]++
-		f.claimed(c.claim.Domain, 1)
+		by[c.domain]++
+		f.Claimed(c.domain, 1)
 	}
 	return by
 }
@@ -35,7 +34,7 @@ func claimAll(f *flow, picked []candidate) map[string]int {
 // at minPerWorker per worker.
 func TestPickTopsUpEachDomainToItsHorizon(t *testing.T) {
 	t.Parallel()
-	f := newFlow()
+	f := NewFlow()
 	limits := pace.Limits{
 		Default: pace.Bucket{PerSecond: 5, Burst: 5},
 		Domains: map[string]pace.Bucket{"fast.test": {PerSecond: 400, Burst: 400}},
@@ -43,15 +42,15 @@ func TestPickTopsUpEachDomainToItsHorizon(t *testing.T) {
 	}
 	p := newPlanner(f, limits, 1000, 8)
 	for i := range 2000 {
-		p.offer(cand("slow.test", i))
-		p.offer(cand("fast.test", i))
+		p.Offer(newCand("slow.test", i))
+		p.Offer(newCand("fast.test", i))
 	}
 	now := time.Unix(0, 0)
-	got := claimAll(f, p.pick(now))
+	got := claimAll(f, p.Pick(now))
 	if got["slow.test"] != 5 || got["fast.test"] != minPerWorker*8-5 {
 		t.Fatalf("first claim %v, want slow 5 (its horizon) and fast the rest of %d", got, minPerWorker*8)
 	}
-	if more := p.pick(now); len(more) != 0 {
+	if more := p.Pick(now); len(more) != 0 {
 		t.Fatalf("claimed %d more with nothing sent", len(more))
 	}
 	// The fast domain sends at 400/s (4 every 10 ms), the slow one at 5/s:
@@ -61,12 +60,12 @@ func TestPickTopsUpEachDomainToItsHorizon(t *testing.T) {
 	for i := range 100 {
 		now = now.Add(10 * time.Millisecond)
 		for sentFast += 4; sentFast >= 1 && f.outstanding["fast.test"] > 0; sentFast-- {
-			f.done("fast.test")
+			f.Done("fast.test")
 		}
 		for sentSlow += 0.05; sentSlow >= 1 && f.outstanding["slow.test"] > 0; sentSlow-- {
-			f.done("slow.test")
+			f.Done("slow.test")
 		}
-		claimAll(f, p.pick(now))
+		claimAll(f, p.Pick(now))
 		if f.outstanding["fast.test"] > 400 || f.outstanding["slow.test"] > 5 {
 			t.Fatalf("step %d: in flight %v, over a horizon (fast 400, slow 5)", i, f.outstanding)
 		}
@@ -81,16 +80,16 @@ func TestPickTopsUpEachDomainToItsHorizon(t *testing.T) {
 // once, ten at a time.
 func TestPickSharesTheGlobalBucketWithoutStarving(t *testing.T) {
 	t.Parallel()
-	f := newFlow()
+	f := NewFlow()
 	limits := pace.Limits{Default: pace.Bucket{PerSecond: 5, Burst: 5}, Global: pace.Bucket{PerSecond: 10, Burst: 10}}
 	p := newPlanner(f, limits, 1000, 8)
 	// One domain with a deep backlog first, then 200 domains with one
 	// notice each.
 	for i := range 50 {
-		p.offer(cand("big.test", i))
+		p.Offer(newCand("big.test", i))
 	}
 	for d := range 200 {
-		p.offer(cand(fmt.Sprintf("d%03d.test", d), 0))
+		p.Offer(newCand(fmt.Sprintf("d%03d.test", d), 0))
 	}
 	seen := map[string]int{}
 	now := time.Unix(0, 0)
@@ -98,17 +97,17 @@ func TestPickSharesTheGlobalBucketWithoutStarving(t *testing.T) {
 		if step > 1000 {
 			t.Fatalf("no progress: %d held", p.held)
 		}
-		picked := p.pick(now)
+		picked := p.Pick(now)
 		if f.total > 10 {
 			t.Fatalf("step %d: %d in flight, over the global horizon of 10", step, f.total)
 		}
 		for _, c := range picked {
-			seen[c.claim.Domain]++
-			f.claimed(c.claim.Domain, 1)
+			seen[c.domain]++
+			f.Claimed(c.domain, 1)
 		}
 		// Everything in flight is sent before the next step.
 		for _, c := range picked {
-			f.done(c.claim.Domain)
+			f.Done(c.domain)
 		}
 		if step == 0 && len(picked) != 10 {
 			t.Fatalf("first claim took %d, want the global horizon (10)", len(picked))
@@ -126,32 +125,32 @@ func TestPickSharesTheGlobalBucketWithoutStarving(t *testing.T) {
 // at least minPerWorker per worker, at most two batches.
 func TestPickFollowsTheSenderWithoutRateLimits(t *testing.T) {
 	t.Parallel()
-	f := newFlow()
+	f := NewFlow()
 	p := newPlanner(f, pace.Limits{}, 1000, 8)
 	for i := range 4000 {
-		p.offer(cand("any.test", i))
+		p.Offer(newCand("any.test", i))
 	}
-	if !p.full() {
+	if !p.Full() {
 		t.Fatalf("4000 candidates held with room for %d: the reader would not pause", p.maxHeld)
 	}
 	now := time.Unix(0, 0)
-	first := len(p.pick(now))
+	first := len(p.Pick(now))
 	if first != minPerWorker*8 {
 		t.Fatalf("first claim %d, want %d before anything was measured", first, minPerWorker*8)
 	}
-	f.claimed("any.test", first)
+	f.Claimed("any.test", first)
 	// A fast sender: everything in flight completes every 10 ms, and the
 	// reader keeps the queue full.
 	next := 4000
 	for range 100 {
-		for ; !p.full(); next++ {
-			p.offer(cand("any.test", next))
+		for ; !p.Full(); next++ {
+			p.Offer(newCand("any.test", next))
 		}
 		now = now.Add(10 * time.Millisecond)
 		for range f.total {
-			f.done("any.test")
+			f.Done("any.test")
 		}
-		f.claimed("any.test", len(p.pick(now)))
+		f.Claimed("any.test", len(p.Pick(now)))
 		if f.total > 2000 {
 			t.Fatalf("%d in flight, over two batches", f.total)
 		}
@@ -163,8 +162,8 @@ func TestPickFollowsTheSenderWithoutRateLimits(t *testing.T) {
 	// the measured rate has fallen, the limit is back at its floor.
 	for i := range 100 {
 		now = now.Add(10 * time.Millisecond)
-		n := len(p.pick(now))
-		f.claimed("any.test", n)
+		n := len(p.Pick(now))
+		f.Claimed("any.test", n)
 		if f.total > 2000 || (i > 2*int(rateWindow/(10*time.Millisecond)) && n > 0) {
 			t.Fatalf("step %d of a stalled sender: claimed %d, %d in flight", i, n, f.total)
 		}
@@ -177,36 +176,36 @@ func TestPickFollowsTheSenderWithoutRateLimits(t *testing.T) {
 // A full domain queue turns rows away; it takes them again at half.
 func TestAdmitsUpToTheDomainQueueSize(t *testing.T) {
 	t.Parallel()
-	f := newFlow()
+	f := NewFlow()
 	p := newPlanner(f, pace.Limits{Default: pace.Bucket{PerSecond: 20, Burst: 20}}, 1000, 8)
 	q := p.queue("slow.test")
 	if q.limit != 20 || q.size != 80 {
 		t.Fatalf("limit %d size %d, want 20 and 80", q.limit, q.size)
 	}
-	if !p.admits("slow.test", 79) || p.admits("slow.test", 80) {
+	if !p.Admits("slow.test", 79) || p.Admits("slow.test", 80) {
 		t.Fatal("a queue of 80 must admit 80 pending rows and no more")
 	}
 	for i := range q.size {
-		p.offer(cand("slow.test", i))
+		p.Offer(newCand("slow.test", i))
 	}
-	p.offer(cand("slow.test", 3)) // already queued: no second copy
-	if p.held != 80 || p.admits("slow.test", 0) || p.roomFor("slow.test") {
+	p.Offer(newCand("slow.test", 3)) // already queued: no second copy
+	if p.held != 80 || p.Admits("slow.test", 0) || p.RoomFor("slow.test") {
 		t.Fatalf("%d held; a full queue admits a row, or says it has room", p.held)
 	}
-	if !p.admits("fast.test", 0) || !p.roomFor("other.test") {
+	if !p.Admits("fast.test", 0) || !p.RoomFor("other.test") {
 		t.Fatal("another domain is refused")
 	}
-	p.offer(cand("fast.test", 0))
-	p.pick(time.Unix(0, 0)) // 20 slow, 1 fast
-	if p.roomFor("slow.test") {
+	p.Offer(newCand("fast.test", 0))
+	p.Pick(time.Unix(0, 0)) // 20 slow, 1 fast
+	if p.RoomFor("slow.test") {
 		t.Fatalf("room with %d of 80 queued", len(q.items))
 	}
-	f.claimed("slow.test", 20)
+	f.Claimed("slow.test", 20)
 	for range 20 {
-		f.done("slow.test")
+		f.Done("slow.test")
 	}
-	p.pick(time.Unix(1, 0))
-	if !p.roomFor("slow.test") || len(q.items) != 40 {
+	p.Pick(time.Unix(1, 0))
+	if !p.RoomFor("slow.test") || len(q.items) != 40 {
 		t.Fatalf("%d queued after two claims of 20: want 40 and room", len(q.items))
 	}
 }
