@@ -284,6 +284,9 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 	if err := p.prepareSender(e, fs, f); err != nil {
 		return nil, err
 	}
+	if err := pol.CheckConfirmSender(p.senderName); err != nil {
+		return nil, err
+	}
 	if p.production {
 		if err := pol.CheckProduction(); err != nil {
 			return nil, err

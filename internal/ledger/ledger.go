@@ -198,6 +198,13 @@ type Row struct {
 	// (notice.AddressHasher), written with the claim; nil for rows claimed
 	// before it was kept. Never printed.
 	AddressHMAC []byte `db:"address_hmac" json:"-"`
+	// DeliveryKind is the kind of the evidence that decided the delivery
+	// of attempt DeliveryAttempt ('' for none: sql/0030); Delivery is the
+	// notice's delivery derived from it (DeliveryOf), filled by the
+	// look-ups (BySubscription, Get).
+	DeliveryKind    string   `db:"delivery_kind" json:"delivery_kind,omitempty"`
+	DeliveryAttempt int      `db:"delivery_attempt" json:"-"`
+	Delivery        Delivery `db:"-" json:"delivery"`
 }
 
 // Digest returns MessageSHA256 in lower-case hex, "" when there is none.

@@ -237,12 +237,13 @@ func page(ctx context.Context, db sqlx.QueryerContext, q string, args []any) ([]
 }
 
 // ListFallback returns a page of the sms channel's rows of g (the kind's
-// email notice failed or absent, its sms notice absent or in retry):
+// email notice absent or carried on at now, as ledger.CarriesOn says with
+// g.ConfirmWithin; its sms notice absent or in retry):
 // active rows whose window is open (lo, hi as ListOpen's), each with its
 // email row's state in EmailState and its sms row's key, if any, in
 // LedgerKey, restricted to the subscriptions ids unless nil
 // (subscriptionListFallback). g.WithNullTimes is ignored.
-func (s *Source) ListFallback(ctx context.Context, db sqlx.QueryerContext, g Group, lo, hi time.Time, after *string, limit int, ids []string) ([]Row, error) {
+func (s *Source) ListFallback(ctx context.Context, db sqlx.QueryerContext, g Group, now, lo, hi time.Time, after *string, limit int, ids []string) ([]Row, error) {
 	st, err := s.statements(g.Anchor)
 	if err != nil {
 		return nil, err
@@ -251,7 +252,11 @@ func (s *Source) ListFallback(ctx context.Context, db sqlx.QueryerContext, g Gro
 	if ids != nil {
 		only = pq.Array(ids)
 	}
-	return page(ctx, db, st.listFallback, s.group(g, lo, hi, false, g.Kind, textParam(after), nil, limit, only))
+	var confirm any // NULL: no confirm_within
+	if g.ConfirmWithin > 0 {
+		confirm = fmt.Sprintf("%d microseconds", g.ConfirmWithin.Microseconds())
+	}
+	return page(ctx, db, st.listFallback, s.group(g, lo, hi, false, g.Kind, textParam(after), nil, limit, only, now.UTC(), confirm))
 }
 
 // ListClosedSMS returns a page of the active rows of g, a kind that goes

@@ -1,5 +1,7 @@
 package subscription
 
+import "scan/internal/ledger"
+
 // The source's statements, by name, noun first. Each is a template whose
 // slots ({rel}, {cols}, {anchor}) take identifiers only, known at
 // start-up: the quoted relation, the select list of the columns it has
@@ -220,11 +222,16 @@ const selectList = `s.id::text AS id, s.email::text AS email, s.renews_at, s.per
 
 // subscriptionListFallback: the active rows of one group (the group
 // parameters, $7 false) with the window open (as subscriptionListOpen's
-// $3, $4), of kind $8, whose email row is failed or absent and whose sms
-// row is absent or retry (its key as notice_key), after the cursor $9,
-// from the period $10 (NULL: every month), at most $11, restricted to
-// the subscription ids $12 (NULL: every row).
-const subscriptionListFallback = `SELECT {cols}, e.state::text AS email_state, m.notice_key
+// $3, $4), of kind $8, whose email row is absent or carried on (the
+// ledger's rule, ledger.CarriedOnSQL: failed, or undeliverable by
+// evidence, or, with the kind's confirm_within $14 (an interval, NULL for
+// none), sent at least that long before $13 (now) and not confirmed
+// delivered) and whose sms row is absent or retry (its key as
+// notice_key), after the cursor $9, from the period $10 (NULL: every
+// month), at most $11, restricted to the subscription ids $12 (NULL:
+// every row). A var only because the ledger's rule is a function of the
+// alias: it is fixed at start-up like the constants.
+var subscriptionListFallback = `SELECT {cols}, e.state::text AS email_state, m.notice_key
 FROM {rel} s
 LEFT JOIN notice_ledger e
        ON e.subscription_id = s.id::text AND e.period_start = s.period_start::date
@@ -235,7 +242,7 @@ LEFT JOIN notice_ledger m
       AND m.revision = COALESCE(s.notice_revision, 0) AND m.kind = $8 AND m.channel = 'sms'
       AND ($10::date IS NULL OR m.period_start >= $10::date)
 WHERE ` + inGroup + `
-  AND (e.state = 'failed' OR e.subscription_id IS NULL)
+  AND (e.subscription_id IS NULL OR ` + ledger.CarriedOnSQL("e", "$13", "$14") + `)
   AND (m.subscription_id IS NULL OR m.state = 'retry')
   AND ($9::text IS NULL OR s.id::text > $9::text)
   AND ($12::text[] IS NULL OR s.id::text = ANY($12::text[]))
