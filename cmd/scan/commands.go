@@ -287,6 +287,11 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 	if err := p.prepareSender(e, fs, f); err != nil {
 		return nil, err
 	}
+	for _, name := range p.senderNames { // every sender of a list may take a notice
+		if err := pol.CheckConfirmSender(name); err != nil {
+			return nil, err
+		}
+	}
 	if p.production {
 		if err := pol.CheckProduction(); err != nil {
 			return nil, err

@@ -41,7 +41,8 @@ func cmdUndelivered(ctx context.Context, e *env, since *cli.TimeFlag, limit int,
 		return err
 	}
 	defer db.Close()
-	list, err := ledger.Undelivered(ctx, db, since.Instant(e.clockNow().UTC()), limit)
+	now := e.clockNow().UTC()
+	list, err := ledger.Undelivered(ctx, db, since.Instant(now), now, limit)
 	if err != nil {
 		return err
 	}

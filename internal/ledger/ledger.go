@@ -198,6 +198,13 @@ type Row struct {
 	// (notice.AddressHasher), written with the claim; nil for rows claimed
 	// before it was kept. Never printed.
 	AddressHMAC []byte `db:"address_hmac" json:"-"`
+	// DeliveryKind is the kind of the evidence that decided the delivery
+	// of attempt DeliveryAttempt ('' for none: sql/0030); Delivery is the
+	// notice's delivery derived from it (DeliveryOf), filled by the
+	// look-ups (BySubscription, Get).
+	DeliveryKind    string   `db:"delivery_kind" json:"delivery_kind,omitempty"`
+	DeliveryAttempt int      `db:"delivery_attempt" json:"-"`
+	Delivery        Delivery `db:"-" json:"delivery"`
 	// Sender names the sender the current attempt went through (ses,
 	// smtp, http, outbox, twilio; issue 36's failover); nil before an
 	// outcome is recorded and for rows older than migration 0032.

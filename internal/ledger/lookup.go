@@ -22,7 +22,7 @@ func BySubscription(ctx context.Context, db sqlx.QueryerContext, subscriptionID 
 	if err := sqlx.SelectContext(ctx, db, &rows, noticeListBySubscription, subscriptionID); err != nil {
 		return nil, fmt.Errorf("lookup: %w", err)
 	}
-	return rows, nil
+	return withDelivery(rows), nil
 }
 
 // Get returns the row of key, or ErrNotFound.
@@ -35,6 +35,7 @@ func Get(ctx context.Context, db sqlx.QueryerContext, key string) (Row, error) {
 	if err != nil {
 		return r, fmt.Errorf("get %s: %w", notice.Short(key), err)
 	}
+	r.Delivery = r.DeliveryOf()
 	return r, nil
 }
 

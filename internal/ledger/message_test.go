@@ -99,12 +99,15 @@ func TestThePassKeepsMessagesItCannotRead(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.DSN(t)
 	db := sqlx.MustOpen("postgres", dsn)
-	db.SetMaxOpenConns(1) // one session: SET ROLE holds for every statement
 	t.Cleanup(func() { db.Close() })
 	ctx := context.Background()
+	// Migrate first: its lock (goose's lease row) takes a session of its
+	// own beside the migrating one.
 	if _, err := ledger.Migrate(ctx, db.DB); err != nil {
 		t.Fatal(err)
 	}
+	db.SetMaxOpenConns(1) // one session from here on: SET ROLE holds for every statement
+	db.SetMaxIdleConns(1)
 	var schema string
 	if err := db.Get(&schema, `SELECT current_schema()`); err != nil {
 		t.Fatal(err)

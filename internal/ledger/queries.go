@@ -853,10 +853,12 @@ RETURNING notice_key`
 
 // noticeListUndelivered returns the notices that reached the customer by
 // no channel: grouped by business tuple, every channel's row failed,
-// missed or still claimed (quarantine), none sent and none retry (a retry
-// is still on its way), with the reason of the last channel tried (sms
-// after email), touched at or after $1, at most $2. No address: the
-// ledger holds none.
+// missed or still claimed (quarantine), or sent but undeliverable by
+// evidence, or sent, unconfirmed and its window closed at $3; none
+// delivered, none retry (a retry is still on its way), with the reason of
+// the last channel tried (sms after email), touched at or after $1, at
+// most $2. The reason of an undeliverable row is the kind of its evidence
+// (bounce_soft, blocked, dropped). No address: the ledger holds none.
 const noticeListUndelivered = `
 SELECT subscription_id, kind, to_char(period_start, 'YYYY-MM-DD') AS period_start, revision,
        string_agg(channel, ',' ORDER BY channel) AS channels,
@@ -869,10 +871,15 @@ FROM (SELECT subscription_id, kind, period_start, revision, channel, state,
                   WHEN last_error = 'suppressed_address' THEN 'suppressed'
                   WHEN last_error = 'no_usable_address' THEN 'no_usable_address'
                   WHEN settled_by IN ('bounce_hard', 'complaint') THEN 'bounced'
-                  ELSE 'failed' END AS reason
-      FROM notice_ledger) l
+                  WHEN delivery = 'undeliverable' AND delivery_kind IN ('bounce_soft', 'blocked', 'dropped') THEN delivery_kind
+                  WHEN state = 'sent' AND delivery = 'unconfirmed' THEN 'unconfirmed'
+                  ELSE 'failed' END AS reason,
+             state IN ('failed', 'missed', 'claimed')
+                  OR (state = 'sent' AND (delivery = 'undeliverable'
+                                          OR (delivery = 'unconfirmed' AND window_closes_at <= $3))) AS unreached
+      FROM (SELECT n.*, ` + noticeDeliveryOf + ` AS delivery FROM notice_ledger n) l0) l
 GROUP BY subscription_id, kind, period_start, revision
-HAVING bool_and(state IN ('failed', 'missed', 'claimed')) AND max(at) >= $1
+HAVING bool_and(unreached) AND max(at) >= $1
 ORDER BY max(at), subscription_id, kind, period_start, revision
 LIMIT $2`
 
@@ -994,3 +1001,30 @@ SELECT pg_is_in_recovery() AS standby,
        count(r.pid) FILTER (WHERE r.sync_state IS NULL)::int AS hidden,
        current_setting('synchronous_commit') AS commit_local
 FROM pg_stat_replication r`
+
+// noticeDeliveryOf is a notice's delivery (DeliveryOf) as an SQL
+// expression over the notice_ledger row aliased n: the kind of the
+// evidence of its current attempt sorted into delivered or undeliverable,
+// else unconfirmed while sent, else empty. DeliverySQL gives it for another
+// alias.
+const noticeDeliveryOf = `(CASE WHEN n.delivery_kind <> '' AND n.delivery_attempt = GREATEST(n.attempts, 1)
+           THEN CASE n.delivery_kind WHEN 'delivered' THEN 'delivered' ELSE 'undeliverable' END
+      WHEN n.state = 'sent' THEN 'unconfirmed' ELSE '' END)`
+
+// noticeUpdateDelivery records the delivery evidence of rows $1 (keys) of
+// periods $2 (dates): for attempt $3 (int[]), the event kind $4 (text[]:
+// 'delivered' or an undeliverable kind). Evidence of an earlier attempt
+// than the one recorded changes nothing; for the same attempt, an
+// undeliverable kind already recorded stands (a server that took a
+// message may bounce it later, never the reverse). One statement per
+// Settle batch, only for the rows whose events say either.
+const noticeUpdateDelivery = `
+UPDATE notice_ledger l
+SET delivery_kind = CASE WHEN l.delivery_attempt = d.attempt AND l.delivery_kind NOT IN ('', 'delivered')
+                         THEN l.delivery_kind ELSE d.kind END,
+    delivery_attempt = d.attempt
+FROM unnest($1::text[], $2::date[], $3::int[], $4::text[]) AS d(notice_key, period_start, attempt, kind)
+WHERE l.notice_key = d.notice_key AND l.period_start = d.period_start
+  AND l.delivery_attempt <= d.attempt
+  AND (l.delivery_attempt <> d.attempt OR l.delivery_kind IN ('', 'delivered'))
+  AND (l.delivery_attempt <> d.attempt OR l.delivery_kind <> d.kind)`

@@ -20,17 +20,19 @@ const (
 	KindAccepted   EventKind = "accepted"    // the provider took the message (SES Send, SendGrid processed, Mailgun accepted)
 	KindDelivered  EventKind = "delivered"   // the receiving server took it
 	KindDeferred   EventKind = "deferred"    // delivery delayed; the provider keeps trying
-	KindBounceSoft EventKind = "bounce_soft" // a temporary or undetermined bounce
+	KindBounceSoft EventKind = "bounce_soft" // a soft bounce the provider reports as final (its own retries ran out)
 	KindBounceHard EventKind = "bounce_hard" // a permanent bounce: the address does not take mail
+	KindBlocked    EventKind = "blocked"     // the receiving server refused it for the sender or the content (a block, DMARC)
 	KindComplaint  EventKind = "complaint"   // the recipient marked it as spam
-	KindNotSent    EventKind = "not_sent"    // the provider did not send it (rejected, dropped, suppressed)
+	KindNotSent    EventKind = "not_sent"    // the provider did not send it (rejected, suppressed)
+	KindDropped    EventKind = "dropped"     // the provider accepted it, then dropped it unsent (SendGrid dropped, Mailgun suppress-*)
 	KindEngagement EventKind = "engagement"  // opened or clicked
 	KindOther      EventKind = "other"       // anything else
 )
 
 // EventKinds lists every kind, in the order reports print them.
 var EventKinds = []EventKind{KindAccepted, KindDelivered, KindDeferred, KindBounceSoft, KindBounceHard,
-	KindComplaint, KindNotSent, KindEngagement, KindOther}
+	KindBlocked, KindComplaint, KindNotSent, KindDropped, KindEngagement, KindOther}
 
 // LeftProvider reports whether an event of kind k proves that the provider
 // had the message on its way to the recipient (delivered, deferred,
@@ -38,10 +40,45 @@ var EventKinds = []EventKind{KindAccepted, KindDelivered, KindDeferred, KindBoun
 // resend.
 func (k EventKind) LeftProvider() bool {
 	switch k {
-	case KindDelivered, KindDeferred, KindBounceSoft, KindBounceHard, KindComplaint, KindEngagement:
+	case KindDelivered, KindDeferred, KindBounceSoft, KindBounceHard, KindBlocked, KindComplaint, KindEngagement:
 		return true
 	}
 	return false
+}
+
+// NotSent reports whether an event of kind k proves that the provider
+// never sent its attempt: not_sent, or dropped after it accepted it. Such
+// evidence overrules an acceptance (decide).
+func (k EventKind) NotSent() bool { return k == KindNotSent || k == KindDropped }
+
+// Delivery is what the evidence says of an attempt, or of a notice
+// (DeliveryOf), in the vocabulary of `scan lookup`'s delivery.
+type Delivery string
+
+// The deliveries.
+const (
+	DeliveryNone          Delivery = ""              // not sent (no attempt accepted)
+	DeliveryDelivered     Delivery = "delivered"     // the provider confirmed delivery
+	DeliveryUndeliverable Delivery = "undeliverable" // the provider reports it will not arrive
+	DeliveryUnconfirmed   Delivery = "unconfirmed"   // accepted, not (yet) confirmed either way
+)
+
+// Delivery sorts an event of kind k into what it proves of its attempt:
+// delivered (SES Delivery, SendGrid, Mailgun and Twilio delivered,
+// Postmark Delivery), undeliverable (a hard bounce, a soft bounce the
+// provider reports as final, a block, a drop after acceptance, a
+// provider's refusal: Twilio undelivered or failed), or nothing yet
+// (DeliveryNone: accepted, deferred, complaint, engagement, other). Each
+// provider's package decides which of its events is which kind; this is
+// the one rule from kind to delivery.
+func (k EventKind) Delivery() Delivery {
+	switch k {
+	case KindDelivered:
+		return DeliveryDelivered
+	case KindBounceHard, KindBounceSoft, KindBlocked, KindDropped, KindNotSent:
+		return DeliveryUndeliverable
+	}
+	return DeliveryNone
 }
 
 // SettledByOperator is the settled_by of a row an operator decided (scan
@@ -172,7 +209,7 @@ func (r *settleRow) decide(kind EventKind, to State) (next State, overrule bool)
 	switch {
 	case r.State == Claimed:
 		return to, false
-	case r.State == Sent && r.SettledBy == string(KindAccepted) && kind == KindNotSent:
+	case r.State == Sent && r.SettledBy == string(KindAccepted) && kind.NotSent():
 		return to, true
 	case r.State == Sent && kind == KindBounceHard && HardBounceFails:
 		return Failed, false
@@ -213,6 +250,7 @@ func Settle(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, ss []Set
 	}
 	var kept evidenceBatch
 	var witness unmatchedBatch
+	var delivery deliveryBatch
 	for i, s := range ss {
 		s = s.normalized()
 		r := find(s)
@@ -239,6 +277,12 @@ func Settle(ctx context.Context, tx *sqlx.Tx, by string, now time.Time, ss []Set
 		if attempt > 0 { // one of r's own attempts: kept as evidence
 			kept.add(i, r, attempt, s)
 		}
+		if attempt > 0 && attempt == r.current() && r.State != "" {
+			delivery.add(r, attempt, s.Kind)
+		}
+	}
+	if err := delivery.write(ctx, tx); err != nil {
+		return SettleResult{}, err
 	}
 	if err := suppressSettled(ctx, tx, now, ss, find); err != nil {
 		return SettleResult{}, err

@@ -238,7 +238,7 @@ func suppressionOf(s Settlement) (reason, source string, ok bool) {
 		return "hard bounce", SuppressedByEvidence, true
 	case s.Kind == KindComplaint:
 		return "complaint", SuppressedByEvidence, true
-	case s.Kind == KindNotSent && s.To == Failed:
+	case s.Kind.NotSent() && s.To == Failed:
 		r := strings.TrimSpace(s.Event + " " + s.Detail)
 		if len(r) > 200 {
 			r = r[:200]

@@ -16,12 +16,21 @@ const (
 	UndeliveredNoAddress  = "no_usable_address" // the row had no address the channel can use
 	UndeliveredMissed     = "missed"            // the window closed before any pass claimed it
 	UndeliveredQuarantine = "quarantine"        // claimed, outcome unknown (scan reconcile, resolve)
+	// Accepted, then undeliverable by the provider's evidence (issue 36):
+	// the kind of that evidence.
+	UndeliveredBounceSoft = "bounce_soft" // a soft bounce the provider reports as final
+	UndeliveredBlocked    = "blocked"     // the receiving server blocked the sender or content
+	UndeliveredDropped    = "dropped"     // the provider dropped it after accepting it
+	// UndeliveredUnconfirmed: accepted, and no confirmation of delivery
+	// before its window closed.
+	UndeliveredUnconfirmed = "unconfirmed"
 )
 
 // UndeliveredReasons lists every reason Undelivered gives, in the order
 // reports and the metric scan_undelivered_notices give them.
 var UndeliveredReasons = []string{UndeliveredFailed, UndeliveredBounced, UndeliveredSuppressed,
-	UndeliveredNoAddress, UndeliveredMissed, UndeliveredQuarantine}
+	UndeliveredNoAddress, UndeliveredMissed, UndeliveredQuarantine, UndeliveredBounceSoft, UndeliveredBlocked,
+	UndeliveredDropped, UndeliveredUnconfirmed}
 
 // Unreached is one notice that reached the customer by no channel.
 type Unreached struct {
@@ -36,10 +45,13 @@ type Unreached struct {
 
 // Undelivered returns up to limit notices that reached the customer by
 // no channel and whose rows last changed at or after since, oldest first.
-// It reads the whole ledger (a support report, not a pass's statement).
-func Undelivered(ctx context.Context, db sqlx.QueryerContext, since time.Time, limit int) ([]Unreached, error) {
+// A row sent (accepted) counts as not reached when its delivery
+// (DeliveryOf) is undeliverable, or unconfirmed with its window closed at
+// now. It reads the whole ledger (a support report, not a pass's
+// statement).
+func Undelivered(ctx context.Context, db sqlx.QueryerContext, since, now time.Time, limit int) ([]Unreached, error) {
 	var out []Unreached
-	if err := sqlx.SelectContext(ctx, db, &out, noticeListUndelivered, since.UTC(), limit); err != nil {
+	if err := sqlx.SelectContext(ctx, db, &out, noticeListUndelivered, since.UTC(), limit, now.UTC()); err != nil {
 		return nil, fmt.Errorf("list undelivered: %w", err)
 	}
 	return out, nil

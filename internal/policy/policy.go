@@ -157,6 +157,13 @@ type Kind struct {
 	// takes [email], [email, sms], [sms] (sms only: India's pre-debit
 	// notices) and [sms, email] (email when sms cannot reach).
 	Channels []string `yaml:"channels"`
+	// ConfirmWithin, when set (issue 36), makes an email the provider
+	// accepted but did not confirm delivered within this long go on to the
+	// kind's next channel, at the next pass while the window is open, as
+	// an undeliverable one does. Only for [email, sms], and only with a
+	// provider that reports delivery (not provider none; not the outbox
+	// or http senders: CheckConfirmSender).
+	ConfirmWithin Duration `yaml:"confirm_within"`
 }
 
 // SMSFirst reports whether the kind goes by sms first ([sms] or [sms,
@@ -604,6 +611,9 @@ func (p *Policy) validateKinds(now time.Time, gap time.Duration) error {
 		if err := validateChannels(f, k.Channels); err != nil {
 			return err
 		}
+		if err := p.validateConfirm(f, k); err != nil {
+			return err
+		}
 		if err := p.checkDefault(f, k, "", now, gap); err != nil {
 			return err
 		}
@@ -803,6 +813,50 @@ func (p *Policy) KnownJurisdiction(j string) bool {
 		}
 	}
 	return false
+}
+
+// validateConfirm checks a kind's confirm_within: positive, on a kind
+// that goes by email then sms, and with a provider whose events say
+// whether a message was delivered (provider none correlates no event
+// with its notice: nothing could ever confirm it).
+func (p *Policy) validateConfirm(f string, k Kind) error {
+	if k.ConfirmWithin == 0 {
+		return nil
+	}
+	f += ".confirm_within"
+	switch {
+	case k.ConfirmWithin < 0:
+		return &Error{Field: f, Msg: fmt.Sprintf("kind %s: %s: must be positive", k.Kind, k.ConfirmWithin)}
+	case !slices.Equal(k.Channels, []string{notice.ChannelEmail, notice.ChannelSMS}):
+		return &Error{Field: f, Msg: fmt.Sprintf("kind %s: takes channels [email, sms] (the sms goes when the email is not confirmed delivered), not %v", k.Kind, k.Channels)}
+	case p.Provider == "" || p.Provider == string(provider.None):
+		return &Error{Field: f, Msg: fmt.Sprintf("kind %s: provider none cannot report delivery: set provider (one of %s) so that its events confirm it", k.Kind, strings.Join(Providers[1:], ", "))}
+	}
+	return nil
+}
+
+// CheckConfirmSender refuses a kind's confirm_within when a sender
+// cannot report delivery (outbox files, the http sender: no provider's
+// event ever names their messages). sender is --sender's value: one
+// sender, or an ordered list (ses,smtp).
+func (p *Policy) CheckConfirmSender(sender string) error {
+	blind := ""
+	for _, s := range strings.Split(sender, ",") {
+		if s = strings.TrimSpace(s); s == "outbox" || s == "http" {
+			blind = s
+		}
+	}
+	if blind == "" {
+		return nil
+	}
+	sender = blind
+	for _, k := range p.Notices {
+		if k.ConfirmWithin != 0 {
+			return &Error{Field: "notices[" + k.Kind + "].confirm_within",
+				Msg: fmt.Sprintf("kind %s: the %s sender cannot report delivery: confirm_within needs a provider's sender (ses, or smtp with provider set)", k.Kind, sender)}
+		}
+	}
+	return nil
 }
 
 // validateChannels checks a kind's channels: [email] (the default, also

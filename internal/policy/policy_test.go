@@ -270,3 +270,54 @@ func TestChannels(t *testing.T) {
 		t.Fatal("sms_max_segments 0 accepted")
 	}
 }
+
+// confirm_within (issue 36) loads on [email, sms] with a provider that
+// reports delivery, and is refused naming the kind and the field: on
+// other channels, not positive, with provider none, and (at run time)
+// with the outbox or http sender.
+func TestConfirmWithin(t *testing.T) {
+	base := "provider: %s\nnotices:\n  - {kind: k, open_before: 72h, close_before: 24h, channels: %s, confirm_within: %s}\n"
+	for _, tc := range []struct {
+		provider, channels, within string
+		ok                         bool
+	}{
+		{"ses", "[email, sms]", "2h", true},
+		{"postmark", "[email, sms]", "30m", true},
+		{"ses", "[email]", "2h", false},
+		{"ses", "[sms, email]", "2h", false},
+		{"ses", "[email, sms]", "-2h", false},
+		{"none", "[email, sms]", "2h", false},
+	} {
+		p, err := Parse(strings.NewReader(fmt.Sprintf(base, tc.provider, tc.channels, tc.within)))
+		var pe *Error
+		if tc.ok != (err == nil) || (err != nil && (!errors.As(err, &pe) || pe.Field != "notices[k].confirm_within" || !strings.Contains(pe.Msg, "kind k"))) {
+			t.Errorf("%+v: %v", tc, err)
+		}
+		if err == nil && time.Duration(p.Notices[0].ConfirmWithin).String() != mustDuration(t, tc.within).String() {
+			t.Errorf("%+v: confirm_within %s", tc, p.Notices[0].ConfirmWithin)
+		}
+	}
+	p, err := Parse(strings.NewReader(fmt.Sprintf(base, "ses", "[email, sms]", "2h")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sender, ok := range map[string]bool{"ses": true, "smtp": true, "ses,smtp": true, "outbox": false, "http": false, "ses,http": false} {
+		err := p.CheckConfirmSender(sender)
+		var pe *Error
+		if ok != (err == nil) || (err != nil && (!errors.As(err, &pe) || pe.Field != "notices[k].confirm_within")) {
+			t.Errorf("sender %s: %v", sender, err)
+		}
+	}
+	if p, err := Parse(strings.NewReader("notices:\n  - {kind: k, open_before: 72h, close_before: 24h}\n")); err != nil || p.CheckConfirmSender("outbox") != nil {
+		t.Errorf("no confirm_within: the outbox sender is refused: %v", err)
+	}
+}
+
+func mustDuration(t *testing.T, s string) time.Duration {
+	t.Helper()
+	d, err := ParseDuration(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

@@ -18,8 +18,10 @@ import (
 //   - deferred: SES DeliveryDelay, SendGrid deferred, a Mailgun failure
 //     that is not permanent (Mailgun tries again).
 //   - bounce_hard / bounce_soft: a bounce that proves failed / one that
-//     does not (SES Transient or Undetermined, SendGrid blocked, Postmark
-//     soft bounces).
+//     does not (for the providers' own decoders: SES Transient or
+//     Undetermined, Mailgun's retries run out, Postmark SoftBounce and
+//     DnsError; their blocks are blocked, their drops after acceptance
+//     dropped: ledger.EventKind.Delivery).
 //   - complaint, engagement (open, click).
 //   - not_sent: every event that proves retry (SES Reject, SendGrid
 //     dropped, Mailgun rejected, a Mailgun suppress-* failure, Postmark

@@ -377,6 +377,9 @@ func (p *Pass) selectGroups() {
 			w := k.ByJurisdiction[j]
 			group = append(group, selection{kind: k.Kind, anchor: anchor, open: time.Duration(w.OpenBefore), close: time.Duration(w.CloseBefore), jurisdiction: j, rule: w.Rule(k.AnchorColumn())})
 		}
+		for i := range group {
+			group[i].confirm = time.Duration(k.ConfirmWithin)
+		}
 		first := notice.ChannelEmail
 		if k.SMSFirst() {
 			first = notice.ChannelSMS // the sms stage's alone

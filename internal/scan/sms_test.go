@@ -137,7 +137,7 @@ func TestSMSFallback(t *testing.T) {
 	if nb["email"].State != ledger.Failed || nb["sms"].State != ledger.Failed || *nb["sms"].LastError != ledger.ReasonNoAddress {
 		t.Errorf("nobody rows %+v", nb)
 	}
-	un, err := ledger.Undelivered(context.Background(), e.db, now.Add(-time.Hour), 100)
+	un, err := ledger.Undelivered(context.Background(), e.db, now.Add(-time.Hour), now, 100)
 	if err != nil || len(un) != 1 || un[0].SubscriptionID != "nobody" || un[0].Reason != "no_usable_address" || un[0].Channels != "email,sms" {
 		t.Fatalf("undelivered %+v, %v", un, err)
 	}

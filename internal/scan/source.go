@@ -35,6 +35,9 @@ type selection struct {
 	due *dueBounds
 	// rule is the window's rule text, kept with each notice in the ledger.
 	rule string
+	// confirm is the kind's confirm_within (0: none): how long an email
+	// accepted may stay unconfirmed before the next channel takes it.
+	confirm time.Duration
 }
 
 // hi is the upper bound of the anchors the statements read as open at
@@ -78,7 +81,8 @@ func (sel selection) key() string { return sel.kind + "\x00" + sel.jurisdiction 
 
 // group is sel as the source's reads select it.
 func (sel selection) group() subscription.Group {
-	return subscription.Group{Kind: sel.kind, Anchor: sel.anchor, Jurisdiction: sel.jurisdiction, Overrides: sel.overrides, WithNullTimes: sel.withNullTimes}
+	return subscription.Group{Kind: sel.kind, Anchor: sel.anchor, Jurisdiction: sel.jurisdiction, Overrides: sel.overrides, WithNullTimes: sel.withNullTimes,
+		ConfirmWithin: sel.confirm}
 }
 
 // closedGroup is sel without the rows with no renews_at: the closed
@@ -135,10 +139,11 @@ func (s source) countOpen(ctx context.Context, db sqlx.QueryerContext, sel selec
 	return s.CountOpen(ctx, db, sel.group(), now.Add(sel.close), sel.hi(now))
 }
 
-// listFallback reads a page of the sms channel's rows of sel at now,
-// restricted to the subscriptions ids unless nil.
+// listFallback reads a page of the sms channel's rows of sel at now
+// (their email notice absent or carried on: ledger.CarriedOnSQL, with the
+// kind's confirm_within), restricted to the subscriptions ids unless nil.
 func (s source) listFallback(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, after *string, limit int, ids []string) ([]subscription.Row, error) {
-	return s.ListFallback(ctx, db, sel.group(), now.Add(sel.close), sel.hi(now), after, limit, ids)
+	return s.ListFallback(ctx, db, sel.group(), now, now.Add(sel.close), sel.hi(now), after, limit, ids)
 }
 
 // listClosedSwept reads a page of the rows of sel, a kind that goes by sms

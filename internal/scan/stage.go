@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"scan/internal/budget"
 	"scan/internal/ledger"
@@ -220,6 +221,13 @@ func errorCause(pctx context.Context, prodErr, recErr error) error {
 
 // handsOver is the one rule for "the next channel": whether an outcome
 // of a notice, recorded, hands its subscription to the next channel's
-// stage in this pass. Today: refused for good. The evidence of "reached,
-// not merely accepted" (undeliverable, unconfirmed) extends it here.
-func handsOver(state ledger.State) bool { return state == ledger.Failed }
+// stage in this pass. It is the ledger's rule (ledger.CarriesOn: refused
+// for good, or undeliverable by the provider's evidence, or accepted and
+// unconfirmed past the kind's confirm_within, issue 36), asked of an
+// outcome just recorded: no evidence can exist yet for it, so in this
+// pass only failed hands over. The evidence that comes later is asked by
+// the next passes' sms sweep, with the same rule in SQL
+// (ledger.CarriedOnSQL in the source's subscriptionListFallback).
+func handsOver(state ledger.State) bool {
+	return ledger.CarriesOn(ledger.Row{State: state}, time.Time{}, 0)
+}

@@ -127,14 +127,20 @@ func (s *Source) CountDue(ctx context.Context, db sqlx.QueryerContext, g Group, 
 }
 
 // CountOpen counts the rows ListOpen returns over all its pages, without
-// the rows with no renews_at (subscriptionCountOpen).
+// the rows with no renews_at (subscriptionCountOpen). Like CountHandled, it
+// first reads the rows' earliest billing period, so that the ledger's past
+// months are pruned when the count is planned.
 func (s *Source) CountOpen(ctx context.Context, db sqlx.QueryerContext, g Group, lo, hi time.Time) (int, error) {
 	st, err := s.statements(g.Anchor)
 	if err != nil {
 		return 0, err
 	}
+	var from *time.Time
+	if err := sqlx.GetContext(ctx, db, &from, st.periodFrom, s.group(g, lo, hi, false)...); err != nil {
+		return 0, fmt.Errorf("count open notices: earliest period: %w", err)
+	}
 	var n int
-	if err := sqlx.GetContext(ctx, db, &n, st.countOpen, s.group(g, lo, hi, false, g.Kind, nil, nil)...); err != nil {
+	if err := sqlx.GetContext(ctx, db, &n, st.countOpen, s.group(g, lo, hi, false, g.Kind, nil, dateParam(from))...); err != nil {
 		return 0, fmt.Errorf("count open notices: %w", err)
 	}
 	return n, nil
@@ -142,14 +148,20 @@ func (s *Source) CountOpen(ctx context.Context, db sqlx.QueryerContext, g Group,
 
 // CountHandled counts the due rows of g that already have a ledger row
 // owned by another run than runID: the pass's "suppressed"
-// (subscriptionCountHandled).
+// (subscriptionCountHandled). It first reads the rows' earliest billing
+// period (subscriptionPeriodFrom), so that the count is planned with the
+// ledger's past months pruned.
 func (s *Source) CountHandled(ctx context.Context, db sqlx.QueryerContext, g Group, lo, hi time.Time, runID string) (int, error) {
 	st, err := s.statements(g.Anchor)
 	if err != nil {
 		return 0, err
 	}
+	var from *time.Time
+	if err := sqlx.GetContext(ctx, db, &from, st.periodFrom, s.group(g, lo, hi, false)...); err != nil {
+		return 0, fmt.Errorf("count handled: earliest period: %w", err)
+	}
 	var n int
-	if err := sqlx.GetContext(ctx, db, &n, st.countHandled, s.group(g, lo, hi, false, g.Kind, runID)...); err != nil {
+	if err := sqlx.GetContext(ctx, db, &n, st.countHandled, s.group(g, lo, hi, false, g.Kind, runID, dateParam(from))...); err != nil {
 		return 0, fmt.Errorf("count handled: %w", err)
 	}
 	return n, nil
@@ -225,12 +237,13 @@ func page(ctx context.Context, db sqlx.QueryerContext, q string, args []any) ([]
 }
 
 // ListFallback returns a page of the sms channel's rows of g (the kind's
-// email notice failed or absent, its sms notice absent or in retry):
+// email notice absent or carried on at now, as ledger.CarriesOn says with
+// g.ConfirmWithin; its sms notice absent or in retry):
 // active rows whose window is open (lo, hi as ListOpen's), each with its
 // email row's state in EmailState and its sms row's key, if any, in
 // LedgerKey, restricted to the subscriptions ids unless nil
 // (subscriptionListFallback). g.WithNullTimes is ignored.
-func (s *Source) ListFallback(ctx context.Context, db sqlx.QueryerContext, g Group, lo, hi time.Time, after *string, limit int, ids []string) ([]Row, error) {
+func (s *Source) ListFallback(ctx context.Context, db sqlx.QueryerContext, g Group, now, lo, hi time.Time, after *string, limit int, ids []string) ([]Row, error) {
 	st, err := s.statements(g.Anchor)
 	if err != nil {
 		return nil, err
@@ -239,7 +252,11 @@ func (s *Source) ListFallback(ctx context.Context, db sqlx.QueryerContext, g Gro
 	if ids != nil {
 		only = pq.Array(ids)
 	}
-	return page(ctx, db, st.listFallback, s.group(g, lo, hi, false, g.Kind, textParam(after), nil, limit, only))
+	var confirm any // NULL: no confirm_within
+	if g.ConfirmWithin > 0 {
+		confirm = fmt.Sprintf("%d microseconds", g.ConfirmWithin.Microseconds())
+	}
+	return page(ctx, db, st.listFallback, s.group(g, lo, hi, false, g.Kind, textParam(after), nil, limit, only, now.UTC(), confirm))
 }
 
 // ListClosedSMS returns a page of the active rows of g, a kind that goes

@@ -125,6 +125,10 @@ type Group struct {
 	// pass counts them invalid once), in ListOpen, CountDue and
 	// PeriodFrom; the other reads ignore it.
 	WithNullTimes bool
+	// ConfirmWithin is the kind's confirm_within (0: none), for
+	// ListFallback: an email accepted that long ago and not confirmed
+	// delivered goes on to sms.
+	ConfirmWithin time.Duration
 }
 
 // Source runs the statements on one relation, for one shard. Build it

@@ -23,7 +23,7 @@ func TestDecodeKinds(t *testing.T) {
 		{`{"event-data":{"event":"failed","severity":"permanent","reason":"generic","delivery-status":{"bounce-type":"soft"}}}`, ledger.Failed, ledger.KindBounceSoft},
 		{`{"event-data":{"event":"failed","severity":"permanent","reason":"bounce","delivery-status":{"bounce-type":"hard"}}}`, ledger.Failed, ledger.KindBounceHard},
 		{`{"event-data":{"event":"failed","severity":"permanent","reason":"bounce","delivery-status":[]}}`, ledger.Failed, ledger.KindBounceHard},
-		{`{"event-data":{"event":"failed","severity":"permanent","reason":"suppress-bounce"}}`, ledger.Failed, ledger.KindNotSent},
+		{`{"event-data":{"event":"failed","severity":"permanent","reason":"suppress-bounce"}}`, ledger.Failed, ledger.KindDropped},
 		{`{"event-data":{"event":"failed","severity":"internal","reason":"generic"}}`, ledger.Retry, ledger.KindNotSent},
 		{`{"event-data":{"event":"rejected"}}`, ledger.Retry, ledger.KindNotSent},
 		{`{"event-data":{"event":"complained"}}`, ledger.Sent, ledger.KindComplaint},

@@ -104,27 +104,37 @@ func (ds mailgunDeliveryStatus) code() string {
 //
 //   - temporary: a delivery attempt failed and Mailgun tries again; the
 //     message was accepted (sent, deferred).
-//   - permanent: Mailgun gave up: a bounce (failed), or a suppression
+//   - permanent: Mailgun gave up: a bounce (failed: hard, or soft once
+//     its retries of a temporary failure ran out, reason "old"), a block
+//     by the receiving provider ("espblock": blocked), or a suppression
 //     ("suppress-bounce", ...: dropped before sending, and a resend would
-//     be too: failed, notSent).
+//     be too: failed, dropped). All of them undeliverable.
 //   - internal: a failure inside Mailgun; the message never left and
 //     Mailgun does not retry it. Nothing suppresses the address, so a
 //     resend can cure it: retry.
 //
 // Any other severity keeps the message accepted (sent), as temporary.
 func mailgunFailure(ev *ledger.Settlement, severity, reason string, ds mailgunDeliveryStatus) {
-	switch severity {
-	case "temporary":
+	switch {
+	case severity == "temporary" && reason == "old":
+		// Mailgun's last retry ("Too old", 8 hours on): it drops the
+		// message. Its help centre says the event is permanent; users
+		// report it tagged temporary. Final either way.
+		ev.To, ev.Kind = ledger.Sent, ledger.KindBounceSoft
+	case severity == "temporary":
 		ev.To, ev.Kind = ledger.Sent, ledger.KindDeferred
-	case "internal":
+	case severity == "internal":
 		ev.To, ev.Kind = ledger.Retry, ledger.KindNotSent
-	case "permanent":
+	case severity == "permanent":
 		switch {
 		case strings.HasPrefix(reason, "suppress-"):
 			ev.Event += "/" + reason
-			ev.To, ev.Kind = ledger.Failed, ledger.KindNotSent // dropped before sending
-		case reason == "old" || reason == "espblock" || reconcile.Lower(ds.BounceType) == "soft":
-			// retries ran out, or the receiving provider blocked it
+			ev.To, ev.Kind = ledger.Failed, ledger.KindDropped // accepted, dropped before sending
+		case reason == "espblock":
+			// the receiving provider blocked it
+			ev.To, ev.Kind = ledger.Failed, ledger.KindBlocked
+		case reason == "old" || reconcile.Lower(ds.BounceType) == "soft":
+			// Mailgun's retries of a temporary failure ran out: final
 			ev.To, ev.Kind = ledger.Failed, ledger.KindBounceSoft
 		default:
 			ev.To, ev.Kind = ledger.Failed, ledger.KindBounceHard

@@ -8,7 +8,8 @@ import (
 )
 
 // A permanent failure whose reason names a suppression (suppress-*) is
-// failed, not sent; any other reason of a permanent failure is a bounce,
+// failed, dropped; "old" (Mailgun's retries ran out) a final soft bounce;
+// "espblock" a block; a temporary failure is deferred (Mailgun retries); any other reason of a permanent failure is a bounce,
 // failed too; an internal failure is retry.
 func TestFailureReasons(t *testing.T) {
 	t.Parallel()
@@ -17,9 +18,13 @@ func TestFailureReasons(t *testing.T) {
 		to               ledger.State
 		kind             ledger.EventKind
 	}{
-		{"permanent", "suppress-bounce", ledger.Failed, ledger.KindNotSent},
-		{"permanent", "suppress-unsubscribe", ledger.Failed, ledger.KindNotSent},
-		{"permanent", "suppress-complaint", ledger.Failed, ledger.KindNotSent},
+		{"permanent", "suppress-bounce", ledger.Failed, ledger.KindDropped},
+		{"permanent", "suppress-unsubscribe", ledger.Failed, ledger.KindDropped},
+		{"permanent", "suppress-complaint", ledger.Failed, ledger.KindDropped},
+		{"permanent", "old", ledger.Failed, ledger.KindBounceSoft},
+		{"permanent", "espblock", ledger.Failed, ledger.KindBlocked},
+		{"temporary", "generic", ledger.Sent, ledger.KindDeferred},
+		{"temporary", "old", ledger.Sent, ledger.KindBounceSoft},
 		{"permanent", "generic", ledger.Failed, ledger.KindBounceHard},
 		{"permanent", "Bounced Address", ledger.Failed, ledger.KindBounceHard},
 		{"internal", "generic", ledger.Retry, ledger.KindNotSent},

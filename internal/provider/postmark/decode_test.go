@@ -19,6 +19,8 @@ func TestDecodeKinds(t *testing.T) {
 		{`{"RecordType":"Delivery","MessageID":"a"}`, ledger.Sent, ledger.KindDelivered},
 		{`{"RecordType":"Bounce","Type":"Transient","MessageID":"a"}`, ledger.Sent, ledger.KindDeferred},
 		{`{"RecordType":"Bounce","Type":"SoftBounce","MessageID":"a"}`, ledger.Sent, ledger.KindBounceSoft},
+		{`{"RecordType":"Bounce","Type":"Blocked","MessageID":"a"}`, ledger.Sent, ledger.KindBlocked},
+		{`{"RecordType":"Bounce","Type":"DMARCPolicy","MessageID":"a"}`, ledger.Sent, ledger.KindBlocked},
 		{`{"RecordType":"Bounce","Type":"HardBounce","MessageID":"a"}`, ledger.Failed, ledger.KindBounceHard},
 		{`{"RecordType":"Bounce","Type":"BadEmailAddress","MessageID":"a"}`, ledger.Failed, ledger.KindBounceHard},
 		{`{"RecordType":"Bounce","Type":"SMTPApiError","MessageID":"a"}`, ledger.Failed, ledger.KindNotSent},

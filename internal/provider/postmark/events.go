@@ -59,7 +59,11 @@ func Decode(payload []byte) (ledger.Settlement, error) {
 // message sent by SMTP to a recipient it suppresses (after a bounce, a spam
 // complaint, an unsubscribe or by hand): nothing was sent, and a resend is
 // rejected again while the suppression stands, so it is failed, not sent.
-// Every other bounce but a hard one leaves the message sent.
+// Every other bounce but a hard one leaves the message sent: a
+// SoftBounce or DNSError (Postmark reports it once it stops trying) is a
+// final soft bounce, Blocked and DMARCPolicy (the receiving server refused
+// the sender or its domain's policy) a block: undeliverable, so the kind's
+// next channel takes the notice. Transient is a delay (deferred).
 func postmarkBounce(typ string) (ledger.State, ledger.EventKind) {
 	switch typ {
 	case "hardbounce", "bademailaddress":
@@ -68,8 +72,10 @@ func postmarkBounce(typ string) (ledger.State, ledger.EventKind) {
 		return ledger.Failed, ledger.KindNotSent
 	case "transient":
 		return ledger.Sent, ledger.KindDeferred
-	case "softbounce", "dnserror", "blocked", "dmarcpolicy":
+	case "softbounce", "dnserror":
 		return ledger.Sent, ledger.KindBounceSoft
+	case "blocked", "dmarcpolicy":
+		return ledger.Sent, ledger.KindBlocked
 	case "spamcomplaint":
 		return ledger.Sent, ledger.KindComplaint
 	}

@@ -57,16 +57,19 @@ func Decode(payload []byte) (ledger.Settlement, error) {
 		ev.To, ev.Kind = ledger.Sent, ledger.KindComplaint
 	case "bounce":
 		// type "bounce" is a hard bounce, "blocked" a block: the
-		// receiving server would not take it for now.
+		// receiving server refused it (the sender's IP or content) and
+		// SendGrid does not try again: undeliverable, the row stays sent
+		// (accepted) and the kind's next channel takes it.
 		ev.Event += "/" + reconcile.Lower(e.Type)
 		ev.To, ev.Kind = ledger.Failed, ledger.KindBounceHard
 		if reconcile.Lower(e.Type) == "blocked" {
-			ev.To, ev.Kind = ledger.Sent, ledger.KindBounceSoft
+			ev.To, ev.Kind = ledger.Sent, ledger.KindBlocked
 		}
 	case "dropped":
-		// Dropped before sending; a suppression (the reason names the
-		// list) is failed, any other reason retry (notSent).
-		ev.To, ev.Kind = notSent(e.Reason), ledger.KindNotSent
+		// Dropped after SendGrid took the request, before sending; a
+		// suppression (the reason names the list) is failed, any other
+		// reason retry (notSent). Undeliverable either way.
+		ev.To, ev.Kind = notSent(e.Reason), ledger.KindDropped
 	}
 	return ev, nil
 }
