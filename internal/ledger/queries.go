@@ -843,6 +843,29 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
 ON CONFLICT DO NOTHING
 RETURNING notice_key`
 
+// noticeRecordInvalidAddress is noticeRecordUnreached with state 'retry':
+// the row waits for its address to be fixed (reason $13, invalid_address).
+const noticeRecordInvalidAddress = `
+INSERT INTO notice_ledger (
+    notice_key, subscription_id, kind, period_start, revision, state,
+    claimed_at, run_id, renews_at, window_closes_at, domain, channel,
+    address_hmac, last_error, attempts, updated_at)
+SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision::int, 'retry',
+       $10, $11, c.renews_at::timestamptz, c.window_closes_at::timestamptz, NULLIF(c.domain, ''), $12,
+       decode(NULLIF(c.h, ''), 'hex'), $13, 0, $10
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+            $6::text[], $7::text[], $8::text[], $9::text[])
+     AS c(notice_key, subscription_id, kind, period_start, revision,
+          renews_at, window_closes_at, domain, h)
+ON CONFLICT DO NOTHING
+RETURNING notice_key`
+
+// noticeCountInvalidAddress counts the retry rows with reason
+// invalid_address whose window is open at $1.
+const noticeCountInvalidAddress = `
+SELECT count(*) FROM notice_ledger
+WHERE state = 'retry' AND last_error = 'invalid_address' AND window_closes_at > $1`
+
 // noticeMarkUnreached fails the retry rows of $1 (keys) whose address is
 // now suppressed, instead of re-claiming them: reason $2, at $3.
 const noticeMarkUnreached = `
@@ -855,7 +878,8 @@ RETURNING notice_key`
 // no channel: grouped by business tuple, every channel's row failed,
 // missed or still claimed (quarantine), or sent but undeliverable by
 // evidence, or sent, unconfirmed and its window closed at $3; none
-// delivered, none retry (a retry is still on its way), with the reason of
+// delivered, none retry (a retry is still on its way) but a retry
+// waiting with invalid_address while its window is open,, with the reason of
 // the last channel tried (sms after email), touched at or after $1, at
 // most $2. The reason of an undeliverable row is the kind of its evidence
 // (bounce_soft, blocked, dropped). No address: the ledger holds none.
@@ -870,11 +894,13 @@ FROM (SELECT subscription_id, kind, period_start, revision, channel, state,
                   WHEN state = 'claimed' THEN 'quarantine'
                   WHEN last_error = 'suppressed_address' THEN 'suppressed'
                   WHEN last_error = 'no_usable_address' THEN 'no_usable_address'
+                  WHEN state = 'retry' AND last_error = 'invalid_address' THEN 'invalid_address'
                   WHEN settled_by IN ('bounce_hard', 'complaint') THEN 'bounced'
                   WHEN delivery = 'undeliverable' AND delivery_kind IN ('bounce_soft', 'blocked', 'dropped') THEN delivery_kind
                   WHEN state = 'sent' AND delivery = 'unconfirmed' THEN 'unconfirmed'
                   ELSE 'failed' END AS reason,
              state IN ('failed', 'missed', 'claimed')
+                  OR (state = 'retry' AND last_error = 'invalid_address' AND window_closes_at > $3)
                   OR (state = 'sent' AND (delivery = 'undeliverable'
                                           OR (delivery = 'unconfirmed' AND window_closes_at <= $3))) AS unreached
       FROM (SELECT n.*, ` + noticeDeliveryOf + ` AS delivery FROM notice_ledger n) l0) l

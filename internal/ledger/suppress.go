@@ -25,6 +25,9 @@ const (
 const (
 	ReasonSuppressed = "suppressed_address"
 	ReasonNoAddress  = "no_usable_address"
+	// ReasonInvalidAddress: a malformed email address and no other channel
+	// left; the row waits in retry (RecordInvalidAddress).
+	ReasonInvalidAddress = "invalid_address"
 )
 
 // Suppression is one entry of the suppression list. Digest is
@@ -183,6 +186,32 @@ func SuppressionMatchRekey(ctx context.Context, db sqlx.QueryerContext, channel 
 // in one statement, and returns the keys it inserted (a notice already in
 // the ledger is skipped). opt.Channel names the channel.
 func RecordUnreached(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, reason string, claims []Claim) ([]string, error) {
+	return recordRows(ctx, db, noticeRecordUnreached, opt, reason, claims)
+}
+
+// RecordInvalidAddress records email claims whose address is malformed
+// and that have no other channel left as retry rows with reason
+// invalid_address, without an attempt, in one statement, and returns the
+// keys it inserted (a notice already in the ledger is skipped). The retry
+// stream re-checks them each pass: re-claimed and sent once the address
+// is fixed, missed when the window closes. scan undelivered lists them
+// while the window is open.
+func RecordInvalidAddress(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claims []Claim) ([]string, error) {
+	return recordRows(ctx, db, noticeRecordInvalidAddress, opt, ReasonInvalidAddress, claims)
+}
+
+// CountInvalidAddress counts the retry rows waiting with reason
+// invalid_address whose window is still open at now.
+func CountInvalidAddress(ctx context.Context, db sqlx.QueryerContext, now time.Time) (int, error) {
+	var n int
+	if err := sqlx.GetContext(ctx, db, &n, noticeCountInvalidAddress, now.UTC()); err != nil {
+		return 0, fmt.Errorf("count invalid addresses: %w", err)
+	}
+	return n, nil
+}
+
+// recordRows inserts claims by query (noticeRecordUnreached's columns).
+func recordRows(ctx context.Context, db sqlx.ExtContext, query string, opt ClaimOptions, reason string, claims []Claim) ([]string, error) {
 	if len(claims) == 0 {
 		return nil, nil
 	}
@@ -207,7 +236,7 @@ func RecordUnreached(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, 
 	}
 	args = append(args, opt.Now.UTC(), opt.RunID, ch, reason)
 	var out []string
-	if err := sqlx.SelectContext(ctx, db, &out, noticeRecordUnreached, args...); err != nil {
+	if err := sqlx.SelectContext(ctx, db, &out, query, args...); err != nil {
 		return nil, fmt.Errorf("record unreached: %w", err)
 	}
 	return out, nil

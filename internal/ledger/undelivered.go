@@ -14,8 +14,12 @@ const (
 	UndeliveredBounced    = "bounced"           // a hard bounce (or complaint) by evidence
 	UndeliveredSuppressed = "suppressed"        // the address was on the suppression list
 	UndeliveredNoAddress  = "no_usable_address" // the row had no address the channel can use
-	UndeliveredMissed     = "missed"            // the window closed before any pass claimed it
-	UndeliveredQuarantine = "quarantine"        // claimed, outcome unknown (scan reconcile, resolve)
+	// UndeliveredInvalidAddress: a malformed email address, no other
+	// channel left; listed while its window is open (the row waits in
+	// retry), so support can fix the data in time.
+	UndeliveredInvalidAddress = "invalid_address"
+	UndeliveredMissed         = "missed"     // the window closed before any pass claimed it
+	UndeliveredQuarantine     = "quarantine" // claimed, outcome unknown (scan reconcile, resolve)
 	// Accepted, then undeliverable by the provider's evidence (issue 36):
 	// the kind of that evidence.
 	UndeliveredBounceSoft = "bounce_soft" // a soft bounce the provider reports as final
@@ -30,7 +34,7 @@ const (
 // reports and the metric scan_undelivered_notices give them.
 var UndeliveredReasons = []string{UndeliveredFailed, UndeliveredBounced, UndeliveredSuppressed,
 	UndeliveredNoAddress, UndeliveredMissed, UndeliveredQuarantine, UndeliveredBounceSoft, UndeliveredBlocked,
-	UndeliveredDropped, UndeliveredUnconfirmed}
+	UndeliveredDropped, UndeliveredUnconfirmed, UndeliveredInvalidAddress}
 
 // Unreached is one notice that reached the customer by no channel.
 type Unreached struct {

@@ -215,7 +215,9 @@ func (p *Pass) validate(c *content, r subscription.Row, kind string, w policy.Wi
 	}
 	addr, err := address.Parse(*r.Email)
 	if err != nil {
-		return due{}, "email: " + err.Error()
+		// Keyed all the same: with no other channel the notice waits in
+		// retry as invalid_address (readPage's bad).
+		return malformed(r, kind, w), "email: " + err.Error()
 	}
 	// Name reaches the To header and plan the Subject: a line break (or
 	// any control character, which Render would refuse after the claim)
@@ -247,6 +249,16 @@ func (p *Pass) validate(c *content, r subscription.Row, kind string, w policy.Wi
 		dn.addr, _ = notice.NormalizeEmail(addr.Email)
 	}
 	return dn, ""
+}
+
+// malformed is the claim (tuple and window) of row r, whose email
+// address is malformed.
+func malformed(r subscription.Row, kind string, w policy.Window) due {
+	anchor := *r.RenewsAt
+	if r.AnchorAt != nil {
+		anchor = *r.AnchorAt
+	}
+	return due{claim: newClaim(r, kind, anchor, time.Duration(w.CloseBefore))}
 }
 
 // tupleReason is why row r cannot make an email notice's tuple, or "".

@@ -472,6 +472,9 @@ type page struct {
 	end     bool    // the page ended the window
 	// quiet counts the valid rows the quiet hours defer (content.defers).
 	quiet int
+	// bad are the email claims with a malformed address and no other
+	// channel, to record as retry rows with reason invalid_address.
+	bad []ledger.Claim
 }
 
 type skippedRow struct {
@@ -519,6 +522,10 @@ func (p *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 			if inv.note(r.ID, kind, v.reason) {
 				c.add(func(x *Summary) { x.Invalid++ })
 			}
+			if strings.HasPrefix(v.reason, "email: ") && !p.kinds[kind].HasSMS() && v.dn.claim.SubscriptionID != "" {
+				p.derive(&v.dn)
+				pg.bad = append(pg.bad, v.dn.claim) // no channel left: waits as invalid_address
+			}
 		case deferred:
 			pg.quiet++ // a later pass sends it, outside the quiet hours
 		case dueNow:
@@ -564,6 +571,9 @@ func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 	}
 	pg, err := p.readPage(ctx, p.db, st, st.cursor, admit, inv, c)
 	if err != nil {
+		return err
+	}
+	if err := p.recordInvalid(ctx, c, pg.bad); err != nil {
 		return err
 	}
 	for _, cd := range pg.cands {
@@ -967,4 +977,21 @@ func (p *Pass) dryRunPage(sel selection, rows []subscription.Row, inv *invalidLo
 			out.WouldMint++
 		}
 	}
+}
+
+// recordInvalid records bad (email claims with a malformed address and no
+// other channel) as retry rows with reason invalid_address, so that scan
+// undelivered lists them while their window is open and the retry stream
+// sends them once the address is fixed. Not claimed: they are in neither
+// Minted nor Retry, and InvalidAddress counts the rows new this pass.
+func (p *Pass) recordInvalid(ctx context.Context, c *counters, bad []ledger.Claim) error {
+	opt := ledger.ClaimOptions{Now: p.cfg.Now, RunID: p.cfg.RunID, Channel: notice.ChannelEmail}
+	keys, err := ledger.RecordInvalidAddress(ctx, p.db, opt, bad)
+	if err != nil {
+		return err
+	}
+	if len(keys) > 0 {
+		c.add(func(x *Summary) { x.InvalidAddress += len(keys) })
+	}
+	return nil
 }

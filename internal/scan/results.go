@@ -27,6 +27,7 @@ var Results = []Result{
 	{"cancelled", func(s Summary) int { return s.Cancelled }},
 	{"suppressed_address", func(s Summary) int { return s.SuppressedAddress }},
 	{"no_usable_address", func(s Summary) int { return s.NoUsableAddress }},
+	{"invalid_address", func(s Summary) int { return s.InvalidAddress }},
 	{"sms", func(s Summary) int { return s.SMS }},
 	{"witnessed", func(s Summary) int { return s.Witnessed }},
 	{"deferred", func(s Summary) int { return s.Deferred }},

@@ -146,6 +146,12 @@ type Summary struct {
 	// had no address the channel can use (no or malformed email, no or
 	// non-E.164 phone) while the kind has a next channel.
 	NoUsableAddress int `json:"no_usable_address"`
+	// InvalidAddress counts the email notices this pass recorded as retry
+	// rows with reason invalid_address: a malformed address and no other
+	// channel (a kind without sms). Not claimed, so in neither Minted nor
+	// Retry: minted + retried == sent + retry + failed + ambiguous holds.
+	// Each is also counted in Invalid.
+	InvalidAddress int `json:"invalid_address"`
 	// SMS counts the sms notices this pass claimed (part of Minted and
 	// Retried; their outcomes are in Sent, Retry, Failed, Ambiguous).
 	SMS int `json:"sms"`
