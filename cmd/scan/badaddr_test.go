@@ -64,3 +64,38 @@ func TestInvalidAddressListedThenSentOnceFixed(t *testing.T) {
 		t.Fatalf("row %q (%v), want sent", state, err)
 	}
 }
+
+// A kind with an sms channel: a malformed email and no phone leave no
+// channel, so the notice is invalid_address too (no sms row, nothing
+// texted), and is emailed once the address is fixed.
+func TestInvalidAddressWithoutPhone(t *testing.T) {
+	t.Parallel()
+	f, tw, env := smsFixtureOf(t, "[email, sms]", "email = 'user.example.com', ")
+	if _, err := f.db.Exec(`UPDATE subscriptions SET phone = NULL WHERE id = $1`, subID(1)); err != nil {
+		t.Fatal(err)
+	}
+	s := f.mustRun(f.env(env...))
+	if s.InvalidAddress != 1 || s.SMS != smsNotices-1 || f.smtp.Total() != 0 || tw.To("+14155550001") != 0 {
+		t.Fatalf("first pass: summary %+v, SMTP got %d", s, f.smtp.Total())
+	}
+	code, out, errOut := f.runIn(nil, "undelivered", "-o", "json")
+	if code != 0 || strings.Contains(out, "example.com") {
+		t.Fatalf("undelivered: exit %d %s %s", code, out, errOut)
+	}
+	var listed []map[string]any
+	if strings.TrimSpace(out) != "" {
+		listed = jsonObjects(t, "undelivered", out)
+	}
+	if len(listed) != 1 || listed[0]["reason"] != "invalid_address" || listed[0]["subscription_id"] != subID(1) {
+		t.Fatalf("undelivered: %v", listed)
+	}
+	if _, err := f.db.Exec(`UPDATE subscriptions SET email = 'fixed@example.com' WHERE id = $1`, subID(1)); err != nil {
+		t.Fatal(err)
+	}
+	for pass := 0; pass < 2; pass++ {
+		s = f.mustRun(f.env(env...))
+		if f.smtp.Total() != 1 || tw.To("+14155550001") != 0 {
+			t.Fatalf("pass %d after the fix: summary %+v, SMTP got %d", pass, s, f.smtp.Total())
+		}
+	}
+}

@@ -881,12 +881,13 @@ RETURNING notice_key`
 // delivered, none retry (a retry is still on its way) but a retry
 // waiting with invalid_address while its window is open,, with the reason of
 // the last channel tried (sms after email), touched at or after $1, at
-// most $2. The reason of an undeliverable row is the kind of its evidence
+// most $2. A notice with an invalid_address row gives that reason (the
+// data to fix). The reason of an undeliverable row is the kind of its evidence
 // (bounce_soft, blocked, dropped). No address: the ledger holds none.
 const noticeListUndelivered = `
 SELECT subscription_id, kind, to_char(period_start, 'YYYY-MM-DD') AS period_start, revision,
        string_agg(channel, ',' ORDER BY channel) AS channels,
-       (array_agg(reason ORDER BY channel DESC))[1] AS reason,
+       (array_agg(reason ORDER BY reason = 'invalid_address' DESC, channel DESC))[1] AS reason,
        max(at) AS at
 FROM (SELECT subscription_id, kind, period_start, revision, channel, state,
              COALESCE(updated_at, claimed_at) AS at,

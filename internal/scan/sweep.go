@@ -304,6 +304,9 @@ func (p *Pass) sweepDryRun(ctx context.Context, tx sqlx.QueryerContext, out *Dry
 type sweepBatch struct {
 	noEmail []ledger.Claim // email notices to record failed no_usable_address
 	noPhone []ledger.Claim // sms notices to record failed no_usable_address
+	// bad are email notices with a malformed address and no usable phone:
+	// no channel left, recorded retry invalid_address (recordInvalid).
+	bad []ledger.Claim
 	claims  []ledger.Claim // sms notices to claim
 	retried []ledger.Claim // sms rows in retry (key and digest) to re-claim
 	retries []string       // their keys, once the suppressed are out
@@ -402,6 +405,10 @@ func (p *Pass) sweepSort(sel selection, rows []subscription.Row) sweepBatch {
 			}
 			e := v.dn.claim
 			e.Key = p.sweepc.keyer.Key(t)
+			if deref(r.Email) != "" && v.is == unreachable && r.LedgerKey == nil {
+				bt.bad = append(bt.bad, e) // malformed, and no phone either
+				continue
+			}
 			bt.noEmail = append(bt.noEmail, e)
 			bt.after[e.Key] = p.sweepc.keyer.ChannelKey(t, notice.ChannelSMS)
 			if r.LedgerKey != nil {
@@ -468,6 +475,9 @@ func (p *Pass) sweepUnreached(ctx context.Context, c *counters, bt *sweepBatch) 
 		return err
 	}
 	c.add(func(x *Summary) { x.NoUsableAddress += len(a) + len(b) })
+	if err := p.recordInvalid(ctx, c, bt.bad); err != nil {
+		return err
+	}
 	all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
 	digests, previous := make([][]byte, len(all)), make([][][]byte, len(all))
 	for i, cl := range all {
