@@ -306,7 +306,7 @@ type sweepBatch struct {
 	noPhone []ledger.Claim // sms notices to record failed no_usable_address
 	// bad are email notices with a malformed address and no usable phone:
 	// no channel left, recorded retry invalid_address (recordInvalid).
-	bad []ledger.Claim
+	bad     []ledger.Claim
 	claims  []ledger.Claim // sms notices to claim
 	retried []ledger.Claim // sms rows in retry (key and digest) to re-claim
 	retries []string       // their keys, once the suppressed are out
