@@ -73,7 +73,7 @@ func writeRuleFile(t *testing.T, dir string, spec monitoringv1.PrometheusRuleSpe
 // operator's day two.
 var wantAlerts = []string{
 	"ScanNoRecentSuccess", "ScanPassFailed", "ScanQuarantineStale", "ScanMissedNotices",
-	"ScanFailedShareHigh", "ScanKeyMismatch", "ScanDeferredTwice", "ScanShardsMissing",
+	"ScanFailedShareHigh", "ScanKeyMismatch", "ScanDeferredTwice", "ScanInvalidAddressPersisting", "ScanShardsMissing",
 	"ScanBounceRateHigh", "ScanComplaintRateHigh", "ScanUndeliveredGrowing",
 	"ScanQuarantineNonZero", "ScanClaimToCommitGapGrowing", "ScanRetryAgeBeyondWindow", "ScanAttemptsPerKeyHigh",
 	"ScanReceiverDown", "ScanReceiveRejectionsHigh",

@@ -53,6 +53,9 @@ type Counts struct {
 	// time, zero when there is none.
 	Quarantine       int
 	QuarantineOldest time.Time
+	// InvalidAddress is the number of notices waiting in retry with
+	// reason invalid_address, their window open (any run).
+	InvalidAddress int
 	// KeyMismatch is set when NOTICE_KEY_SECRET no longer derives the
 	// keys in the ledger (a rotated or wrong secret).
 	KeyMismatch bool
@@ -95,6 +98,7 @@ type Pass struct {
 	notices  *prometheus.GaugeVec
 	quar     prometheus.Gauge
 	quarOld  prometheus.Gauge
+	invalid  prometheus.Gauge
 	latency  *prometheus.HistogramVec
 	toSend   *prometheus.HistogramVec
 	waited   *prometheus.HistogramVec
@@ -133,6 +137,10 @@ func New(cfg Config) *Pass {
 	p.quarOld = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "scan_quarantine_oldest_claim_timestamp_seconds",
 		Help: "Unix time of the oldest claim in quarantine; 0 when the quarantine is empty.",
+	})
+	p.invalid = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "scan_invalid_address_notices",
+		Help: "Notices waiting with reason invalid_address (a malformed address, no other channel) whose window is open, at the end of the last pass: support fixes the address (scan undelivered lists them).",
 	})
 	p.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "scan_claim_to_commit_seconds",
@@ -176,7 +184,7 @@ func New(cfg Config) *Pass {
 	p.newRetryGauges()
 	p.slo = newObjective()
 	p.shards.Set(float64(cfg.Shards))
-	p.reg.MustRegister(p.notices, p.quar, p.quarOld, p.latency, p.toSend, p.waited, p.backlog, p.duration, p.success, p.lastOK, p.shards, p.keyMis,
+	p.reg.MustRegister(p.notices, p.quar, p.quarOld, p.invalid, p.latency, p.toSend, p.waited, p.backlog, p.duration, p.success, p.lastOK, p.shards, p.keyMis,
 		p.retryAge, p.window, p.perKey)
 	p.reg.MustRegister(p.slo.collectors()...)
 	for _, r := range cfg.Results {
@@ -245,6 +253,7 @@ func (p *Pass) Finish(c Counts, duration time.Duration, completed bool, end time
 	}
 	p.backlog.WithLabelValues(OtherDomain).Set(float64(backlog[OtherDomain]))
 	p.quar.Set(float64(c.Quarantine))
+	p.invalid.Set(float64(c.InvalidAddress))
 	if c.QuarantineOldest.IsZero() {
 		p.quarOld.Set(0)
 	} else {

@@ -32,7 +32,7 @@ func TestPushCompletedPass(t *testing.T) {
 	end := time.Date(2026, 11, 30, 2, 5, 0, 0, time.UTC)
 	notices := map[string]int{"eligible": 13, "invalid": 1, "minted": 3, "suppressed": 7, "sent": 2, "ambiguous": 1, "missed": 4, "deferred": 3, "fallback": 2}
 	p.Finish(metrics.Counts{Notices: notices,
-		Backlog: map[string]int{"gmail.com": 1, "example.org": 1, "yahoo.com": 1}, Quarantine: 5, QuarantineOldest: oldest, KeyMismatch: true,
+		Backlog: map[string]int{"gmail.com": 1, "example.org": 1, "yahoo.com": 1}, Quarantine: 5, QuarantineOldest: oldest, KeyMismatch: true, InvalidAddress: 2,
 		RetryOldest: end.Add(-3 * time.Hour), WindowLength: 48 * time.Hour, Attempts: 3, Keys: 2},
 		90*time.Second, true, end)
 	if err := p.Push(context.Background(), gw.URL, true); err != nil {
@@ -54,6 +54,7 @@ func TestPushCompletedPass(t *testing.T) {
 	}
 	gauges := map[string]float64{
 		"scan_quarantine_claims":                         5,
+		"scan_invalid_address_notices":                   2,
 		"scan_quarantine_oldest_claim_timestamp_seconds": float64(oldest.Unix()),
 		"scan_pass_duration_seconds":                     90,
 		"scan_pass_success":                              1,

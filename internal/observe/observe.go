@@ -143,7 +143,7 @@ func (o *Observer) finish(ctx context.Context, sum scan.Summary, err error) {
 		o.prog.Stop(completed)
 	}
 	c := metrics.Counts{Notices: sum.Counts(), Backlog: sum.DeferredByDomain,
-		Quarantine: sum.Quarantine, KeyMismatch: sum.KeyMismatch,
+		Quarantine: sum.Quarantine, KeyMismatch: sum.KeyMismatch, InvalidAddress: sum.InvalidAddressWaiting,
 		WindowLength: sum.WindowLength, Attempts: sum.Attempts, Keys: sum.Minted + sum.Retried}
 	if sum.QuarantineSince != nil {
 		c.QuarantineOldest = *sum.QuarantineSince

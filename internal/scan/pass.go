@@ -223,6 +223,11 @@ func (p *Pass) fillQuarantine(ctx context.Context, c *counters) {
 	} else {
 		c.add(func(x *Summary) { x.RetryOldest = r })
 	}
+	if n, err := ledger.CountInvalidAddress(qctx, p.db, p.cfg.Now); err != nil {
+		p.log.Warn().Err(err).Msg("could not count the invalid_address rows")
+	} else {
+		c.add(func(x *Summary) { x.InvalidAddressWaiting = n })
+	}
 	if q.Count > 0 {
 		p.log.Warn().Int("quarantine", q.Count).Time("quarantine_since", *q.Oldest).
 			Msg("claims without a recorded outcome are waiting in quarantine: settle them with `scan reconcile` or `scan resolve`")

@@ -185,8 +185,13 @@ type Summary struct {
 	// Quarantine is the number of claims that still have no recorded
 	// outcome at the end of the pass (this pass's ambiguous ones and any
 	// earlier run's); QuarantineSince the oldest claim among them.
-	Quarantine      int        `json:"quarantine"`
-	QuarantineSince *time.Time `json:"quarantine_since,omitempty"`
+	Quarantine int `json:"quarantine"`
+	// InvalidAddressWaiting is the number of notices (any run) waiting in
+	// retry with reason invalid_address and their window still open at the
+	// end of the pass: a malformed address and no other channel, for
+	// support to fix (scan undelivered lists them).
+	InvalidAddressWaiting int        `json:"invalid_address_waiting"`
+	QuarantineSince       *time.Time `json:"quarantine_since,omitempty"`
 	// RetryOldest is when the oldest row still in state retry was first
 	// claimed (nil: none); WindowLength the policy's longest window, from
 	// opening to close: a retry older than that outlived every window
