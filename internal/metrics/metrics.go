@@ -138,10 +138,7 @@ func New(cfg Config) *Pass {
 		Name: "scan_quarantine_oldest_claim_timestamp_seconds",
 		Help: "Unix time of the oldest claim in quarantine; 0 when the quarantine is empty.",
 	})
-	p.invalid = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "scan_invalid_address_notices",
-		Help: "Notices waiting with reason invalid_address (a malformed address, no other channel) whose window is open, at the end of the last pass: support fixes the address (scan undelivered lists them).",
-	})
+	p.invalid = invalidGauge()
 	p.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "scan_claim_to_commit_seconds",
 		Help:    "Time from a notice's claim commit to the commit of its outcome, by outcome (sent, retry, failed, claimed = ambiguous). Includes rate-limit waits.",
@@ -363,4 +360,12 @@ func pushTarget(gatewayURL string, client *http.Client) (*url.URL, *http.Client,
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
 	return u, client, nil
+}
+
+// invalidGauge is scan_invalid_address_notices.
+func invalidGauge() prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "scan_invalid_address_notices",
+		Help: "Notices waiting with reason invalid_address (a malformed address, no other channel) whose window is open, at the end of the last pass: support fixes the address (scan undelivered lists them).",
+	})
 }
