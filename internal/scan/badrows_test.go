@@ -179,6 +179,18 @@ func TestBadRowsClaimNothingUntilFixed(t *testing.T) {
 		insertRows(t, e, b.row)
 	}
 	insertRows(t, e, good...)
+	// A malformed (not empty) email: the notice waits in retry as
+	// invalid_address from the first pass (issue 36), and the retry
+	// stream sends it once fixed.
+	malformed := func(r row) bool {
+		return r.email != nil && *r.email != "" && r.name == nil && r.plan == nil && !r.nullRenews && !r.nullPeriod && r.juris == nil && len(r.id) <= 255
+	}
+	nMalformed := 0
+	for _, b := range bad {
+		if malformed(b.row) {
+			nMalformed++
+		}
+	}
 
 	addresses := []string{}
 	for _, b := range bad {
@@ -219,9 +231,16 @@ func TestBadRowsClaimNothingUntilFixed(t *testing.T) {
 			}
 		}
 		for _, b := range bad {
-			if st := e.state(b.row.id); st != "" {
-				t.Errorf("pass %d: bad row %s has a ledger row (%s)", pass, logID(b.row.id), st)
+			want := ledger.State("")
+			if malformed(b.row) {
+				want = ledger.Retry // no other channel: waits as invalid_address, unclaimed
 			}
+			if st := e.state(b.row.id); st != want {
+				t.Errorf("pass %d: bad row %s has a ledger row %q, want %q", pass, logID(b.row.id), st, want)
+			}
+		}
+		if want := map[int]int{1: nMalformed}[pass]; s.InvalidAddress != want {
+			t.Errorf("pass %d: invalid_address = %d, want %d", pass, s.InvalidAddress, want)
 		}
 	}
 
@@ -237,8 +256,8 @@ func TestBadRowsClaimNothingUntilFixed(t *testing.T) {
 		fixed++
 	}
 	s, logs := loggedPass(t, e, pol, now.Add(12*time.Hour))
-	if s.Minted != fixed || s.Sent != fixed || s.Invalid != len(bad)-fixed {
-		t.Fatalf("after the fixes: %+v, want %d minted and sent, %d invalid\n%s", s, fixed, len(bad)-fixed, logs)
+	if s.Minted != fixed-nMalformed || s.Retried != nMalformed || s.Sent != fixed || s.Invalid != len(bad)-fixed {
+		t.Fatalf("after the fixes: %+v, want %d minted, %d retried, %d sent, %d invalid\n%s", s, fixed-nMalformed, nMalformed, fixed, len(bad)-fixed, logs)
 	}
 	for _, b := range bad {
 		if b.fix != "" && e.state(b.row.id) != ledger.Sent {
