@@ -282,19 +282,23 @@ func (p *Pass) sweepDryRun(ctx context.Context, tx sqlx.QueryerContext, out *Dry
 			if err != nil {
 				return err
 			}
-			var unreached []ledger.Claim // for email after sms
+			failed := map[string]bool{} // the rows whose sms notice would fail, for email after sms
+			for _, cl := range bt.noPhone {
+				failed[cl.SubscriptionID] = true
+			}
 			for i, h := range hit {
+				failed[all[i].SubscriptionID] = failed[all[i].SubscriptionID] || h
 				if !h {
 					out.WouldSMS++
-					if i < len(bt.claims) {
-						out.smsMint++ // a new key, for --max-mint
-					}
-				} else {
-					unreached = append(unreached, all[i])
+				}
+				if !h && i < len(bt.claims) {
+					out.smsMint++ // a new key, for --max-mint
 				}
 			}
 			out.WouldSMSUnreached += len(bt.noPhone)
-			out.WouldEmailAfterSMS += p.wouldSendAfter(sel, rows, append(unreached, bt.noPhone...))
+			if p.kinds[sel.kind].EmailAfterSMS() {
+				out.WouldEmailAfterSMS += p.wouldSend(sel, rows, failed)
+			}
 			return nil
 		})
 	})
