@@ -175,16 +175,14 @@ func (p *Pass) eachSweptSelection(fn func(sel selection) error) error {
 type sweepTools struct {
 	content *content
 	keyer   *notice.Keyer
-	hasher  *notice.AddressHasher
-	// previous are the list's hashers under the previous secrets.
-	previous []*notice.AddressHasher
-	due      map[string]*dueBounds // by selection key: sel.due's, with a cache of its own
+	keys    suppress.Keys         // the list's hashers: current and previous secrets
+	due     map[string]*dueBounds // by selection key: sel.due's, with a cache of its own
 }
 
 func (p *Pass) newSweepTools() *sweepTools {
 	keyer, _ := notice.NewKeyer(p.cfg.Secret)                        // checked by New
 	keys, _ := suppress.NewKeys(p.cfg.Secret, p.cfg.PreviousSecrets) // checked by New
-	return &sweepTools{content: p.content.fork(), keyer: keyer, hasher: keys.Current, previous: keys.Previous, due: map[string]*dueBounds{}}
+	return &sweepTools{content: p.content.fork(), keyer: keyer, keys: keys, due: map[string]*dueBounds{}}
 }
 
 // dueOf is the stage's own copy of sel's due rule (nil without one).
@@ -389,8 +387,8 @@ func (p *Pass) sweepNotice(r subscription.Row, t notice.Tuple, v verdict, bt *sw
 	}
 	n := v.dn.n
 	n.Key, n.CancelToken = cl.Key, p.sweepc.keyer.CancelToken(t)
-	cl.AddressHMAC = p.sweepc.hasher.Digest(notice.ChannelSMS, v.dn.addr)
-	for _, h := range p.sweepc.previous {
+	cl.AddressHMAC = p.sweepc.keys.Current.Digest(notice.ChannelSMS, v.dn.addr)
+	for _, h := range p.sweepc.keys.Previous {
 		cl.PreviousHMACs = append(cl.PreviousHMACs, h.Digest(notice.ChannelSMS, v.dn.addr))
 	}
 	bt.byKey[cl.Key] = n
@@ -422,7 +420,7 @@ func (p *Pass) sweepUnreached(ctx context.Context, c *counters, bt *sweepBatch) 
 	for i, cl := range all {
 		digests[i], previous[i] = cl.AddressHMAC, cl.PreviousHMACs
 	}
-	hit, err := ledger.SuppressionMatchRekey(ctx, p.db, notice.ChannelSMS, digests, previous, p.sweepc.hasher.KeyID())
+	hit, err := ledger.SuppressionMatchRekey(ctx, p.db, notice.ChannelSMS, digests, previous, p.sweepc.keys.Current.KeyID())
 	if err != nil {
 		return err
 	}
