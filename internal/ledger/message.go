@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	kflate "github.com/klauspost/compress/flate"
 
 	schema "scan/sql"
 )
@@ -30,11 +31,14 @@ import (
 // with its period. sql/0023 says why the message and not the inputs of a
 // re-render.
 
-// messageLevel is the DEFLATE level messages are compressed at: 2, no
-// lazy matching and short hash chains. Against the dictionary it keeps the
-// demo's emails at 270 bytes (median) where 9 keeps them at 261, in about
-// half the time (docs/proof.md); the pass's recorder waits for it. Any
-// level inflates alike.
+// messageLevel is the DEFLATE level messages are compressed at, by
+// github.com/klauspost/compress/flate: its level 2 is a single-table
+// greedy encoder whose reset is an offset bump, where compress/flate's
+// clears 640 KB of hash chains for every message before priming the
+// dictionary; same stream size, about a third of the CPU
+// (BenchmarkCompressMessage, docs/proof.md). The output is plain DEFLATE
+// (RFC 1951): compress/flate inflates it (InflateMessage), and any level
+// inflates alike.
 const messageLevel = 2
 
 // messageDictFile is the migration that holds the dictionary messages
@@ -91,7 +95,7 @@ func (e *DigestError) Error() string {
 // CompressMessage returns msg as notice_message keeps it, compressed
 // against dict (MessageDict's bytes; nil for none).
 func CompressMessage(msg, dict []byte) ([]byte, error) {
-	w, err := flate.NewWriterDict(io.Discard, messageLevel, dict)
+	w, err := kflate.NewWriterDict(io.Discard, messageLevel, dict)
 	if err != nil {
 		return nil, err
 	}
@@ -99,8 +103,8 @@ func CompressMessage(msg, dict []byte) ([]byte, error) {
 }
 
 // compressWith compresses msg with w, reset (its level and dictionary
-// kept): a new writer allocates about 800 KB and costs ten times more.
-func compressWith(w *flate.Writer, msg []byte) ([]byte, error) {
+// kept): a new writer allocates and costs several times more.
+func compressWith(w *kflate.Writer, msg []byte) ([]byte, error) {
 	var b bytes.Buffer
 	w.Reset(&b)
 	if _, err := w.Write(msg); err != nil {
@@ -142,9 +146,9 @@ func compressMessages(outs []Outcome, dict []byte) ([][]byte, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w, _ := writers.Get().(*flate.Writer)
+			w, _ := writers.Get().(*kflate.Writer)
 			if w == nil {
-				if w, errs[g] = flate.NewWriterDict(io.Discard, messageLevel, dict); errs[g] != nil {
+				if w, errs[g] = kflate.NewWriterDict(io.Discard, messageLevel, dict); errs[g] != nil {
 					return
 				}
 			}
