@@ -116,6 +116,28 @@ func compressWith(w *kflate.Writer, msg []byte) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// KeepMessage returns msg compressed as RecordOutcomes keeps it (against
+// the current dictionary, MessageDict), for Outcome.Kept; nil, nil in a
+// binary that keeps no messages (-tags noproof). Safe for concurrent use:
+// the pass's send workers call it (send.DispatcherConfig.Keep).
+func KeepMessage(msg []byte) ([]byte, error) {
+	if !keepMessages || len(msg) == 0 {
+		return nil, nil
+	}
+	dict, err := MessageDict()
+	if err != nil {
+		return nil, err
+	}
+	w, _ := writers.Get().(*kflate.Writer)
+	if w == nil {
+		if w, err = kflate.NewWriterDict(io.Discard, messageLevel, dict.Body); err != nil {
+			return nil, err
+		}
+	}
+	defer writers.Put(w)
+	return compressWith(w, msg)
+}
+
 // writers are flate writers at messageLevel against the current
 // dictionary (MessageDict), reused across batches.
 var writers sync.Pool
@@ -133,13 +155,23 @@ func InflateMessage(body, dict []byte) ([]byte, error) {
 // compressMessages compresses each outcome's Message (nil when none)
 // against dict, the current dictionary, on up to GOMAXPROCS goroutines:
 // the pass's recorder waits for it, and priming the dictionary costs each
-// message more than its own bytes.
+// message more than its own bytes. An outcome's Kept (KeepMessage's,
+// compressed against the same dictionary) is taken as is.
 func compressMessages(outs []Outcome, dict []byte) ([][]byte, error) {
 	bodies := make([][]byte, len(outs))
 	if !keepMessages {
 		return bodies, nil
 	}
-	workers := min(runtime.GOMAXPROCS(0), (len(outs)+compressChunk-1)/compressChunk)
+	need := 0
+	for i, o := range outs {
+		switch {
+		case len(o.Kept) > 0:
+			bodies[i] = o.Kept
+		case len(o.Message) > 0:
+			need++
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), (need+compressChunk-1)/compressChunk)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for g := range workers {
@@ -154,7 +186,7 @@ func compressMessages(outs []Outcome, dict []byte) ([][]byte, error) {
 			}
 			defer writers.Put(w)
 			for i := g; i < len(outs) && errs[g] == nil; i += workers {
-				if len(outs[i].Message) > 0 {
+				if len(outs[i].Message) > 0 && bodies[i] == nil {
 					bodies[i], errs[g] = compressWith(w, outs[i].Message)
 				}
 			}

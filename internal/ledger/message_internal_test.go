@@ -62,6 +62,25 @@ func TestCompressedMessagesInflateWithTheStandardReader(t *testing.T) {
 	}
 }
 
+// A message the send workers compressed (KeepMessage, Outcome.Kept) is
+// kept as is, not compressed again, and rebuilds to its digest.
+func TestKeptMessageTakenAsIs(t *testing.T) {
+	dict, msgs := sampleMessages(t)
+	kept, err := KeepMessage(msgs[0])
+	if err != nil || len(kept) == 0 {
+		t.Fatalf("KeepMessage: %d bytes, %v", len(kept), err)
+	}
+	sum := sha256.Sum256(msgs[0])
+	if got, err := verifyMessage(fmt.Sprintf("%064x", 1), 1, sum[:], kept, dict); err != nil || !bytes.Equal(got, msgs[0]) {
+		t.Fatalf("KeepMessage's does not rebuild: %v", err)
+	}
+	forged := []byte("not what KeepMessage made")
+	bodies, err := compressMessages([]Outcome{{Message: msgs[0], Kept: forged}, {Message: msgs[1]}}, dict)
+	if err != nil || !bytes.Equal(bodies[0], forged) || len(bodies[1]) == 0 {
+		t.Fatalf("bodies = %q, %v: want Kept as is and the other compressed", bodies, err)
+	}
+}
+
 // BenchmarkCompressMessage is one message compressed as the pass does
 // (a pooled writer reset against the dictionary); B/msg is the kept size.
 func BenchmarkCompressMessage(b *testing.B) {

@@ -113,7 +113,7 @@ func (r *recorder) run(ctx context.Context, results <-chan send.Result) error {
 }
 
 func (r *recorder) add(res send.Result) {
-	o := ledger.Outcome{Key: res.Notice.Key, PeriodStart: res.Notice.PeriodStart, Attempts: res.Attempts, Digest: res.Digest, Message: res.Raw}
+	o := ledger.Outcome{Key: res.Notice.Key, PeriodStart: res.Notice.PeriodStart, Attempts: res.Attempts, Digest: res.Digest, Message: res.Raw, Kept: res.Kept}
 	class := send.Classify(res.Err)
 	switch class {
 	case 0:
