@@ -78,7 +78,7 @@ var senders = []string{senderOutbox, senderSMTP, senderHTTP, senderSES}
 
 func (f *runFlags) register(fs *pflag.FlagSet, withRunOnly bool) {
 	fs.StringVar(&f.config, "config", "", "policy file (env SCAN_CONFIG); built-in defaults when empty")
-	fs.StringVar(&f.sender, "sender", senderOutbox, cli.OrList(senders)+" (env SCAN_SENDER)")
+	fs.StringVar(&f.sender, "sender", senderOutbox, cli.OrList(senders)+", or an ordered list to fail over along, e.g. ses,smtp (env SCAN_SENDER)")
 	fs.StringVar(&f.source, "source", "subscriptions", "table or view to read, schema-qualified allowed")
 	fs.StringVar(&f.redirect, "redirect-to", "", "deliver every notice to this address instead (env SCAN_REDIRECT_TO)")
 	fs.StringVar(&f.shard, "shard", "", "I/N: take shard I of N (default from JOB_COMPLETION_INDEX and --shards)")
@@ -194,6 +194,7 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	ps.smsClock.startAt(now)
 	runID := newRunID(now)
 	passLog := ps.log.With().Int("shard", ps.shard).Logger()
 	domains := make([]string, 0, len(ps.pol.Rate.Domains))
@@ -218,7 +219,7 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 		Policy: ps.pol, Secret: ps.secret, PreviousSecrets: ps.previous, Source: src, RunID: runID, Now: now,
 		MaxMint: maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
 		MaxDuration: ps.maxDuration, Hooks: obs.Hooks(failpointHooks()), Schedule: ps.schedule,
-		SMS: smsSender(ps.sms),
+		SMS: smsSender(ps.sms), SenderName: ps.senderNames[0],
 	})
 	if err != nil {
 		sender.Close()
@@ -244,21 +245,23 @@ func openSource(ctx context.Context, db *sqlx.DB, pol *policy.Policy, relation s
 
 // preparedPass holds the parts of a pass built from flags and environment.
 type preparedPass struct {
-	pol                  *policy.Policy
-	secret               []byte
-	previous             [][]byte // NOTICE_KEY_SECRET_PREVIOUS
-	renderer             *message.Renderer
-	shard, shards        int
-	redirect, senderName string
-	outboxDir, smtpURL   string
-	httpURL              string
-	aws                  aws.Config // with sender ses
-	concurrency          int
-	maxDuration          time.Duration
-	schedule             string // the cron passes run on, when not the policy's (scan schedule --cron)
-	production           bool   // SCAN_ENVIRONMENT=production
-	log                  zerolog.Logger
-	sms                  *twilio.Client // with a kind of channel sms (issue 30)
+	pol                *policy.Policy
+	secret             []byte
+	previous           [][]byte // NOTICE_KEY_SECRET_PREVIOUS
+	renderer           *message.Renderer
+	shard, shards      int
+	redirect           string
+	senderNames        []string // SCAN_SENDER's, in order: one, or a failover list
+	outboxDir, smtpURL string
+	httpURL            string
+	aws                aws.Config // with sender ses
+	concurrency        int
+	maxDuration        time.Duration
+	schedule           string // the cron passes run on, when not the policy's (scan schedule --cron)
+	production         bool   // SCAN_ENVIRONMENT=production
+	log                zerolog.Logger
+	sms                *twilio.Client // with a kind of channel sms (issue 30)
+	smsClock           *passClock     // sms's, at each pass's now (newPass)
 }
 
 // preparePass is the prologue of `scan run` and `scan schedule`: it
@@ -284,8 +287,10 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 	if err := p.prepareSender(e, fs, f); err != nil {
 		return nil, err
 	}
-	if err := pol.CheckConfirmSender(p.senderName); err != nil {
-		return nil, err
+	for _, name := range p.senderNames { // every sender of a list may take a notice
+		if err := pol.CheckConfirmSender(name); err != nil {
+			return nil, err
+		}
 	}
 	if p.production {
 		if err := pol.CheckProduction(); err != nil {
@@ -295,7 +300,8 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 	if p.renderer, err = newRenderer(pol); err != nil {
 		return nil, err
 	}
-	if p.sms, err = newSMSSender(e, pol, p.production, p.redirect); err != nil {
+	p.smsClock = newPassClock(e)
+	if p.sms, err = newSMSSender(e, pol, p.production, p.redirect, p.smsClock); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -331,41 +337,52 @@ func (p *preparedPass) passSettings(e *env, fs *pflag.FlagSet, f *runFlags) erro
 	return checkPushURL(e.getenv("PUSHGATEWAY_URL"))
 }
 
-// prepareSender reads the sender (--sender or SCAN_SENDER) and what it
-// needs: the outbox directory, or an endpoint the pass may reach.
+// prepareSender reads the sender (--sender or SCAN_SENDER), one name or
+// an ordered list of them for failover (senderList), and what each needs:
+// the outbox directory, or an endpoint the pass may reach.
 func (p *preparedPass) prepareSender(e *env, fs *pflag.FlagSet, f *runFlags) error {
 	p.redirect = flagOrEnv(fs, "redirect-to", f.redirect, e, "SCAN_REDIRECT_TO")
-	p.senderName = flagOrEnv(fs, "sender", f.sender, e, "SCAN_SENDER")
+	raw := flagOrEnv(fs, "sender", f.sender, e, "SCAN_SENDER")
 	p.outboxDir = e.getenv("SCAN_OUTBOX_DIR")
 	if p.outboxDir == "" {
 		p.outboxDir = "./outbox"
 	}
 	p.production = e.getenv("SCAN_ENVIRONMENT") == "production"
-	switch p.senderName {
-	case senderOutbox:
-		return nil
-	case senderSMTP:
-		var err error
-		p.smtpURL, err = p.endpoint(e, "SMTP_URL", "smtp://[user:pass@]host:port or smtps://...", "smtp", "smtps")
-		return err
-	case senderHTTP:
-		var err error
-		p.httpURL, err = p.endpoint(e, "SCAN_HTTP_URL", "the endpoint that receives one JSON POST per notice", "http", "https")
-		return err
-	case senderSES:
-		return p.prepareSES(e)
-	default:
-		return usagef(fieldOf(fs, "sender", "SCAN_SENDER"), "%q is not one of %s", p.senderName, strings.Join(senders, ", "))
+	names, err := senderList(raw, p.pol.Provider)
+	if err != nil {
+		return usagef(fieldOf(fs, "sender", "SCAN_SENDER"), "%v", err)
 	}
+	p.senderNames = names
+	for _, name := range names {
+		if err := p.prepareOne(e, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepareOne reads what the sender name needs (senderList checked the
+// name).
+func (p *preparedPass) prepareOne(e *env, name string) error {
+	var err error
+	switch name {
+	case senderSMTP:
+		p.smtpURL, err = p.endpoint(e, name, "SMTP_URL", "smtp://[user:pass@]host:port or smtps://...", "smtp", "smtps")
+	case senderHTTP:
+		p.httpURL, err = p.endpoint(e, name, "SCAN_HTTP_URL", "the endpoint that receives one JSON POST per notice", "http", "https")
+	case senderSES:
+		err = p.prepareSES(e)
+	}
+	return err
 }
 
 // endpoint reads the URL of the sender's endpoint from variable: required
 // (what says what it takes), with one of schemes and a host, and one the
 // pass may reach (checkRemote).
-func (p *preparedPass) endpoint(e *env, variable, what string, schemes ...string) (string, error) {
+func (p *preparedPass) endpoint(e *env, sender, variable, what string, schemes ...string) (string, error) {
 	raw := e.getenv(variable)
 	if raw == "" {
-		return "", usagef(variable, "required with --sender %s: %s", p.senderName, what)
+		return "", usagef(variable, "required with --sender %s: %s", sender, what)
 	}
 	u, _ := url.Parse(raw)
 	if u == nil || !slices.Contains(schemes, u.Scheme) {
@@ -456,8 +473,29 @@ func (p *preparedPass) prepareSES(e *env) error {
 	return nil
 }
 
+// newSender builds the pass's email sender: the one SCAN_SENDER names, or
+// a send.Failover over the senders of its list, in their order.
 func (p *preparedPass) newSender() (send.Sender, error) {
-	switch p.senderName {
+	if len(p.senderNames) == 1 {
+		return p.newOne(p.senderNames[0])
+	}
+	named := make([]send.Named, 0, len(p.senderNames))
+	for _, name := range p.senderNames {
+		s, err := p.newOne(name)
+		if err != nil {
+			for _, n := range named {
+				_ = n.Sender.Close()
+			}
+			return nil, err
+		}
+		named = append(named, send.Named{Name: name, Sender: s})
+	}
+	return send.NewFailover(send.FailoverConfig{Senders: named})
+}
+
+// newOne builds the sender name names.
+func (p *preparedPass) newOne(name string) (send.Sender, error) {
+	switch name {
 	case senderSMTP:
 		return send.NewSMTP(send.SMTPConfig{URL: p.smtpURL, Pool: p.concurrency})
 	case senderHTTP:

@@ -87,6 +87,9 @@ func printEvidence(w io.Writer, hs []ledger.History) error {
 		if r.Reason != nil {
 			fmt.Fprintf(w, "  reason: %s\n", *r.Reason)
 		}
+		if r.Sender != nil {
+			fmt.Fprintf(w, "  sender: %s\n", *r.Sender)
+		}
 		es := h.Evidence
 		if len(es) == 0 {
 			fmt.Fprintln(w, "  no provider evidence kept")

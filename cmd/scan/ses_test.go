@@ -129,6 +129,12 @@ func TestSESSenderPass(t *testing.T) {
 	if len(rows) != 6 {
 		t.Fatalf("%d sent rows", len(rows))
 	}
+	// A single sender's name is the sender of each attempt (issue 36).
+	for id, sender := range f.senders() {
+		if sender != "ses" {
+			t.Errorf("%s: sender %q, want ses", id, sender)
+		}
+	}
 	// A second pass sends nothing.
 	if s := f.mustRun(f.sesEnv(ses)); s.Minted != 0 || s.Sent != 0 || len(ses.requests()) != 6 {
 		t.Fatalf("second pass %+v, %d requests", s, len(ses.requests()))

@@ -3,7 +3,10 @@ package main
 import (
 	"errors"
 	"net/url"
+	"sync/atomic"
+	"time"
 
+	"scan/internal/clock"
 	"scan/internal/message"
 	"scan/internal/policy"
 	"scan/internal/provider/twilio"
@@ -15,7 +18,7 @@ import (
 // Outside production (SCAN_ENVIRONMENT) the API must be on loopback, and
 // a staging redirect (SCAN_REDIRECT_TO, an email address) turns the sms
 // channel off: no pass may text a real customer from staging.
-func newSMSSender(e *env, pol *policy.Policy, production bool, redirect string) (*twilio.Client, error) {
+func newSMSSender(e *env, pol *policy.Policy, production bool, redirect string, at *passClock) (*twilio.Client, error) {
 	if !pol.UsesSMS() || redirect != "" {
 		return nil, nil
 	}
@@ -23,6 +26,7 @@ func newSMSSender(e *env, pol *policy.Policy, production bool, redirect string) 
 		AccountSID: e.getenv("TWILIO_ACCOUNT_SID"), AuthToken: e.getenv("TWILIO_AUTH_TOKEN"),
 		From: e.getenv("TWILIO_FROM"), MessagingServiceSID: e.getenv("TWILIO_MESSAGING_SERVICE_SID"),
 		BaseURL: e.getenv("TWILIO_API_URL"), StatusCallback: e.getenv("SCAN_TWILIO_STATUS_CALLBACK"),
+		Clock: at,
 	})
 	var ce *twilio.ConfigError
 	if errors.As(err, &ce) {
@@ -40,6 +44,31 @@ func newSMSSender(e *env, pol *policy.Policy, production bool, redirect string) 
 	}
 	return c, nil
 }
+
+// passClock is the commands' clock moved to the pass's now (--now, else
+// the clock's own): what the sms sender counts a text's ValidityPeriod
+// from, so that a text's deadline (notice.DeliverBy, from the pass's
+// now) leaves it exactly the time the pass saw left. newPass sets the
+// shift of each pass.
+type passClock struct {
+	clock.Clock
+	shift atomic.Int64 // nanoseconds
+}
+
+func newPassClock(e *env) *passClock {
+	c := &passClock{Clock: e.clock}
+	if c.Clock == nil {
+		c.Clock = clock.System{}
+	}
+	return c
+}
+
+// startAt shifts the clock so that it reads now at the instant given by
+// the unshifted clock, read now (a pass's start).
+func (c *passClock) startAt(now time.Time) { c.shift.Store(int64(now.Sub(c.Clock.Now()))) }
+
+// Now returns the clock's time shifted to the pass's.
+func (c *passClock) Now() time.Time { return c.Clock.Now().Add(time.Duration(c.shift.Load())) }
 
 // smsSender is c as the pass's sender, nil (no sms stage) for none.
 func smsSender(c *twilio.Client) send.Sender {

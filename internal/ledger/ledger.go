@@ -205,6 +205,10 @@ type Row struct {
 	DeliveryKind    string   `db:"delivery_kind" json:"delivery_kind,omitempty"`
 	DeliveryAttempt int      `db:"delivery_attempt" json:"-"`
 	Delivery        Delivery `db:"-" json:"delivery"`
+	// Sender names the sender the current attempt went through (ses,
+	// smtp, http, outbox, twilio; issue 36's failover); nil before an
+	// outcome is recorded and for rows older than migration 0032.
+	Sender *string `db:"sender" json:"sender,omitempty"`
 }
 
 // Digest returns MessageSHA256 in lower-case hex, "" when there is none.

@@ -159,8 +159,8 @@ func TestOutcomesAndRetryCAS(t *testing.T) {
 		t.Fatal(err)
 	}
 	n, err := ledger.RecordOutcomes(ctx, db, "a", t0, []ledger.Outcome{
-		{Key: key(10), State: ledger.Sent, SentAt: t0, ProviderID: "p1", Attempts: 1},
-		{Key: key(20), State: ledger.Retry, Attempts: 3, Error: "transient (451)"},
+		{Key: key(10), State: ledger.Sent, SentAt: t0, ProviderID: "p1", Attempts: 1, Sender: "smtp"},
+		{Key: key(20), State: ledger.Retry, Attempts: 3, Error: "transient (451)", Sender: "ses"},
 		{Key: key(30), State: ledger.Failed, Attempts: 1, Error: "permanent (550)"},
 		{Key: key(40), State: ledger.Claimed, Attempts: 1, Error: "unknown: timeout"},
 	})
@@ -174,6 +174,16 @@ func TestOutcomesAndRetryCAS(t *testing.T) {
 	counts, _ := ledgertest.CountByState(ctx, db)
 	if counts[ledger.Sent] != 1 || counts[ledger.Retry] != 1 || counts[ledger.Failed] != 1 || counts[ledger.Claimed] != 1 {
 		t.Fatalf("counts = %v", counts)
+	}
+	// Each outcome carries the sender of its attempt; none, none.
+	for k, want := range map[string]string{key(10): "smtp", key(20): "ses", key(30): ""} {
+		r, err := ledger.Get(ctx, db, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := deref(r.Sender); got != want {
+			t.Errorf("%s: sender %q, want %q", k, got, want)
+		}
 	}
 	// Two passes race for the retry row: exactly one wins.
 	var wins int
@@ -195,6 +205,10 @@ func TestOutcomesAndRetryCAS(t *testing.T) {
 	wg.Wait()
 	if wins != 1 {
 		t.Fatalf("retry re-claimed %d times, want 1", wins)
+	}
+	// The new attempt has reached no sender yet.
+	if r, err := ledger.Get(ctx, db, key(20)); err != nil || r.Sender != nil {
+		t.Fatalf("re-claimed row keeps sender %q (%v)", deref(r.Sender), err)
 	}
 	// Quarantine lists the unknown outcome only.
 	q, err := ledger.Quarantine(ctx, db, t0.Add(time.Hour), 10)
@@ -348,4 +362,11 @@ func TestProviderIDNamesOnlyClaimsInQuarantine(t *testing.T) {
 	if r, err := ledger.Get(ctx, db, key(10)); err != nil || r.State != ledger.Sent {
 		t.Fatalf("the sent row: %s, %v", r.State, err)
 	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -37,6 +37,11 @@ type Outcome struct {
 	// as is instead of compressing Message again.
 	Kept  []byte
 	Error string
+	// Sender names the sender the attempt went through ("ses", "smtp",
+	// ...): the Failover's pick (send.Receipt.Sender, send.SenderOf), or
+	// the single sender's name; stored in the same statement as the
+	// outcome. Empty when the attempt reached no sender.
+	Sender string
 }
 
 // RecordOutcomes records a batch of outcomes of run runID in one statement,
@@ -50,6 +55,7 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 	}
 	n := len(outs)
 	keys, states, sentAt, prov, digests, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	senders := make([]string, n)
 	dict, err := MessageDict()
 	if err != nil {
 		return 0, fmt.Errorf("record outcomes: %w", err)
@@ -61,7 +67,7 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 	var lo, hi time.Time
 	everyMonth := false
 	for i, o := range outs {
-		keys[i], states[i], prov[i], errs[i] = o.Key, string(o.State), o.ProviderID, o.Error
+		keys[i], states[i], prov[i], errs[i], senders[i] = o.Key, string(o.State), o.ProviderID, o.Error, o.Sender
 		if !o.SentAt.IsZero() {
 			sentAt[i] = o.SentAt.UTC().Format(tsLayout)
 		}
@@ -91,7 +97,7 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 			return err
 		}
 		return tx.QueryRowxContext(ctx, noticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
-			pq.Array(prov), pq.Array(digests), pq.Array(errs), from, to, runID, now.UTC(), pq.ByteaArray(bodies), dict.ID).Scan(&changed)
+			pq.Array(prov), pq.Array(digests), pq.Array(errs), from, to, runID, now.UTC(), pq.ByteaArray(bodies), dict.ID, pq.Array(senders)).Scan(&changed)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("record outcomes: %w", err)

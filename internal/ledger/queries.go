@@ -210,7 +210,8 @@ reclaimed AS (
     SET state = 'claimed', claimed_at = $2, run_id = $3,
         first_claimed_at = COALESCE(first_claimed_at, claimed_at),
         redirected_to = NULLIF($4, ''), updated_at = $2,
-        attempts = attempts + 1, message_sha256 = NULL, settled_by = NULL
+        attempts = attempts + 1, message_sha256 = NULL, settled_by = NULL,
+        sender = NULL
     WHERE notice_key = ANY($1::text[])
       AND notice_key NOT IN (SELECT notice_key FROM listed)
       AND state = 'retry'
@@ -250,7 +251,9 @@ SELECT * FROM reclaimed`
 // $5 digests (hex), $6 errors (text[] each), $7 the first day of the earliest
 // month and $8 the first day after the latest (YYYY-MM-DD), or NULL for
 // every month, $9 run id, $10 updated_at, $11 compressed messages (bytea[]),
-// $12 the dictionary they were compressed against (notice_message_dict).
+// $12 the dictionary they were compressed against (notice_message_dict),
+// $13 senders (the name of the sender each attempt went through, empty
+// for none: a NULL sender).
 const noticeRecordOutcome = `
 WITH updated AS (
 UPDATE notice_ledger l
@@ -259,9 +262,10 @@ SET state = o.state,
     provider_id = NULLIF(o.provider_id, ''),
     message_sha256 = decode(NULLIF(o.digest, ''), 'hex'),
     last_error = NULLIF(o.last_error, ''),
+    sender = NULLIF(o.sender, ''),
     updated_at = $10
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $11::bytea[])
-     AS o(notice_key, state, sent_at, provider_id, digest, last_error, body)
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $11::bytea[], $13::text[])
+     AS o(notice_key, state, sent_at, provider_id, digest, last_error, body, sender)
 WHERE l.notice_key = ANY($1::text[])
   AND ($7::date IS NULL OR l.period_start >= $7::date)
   AND ($8::date IS NULL OR l.period_start < $8::date)

@@ -225,6 +225,24 @@ func (q *QuietHours) Quiet(t time.Time, loc *time.Location) bool {
 	return m >= q.from || m < q.to
 }
 
+// NextStart returns the first instant after now at which the quiet hours
+// begin in loc (From, on now's day in loc or the next); zero for nil
+// QuietHours. An sms sent at now must reach the handset before it: its
+// ValidityPeriod ends there at the latest (issue 36).
+func (q *QuietHours) NextStart(now time.Time, loc *time.Location) time.Time {
+	if q == nil {
+		return time.Time{}
+	}
+	lt := now.In(loc)
+	for d := 0; d < 3; d++ {
+		start := time.Date(lt.Year(), lt.Month(), lt.Day()+d, q.from/60, q.from%60, 0, 0, loc)
+		if start.After(now) {
+			return start
+		}
+	}
+	return time.Time{}
+}
+
 // NextPolite returns the first firing of sched after now that lies
 // outside the quiet hours in loc and before until; false when there is
 // none. A pass defers a quiet-hours notice only when such a firing comes

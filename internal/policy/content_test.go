@@ -143,8 +143,20 @@ func TestQuietHoursSpan(t *testing.T) {
 		t.Fatal("a span inside one day")
 	}
 	var none *QuietHours
-	if none.Quiet(day, vienna) {
+	if none.Quiet(day, vienna) || !none.NextStart(day, vienna).IsZero() {
 		t.Fatal("nil quiet hours are quiet")
+	}
+	// The quiet hours begin next at 21:00 Vienna: today's, or tomorrow's
+	// from 21:00 on (an sms sent inside them has until the next evening).
+	for _, tc := range []struct{ at, want time.Time }{
+		{day.Add(12 * time.Hour), day.Add(21 * time.Hour)},
+		{day.Add(20*time.Hour + 59*time.Minute), day.Add(21 * time.Hour)},
+		{day.Add(21 * time.Hour), day.AddDate(0, 0, 1).Add(21 * time.Hour)},
+		{day.Add(2 * time.Hour), day.Add(21 * time.Hour)},
+	} {
+		if got := q.NextStart(tc.at.UTC(), vienna); !got.Equal(tc.want) {
+			t.Errorf("at %v: quiet hours begin %v, want %v", tc.at, got, tc.want)
+		}
 	}
 	// Hourly passes: the next one outside the quiet hours is 08:00.
 	hourly, _ := cron.ParseStandard("0 * * * *")

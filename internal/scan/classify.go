@@ -167,6 +167,14 @@ func (p *Pass) classifyText(c *content, r subscription.Row, a ask) verdict {
 		v.is = deferred
 		return v
 	}
+	// A text cannot arrive late: it carries the last instant it is of use
+	// (Twilio's ValidityPeriod), and one with less than the least left
+	// waits for a later pass, or for its window to close (missed).
+	v.dn.n.DeliverBy = c.deliverBy(v.dn.n.TimeZone, v.dn.claim.WindowClosesAt)
+	if v.dn.n.DeliverBy.Sub(c.now) < textMinValidity {
+		v.is = deferred
+		return v
+	}
 	v.is = dueNow
 	return v
 }

@@ -70,6 +70,12 @@ type recorder struct {
 	// misconfigured is set when the sender reported a configuration
 	// problem (TLS or credentials refused): the pass aborts.
 	misconfigured error
+	// sender names the stage's sender in each outcome (Outcome.Sender)
+	// when it is a single one; failover is the stage's sender when it is
+	// a send.Failover, which names each attempt's sender itself (nil
+	// otherwise).
+	sender   string
+	failover *send.Failover
 }
 
 type pendingMeta struct {
@@ -113,7 +119,8 @@ func (r *recorder) run(ctx context.Context, results <-chan send.Result) error {
 }
 
 func (r *recorder) add(res send.Result) {
-	o := ledger.Outcome{Key: res.Notice.Key, PeriodStart: res.Notice.PeriodStart, Attempts: res.Attempts, Digest: res.Digest, Message: res.Raw, Kept: res.Kept}
+	o := ledger.Outcome{Key: res.Notice.Key, PeriodStart: res.Notice.PeriodStart, Attempts: res.Attempts, Digest: res.Digest, Message: res.Raw, Kept: res.Kept,
+		Sender: r.senderOf(res)}
 	class := send.Classify(res.Err)
 	switch class {
 	case 0:
@@ -121,11 +128,17 @@ func (r *recorder) add(res send.Result) {
 			h(res.Notice.Key)
 		}
 		o.State, o.SentAt, o.ProviderID = ledger.Sent, res.Done, res.Receipt.ProviderID
-		r.c.add(func(x *Summary) { x.Sent++ })
+		later := r.failover != nil && r.failover.Later(res.Receipt.Sender)
+		r.c.add(func(x *Summary) {
+			x.Sent++
+			if later {
+				x.Failover++
+			}
+		})
 	case send.Transient:
 		o.State, o.Error = ledger.Retry, res.Err.Error()
 		r.c.add(func(x *Summary) { x.Retry++ })
-		if (errors.Is(res.Err, send.ErrMisconfigured) || errors.Is(res.Err, send.ErrUnreachable)) && r.misconfigured == nil {
+		if r.unusable(res.Err) && r.misconfigured == nil {
 			// Every further send would fail the same way (the dispatcher
 			// already retried this one): stop the pass (exit 1) instead of
 			// turning every claim into a retry. The rest come back as not
@@ -154,6 +167,32 @@ func (r *recorder) add(res send.Result) {
 		Int("attempts", res.Attempts).Str("error", o.Error).Msg("notice outcome")
 	r.buf = append(r.buf, o)
 	r.pending = append(r.pending, pendingMeta{domain: res.Notice.Domain, claimed: res.Notice.ClaimedAt, started: res.Started, waited: res.Waited, state: o.State, id: res.Notice.SubscriptionID})
+}
+
+// senderOf names the sender res's attempt went through: the Failover's
+// pick (the accepting or the failing sender), else the single sender;
+// "" when nothing reached one (not attempted: the pass was stopping).
+func (r *recorder) senderOf(res send.Result) string {
+	switch {
+	case r.failover != nil && res.Receipt.Sender != "":
+		return res.Receipt.Sender
+	case r.failover != nil:
+		return send.SenderOf(res.Err)
+	case errors.Is(res.Err, send.ErrNotAttempted):
+		return ""
+	}
+	return r.sender
+}
+
+// unusable reports whether err proves that the stage's sender cannot send
+// (its credentials or account refused, the service unreachable after the
+// dispatcher's retries), so that the pass stops: never while a Failover
+// still has a sender to move to.
+func (r *recorder) unusable(err error) bool {
+	if !errors.Is(err, send.ErrMisconfigured) && !errors.Is(err, send.ErrUnreachable) {
+		return false
+	}
+	return r.failover == nil || !r.failover.CanMoveOn(err)
 }
 
 func (r *recorder) flush(ctx context.Context) {

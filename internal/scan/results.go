@@ -32,6 +32,7 @@ var Results = []Result{
 	{"deferred", func(s Summary) int { return s.Deferred }},
 	{"deferred_quiet_hours", func(s Summary) int { return s.DeferredQuietHours }},
 	{"fallback", func(s Summary) int { return s.Fallback }},
+	{"failover", func(s Summary) int { return s.Failover }},
 }
 
 // ResultNames returns the names of Results, in order.

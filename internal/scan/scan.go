@@ -104,6 +104,10 @@ type Config struct {
 	// SMS is the sms channel's sender (package twilio's Client), used
 	// by kinds with channels [email, sms]; nil: no sms stage (issue 30).
 	SMS send.Sender
+	// SenderName names the email sender in the ledger's sender column
+	// ("ses", "smtp", "http", "outbox") when it is a single sender; a
+	// *send.Failover names the sender of each attempt itself.
+	SenderName string
 
 	// Schedule is the cron expression passes run on: a notice due inside
 	// the quiet hours is deferred only when it fires outside them before
@@ -165,6 +169,10 @@ type Summary struct {
 	// default_locale or default_time_zone in place of the row's malformed
 	// or unknown locale or time_zone (each logged by subscription id).
 	Fallback int `json:"fallback"`
+	// Failover counts the notices this pass sent through a later sender
+	// of SCAN_SENDER's list than its first (send.Failover, issue 36): the
+	// first proved it could not send. Part of Sent; 0 with one sender.
+	Failover int `json:"failover"`
 	// DeferredByDomain splits Deferred by recipient domain (for the
 	// backlog metric; never printed: the summary carries no domain).
 	DeferredByDomain map[string]int `json:"-"`

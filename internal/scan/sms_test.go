@@ -18,6 +18,7 @@ import (
 	"scan/internal/provider/twilio/twiliotest"
 	"scan/internal/scan"
 	"scan/internal/send"
+	"scan/internal/send/sendtest"
 )
 
 const smsPolicy = `
@@ -45,6 +46,7 @@ func smsSetup(t *testing.T) (*env, *twiliotest.Server, *twilio.Client) {
 	e.pol = pol
 	tw := twiliotest.New(t)
 	cfg := tw.Config()
+	cfg.Clock = passNow() // a text's ValidityPeriod counts from the pass's now
 	cfg.StatusCallback = "https://hooks.example.com/events/twilio"
 	cfg.Timeout = 300 * time.Millisecond
 	c, err := twilio.New(cfg)
@@ -53,6 +55,10 @@ func smsSetup(t *testing.T) (*env, *twiliotest.Server, *twilio.Client) {
 	}
 	return e, tw, c
 }
+
+// passNow is a clock standing at the passes' now, for the Twilio client:
+// the deadline of each text (notice.DeliverBy) is counted from it.
+func passNow() *sendtest.Clock { return sendtest.NewClock(now) }
 
 func (e *env) setPhone(id, phone string) {
 	e.t.Helper()
@@ -248,11 +254,13 @@ func TestSMSStopsOnUnusableSender(t *testing.T) {
 	}{
 		"credentials refused": {func(tw *twiliotest.Server) twilio.Config {
 			cfg := tw.Config()
+			cfg.Clock = passNow()
 			cfg.AuthToken = "wrong"
 			return cfg
 		}, send.ErrMisconfigured},
 		"unreachable": {func(tw *twiliotest.Server) twilio.Config {
 			cfg := tw.Config()
+			cfg.Clock = passNow()
 			cfg.BaseURL = closedURL(t)
 			return cfg
 		}, send.ErrUnreachable},

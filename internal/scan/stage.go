@@ -45,9 +45,12 @@ type (
 
 // channel is one channel's parts, as the pass runs them.
 type channel struct {
-	name     string // notice.ChannelEmail, notice.ChannelSMS
-	sender   send.Sender
-	renderer notice.Renderer
+	name   string // notice.ChannelEmail, notice.ChannelSMS
+	sender send.Sender
+	// senderName names sender in the ledger's sender column when it is a
+	// single sender (a send.Failover names each attempt's itself).
+	senderName string
+	renderer   notice.Renderer
 	// limits pace the channel's sends: per recipient domain and overall
 	// for email, one bucket (rate.sms) for a text channel, whose notices
 	// all name the channel as their domain (textDomain).
@@ -57,6 +60,16 @@ type channel struct {
 	budget      send.Budget
 	concurrency int
 	retry       send.RetryPolicy
+}
+
+// textSender names the sms channel's sender (Config.SMS, Twilio's
+// Messages API) in the ledger's sender column.
+const textSender = "twilio"
+
+// failoverOf returns s as a *send.Failover, nil when it is a single sender.
+func failoverOf(s send.Sender) *send.Failover {
+	f, _ := s.(*send.Failover)
+	return f
 }
 
 // textDomain is the bucket key of a text channel's notices: one bucket
@@ -74,12 +87,12 @@ func textDomain(channel string) string {
 func (p *Pass) channelOf(name string) channel {
 	if name == notice.ChannelEmail {
 		limits, b := p.rates()
-		return channel{name: name, sender: p.sender, renderer: p.renderer, limits: limits, budget: b,
+		return channel{name: name, sender: p.sender, senderName: p.cfg.SenderName, renderer: p.renderer, limits: limits, budget: b,
 			concurrency: p.cfg.Policy.Concurrency, retry: p.cfg.Retry}
 	}
 	// A text goes once per claim: a Transient refusal (429) is recorded
 	// retry for the next pass rather than tried again at once.
-	ch := channel{name: name, sender: p.cfg.SMS, renderer: notice.Texts(p.renderer),
+	ch := channel{name: name, sender: p.cfg.SMS, senderName: textSender, renderer: notice.Texts(p.renderer),
 		limits: pace.Limits{Domains: map[string]pace.Bucket{textDomain(name): p.cfg.Policy.Rate.SMS}}, concurrency: 1,
 		retry: send.RetryPolicy{Attempts: 1}}
 	if p.cfg.Policy.Rate.SMS.PerSecond > 0 {
@@ -129,7 +142,8 @@ func (p *Pass) startStage(ctx context.Context, ch channel, c *counters, next *ha
 	st.plan = plan.NewPlanner(st.fl, ch.limits, p.cfg.BatchSize, ch.concurrency, candidate.key, candidate.domain)
 	hasher, _ := notice.NewAddressHasher(p.cfg.Secret) // checked by New; the recorder's own
 	rec := &recorder{db: p.db, runID: p.cfg.RunID, clock: p.cfg.Clock, log: p.log, hooks: p.cfg.Hooks, c: c, cancel: cancel,
-		grace: p.cfg.ShutdownGrace, flow: st.fl, next: next, channel: ch.name, hasher: hasher, now: p.cfg.Now}
+		grace: p.cfg.ShutdownGrace, flow: st.fl, next: next, channel: ch.name, hasher: hasher, now: p.cfg.Now,
+		sender: ch.senderName, failover: failoverOf(ch.sender)}
 	st.done = startRecorder(ctx, d, rec, cancel)
 	return st, nil
 }

@@ -258,6 +258,25 @@ func (c *content) zoneOf(r subscription.Row) *time.Location {
 	return c.defZone
 }
 
+// textMinValidity is the least time a text must have left to arrive:
+// Twilio's least ValidityPeriod (twilio.MinValidity). A text whose
+// deliverBy leaves less is deferred, not sent (issue 36).
+const textMinValidity = time.Second
+
+// deliverBy is the last instant at which a text to a recipient in loc
+// whose window closes at closes may still arrive (notice.DeliverBy, which
+// the sms sender turns into Twilio's ValidityPeriod): the window's close,
+// or the next beginning of the quiet hours in loc when that comes first.
+func (c *content) deliverBy(loc *time.Location, closes time.Time) time.Time {
+	if loc == nil {
+		loc = c.defZone
+	}
+	if q := c.pol.QuietHours.NextStart(c.now, loc); !q.IsZero() && q.Before(closes) {
+		return q
+	}
+	return closes
+}
+
 // defers reports whether a notice to a recipient in loc whose window
 // closes at closes waits for a later pass: now lies inside the quiet
 // hours in loc, and the schedule fires outside them before the window

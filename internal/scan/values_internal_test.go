@@ -124,3 +124,47 @@ func FuzzContentFill(f *testing.F) {
 		}
 	})
 }
+
+// A text may arrive until the window closes or the recipient's quiet
+// hours begin, whichever comes first (issue 36).
+func TestDeliverBy(t *testing.T) {
+	t.Parallel()
+	pol, err := policy.Parse(strings.NewReader(`
+schedule: "0 * * * *"
+quiet_hours: {from: "21:00", to: "08:00"}
+notices: [{kind: k, open_before: 30d, close_before: 16d}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, _ := policy.ParseSchedule(pol.Schedule)
+	vienna, _ := time.LoadLocation("Europe/Vienna")
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, vienna) // noon in Vienna
+	c, err := newContent(pol, now.UTC(), sched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nine := time.Date(2026, 11, 30, 21, 0, 0, 0, vienna)
+	for _, tc := range []struct{ closes, want time.Time }{
+		{now.Add(2 * time.Hour), now.Add(2 * time.Hour)}, // the window first
+		{now.Add(48 * time.Hour), nine},                  // the quiet hours first
+	} {
+		if got := c.deliverBy(vienna, tc.closes); !got.Equal(tc.want) {
+			t.Errorf("closes %v: deliver by %v, want %v", tc.closes, got, tc.want)
+		}
+	}
+	quietless, err := policy.Parse(strings.NewReader(`
+schedule: "0 * * * *"
+notices: [{kind: k, open_before: 30d, close_before: 16d}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	none, err := newContent(quietless, now.UTC(), sched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := none.deliverBy(vienna, now.Add(48*time.Hour)); !got.Equal(now.Add(48 * time.Hour)) {
+		t.Errorf("no quiet hours: deliver by %v", got)
+	}
+}

@@ -94,6 +94,31 @@ func (f *Failover) Send(ctx context.Context, m *Message) (Receipt, error) {
 	}
 }
 
+// CanMoveOn reports whether err came from a sender of f that is not its
+// last: f still has a sender to move to, so a failure of that sender that
+// would stop a single sender's pass (ErrMisconfigured, ErrUnreachable) is
+// no reason to stop this one.
+func (f *Failover) CanMoveOn(err error) bool {
+	name := SenderOf(err)
+	for _, s := range f.senders[:len(f.senders)-1] {
+		if name != "" && s.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Later reports whether name is one of f's senders after the first: a
+// message it took went by failover.
+func (f *Failover) Later(name string) bool {
+	for _, s := range f.senders[1:] {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // Current returns the name of the sender messages go to now.
 func (f *Failover) Current() string { return f.senders[f.at()].Name }
 

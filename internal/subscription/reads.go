@@ -127,14 +127,20 @@ func (s *Source) CountDue(ctx context.Context, db sqlx.QueryerContext, g Group, 
 }
 
 // CountOpen counts the rows ListOpen returns over all its pages, without
-// the rows with no renews_at (subscriptionCountOpen).
+// the rows with no renews_at (subscriptionCountOpen). Like CountHandled, it
+// first reads the rows' earliest billing period, so that the ledger's past
+// months are pruned when the count is planned.
 func (s *Source) CountOpen(ctx context.Context, db sqlx.QueryerContext, g Group, lo, hi time.Time) (int, error) {
 	st, err := s.statements(g.Anchor)
 	if err != nil {
 		return 0, err
 	}
+	var from *time.Time
+	if err := sqlx.GetContext(ctx, db, &from, st.periodFrom, s.group(g, lo, hi, false)...); err != nil {
+		return 0, fmt.Errorf("count open notices: earliest period: %w", err)
+	}
 	var n int
-	if err := sqlx.GetContext(ctx, db, &n, st.countOpen, s.group(g, lo, hi, false, g.Kind, nil, nil)...); err != nil {
+	if err := sqlx.GetContext(ctx, db, &n, st.countOpen, s.group(g, lo, hi, false, g.Kind, nil, dateParam(from))...); err != nil {
 		return 0, fmt.Errorf("count open notices: %w", err)
 	}
 	return n, nil
@@ -142,14 +148,20 @@ func (s *Source) CountOpen(ctx context.Context, db sqlx.QueryerContext, g Group,
 
 // CountHandled counts the due rows of g that already have a ledger row
 // owned by another run than runID: the pass's "suppressed"
-// (subscriptionCountHandled).
+// (subscriptionCountHandled). It first reads the rows' earliest billing
+// period (subscriptionPeriodFrom), so that the count is planned with the
+// ledger's past months pruned.
 func (s *Source) CountHandled(ctx context.Context, db sqlx.QueryerContext, g Group, lo, hi time.Time, runID string) (int, error) {
 	st, err := s.statements(g.Anchor)
 	if err != nil {
 		return 0, err
 	}
+	var from *time.Time
+	if err := sqlx.GetContext(ctx, db, &from, st.periodFrom, s.group(g, lo, hi, false)...); err != nil {
+		return 0, fmt.Errorf("count handled: earliest period: %w", err)
+	}
 	var n int
-	if err := sqlx.GetContext(ctx, db, &n, st.countHandled, s.group(g, lo, hi, false, g.Kind, runID)...); err != nil {
+	if err := sqlx.GetContext(ctx, db, &n, st.countHandled, s.group(g, lo, hi, false, g.Kind, runID, dateParam(from))...); err != nil {
 		return 0, fmt.Errorf("count handled: %w", err)
 	}
 	return n, nil

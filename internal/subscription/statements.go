@@ -112,7 +112,8 @@ LIMIT $11`
 
 // subscriptionCountOpen: how many rows subscriptionListOpen returns over
 // all its pages, without the rows with no renews_at it adds for counting:
-// its parameters $1-$10, with $7 false and $9, $10 NULL.
+// its parameters $1-$10, with $7 false, $9 NULL and $10 the rows'
+// earliest period (CountOpen reads it first).
 const subscriptionCountOpen = `SELECT count(*)
 FROM {rel} s
 WHERE ` + inGroup + `
@@ -150,14 +151,19 @@ WHERE ` + inGroup
 // subscriptionCountHandled: due notices of one group that already have a
 // ledger row owned by another run (claimed, sent, failed or retried
 // elsewhere): the pass's "suppressed". The group parameters ($7 false),
-// then $8 kind, $9 this run's id.
+// then $8 kind, $9 this run's id, $10 the group's earliest period (NULL
+// when unknown; fromPeriod), which prunes the ledger's past months when
+// the statement is planned: without it, PostgreSQL hash-joined every
+// month's rows of the kind, 3.4 s over 1M past rows against 0.04 s with
+// it (issue 39, docs/BENCHMARKS.md).
 const subscriptionCountHandled = `SELECT count(*)
 FROM {rel} s
 WHERE ` + inGroup + `
   AND EXISTS (
         SELECT 1 FROM notice_ledger l
         WHERE ` + sameNotice + ` AND l.kind = $8
-          AND l.run_id <> $9)`
+          AND l.run_id <> $9
+          AND ` + fromPeriod + `)`
 
 // subscriptionListRetry: the current rows of the retry rows'
 // subscriptions (the ledger's retry rows), looked up by id, when in this shard,
@@ -181,9 +187,14 @@ WHERE s.id::text = $1`
 // history (ordering the whole ledger by claimed_at did). At most $4
 // (sampleProbes a key) subscriptions are looked up, so its cost does not
 // grow with the number due either (joining all of them hashed every due
-// row for a sample of 20: 150 ms of a 0.9 s re-run at 200k). The earliest
-// sampled period bounds the ledger's side, so that its past months are
-// pruned.
+// row for a sample of 20: 150 ms of a 0.9 s re-run at 200k). Each
+// subscription's rows are looked up by a LATERAL probe of the business
+// key (its LIMIT keeps PostgreSQL from flattening it into a join), so the
+// statement stops after $3 rows, and each probe reads only its period's
+// month (pruned at run time by the probe's own period). As a join bounded
+// by the sample's earliest period, PostgreSQL hashed the whole current
+// month once the ledger had history: 58 ms at 20k due, growing with N,
+// against 0.6 ms (issue 39).
 const subscriptionSampleKeys = `WITH s AS MATERIALIZED (
       SELECT s.id, s.period_start, s.notice_revision
       FROM {rel} s
@@ -191,9 +202,11 @@ const subscriptionSampleKeys = `WITH s AS MATERIALIZED (
       LIMIT $4)
 SELECT l.notice_key, l.subscription_id, l.kind, l.period_start, l.revision
 FROM s
-JOIN notice_ledger l
-  ON ` + sameNotice + `
- AND l.period_start >= (SELECT min(s.period_start::date) FROM s)
+CROSS JOIN LATERAL (
+    SELECT l.notice_key, l.subscription_id, l.kind, l.period_start, l.revision
+    FROM notice_ledger l
+    WHERE ` + sameNotice + `
+    LIMIT $3) l
 LIMIT $3`
 
 // subscriptionColumns lists the columns of the source relation without

@@ -658,7 +658,7 @@ func (b *bench) throughput(ctx context.Context) error {
 		name := fmt.Sprintf("first pass, outbox on tmpfs, batch %d (N=%d)", batch, due)
 		b.add(figure{name, fmt.Sprintf("%.0f notices/s (%.2f s; CPU: scan %.1f s + PostgreSQL %.1f s)", rate, r.wall.Seconds(), r.cpu.Seconds(), r.pgCPU.Seconds()),
 			fmt.Sprintf("%.0f rows/s (claim %.2f s + mark sent %.2f s; CPU: PostgreSQL %.1f s)", baseRate, claimDur.Seconds(), markDur.Seconds(), baseCPU.Seconds()),
-			fmt.Sprintf("%.2fx the baseline's time (CPU %.2fx)", r.wall.Seconds()/baseDur.Seconds(), (r.cpu+r.pgCPU).Seconds()/baseCPU.Seconds()), "within 3x"})
+			fmt.Sprintf("%.2fx the baseline's time (CPU %.2fx)", r.wall.Seconds()/baseDur.Seconds(), (r.cpu+r.pgCPU).Seconds()/baseCPU.Seconds()), "at most 1.3x (issue 39)"})
 		if i == 0 {
 			first = r
 			b.profile(ctx, prof, "the first pass")

@@ -1,6 +1,7 @@
 package ses_test
 
 import (
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -59,6 +60,9 @@ func TestFailoverOnPausedAccount(t *testing.T) {
 	if fo.Current() != "smtp" {
 		t.Errorf("current %q", fo.Current())
 	}
+	if !fo.Later("smtp") || fo.Later("ses") {
+		t.Errorf("Later: smtp %v, ses %v", fo.Later("smtp"), fo.Later("ses"))
+	}
 }
 
 // A service that answers 503 every time: the message stays with SES for
@@ -74,6 +78,10 @@ func TestFailoverOnUnavailableService(t *testing.T) {
 		_, err := fo.Send(t.Context(), m)
 		if send.Classify(err) != send.Transient || send.SenderOf(err) != "ses" {
 			t.Fatalf("try %d: class %s from %q: %v", try, send.Classify(err), send.SenderOf(err), err)
+		}
+		// SMTP is still to come: the pass must not stop on this failure.
+		if !fo.CanMoveOn(err) {
+			t.Fatalf("try %d: CanMoveOn false for SES's %v", try, err)
 		}
 	}
 	rec, err := fo.Send(t.Context(), m)
@@ -119,6 +127,20 @@ func TestFailoverKeepsAPermanentRefusal(t *testing.T) {
 	}
 	if srv.Total() != 0 || int(f.n.Load()) != send.DefaultFailAfter+1 {
 		t.Errorf("SMTP got %d; SES asked %d times", srv.Total(), f.n.Load())
+	}
+}
+
+// The last sender's failure leaves nowhere to move to: the pass may stop.
+func TestFailoverCannotMoveOnFromTheLast(t *testing.T) {
+	t.Parallel()
+	fo, _, srv := failoverPair(t, sesError(400, "SendingPausedException", "sending paused"), 10*time.Second)
+	srv.SetMode(smtptest.TempFailRcpt)
+	_, err := fo.Send(t.Context(), render(t, newRenderer(t), notice(1, "example.org")))
+	if err == nil || send.SenderOf(err) != "smtp" {
+		t.Fatalf("err %v from %q, want smtp's", err, send.SenderOf(err))
+	}
+	if fo.CanMoveOn(err) || fo.CanMoveOn(errors.New("not through the failover")) {
+		t.Errorf("CanMoveOn true after the last sender failed")
 	}
 }
 
