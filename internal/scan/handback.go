@@ -2,13 +2,13 @@ package scan
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/rs/zerolog"
 
-	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/subscription"
 )
@@ -146,7 +146,7 @@ func (p *Pass) handedDryRun(ctx context.Context, tx sqlx.QueryerContext, out *Dr
 				return p.src.listHandedBack(ctx, tx, sel, p.cfg.Now, nil, after, p.cfg.BatchSize)
 			}
 			if err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				out.WouldEmailAfterSMS += p.wouldSend(sel, rows)
+				out.WouldEmailAfterSMS += p.wouldSend(sel, rows, nil)
 				return nil
 			}); err != nil {
 				return err
@@ -156,9 +156,13 @@ func (p *Pass) handedDryRun(ctx context.Context, tx sqlx.QueryerContext, out *Dr
 	return nil
 }
 
-// wouldSend is how many of rows the email stage would mail now (valid,
-// not deferred by the quiet hours).
-func (p *Pass) wouldSend(sel selection, rows []subscription.Row) int {
+// wouldSend is how many of rows (of the subscription ids only marks,
+// unless nil) the email stage would mail now: valid, not deferred by the
+// quiet hours.
+func (p *Pass) wouldSend(sel selection, rows []subscription.Row, only map[string]bool) int {
+	if only != nil {
+		rows = slices.DeleteFunc(slices.Clone(rows), func(r subscription.Row) bool { return !only[r.ID] })
+	}
 	var d DryRunSummary
 	p.dryRunPage(sel, rows, &invalidLog{seen: map[string]bool{}, log: zerolog.Nop()}, &d)
 	return d.WouldMint
@@ -167,24 +171,3 @@ func (p *Pass) wouldSend(sel selection, rows []subscription.Row) int {
 // newKeys is what --max-mint counts of a dry run: the new email keys,
 // the new sms keys, and the email notices after sms.
 func (d DryRunSummary) newKeys() int { return d.WouldMint + d.smsMint + d.WouldEmailAfterSMS }
-
-// wouldSendAfter is how many of the rows whose sms notice the sms
-// stage's sweep would fail now (failed: their claims, by subscription
-// id) the email stage would then mail, for a kind with channels [sms,
-// email]; 0 for another kind.
-func (p *Pass) wouldSendAfter(sel selection, rows []subscription.Row, failed []ledger.Claim) int {
-	if len(failed) == 0 || !p.kinds[sel.kind].EmailAfterSMS() {
-		return 0
-	}
-	ids := map[string]bool{}
-	for _, cl := range failed {
-		ids[cl.SubscriptionID] = true
-	}
-	var of []subscription.Row
-	for _, r := range rows {
-		if ids[r.ID] {
-			of = append(of, r)
-		}
-	}
-	return p.wouldSend(sel, of)
-}

@@ -262,7 +262,7 @@ func (r *recorder) handOver() {
 			ids = append(ids, m.id)
 		}
 	}
-	r.next.push(ids...)
+	r.next.Push(ids...)
 }
 
 // noteOptOut keeps, for the suppression list, the address of a recipient

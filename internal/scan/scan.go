@@ -29,6 +29,7 @@ import (
 	"scan/internal/policy"
 	"scan/internal/send"
 	"scan/internal/subscription"
+	"scan/internal/suppress"
 )
 
 // Errors a pass returns; the command maps them to exit codes.
@@ -290,11 +291,11 @@ func New(db *sqlx.DB, sender send.Sender, renderer Renderer, log zerolog.Logger,
 	if err := fillDefaults(&cfg); err != nil {
 		return nil, err
 	}
-	hasher, _ := notice.NewAddressHasher(cfg.Secret) // the secret's length is checked above
-	previous, err := previousHashers(cfg.PreviousSecrets)
+	keys, err := suppress.NewKeys(cfg.Secret, cfg.PreviousSecrets) // the secret's length is checked above
 	if err != nil {
-		return nil, err
+		return nil, &ConfigError{"NOTICE_KEY_SECRET_PREVIOUS", err.Error()}
 	}
+	hasher, previous := keys.Current, keys.Previous
 	s := &Pass{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, hasher: hasher,
 		previous: previous, maxMint: -1}
 	if cfg.MaxMint != nil {

@@ -2,7 +2,6 @@ package scan
 
 import (
 	"context"
-	"fmt"
 
 	"scan/internal/ledger"
 	"scan/internal/notice"
@@ -28,19 +27,6 @@ import (
 // turns over to the current secret as the pass meets its addresses, and a
 // previous secret can be dropped once `scan suppress list --previous`
 // shows none (docs/fleet.md).
-
-// previousHashers returns the list's hashers under the previous secrets.
-func previousHashers(secrets [][]byte) ([]*notice.AddressHasher, error) {
-	var out []*notice.AddressHasher
-	for i, s := range secrets {
-		h, err := notice.NewAddressHasher(s)
-		if err != nil {
-			return nil, &ConfigError{"NOTICE_KEY_SECRET_PREVIOUS", fmt.Sprintf("secret %d: %v", i+1, err)}
-		}
-		out = append(out, h)
-	}
-	return out, nil
-}
 
 // checkPreviousKeys decides, once a pass, whether the email probe looks
 // addresses up under the previous secrets too: only while some entry of
@@ -125,7 +111,7 @@ func (p *Pass) takeSuppressed(c *counters, won []ledger.Won, byKey map[string]ca
 	}
 	c.add(func(x *Summary) { x.SuppressedAddress += n })
 	if handsOver(ledger.Failed) { // recorded failed (suppressed_address) by the claim
-		p.nextQ.push(ids...) // the kind's next channel, in this pass
+		p.nextQ.Push(ids...) // the kind's next channel, in this pass
 	}
 	p.log.Info().Int("suppressed_address", n).Msg("recipients on the suppression list: not sent by email")
 	return out, n

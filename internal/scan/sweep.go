@@ -3,15 +3,16 @@ package scan
 import (
 	"context"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
 	"scan/internal/address"
+	"scan/internal/idqueue"
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/subscription"
+	"scan/internal/suppress"
 )
 
 // The sms channel (issue 30): a kind with channels [email, sms] goes by
@@ -49,64 +50,9 @@ import (
 // at the same boundaries as in the email stage.
 
 // handoff carries the subscription ids whose email notice the email
-// stage failed to the sms stage, without ever blocking the email stage:
-// an unbounded list under a mutex and a one-slot wake-up signal. A nil
-// *handoff takes nothing (no sms stage in the pass).
-type handoff struct {
-	mu     sync.Mutex
-	ids    []string
-	closed bool
-	wake   chan struct{}
-}
-
-func newHandoff() *handoff { return &handoff{wake: make(chan struct{}, 1)} }
-
-// push queues ids for the sms stage and wakes it.
-func (h *handoff) push(ids ...string) {
-	if h == nil || len(ids) == 0 {
-		return
-	}
-	h.mu.Lock()
-	h.ids = append(h.ids, ids...)
-	h.mu.Unlock()
-	h.signal()
-}
-
-// close says the email stage has ended: nothing more comes.
-func (h *handoff) close() {
-	h.mu.Lock()
-	h.closed = true
-	h.mu.Unlock()
-	h.signal()
-}
-
-func (h *handoff) signal() {
-	select {
-	case h.wake <- struct{}{}:
-	default: // already signalled
-	}
-}
-
-// next waits until ids are queued or the email stage has ended, and
-// takes at most n of them; done is true once it has ended and nothing is
-// left.
-func (h *handoff) next(ctx context.Context, n int) (ids []string, done bool, _ error) {
-	for {
-		h.mu.Lock()
-		k := min(n, len(h.ids))
-		ids, h.ids = h.ids[:k:k], h.ids[k:]
-		closed := h.closed && len(h.ids) == 0
-		h.mu.Unlock()
-		if len(ids) > 0 || closed {
-			return ids, closed && len(ids) == 0, nil
-		}
-		select {
-		case <-h.wake:
-		case <-ctx.Done():
-			return nil, true, ctx.Err()
-		}
-	}
-}
+// stage failed to the sms stage, without ever blocking the email stage
+// (idqueue). A nil *handoff takes nothing (no sms stage in the pass).
+type handoff = idqueue.Queue
 
 // sweepStage is the pass's running sms stage (startSweeps).
 type sweepStage struct {
@@ -129,7 +75,7 @@ func (p *Pass) startSweeps(ctx context.Context, cancel context.CancelCauseFunc, 
 		p.log.Warn().Msg("a staging redirect is in force: the sms channel sends nothing")
 		return nil
 	}
-	st := &sweepStage{handoff: newHandoff(), done: make(chan error, 1)}
+	st := &sweepStage{handoff: idqueue.New(), done: make(chan error, 1)}
 	p.sweptMinted.Store(0)
 	p.sweepc = p.newSweepTools()
 	go func() {
@@ -158,7 +104,7 @@ func (st *sweepStage) wait() error {
 	if st == nil {
 		return nil
 	}
-	st.handoff.close()
+	st.handoff.Close()
 	return <-st.done
 }
 
@@ -185,7 +131,7 @@ func (p *Pass) sweeps(ctx context.Context, c *counters, st *stage, h *handoff) e
 	}
 	p.swept.done()
 	for {
-		ids, done, err := h.next(ctx, p.cfg.BatchSize)
+		ids, done, err := h.Next(ctx, p.cfg.BatchSize)
 		if err != nil || done {
 			return err
 		}
@@ -229,17 +175,14 @@ func (p *Pass) eachSweptSelection(fn func(sel selection) error) error {
 type sweepTools struct {
 	content *content
 	keyer   *notice.Keyer
-	hasher  *notice.AddressHasher
-	// previous are the list's hashers under the previous secrets.
-	previous []*notice.AddressHasher
-	due      map[string]*dueBounds // by selection key: sel.due's, with a cache of its own
+	keys    suppress.Keys         // the list's hashers: current and previous secrets
+	due     map[string]*dueBounds // by selection key: sel.due's, with a cache of its own
 }
 
 func (p *Pass) newSweepTools() *sweepTools {
-	keyer, _ := notice.NewKeyer(p.cfg.Secret) // checked by New
-	hasher, _ := notice.NewAddressHasher(p.cfg.Secret)
-	previous, _ := previousHashers(p.cfg.PreviousSecrets) // checked by New
-	return &sweepTools{content: p.content.fork(), keyer: keyer, hasher: hasher, previous: previous, due: map[string]*dueBounds{}}
+	keyer, _ := notice.NewKeyer(p.cfg.Secret)                        // checked by New
+	keys, _ := suppress.NewKeys(p.cfg.Secret, p.cfg.PreviousSecrets) // checked by New
+	return &sweepTools{content: p.content.fork(), keyer: keyer, keys: keys, due: map[string]*dueBounds{}}
 }
 
 // dueOf is the stage's own copy of sel's due rule (nil without one).
@@ -282,19 +225,23 @@ func (p *Pass) sweepDryRun(ctx context.Context, tx sqlx.QueryerContext, out *Dry
 			if err != nil {
 				return err
 			}
-			var unreached []ledger.Claim // for email after sms
+			failed := map[string]bool{} // the rows whose sms notice would fail, for email after sms
+			for _, cl := range bt.noPhone {
+				failed[cl.SubscriptionID] = true
+			}
 			for i, h := range hit {
+				failed[all[i].SubscriptionID] = failed[all[i].SubscriptionID] || h
 				if !h {
 					out.WouldSMS++
-					if i < len(bt.claims) {
-						out.smsMint++ // a new key, for --max-mint
-					}
-				} else {
-					unreached = append(unreached, all[i])
+				}
+				if !h && i < len(bt.claims) {
+					out.smsMint++ // a new key, for --max-mint
 				}
 			}
 			out.WouldSMSUnreached += len(bt.noPhone)
-			out.WouldEmailAfterSMS += p.wouldSendAfter(sel, rows, append(unreached, bt.noPhone...))
+			if p.kinds[sel.kind].EmailAfterSMS() {
+				out.WouldEmailAfterSMS += p.wouldSend(sel, rows, failed)
+			}
 			return nil
 		})
 	})
@@ -440,8 +387,8 @@ func (p *Pass) sweepNotice(r subscription.Row, t notice.Tuple, v verdict, bt *sw
 	}
 	n := v.dn.n
 	n.Key, n.CancelToken = cl.Key, p.sweepc.keyer.CancelToken(t)
-	cl.AddressHMAC = p.sweepc.hasher.Digest(notice.ChannelSMS, v.dn.addr)
-	for _, h := range p.sweepc.previous {
+	cl.AddressHMAC = p.sweepc.keys.Current.Digest(notice.ChannelSMS, v.dn.addr)
+	for _, h := range p.sweepc.keys.Previous {
 		cl.PreviousHMACs = append(cl.PreviousHMACs, h.Digest(notice.ChannelSMS, v.dn.addr))
 	}
 	bt.byKey[cl.Key] = n
@@ -473,7 +420,7 @@ func (p *Pass) sweepUnreached(ctx context.Context, c *counters, bt *sweepBatch) 
 	for i, cl := range all {
 		digests[i], previous[i] = cl.AddressHMAC, cl.PreviousHMACs
 	}
-	hit, err := ledger.SuppressionMatchRekey(ctx, p.db, notice.ChannelSMS, digests, previous, p.sweepc.hasher.KeyID())
+	hit, err := ledger.SuppressionMatchRekey(ctx, p.db, notice.ChannelSMS, digests, previous, p.sweepc.keys.Current.KeyID())
 	if err != nil {
 		return err
 	}

@@ -207,6 +207,11 @@ func New(t testing.TB, opts ...Option) *Server {
 	t.Cleanup(func() {
 		close(s.done)
 		_ = srv.Close()
+		// go-smtp's Close closes only the listeners Serve has registered:
+		// a test that ends before the goroutine above reached Serve would
+		// leave it accepting for ever, and this cleanup waiting on it.
+		// Closing the listener ourselves ends Serve either way.
+		_ = ln.Close()
 		<-served
 	})
 	return s

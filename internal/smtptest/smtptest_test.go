@@ -3,6 +3,7 @@ package smtptest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/textproto"
 	"strings"
@@ -180,5 +181,15 @@ func TestReplyLatency(t *testing.T) {
 	}
 	if s.Total() != 1 {
 		t.Fatalf("%d messages", s.Total())
+	}
+}
+
+// A test that ends at once after New (a usage test that never sends)
+// must not hang in the server's cleanup: the listener is closed even when
+// the serving goroutine had not reached Serve yet.
+func TestCleanupRightAfterNew(t *testing.T) {
+	t.Parallel()
+	for i := range 200 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) { _ = smtptest.New(t) })
 	}
 }
