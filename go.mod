@@ -16,6 +16,7 @@ require (
 	github.com/go-pdf/fpdf v0.9.0
 	github.com/go-playground/locales v0.14.2
 	github.com/jmoiron/sqlx v1.4.0
+	github.com/klauspost/compress v1.20.4
 	github.com/lib/pq v1.12.3
 	github.com/mattn/go-isatty v0.0.24
 	github.com/pressly/goose/v3 v3.30.0

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	kflate "github.com/klauspost/compress/flate"
 
 	schema "scan/sql"
 )
@@ -30,11 +31,14 @@ import (
 // with its period. sql/0023 says why the message and not the inputs of a
 // re-render.
 
-// messageLevel is the DEFLATE level messages are compressed at: 2, no
-// lazy matching and short hash chains. Against the dictionary it keeps the
-// demo's emails at 270 bytes (median) where 9 keeps them at 261, in about
-// half the time (docs/proof.md); the pass's recorder waits for it. Any
-// level inflates alike.
+// messageLevel is the DEFLATE level messages are compressed at, by
+// github.com/klauspost/compress/flate: its level 2 is a single-table
+// greedy encoder whose reset is an offset bump, where compress/flate's
+// clears 640 KB of hash chains for every message before priming the
+// dictionary; same stream size, about a third of the CPU
+// (BenchmarkCompressMessage, docs/proof.md). The output is plain DEFLATE
+// (RFC 1951): compress/flate inflates it (InflateMessage), and any level
+// inflates alike.
 const messageLevel = 2
 
 // messageDictFile is the migration that holds the dictionary messages
@@ -91,7 +95,7 @@ func (e *DigestError) Error() string {
 // CompressMessage returns msg as notice_message keeps it, compressed
 // against dict (MessageDict's bytes; nil for none).
 func CompressMessage(msg, dict []byte) ([]byte, error) {
-	w, err := flate.NewWriterDict(io.Discard, messageLevel, dict)
+	w, err := kflate.NewWriterDict(io.Discard, messageLevel, dict)
 	if err != nil {
 		return nil, err
 	}
@@ -99,8 +103,8 @@ func CompressMessage(msg, dict []byte) ([]byte, error) {
 }
 
 // compressWith compresses msg with w, reset (its level and dictionary
-// kept): a new writer allocates about 800 KB and costs ten times more.
-func compressWith(w *flate.Writer, msg []byte) ([]byte, error) {
+// kept): a new writer allocates and costs several times more.
+func compressWith(w *kflate.Writer, msg []byte) ([]byte, error) {
 	var b bytes.Buffer
 	w.Reset(&b)
 	if _, err := w.Write(msg); err != nil {
@@ -110,6 +114,28 @@ func compressWith(w *flate.Writer, msg []byte) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// KeepMessage returns msg compressed as RecordOutcomes keeps it (against
+// the current dictionary, MessageDict), for Outcome.Kept; nil, nil in a
+// binary that keeps no messages (-tags noproof). Safe for concurrent use:
+// the pass's send workers call it (send.DispatcherConfig.Keep).
+func KeepMessage(msg []byte) ([]byte, error) {
+	if !keepMessages || len(msg) == 0 {
+		return nil, nil
+	}
+	dict, err := MessageDict()
+	if err != nil {
+		return nil, err
+	}
+	w, _ := writers.Get().(*kflate.Writer)
+	if w == nil {
+		if w, err = kflate.NewWriterDict(io.Discard, messageLevel, dict.Body); err != nil {
+			return nil, err
+		}
+	}
+	defer writers.Put(w)
+	return compressWith(w, msg)
 }
 
 // writers are flate writers at messageLevel against the current
@@ -129,28 +155,38 @@ func InflateMessage(body, dict []byte) ([]byte, error) {
 // compressMessages compresses each outcome's Message (nil when none)
 // against dict, the current dictionary, on up to GOMAXPROCS goroutines:
 // the pass's recorder waits for it, and priming the dictionary costs each
-// message more than its own bytes.
+// message more than its own bytes. An outcome's Kept (KeepMessage's,
+// compressed against the same dictionary) is taken as is.
 func compressMessages(outs []Outcome, dict []byte) ([][]byte, error) {
 	bodies := make([][]byte, len(outs))
 	if !keepMessages {
 		return bodies, nil
 	}
-	workers := min(runtime.GOMAXPROCS(0), (len(outs)+compressChunk-1)/compressChunk)
+	need := 0
+	for i, o := range outs {
+		switch {
+		case len(o.Kept) > 0:
+			bodies[i] = o.Kept
+		case len(o.Message) > 0:
+			need++
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), (need+compressChunk-1)/compressChunk)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for g := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w, _ := writers.Get().(*flate.Writer)
+			w, _ := writers.Get().(*kflate.Writer)
 			if w == nil {
-				if w, errs[g] = flate.NewWriterDict(io.Discard, messageLevel, dict); errs[g] != nil {
+				if w, errs[g] = kflate.NewWriterDict(io.Discard, messageLevel, dict); errs[g] != nil {
 					return
 				}
 			}
 			defer writers.Put(w)
 			for i := g; i < len(outs) && errs[g] == nil; i += workers {
-				if len(outs[i].Message) > 0 {
+				if len(outs[i].Message) > 0 && bodies[i] == nil {
 					bodies[i], errs[g] = compressWith(w, outs[i].Message)
 				}
 			}

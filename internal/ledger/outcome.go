@@ -32,7 +32,11 @@ type Outcome struct {
 	// the claim's attempt when the outcome is recorded: proof of notice
 	// (MessageOf). Nil keeps nothing.
 	Message []byte
-	Error   string
+	// Kept, when set, is Message already compressed by KeepMessage (in the
+	// dispatcher's send workers, off the recorder's serial path): stored
+	// as is instead of compressing Message again.
+	Kept  []byte
+	Error string
 	// Sender names the sender the attempt went through ("ses", "smtp",
 	// ...): the Failover's pick (send.Receipt.Sender, send.SenderOf), or
 	// the single sender's name; stored in the same statement as the

@@ -119,7 +119,7 @@ func (r *recorder) run(ctx context.Context, results <-chan send.Result) error {
 }
 
 func (r *recorder) add(res send.Result) {
-	o := ledger.Outcome{Key: res.Notice.Key, PeriodStart: res.Notice.PeriodStart, Attempts: res.Attempts, Digest: res.Digest, Message: res.Raw,
+	o := ledger.Outcome{Key: res.Notice.Key, PeriodStart: res.Notice.PeriodStart, Attempts: res.Attempts, Digest: res.Digest, Message: res.Raw, Kept: res.Kept,
 		Sender: r.senderOf(res)}
 	class := send.Classify(res.Err)
 	switch class {

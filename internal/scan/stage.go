@@ -129,6 +129,10 @@ func (p *Pass) startStage(ctx context.Context, ch channel, c *counters, next *ha
 		// two: its own bound is only a backstop.
 		Concurrency: ch.concurrency, MaxQueued: 2 * p.cfg.BatchSize, Retry: ch.retry,
 		Clock: p.cfg.Clock, Budget: ch.budget,
+		// Each message is compressed for proof of notice in the worker that
+		// sent it, not by the recorder, which writes outcomes one batch at a
+		// time.
+		Keep: ledger.KeepMessage,
 	})
 	if err != nil {
 		cancel(nil)

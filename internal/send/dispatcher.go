@@ -76,6 +76,13 @@ type DispatcherConfig struct {
 	// leased from buckets shared with other processes (see Budget), on
 	// top of Limits. Nil paces by Limits alone, in this process.
 	Budget Budget
+	// Keep, when set, is called by the worker that sent a notice, once,
+	// after its first attempt, with the exact message handed over
+	// (Message.Raw); what it returns is Result.Kept. The workers run
+	// concurrently and mostly wait on the provider, so what Keep costs
+	// (internal/ledger's KeepMessage compresses it as proof of notice)
+	// stays off the caller's serial path. An error keeps nothing.
+	Keep func(raw []byte) ([]byte, error)
 }
 
 // Result is the outcome of one accepted notice.
@@ -104,6 +111,9 @@ type Result struct {
 	// Raw is that message itself (Message.Raw), kept as proof of notice
 	// with the outcome; nil when Digest is.
 	Raw []byte
+	// Kept is what DispatcherConfig.Keep made of Raw; nil without Keep,
+	// when it failed, or when Raw is nil.
+	Kept []byte
 }
 
 // Dispatcher renders and sends notices through a Sender with a bounded
@@ -133,6 +143,7 @@ type Dispatcher struct {
 	global   *rate.Limiter
 	clock    clock.Clock
 	budget   Budget
+	keep     func([]byte) ([]byte, error)
 	leased   chan leaseReply // one lease in flight at most
 
 	ctx     context.Context // the run: cancelled means shut down
@@ -179,7 +190,8 @@ type job struct {
 	retryAt    time.Time
 	receipt    Receipt
 	err        error
-	index      int // in retryHeap
+	kept       []byte // DispatcherConfig.Keep's, after the first attempt
+	index      int    // in retryHeap
 }
 
 // NewDispatcher validates cfg, fills its defaults and starts the
@@ -278,6 +290,7 @@ func newDispatcher(ctx context.Context, cfg DispatcherConfig) *Dispatcher {
 	return &Dispatcher{
 		sender:   cfg.Sender,
 		renderer: cfg.Renderer,
+		keep:     cfg.Keep,
 		retry:    cfg.Retry,
 		workers:  cfg.Concurrency,
 		handout:  handout,
@@ -464,6 +477,24 @@ func (d *Dispatcher) attempt(j *job, send func(*Message) (Receipt, error)) {
 	}()
 	j.attempts++
 	j.receipt, j.err = send(j.msg)
+	if j.kept == nil && d.keep != nil {
+		j.kept = d.keepOf(j.msg.Raw)
+	}
+}
+
+// keepOf is Keep's of raw; nil when it fails or panics, which must not
+// change the outcome of a send already made.
+func (d *Dispatcher) keepOf(raw []byte) (kept []byte) {
+	defer func() {
+		if recover() != nil {
+			kept = nil
+		}
+	}()
+	kept, err := d.keep(raw)
+	if err != nil {
+		return nil
+	}
+	return kept
 }
 
 // schedule is the single goroutine that owns the queues and buckets.
@@ -716,7 +747,7 @@ func (d *Dispatcher) finish(j *job, now time.Time, err error) {
 		r.MessageID = j.msg.MessageID
 		if j.attempts > 0 {
 			sum := sha256.Sum256(j.msg.Raw)
-			r.Digest, r.Raw = sum[:], j.msg.Raw
+			r.Digest, r.Raw, r.Kept = sum[:], j.msg.Raw, j.kept
 		}
 	} else {
 		r.MessageID = d.renderer.MessageID(j.n.Key)

@@ -528,3 +528,61 @@ func benchDispatcher(b *testing.B, cfg send.DispatcherConfig) {
 	d.Close()
 	<-results
 }
+
+// Keep runs in the worker once per notice handed over, however many
+// attempts it takes, on the exact bytes sent; a Keep that fails or panics
+// keeps nothing and leaves the send's outcome alone.
+func TestDispatcherKeep(t *testing.T) {
+	t.Parallel()
+	transient := &send.Error{Class: send.Transient, Code: 451, Err: errors.New("later")}
+	var sendCalls atomic.Int32
+	var sent sync.Map // key -> the bytes handed over
+	sender := fakeSender{fn: func(_ context.Context, m *send.Message) (send.Receipt, error) {
+		sent.Store(m.Notice.Key, m.Raw)
+		if sendCalls.Add(1) == 1 {
+			return send.Receipt{}, transient
+		}
+		return send.Receipt{ProviderID: "ok"}, nil
+	}}
+	var keeps atomic.Int32
+	keep := func(raw []byte) ([]byte, error) {
+		switch keeps.Add(1) {
+		case 2:
+			return nil, errors.New("no room")
+		case 3:
+			panic("boom")
+		}
+		return append([]byte("kept:"), raw...), nil
+	}
+	d := newDispatcher(t, t.Context(), send.DispatcherConfig{
+		Sender: sender, Keep: keep, Concurrency: 1,
+		Retry: send.RetryPolicy{Attempts: 3, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
+	})
+	results := collect(d)
+	submitAll(t, d, []send.Notice{notice(1, "example.org"), notice(2, "example.org"), notice(3, "example.org")})
+	d.Close()
+	rs := <-results
+	if len(rs) != 3 || keeps.Load() != 3 {
+		t.Fatalf("%d results, Keep called %d times, want 3 and 3 (once a notice, retries aside)", len(rs), keeps.Load())
+	}
+	kept := 0
+	for _, r := range rs {
+		if r.Err != nil {
+			t.Fatalf("%s: %v, want sent (Keep must not change the outcome)", r.Notice.Key, r.Err)
+		}
+		raw, _ := sent.Load(r.Notice.Key)
+		if !bytes.Equal(r.Raw, raw.([]byte)) {
+			t.Fatalf("%s: Raw is not the bytes handed over", r.Notice.Key)
+		}
+		switch {
+		case r.Kept == nil:
+		case bytes.Equal(r.Kept, append([]byte("kept:"), r.Raw...)):
+			kept++
+		default:
+			t.Fatalf("%s: Kept %q is not Keep's of the bytes handed over", r.Notice.Key, r.Kept)
+		}
+	}
+	if kept != 1 {
+		t.Fatalf("%d results kept, want 1 (the other Keeps failed)", kept)
+	}
+}

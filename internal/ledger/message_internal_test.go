@@ -1,0 +1,99 @@
+package ledger
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"testing"
+)
+
+// sampleMessages are messages like the pass hands over: the dictionary's
+// own emails and sms with another customer's name, token and boundary
+// (what differs between two notices of one template).
+func sampleMessages(t testing.TB) (dict []byte, msgs [][]byte) {
+	t.Helper()
+	d, err := MessageDict()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range bytes.Split(d.Body, []byte("From: \"")) {
+		m := bytes.ReplaceAll(append([]byte("From: \""), p...), []byte("24e038e7221b3b34faf27608d3761340"), []byte("9f1c2b7a55d0e4c3b8a6f1e2d3c4b5a6"))
+		m = bytes.ReplaceAll(m, []byte("Alex Example"), []byte("Jordan Q. Public"))
+		msgs = append(msgs, bytes.ReplaceAll(m, []byte("ae3616eaf354ed9c26a0a46a6d9be39c"), []byte("0123456789abcdef0123456789abcdef")))
+	}
+	if len(msgs) < 4 {
+		t.Fatalf("%d sample messages from the dictionary, want at least 4", len(msgs))
+	}
+	return d.Body, msgs
+}
+
+// What the pass compresses (klauspost/compress's writer, reused across
+// messages and batches) inflates with compress/flate and the dictionary
+// alone to the exact bytes, and the dictionary pays: each email is kept in
+// far less than a third of its size.
+func TestCompressedMessagesInflateWithTheStandardReader(t *testing.T) {
+	dict, msgs := sampleMessages(t)
+	var outs []Outcome
+	for range 3 { // three batches: the pooled writers are reset between messages
+		for _, m := range msgs {
+			outs = append(outs, Outcome{Message: m})
+		}
+		outs = append(outs, Outcome{}) // nothing handed over: nothing kept
+	}
+	bodies, err := compressMessages(outs, dict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range outs {
+		if o.Message == nil {
+			if bodies[i] != nil {
+				t.Fatalf("outcome %d: kept %d bytes for no message", i, len(bodies[i]))
+			}
+			continue
+		}
+		sum := sha256.Sum256(o.Message)
+		got, err := verifyMessage(fmt.Sprintf("%064x", i), 1, sum[:], bodies[i], dict)
+		if err != nil || !bytes.Equal(got, o.Message) {
+			t.Fatalf("outcome %d: %v", i, err)
+		}
+		if len(o.Message) > 1000 && len(bodies[i])*3 > len(o.Message) {
+			t.Fatalf("outcome %d: %d bytes kept for a %d-byte message: the dictionary was not used", i, len(bodies[i]), len(o.Message))
+		}
+	}
+}
+
+// A message the send workers compressed (KeepMessage, Outcome.Kept) is
+// kept as is, not compressed again, and rebuilds to its digest.
+func TestKeptMessageTakenAsIs(t *testing.T) {
+	dict, msgs := sampleMessages(t)
+	kept, err := KeepMessage(msgs[0])
+	if err != nil || len(kept) == 0 {
+		t.Fatalf("KeepMessage: %d bytes, %v", len(kept), err)
+	}
+	sum := sha256.Sum256(msgs[0])
+	if got, err := verifyMessage(fmt.Sprintf("%064x", 1), 1, sum[:], kept, dict); err != nil || !bytes.Equal(got, msgs[0]) {
+		t.Fatalf("KeepMessage's does not rebuild: %v", err)
+	}
+	forged := []byte("not what KeepMessage made")
+	bodies, err := compressMessages([]Outcome{{Message: msgs[0], Kept: forged}, {Message: msgs[1]}}, dict)
+	if err != nil || !bytes.Equal(bodies[0], forged) || len(bodies[1]) == 0 {
+		t.Fatalf("bodies = %q, %v: want Kept as is and the other compressed", bodies, err)
+	}
+}
+
+// BenchmarkCompressMessage is one message compressed as the pass does
+// (a pooled writer reset against the dictionary); B/msg is the kept size.
+func BenchmarkCompressMessage(b *testing.B) {
+	dict, msgs := sampleMessages(b)
+	outs := make([]Outcome, 1)
+	kept := 0
+	for i := 0; b.Loop(); i++ {
+		outs[0].Message = msgs[i%len(msgs)]
+		bodies, err := compressMessages(outs, dict)
+		if err != nil {
+			b.Fatal(err)
+		}
+		kept += len(bodies[0])
+	}
+	b.ReportMetric(float64(kept)/float64(b.N), "B/msg")
+}
