@@ -827,30 +827,15 @@ ON CONFLICT DO NOTHING`
 // skipped. $1 keys, $2 subscription ids, $3 kinds, $4 period starts,
 // $5 revisions, $6 renews_at, $7 window_closes_at, $8 domains,
 // $9 digests (hex) (text[] each), $10 now, $11 run id, $12 channel,
-// $13 reason.
+// $13 reason, $14 state: 'failed' (nothing left to try), or 'retry' for
+// a malformed address with no other channel, which waits for the address
+// to be fixed (reason invalid_address).
 const noticeRecordUnreached = `
 INSERT INTO notice_ledger (
     notice_key, subscription_id, kind, period_start, revision, state,
     claimed_at, run_id, renews_at, window_closes_at, domain, channel,
     address_hmac, last_error, attempts, updated_at)
-SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision::int, 'failed',
-       $10, $11, c.renews_at::timestamptz, c.window_closes_at::timestamptz, NULLIF(c.domain, ''), $12,
-       decode(NULLIF(c.h, ''), 'hex'), $13, 0, $10
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-            $6::text[], $7::text[], $8::text[], $9::text[])
-     AS c(notice_key, subscription_id, kind, period_start, revision,
-          renews_at, window_closes_at, domain, h)
-ON CONFLICT DO NOTHING
-RETURNING notice_key`
-
-// noticeRecordInvalidAddress is noticeRecordUnreached with state 'retry':
-// the row waits for its address to be fixed (reason $13, invalid_address).
-const noticeRecordInvalidAddress = `
-INSERT INTO notice_ledger (
-    notice_key, subscription_id, kind, period_start, revision, state,
-    claimed_at, run_id, renews_at, window_closes_at, domain, channel,
-    address_hmac, last_error, attempts, updated_at)
-SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision::int, 'retry',
+SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision::int, $14,
        $10, $11, c.renews_at::timestamptz, c.window_closes_at::timestamptz, NULLIF(c.domain, ''), $12,
        decode(NULLIF(c.h, ''), 'hex'), $13, 0, $10
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],

@@ -186,7 +186,7 @@ func SuppressionMatchRekey(ctx context.Context, db sqlx.QueryerContext, channel 
 // in one statement, and returns the keys it inserted (a notice already in
 // the ledger is skipped). opt.Channel names the channel.
 func RecordUnreached(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, reason string, claims []Claim) ([]string, error) {
-	return recordRows(ctx, db, noticeRecordUnreached, opt, reason, claims)
+	return recordRows(ctx, db, Failed, opt, reason, claims)
 }
 
 // RecordInvalidAddress records email claims whose address is malformed
@@ -197,7 +197,7 @@ func RecordUnreached(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, 
 // is fixed, missed when the window closes. scan undelivered lists them
 // while the window is open.
 func RecordInvalidAddress(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, claims []Claim) ([]string, error) {
-	return recordRows(ctx, db, noticeRecordInvalidAddress, opt, ReasonInvalidAddress, claims)
+	return recordRows(ctx, db, Retry, opt, ReasonInvalidAddress, claims)
 }
 
 // CountInvalidAddress counts the retry rows waiting with reason
@@ -210,8 +210,9 @@ func CountInvalidAddress(ctx context.Context, db sqlx.QueryerContext, now time.T
 	return n, nil
 }
 
-// recordRows inserts claims by query (noticeRecordUnreached's columns).
-func recordRows(ctx context.Context, db sqlx.ExtContext, query string, opt ClaimOptions, reason string, claims []Claim) ([]string, error) {
+// recordRows inserts claims as rows of state with reason, without an
+// attempt (noticeRecordUnreached).
+func recordRows(ctx context.Context, db sqlx.ExtContext, state State, opt ClaimOptions, reason string, claims []Claim) ([]string, error) {
 	if len(claims) == 0 {
 		return nil, nil
 	}
@@ -226,7 +227,7 @@ func recordRows(ctx context.Context, db sqlx.ExtContext, query string, opt Claim
 			cols[i] = append(cols[i], v)
 		}
 	}
-	args := make([]any, 0, 13)
+	args := make([]any, 0, 14)
 	for _, c := range cols {
 		args = append(args, pq.Array(c))
 	}
@@ -234,9 +235,9 @@ func recordRows(ctx context.Context, db sqlx.ExtContext, query string, opt Claim
 	if ch == "" {
 		ch = "email"
 	}
-	args = append(args, opt.Now.UTC(), opt.RunID, ch, reason)
+	args = append(args, opt.Now.UTC(), opt.RunID, ch, reason, string(state))
 	var out []string
-	if err := sqlx.SelectContext(ctx, db, &out, query, args...); err != nil {
+	if err := sqlx.SelectContext(ctx, db, &out, noticeRecordUnreached, args...); err != nil {
 		return nil, fmt.Errorf("record unreached: %w", err)
 	}
 	return out, nil
