@@ -11,6 +11,8 @@
 package pace
 
 import (
+	"time"
+
 	"fmt"
 	"math"
 	"strings"
@@ -111,4 +113,40 @@ func (l Limits) Share(shards int) Limits {
 		s.Domains[strings.ToLower(d)] = div(b)
 	}
 	return s
+}
+
+// Rate measures events a second over a sliding Window: it reports the
+// higher of the last full window and the current one, so that a speed-up
+// is followed at once and a slow-down within a window. The zero value with
+// a Window set is ready to use; Window 0 means DefaultRateWindow. A Rate
+// is not safe for concurrent use.
+type Rate struct {
+	Window time.Duration
+	t0     time.Time
+	n0     int
+	last   float64
+}
+
+// DefaultRateWindow is a Rate's window when its Window is 0.
+const DefaultRateWindow = 500 * time.Millisecond
+
+// At returns the rate at now, given the running count of events n.
+func (r *Rate) At(now time.Time, n int) float64 {
+	w := r.Window
+	if w <= 0 {
+		w = DefaultRateWindow
+	}
+	if r.t0.IsZero() {
+		r.t0, r.n0 = now, n
+		return 0
+	}
+	el := now.Sub(r.t0)
+	cur := 0.0
+	if el >= w/10 {
+		cur = float64(n-r.n0) / el.Seconds()
+	}
+	if el >= w {
+		r.last, r.t0, r.n0 = cur, now, n
+	}
+	return max(r.last, cur)
 }

@@ -1,6 +1,8 @@
 package pace_test
 
 import (
+	"time"
+
 	"errors"
 	"math"
 	"reflect"
@@ -59,5 +61,28 @@ func TestLimitsShare(t *testing.T) {
 	}
 	if p := got.Pace("other.example"); p != 2 {
 		t.Errorf("Pace = %v, want 2 (no global limit)", p)
+	}
+}
+
+// A Rate reports nothing on its first reading, the current window's rate
+// once a tenth of a window has passed, and keeps the last full window's
+// rate while the next one is slower.
+func TestRate(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	r := pace.Rate{Window: time.Second}
+	for _, c := range []struct {
+		at   time.Duration
+		n    int
+		want float64
+	}{
+		{0, 0, 0},
+		{50 * time.Millisecond, 10, 0},      // under a tenth of the window
+		{500 * time.Millisecond, 50, 100},   // 50 in 0.5 s
+		{time.Second, 100, 100},             // a full window: 100/s kept
+		{1500 * time.Millisecond, 110, 100}, // slower now (20/s): the last window's 100 holds
+	} {
+		if got := r.At(t0.Add(c.at), c.n); got != c.want {
+			t.Errorf("at %v with %d: %v, want %v", c.at, c.n, got, c.want)
+		}
 	}
 }

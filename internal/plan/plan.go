@@ -154,8 +154,8 @@ type Planner[T any] struct {
 	next        int                  // ring position the next claim starts at
 	held        int                  // candidates in all queues
 	keys        map[string]bool
-	globalLimit int // claims in flight at most by the global bucket; MaxInt if none
-	est         rateEst
+	globalLimit int            // claims in flight at most by the global bucket; MaxInt if none
+	est         pace.Rate      // completions a second, over rateWindow
 	out         map[string]int // scratch for flow snapshots
 }
 
@@ -165,7 +165,7 @@ func NewPlanner[T any](f *Flow, limits pace.Limits, batch, workers int, key, dom
 	p := &Planner[T]{
 		key: key, domain: domain, flow: f, limits: limits, batch: batch, workers: max(workers, 1),
 		maxHeld: 2 * batch, queues: map[string]*candidateQueue[T]{}, keys: map[string]bool{},
-		globalLimit: horizonLimit(limits.Global.PerSecond), out: map[string]int{},
+		globalLimit: horizonLimit(limits.Global.PerSecond), out: map[string]int{}, est: pace.Rate{Window: rateWindow},
 	}
 	return p
 }
@@ -238,7 +238,7 @@ func (p *Planner[T]) Empty() bool { return p.held == 0 }
 // bound is twice what they allow: it binds only when the sender is the
 // bottleneck.
 func (p *Planner[T]) totalLimit(now time.Time, completed int) int {
-	r := p.est.rate(now, completed)
+	r := p.est.At(now, completed)
 	n := int(math.Ceil(2 * r * ClaimHorizon.Seconds()))
 	return min(p.globalLimit, min(max(n, minPerWorker*p.workers), 2*p.batch))
 }
@@ -338,30 +338,4 @@ func (p *Planner[T]) Drain() []T {
 	p.ring, p.held, p.next = nil, 0, 0
 	clear(p.keys)
 	return out
-}
-
-// rateEst measures completions per second over a sliding rateWindow; it
-// reports the higher of the last full window and the current one, so that
-// a sender speeding up is followed at once and one slowing down within a
-// window.
-type rateEst struct {
-	t0   time.Time
-	n0   int
-	last float64
-}
-
-func (r *rateEst) rate(now time.Time, completed int) float64 {
-	if r.t0.IsZero() {
-		r.t0, r.n0 = now, completed
-		return 0
-	}
-	el := now.Sub(r.t0)
-	cur := 0.0
-	if el >= rateWindow/10 {
-		cur = float64(completed-r.n0) / el.Seconds()
-	}
-	if el >= rateWindow {
-		r.last, r.t0, r.n0 = cur, now, completed
-	}
-	return max(r.last, cur)
 }

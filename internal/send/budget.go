@@ -108,7 +108,7 @@ func (d *Dispatcher) lease(now time.Time) {
 	}
 	// No more slots than the workers can take before they are too late:
 	// what they handed out over slotLate lately, a hand-out at least.
-	room := max(d.handout, int(d.handRate.rate(now, d.handed)*slotLate.Seconds()))
+	room := max(d.handout, int(d.handRate.At(now, d.handed)*slotLate.Seconds()))
 	var asks []SlotAsk
 	for dq := range d.wanting {
 		if dq.askAt.After(now) || room == 0 {
@@ -174,30 +174,4 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// handRate measures the notices a Dispatcher hands out a second over a
-// sliding window: the higher of the last full window and the current one.
-type handRate struct {
-	t0   time.Time
-	n0   int
-	last float64
-}
-
-const handWindow = 500 * time.Millisecond
-
-func (r *handRate) rate(now time.Time, handed int) float64 {
-	if r.t0.IsZero() {
-		r.t0, r.n0 = now, handed
-		return 0
-	}
-	el := now.Sub(r.t0)
-	cur := 0.0
-	if el >= handWindow/10 {
-		cur = float64(handed-r.n0) / el.Seconds()
-	}
-	if el >= handWindow {
-		r.last, r.t0, r.n0 = cur, now, handed
-	}
-	return max(r.last, cur)
 }

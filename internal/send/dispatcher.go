@@ -172,7 +172,7 @@ type Dispatcher struct {
 	wanting   map[*bucketQueue]bool // paced domains with more notices than slots
 	leasing   bool                  // a lease is in flight
 	handed    int                   // notices handed out to workers
-	handRate  handRate
+	handRate  pace.Rate             // notices handed out a second (DefaultRateWindow)
 	cancelled bool
 	drained   bool // closed was seen with an empty intake
 	seq       uint64
