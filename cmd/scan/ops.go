@@ -8,9 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/pflag"
@@ -23,33 +21,12 @@ import (
 	"scan/internal/observe"
 	"scan/internal/provider"
 	"scan/internal/reconcile"
+	"scan/internal/status"
 )
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && isatty.IsTerminal(f.Fd())
-}
-
-// rowsListing is ledger rows as lookup and quarantine print them.
-func rowsListing(rows []ledger.Row, empty string) *cli.Listing {
-	l := &cli.Listing{Empty: empty, Header: []string{"key", "subscription", "kind", "period", "rev", "state", "claimed", "sent", "attempts", "last_error"}}
-	for _, r := range rows {
-		l.Records = append(l.Records, struct {
-			ledger.Row
-			PeriodStart string `json:"period_start"`
-		}{r, r.Period()})
-		sent := "-"
-		if r.SentAt != nil {
-			sent = r.SentAt.UTC().Format(time.RFC3339)
-		}
-		lastErr := "-"
-		if r.LastError != nil {
-			lastErr = *r.LastError
-		}
-		l.Cells = append(l.Cells, []string{notice.Short(r.NoticeKey), r.SubscriptionID, r.Kind, r.Period(), strconv.Itoa(r.Revision),
-			string(r.State), r.ClaimedAt.UTC().Format(time.RFC3339), sent, strconv.Itoa(r.Attempts), lastErr})
-	}
-	return l
 }
 
 var quarantineCommand = command{use: "quarantine", short: "claims with no recorded outcome, oldest first (--older-than D|T, --limit N, -o json|csv|table)",
@@ -77,21 +54,11 @@ func cmdQuarantine(ctx context.Context, e *env, older *cli.TimeFlag, limit int, 
 		return err
 	}
 	defer db.Close()
-	before := older.Instant(e.clockNow())
-	// One row more than the limit tells whether the list is cut; only then
-	// is the whole counted.
-	rows, err := ledger.Quarantine(ctx, db, before, limit+1)
+	rows, total, err := status.QuarantineList(ctx, db, older.Instant(e.clockNow()), limit)
 	if err != nil {
 		return err
 	}
-	total := len(rows)
-	if total > limit {
-		rows = rows[:limit]
-		if total, err = ledger.QuarantineCount(ctx, db, before); err != nil {
-			return err
-		}
-	}
-	if err := rowsListing(rows, "quarantine is empty: every claim has a recorded outcome").Print(e.stdout, format); err != nil {
+	if err := status.Rows(rows, "quarantine is empty: every claim has a recorded outcome").Print(e.stdout, format); err != nil {
 		return err
 	}
 	if total <= limit {

@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"strconv"
-	"time"
 
 	"scan/internal/cli"
 	"scan/internal/ledger"
 	"scan/internal/metrics"
+	"scan/internal/status"
 
 	"github.com/spf13/pflag"
 )
@@ -55,11 +54,5 @@ func cmdUndelivered(ctx context.Context, e *env, since *cli.TimeFlag, limit int,
 			return err
 		}
 	}
-	l := &cli.Listing{Header: []string{"subscription_id", "kind", "period_start", "revision", "channels", "reason", "at"},
-		Empty: "no undelivered notices"}
-	for _, u := range list {
-		l.Records = append(l.Records, u)
-		l.Cells = append(l.Cells, []string{u.SubscriptionID, u.Kind, u.PeriodStart, strconv.Itoa(u.Revision), u.Channels, u.Reason, u.At.UTC().Format(time.RFC3339)})
-	}
-	return l.Print(e.stdout, format)
+	return status.Undelivered(list).Print(e.stdout, format)
 }

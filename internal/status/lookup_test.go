@@ -1,4 +1,4 @@
-package main
+package status_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"scan/internal/ledger"
+	"scan/internal/status"
 )
 
 // The terminal form of lookup: under the table, each notice's digest and
@@ -24,7 +25,7 @@ func TestLookupPrintsEvidenceOnATerminal(t *testing.T) {
 		{Row: ledger.Row{NoticeKey: strings.Repeat("ef", 32), Kind: "renewal_notice_t72", State: ledger.Claimed, Attempts: 1}},
 	}
 	var b bytes.Buffer
-	if err := printEvidence(&b, hs); err != nil {
+	if err := status.WriteEvidence(&b, hs); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
