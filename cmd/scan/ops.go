@@ -265,25 +265,22 @@ func cmdBackfill(ctx context.Context, e *env, fs *pflag.FlagSet, from *string) e
 		return usagef("--from", "%v", err)
 	}
 	defer f.Close()
-	sends, err := backfill.ReadSends(f)
-	if err != nil {
-		return usagef("--from", "%s: %v; nothing was written", *from, err)
-	}
-	// A legacy sender that sent a notice twice wrote it twice: one row.
-	recs := backfill.Unique(sends)
 	k, err := notice.NewKeyer(sec)
 	if err != nil {
 		return err
 	}
-	bs := backfill.Notices(recs, k, pol.MessageIDDomain)
+	b, err := backfill.Prepare(f, k, pol.MessageIDDomain)
+	if err != nil {
+		return usagef("--from", "%s: %v; nothing was written", *from, err)
+	}
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	n, err := backfill.Import(ctx, db, "backfill-"+newRunID(e.clockNow()), bs)
+	rep, err := b.Import(ctx, db, "backfill-"+newRunID(e.clockNow()))
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(e.stdout).Encode(map[string]int{"lines": len(sends), "notices": len(recs), "inserted": n, "already_in_ledger": len(recs) - n})
+	return json.NewEncoder(e.stdout).Encode(rep)
 }
