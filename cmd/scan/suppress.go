@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
-	"time"
 
 	"scan/internal/cli"
-	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/suppress"
 
@@ -86,12 +84,11 @@ func suppressListFlags(fs *pflag.FlagSet) runFunc {
 	return func(ctx context.Context, e *env, _ []string) error { return suppressList(ctx, e, limit, onlyPrev, out) }
 }
 
-// suppressList prints the entries without addresses: the digest's first
-// 12 hex characters tell entries apart. With NOTICE_KEY_SECRET set, each
-// says which secret keys it ("key": current, previous (one of
-// NOTICE_KEY_SECRET_PREVIOUS), other or unknown); --previous prints only
-// those still keyed under a previous secret, the ones a rotation has not
-// yet re-keyed.
+// suppressList prints the entries without addresses (suppress.List).
+// With NOTICE_KEY_SECRET set, each says which secret keys it ("key":
+// current, previous (one of NOTICE_KEY_SECRET_PREVIOUS), other or
+// unknown); --previous prints only those still keyed under a previous
+// secret. The counts per channel and per key go to stderr.
 func suppressList(ctx context.Context, e *env, limit *int, onlyPrev *bool, out *cli.Output) error {
 	format, err := outputFormat(e, out)
 	if err != nil {
@@ -109,17 +106,9 @@ func suppressList(ctx context.Context, e *env, limit *int, onlyPrev *bool, out *
 		return err
 	}
 	defer db.Close()
-	var list []ledger.Suppressed
-	if !*onlyPrev || len(prevIDs) > 0 {
-		if list, err = ledger.SuppressionList(ctx, db, *limit, prevIDs...); err != nil {
-			return err
-		}
-	}
-	l := &cli.Listing{Header: []string{"channel", "digest", "reason", "source", "notice_key", "created_at", "key"}, Empty: "the suppression list is empty"}
-	for _, s := range list {
-		key := label(s.KeyID)
-		l.Records = append(l.Records, listedEntry{s, key})
-		l.Cells = append(l.Cells, []string{s.Channel, s.Digest, s.Reason, s.Source, s.NoticeKey, s.CreatedAt.UTC().Format(time.RFC3339), key})
+	l, err := suppress.List(ctx, db, *limit, label, prevIDs, *onlyPrev)
+	if err != nil {
+		return err
 	}
 	if err := l.Print(e.stdout, format); err != nil {
 		return err
@@ -129,12 +118,6 @@ func suppressList(ctx context.Context, e *env, limit *int, onlyPrev *bool, out *
 		return err
 	}
 	return json.NewEncoder(e.stderr).Encode(map[string]any{"total": total, "by_key": byKey})
-}
-
-// listedEntry is an entry as `scan suppress list` prints it.
-type listedEntry struct {
-	ledger.Suppressed
-	Key string `json:"key,omitempty"`
 }
 
 // keyLabels returns suppress.Keys.Labels ("" for every key without
@@ -178,11 +161,7 @@ func suppressImport(ctx context.Context, e *env, from, channel, reason *string) 
 		return usagef("--from", "%v", err)
 	}
 	defer f.Close()
-	dflt := *reason
-	if dflt == "" {
-		dflt = "imported"
-	}
-	res, err := suppress.Read(f, *channel, dflt, k.Current)
+	res, err := suppress.Read(f, *channel, *reason, k.Current)
 	if err != nil {
 		return usagef("--from", "%s: %v; nothing was written", *from, err)
 	}
