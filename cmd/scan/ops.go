@@ -16,7 +16,6 @@ import (
 	"scan/internal/backfill"
 	"scan/internal/cli"
 	"scan/internal/ledger"
-	"scan/internal/metrics"
 	"scan/internal/notice"
 	"scan/internal/observe"
 	"scan/internal/provider"
@@ -96,10 +95,9 @@ func resolveFlags(fs *pflag.FlagSet) runFunc {
 }
 
 func cmdResolve(ctx context.Context, e *env, a *resolveArgs, pos []string) error {
-	runID, sent, notSent, retry, reason, by := &a.runID, &a.sent, &a.notSent, &a.retry, &a.reason, &a.by
-	if *runID != "" && len(pos) == 0 {
+	if a.runID != "" && len(pos) == 0 {
 		pos = []string{""}
-	} else if len(pos) != 1 || !notice.ValidKey(pos[0]) || *runID != "" {
+	} else if len(pos) != 1 || !notice.ValidKey(pos[0]) || a.runID != "" {
 		return usagef("KEY", "exactly one notice key (64 lower-case hex characters), or --run RUN_ID, is required")
 	}
 	var ruling ledger.Ruling
@@ -107,7 +105,7 @@ func cmdResolve(ctx context.Context, e *env, a *resolveArgs, pos []string) error
 	for _, f := range []struct {
 		set bool
 		r   ledger.Ruling
-	}{{*sent, ledger.RulingSent}, {*notSent, ledger.RulingNotSent}, {*retry, ledger.RulingRetry}} {
+	}{{a.sent, ledger.RulingSent}, {a.notSent, ledger.RulingNotSent}, {a.retry, ledger.RulingRetry}} {
 		if f.set {
 			ruling = f.r
 			n++
@@ -116,17 +114,17 @@ func cmdResolve(ctx context.Context, e *env, a *resolveArgs, pos []string) error
 	if n != 1 {
 		return usagef("decision", "give exactly one of --sent, --not-sent, --retry")
 	}
-	if strings.TrimSpace(*reason) == "" {
+	if strings.TrimSpace(a.reason) == "" {
 		return usagef("--reason", "required: say why, it is recorded with the decision")
 	}
-	who := *by
+	who := a.by
 	if who == "" {
 		who = e.getenv("USER")
 	}
 	if who == "" {
 		return usagef("--by", "required when $USER is not set")
 	}
-	d, err := ledger.NewDecision(ruling, pos[0], who, *reason, e.clockNow().UTC())
+	d, err := ledger.NewDecision(ruling, pos[0], who, a.reason, e.clockNow().UTC())
 	if err != nil {
 		return err
 	}
@@ -136,18 +134,18 @@ func cmdResolve(ctx context.Context, e *env, a *resolveArgs, pos []string) error
 	}
 	defer db.Close()
 	enc := json.NewEncoder(e.stdout)
-	if *runID != "" {
+	if a.runID != "" {
 		// Each change is printed as it is committed, then the count.
-		n, err := ledger.ResolveRun(ctx, db, *runID, d, func(key string, from ledger.State) error {
+		n, err := ledger.ResolveRun(ctx, db, a.runID, d, func(key string, from ledger.State) error {
 			return enc.Encode(map[string]any{"notice_key": key, "from": from, "to": d.To, "by": d.By, "reason": d.Reason, "at": d.At})
 		})
 		if errors.Is(err, ledger.ErrNoClaims) {
-			return fmt.Errorf("resolve: run %q has no claims without an outcome", *runID)
+			return fmt.Errorf("resolve: run %q has no claims without an outcome", a.runID)
 		}
 		if err != nil {
 			return err
 		}
-		return enc.Encode(map[string]any{"run_id": *runID, "resolved": n})
+		return enc.Encode(map[string]any{"run_id": a.runID, "resolved": n})
 	}
 	from, err := ledger.ResolveKey(ctx, db, d)
 	if errors.Is(err, ledger.ErrNotFound) {
@@ -159,7 +157,7 @@ func cmdResolve(ctx context.Context, e *env, a *resolveArgs, pos []string) error
 	if err != nil {
 		return err
 	}
-	return enc.Encode(map[string]any{"notice_key": pos[0], "from": from, "to": d.To, "by": who, "reason": *reason, "at": d.At})
+	return enc.Encode(map[string]any{"notice_key": pos[0], "from": from, "to": d.To, "by": who, "reason": a.reason, "at": d.At})
 }
 
 var reconcileCommand = command{use: "reconcile", short: "settle quarantined claims from provider events (--events FILE|-), an SQS queue (--sqs URL) or the provider's API (--ask P)",
@@ -195,15 +193,11 @@ func cmdReconcile(ctx context.Context, e *env, fs *pflag.FlagSet, src *reconcile
 	if err := checkPushURL(e.getenv("PUSHGATEWAY_URL")); err != nil {
 		return err
 	}
-	var in io.Reader = e.stdin
-	if events != "-" {
-		f, err := os.Open(events)
-		if err != nil {
-			return usagef("--events", "%v", err)
-		}
-		defer f.Close()
-		in = f
+	in, closeIn, err := openEvents(e, events)
+	if err != nil {
+		return err
 	}
+	defer closeIn()
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
@@ -228,13 +222,7 @@ func cmdReconcile(ctx context.Context, e *env, fs *pflag.FlagSet, src *reconcile
 // pushReconcile pushes scan_reconcile_events_total when PUSHGATEWAY_URL
 // is set; a failed push is reported on stderr and never fails the run.
 func pushReconcile(ctx context.Context, e *env, format string, res reconcile.Result) {
-	gw := e.getenv("PUSHGATEWAY_URL")
-	if gw == "" {
-		return
-	}
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), observe.PushTimeout)
-	defer cancel()
-	if err := metrics.PushReconcile(pctx, gw, nil, format, reconcile.MetricLabels(), res.MetricCounts()); err != nil {
+	if err := observe.PushReconcile(ctx, e.getenv("PUSHGATEWAY_URL"), format, res); err != nil {
 		fmt.Fprintf(e.stderr, "scan reconcile: %v (the events were applied)\n", err)
 	}
 }

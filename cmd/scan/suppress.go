@@ -43,21 +43,20 @@ func suppressOneFlags(fs *pflag.FlagSet, verb string) runFunc {
 }
 
 // suppressOne adds or removes one address.
-func suppressOne(ctx context.Context, e *env, verb, emailArg, phoneArg, reasonArg string) error {
-	email, phone, reason := &emailArg, &phoneArg, &reasonArg
-	channel, raw := notice.ChannelEmail, *email
+func suppressOne(ctx context.Context, e *env, verb, email, phone, reason string) error {
+	channel, raw := notice.ChannelEmail, email
 	switch {
-	case (*email == "") == (*phone == ""):
+	case (email == "") == (phone == ""):
 		return usagef("--email", "give exactly one of --email ADDR or --phone NUMBER")
-	case *phone != "":
-		channel, raw = notice.ChannelSMS, *phone
+	case phone != "":
+		channel, raw = notice.ChannelSMS, phone
 	}
 	norm, ok := suppress.Normalize(channel, raw)
 	if !ok {
 		field := map[string]string{notice.ChannelEmail: "--email", notice.ChannelSMS: "--phone"}[channel]
 		return usagef(field, "not a usable %s address (a phone number must be E.164, e.g. +14155550100)", channel)
 	}
-	if strings.TrimSpace(*reason) == "" {
+	if strings.TrimSpace(reason) == "" {
 		return usagef("--reason", "required: say why; it is recorded")
 	}
 	k, err := suppressKeys(e)
@@ -69,7 +68,7 @@ func suppressOne(ctx context.Context, e *env, verb, emailArg, phoneArg, reasonAr
 		return err
 	}
 	defer db.Close()
-	out, err := suppress.Change(ctx, db, k, verb == "remove", channel, norm, *reason, e.clockNow().UTC())
+	out, err := suppress.Change(ctx, db, k, verb == "remove", channel, norm, reason, e.clockNow().UTC())
 	if err != nil {
 		return err
 	}
