@@ -134,11 +134,12 @@ func cmdResolve(ctx context.Context, e *env, a *resolveArgs, pos []string) error
 	}
 	defer db.Close()
 	enc := json.NewEncoder(e.stdout)
+	change := func(key string, from ledger.State) error {
+		return enc.Encode(map[string]any{"notice_key": key, "from": from, "to": d.To, "by": d.By, "reason": d.Reason, "at": d.At})
+	}
 	if a.runID != "" {
 		// Each change is printed as it is committed, then the count.
-		n, err := ledger.ResolveRun(ctx, db, a.runID, d, func(key string, from ledger.State) error {
-			return enc.Encode(map[string]any{"notice_key": key, "from": from, "to": d.To, "by": d.By, "reason": d.Reason, "at": d.At})
-		})
+		n, err := ledger.ResolveRun(ctx, db, a.runID, d, change)
 		if errors.Is(err, ledger.ErrNoClaims) {
 			return fmt.Errorf("resolve: run %q has no claims without an outcome", a.runID)
 		}
@@ -157,7 +158,7 @@ func cmdResolve(ctx context.Context, e *env, a *resolveArgs, pos []string) error
 	if err != nil {
 		return err
 	}
-	return enc.Encode(map[string]any{"notice_key": pos[0], "from": from, "to": d.To, "by": who, "reason": a.reason, "at": d.At})
+	return change(pos[0], from)
 }
 
 var reconcileCommand = command{use: "reconcile", short: "settle quarantined claims from provider events (--events FILE|-), an SQS queue (--sqs URL) or the provider's API (--ask P)",

@@ -2,6 +2,7 @@ package status_test
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -37,5 +38,33 @@ func TestLookupPrintsEvidenceOnATerminal(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in\n%s", want, out)
 		}
+	}
+}
+
+// The quarantine listing: the oldest first, at most the limit, and the
+// whole count only when the list is cut; a claim that is not older than
+// the cut-off, or has an outcome, is not in it.
+func TestQuarantineListIsCutAtTheLimit(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	claim(t, db, "r1", "email", t0, ledger.Claimed, 3)
+	claim(t, db, "r1", "email", t0.Add(time.Minute), ledger.Claimed, 1, 2)
+	claim(t, db, "r1", "email", t0, ledger.Sent, 4)
+	claim(t, db, "r2", "email", t0.Add(time.Hour), ledger.Claimed, 5)
+	before := t0.Add(30 * time.Minute)
+	for _, c := range []struct{ limit, rows, total int }{{1, 1, 3}, {2, 2, 3}, {3, 3, 3}, {10, 3, 3}} {
+		rows, total, err := status.QuarantineList(ctx, db, before, c.limit)
+		if err != nil || len(rows) != c.rows || total != c.total {
+			t.Fatalf("limit %d: %d rows of %d, %v; want %d of %d", c.limit, len(rows), total, err, c.rows, c.total)
+		}
+		if rows[0].SubscriptionID != "sub_3" {
+			t.Fatalf("limit %d: the oldest is %s, want sub_3", c.limit, rows[0].SubscriptionID)
+		}
+	}
+	var b strings.Builder
+	rows, _, _ := status.QuarantineList(ctx, db, before, 10)
+	if err := status.Rows(rows, "").Print(&b, "table"); err != nil || strings.Count(b.String(), "\n") != 4 || !strings.Contains(b.String(), "sub_1") {
+		t.Fatalf("table: %v\n%s", err, b.String())
 	}
 }
