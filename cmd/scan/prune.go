@@ -56,13 +56,12 @@ func cmdPrune(ctx context.Context, e *env, fs *pflag.FlagSet, a *pruneArgs) erro
 	if a.older.Given() {
 		horizon = a.older.Ago(now)
 	}
-	if min := pol.MinRetention(); horizon < min {
+	if err := pol.CheckRetention(horizon); err != nil {
 		field := "--older-than"
 		if !a.older.Given() {
 			field = "retention"
 		}
-		return usagef(field, "%s is shorter than the longest notice window's lead (%s) plus a safety margin of %s: periods that young may still be claimed, and a pass would send their notices again; use at least %s",
-			policy.FormatDuration(horizon), policy.FormatDuration(pol.LongestLead()), policy.FormatDuration(policy.PruneMargin), policy.FormatDuration(min))
+		return usagef(field, "%v", err)
 	}
 	before := now.Add(-horizon)
 	db, err := openDB(ctx, e)
