@@ -3,6 +3,7 @@ package status_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -66,5 +67,18 @@ func TestQuarantineListIsCutAtTheLimit(t *testing.T) {
 	rows, _, _ := status.QuarantineList(ctx, db, before, 10)
 	if err := status.Rows(rows, "").Print(&b, "table"); err != nil || strings.Count(b.String(), "\n") != 4 || !strings.Contains(b.String(), "sub_1") {
 		t.Fatalf("table: %v\n%s", err, b.String())
+	}
+}
+
+// Err is nil when all is well, else ErrNeedsPerson with every problem in
+// one line (scan status's exit 1 and its message).
+func TestErrNamesEveryProblem(t *testing.T) {
+	t.Parallel()
+	if err := (status.Status{Problems: []string{}}).Err(); err != nil {
+		t.Fatalf("all is well: %v", err)
+	}
+	err := status.Status{Problems: []string{"quarantine: 2 claims", "recovery needed"}}.Err()
+	if !errors.Is(err, status.ErrNeedsPerson) || !strings.Contains(err.Error(), "quarantine: 2 claims; recovery needed") {
+		t.Fatalf("two problems: %v", err)
 	}
 }
