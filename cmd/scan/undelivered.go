@@ -5,7 +5,7 @@ import (
 
 	"scan/internal/cli"
 	"scan/internal/ledger"
-	"scan/internal/metrics"
+	"scan/internal/observe"
 	"scan/internal/status"
 
 	"github.com/spf13/pflag"
@@ -45,14 +45,8 @@ func cmdUndelivered(ctx context.Context, e *env, since *cli.TimeFlag, limit int,
 	if err != nil {
 		return err
 	}
-	if gw := e.getenv("PUSHGATEWAY_URL"); gw != "" {
-		byReason := map[string]int{}
-		for _, u := range list {
-			byReason[u.Reason]++
-		}
-		if err := metrics.PushUndelivered(ctx, gw, nil, ledger.UndeliveredReasons, byReason); err != nil {
-			return err
-		}
+	if err := observe.PushUndelivered(ctx, e.getenv("PUSHGATEWAY_URL"), list); err != nil {
+		return err
 	}
 	return status.Undelivered(list).Print(e.stdout, format)
 }
