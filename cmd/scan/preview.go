@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -103,7 +104,14 @@ func previewSubscription(ctx context.Context, e *env, pol *policy.Policy, render
 	if err != nil {
 		return err
 	}
-	return preview.Of(ctx, e.stdout, e.stderr, sc, pol, f.source, f.subscription, f.kinds, now)
+	previews, err := sc.Preview(ctx, f.subscription, f.kinds)
+	if errors.Is(err, scan.ErrNoSubscription) {
+		return fmt.Errorf("preview: no subscription %q in %s", f.subscription, f.source)
+	}
+	if err != nil {
+		return err
+	}
+	return preview.Print(e.stdout, e.stderr, pol, f.subscription, previews, now)
 }
 
 // previewSamples writes a sample notice for each kind and locale asked,

@@ -1,8 +1,6 @@
 package preview
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -12,19 +10,11 @@ import (
 	"scan/internal/scan"
 )
 
-// Of is `scan preview --subscription ID`: for each kind asked (every
-// kind due at now when none is), it writes on stderr what a pass at now
-// would do with the notice (Status) and the message it would be (Write).
-// source names the relation pass reads, for the error when it holds no
-// such subscription. It reads and writes nothing else.
-func Of(ctx context.Context, stdout, stderr io.Writer, pass *scan.Pass, pol *policy.Policy, source, id string, kinds []string, now time.Time) error {
-	previews, err := pass.Preview(ctx, id, kinds)
-	if errors.Is(err, scan.ErrNoSubscription) {
-		return fmt.Errorf("preview: no subscription %q in %s", id, source)
-	}
-	if err != nil {
-		return err
-	}
+// Print is `scan preview --subscription ID`'s output: for each preview
+// of subscription id (each kind asked, or due at now), what a pass at now
+// would do with the notice (Status) on stderr and the message it would be
+// (Write); with none, a note on stderr naming the policy's kinds.
+func Print(stdout, stderr io.Writer, pol *policy.Policy, id string, previews []scan.Preview, now time.Time) error {
 	if len(previews) == 0 {
 		fmt.Fprintf(stderr, "scan: no notice is due now for subscription %q; name a kind with --kind (%s) to see what it would say\n", id, KindNames(pol))
 		return nil
