@@ -26,6 +26,7 @@ import (
 	"scan/internal/policy"
 	"scan/internal/redact"
 	"scan/internal/scan"
+	"scan/internal/senders"
 	"scan/internal/subscription"
 )
 
@@ -113,7 +114,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		args = append([]string{"version"}, args[1:]...)
 	}
 	root := newRoot(e)
-	root.SetArgs(singleDashLong(root, args))
+	root.SetArgs(cli.SingleDashLong(root, args))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -125,11 +126,14 @@ func exitCode(e *env, err error) int {
 		return exitOK
 	}
 	var ue *usageError
+	var cue *cli.UsageError
+	var sde *senders.ConfigError
 	var ce *scan.ConfigError
 	var se *subscription.ConfigError
 	var pe *policy.Error
 	switch {
-	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &se), errors.As(err, &pe):
+	case errors.As(err, &ue), errors.As(err, &cue), errors.As(err, &sde),
+		errors.As(err, &ce), errors.As(err, &se), errors.As(err, &pe):
 		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
 		return exitUsage
 	case errors.Is(err, scan.ErrMaxMint):

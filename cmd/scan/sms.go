@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -12,38 +10,6 @@ import (
 	"scan/internal/provider/twilio"
 	"scan/internal/send"
 )
-
-// newSMSSender builds the sms channel's Twilio client from TWILIO_* and
-// SCAN_TWILIO_STATUS_CALLBACK when a kind goes by sms; nil otherwise.
-// Outside production (SCAN_ENVIRONMENT) the API must be on loopback, and
-// a staging redirect (SCAN_REDIRECT_TO, an email address) turns the sms
-// channel off: no pass may text a real customer from staging.
-func newSMSSender(e *env, pol *policy.Policy, production bool, redirect string, at *passClock) (*twilio.Client, error) {
-	if !pol.UsesSMS() || redirect != "" {
-		return nil, nil
-	}
-	c, err := twilio.New(twilio.Config{
-		AccountSID: e.getenv("TWILIO_ACCOUNT_SID"), AuthToken: e.getenv("TWILIO_AUTH_TOKEN"),
-		From: e.getenv("TWILIO_FROM"), MessagingServiceSID: e.getenv("TWILIO_MESSAGING_SERVICE_SID"),
-		BaseURL: e.getenv("TWILIO_API_URL"), StatusCallback: e.getenv("SCAN_TWILIO_STATUS_CALLBACK"),
-		Clock: at,
-	})
-	var ce *twilio.ConfigError
-	if errors.As(err, &ce) {
-		return nil, usagef(ce.Field, "%s", ce.Msg)
-	}
-	if err != nil {
-		return nil, err
-	}
-	api := e.getenv("TWILIO_API_URL")
-	if api == "" {
-		api = twilio.DefaultBaseURL
-	}
-	if u, _ := url.Parse(api); !production && !send.IsLoopback(u.Hostname()) {
-		return nil, usagef("TWILIO_API_URL", "%s is not loopback: outside SCAN_ENVIRONMENT=production the sms channel only talks to a stand-in", u.Host)
-	}
-	return c, nil
-}
 
 // passClock is the commands' clock moved to the pass's now (--now, else
 // the clock's own): what the sms sender counts a text's ValidityPeriod
