@@ -184,9 +184,9 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 	for d := range ps.pol.Rate.Domains {
 		domains = append(domains, d)
 	}
-	rec := newPassRecord(e, db, ps, runID, passLog)
 	obs = observe.New(observe.Config{Log: passLog, RunID: runID, Domains: domains, Shard: ps.shard, Shards: ps.shards,
-		PushURL: e.getenv("PUSHGATEWAY_URL"), Stderr: e.stderr, Clock: e.clockNow, OnStart: rec.start, OnEnd: rec.end})
+		PushURL: e.getenv("PUSHGATEWAY_URL"), Stderr: e.stderr, Clock: e.clockNow,
+		DB: db, Describe: func(err error) string { return oneLine(e.redact(err.Error())) }})
 	// --max-mint keeps its meaning: 0 refuses any mint, below 0 (the
 	// default -1) is no limit, which is a nil Config.MaxMint.
 	var maxMint *int
