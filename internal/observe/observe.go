@@ -36,7 +36,7 @@ type Observer struct {
 	clock    func() time.Time
 	start    time.Time
 	stderr   io.Writer
-	terminal bool // stderr is a terminal: a bar, not log lines
+	terminal bool   // stderr is a terminal: a bar, not log lines
 	record   Config // RunID, Shard, Shards, DB, Describe: for notice_pass
 }
 
