@@ -18,6 +18,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"scan/internal/cli"
+	"scan/internal/clock"
+	"scan/internal/failpoint"
 	"scan/internal/ledger"
 	"scan/internal/message"
 	"scan/internal/notice"
@@ -177,7 +179,7 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	ps.smsClock.startAt(now)
+	ps.smsClock.StartAt(now)
 	runID := newRunID(now)
 	passLog := ps.log.With().Int("shard", ps.shard).Logger()
 	domains := make([]string, 0, len(ps.pol.Rate.Domains))
@@ -201,7 +203,7 @@ func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *run
 	sc, err = scan.New(db, sender, ps.renderer, passLog, scan.Config{
 		Policy: ps.pol, Secret: ps.secret, PreviousSecrets: ps.previous, Source: src, RunID: runID, Now: now,
 		MaxMint: maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
-		MaxDuration: ps.maxDuration, Hooks: obs.Hooks(failpointHooks()), Schedule: ps.schedule,
+		MaxDuration: ps.maxDuration, Hooks: obs.Hooks(failpoint.Hooks()), Schedule: ps.schedule,
 		SMS: smsSender(ps.sms), SenderName: ps.senderNames[0],
 	})
 	if err != nil {
@@ -241,7 +243,7 @@ type preparedPass struct {
 	production    bool   // SCAN_ENVIRONMENT=production
 	log           zerolog.Logger
 	sms           *twilio.Client // with a kind of channel sms (issue 30)
-	smsClock      *passClock     // sms's, at each pass's now (newPass)
+	smsClock      *clock.Shifted // sms's, at each pass's now (newPass)
 }
 
 // preparePass is the prologue of `scan run` and `scan schedule`: it
@@ -280,7 +282,7 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 	if p.renderer, err = newRenderer(pol); err != nil {
 		return nil, err
 	}
-	p.smsClock = newPassClock(e)
+	p.smsClock = clock.NewShifted(e.clock)
 	if !pol.UsesSMS() {
 		return p, nil
 	}
@@ -349,13 +351,16 @@ func newRenderer(pol *policy.Policy) (*message.Renderer, error) {
 	if err != nil {
 		return nil, usagef("provider", "%v", err)
 	}
+	// The default locale and time zone render a row without a usable
+	// locale or time_zone; the policy checked both, the zone is loaded
+	// from the embedded IANA database.
 	rc := message.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL,
-		Correlation: correlation}
+		Correlation: correlation, DefaultLocale: pol.DefaultLocale, PreferencesURL: pol.PreferencesURL}
+	if rc.DefaultTimeZone, err = policy.LoadZone(pol.DefaultTimeZone); err != nil {
+		return nil, usagef("default_time_zone", "%v", err)
+	}
 	if pol.TemplatesDir != "" {
 		rc.Templates = os.DirFS(pol.TemplatesDir)
-	}
-	if err := withContent(&rc, pol); err != nil {
-		return nil, err
 	}
 	r, err := message.NewRenderer(rc)
 	if err != nil {
