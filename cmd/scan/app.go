@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -131,25 +129,21 @@ func exitCode(e *env, err error) int {
 	var ce *scan.ConfigError
 	var se *subscription.ConfigError
 	var pe *policy.Error
+	code, msg := exitAborted, oneLine(e.redact(err.Error()))
 	switch {
 	case errors.As(err, &ue), errors.As(err, &cue), errors.As(err, &sde),
 		errors.As(err, &ce), errors.As(err, &se), errors.As(err, &pe):
-		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
-		return exitUsage
+		code = exitUsage
 	case errors.Is(err, scan.ErrMaxMint):
-		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
-		return exitRefused
+		code = exitRefused
 	case errors.Is(err, ledger.ErrRestored):
-		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
-		return exitRestored
+		code = exitRestored
 	case isSplitStatement(err):
-		fmt.Fprintf(e.stderr, "scan: %s: a connection pooler in transaction mode (PgBouncer) ran a statement's parts on two server connections; "+
-			"set binary_parameters=yes in DATABASE_URL (scan does unless the URL sets it)\n", oneLine(e.redact(err.Error())))
-		return exitAborted
-	default:
-		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
-		return exitAborted
+		msg += ": a connection pooler in transaction mode (PgBouncer) ran a statement's parts on two server connections; " +
+			"set binary_parameters=yes in DATABASE_URL (scan does unless the URL sets it)"
 	}
+	fmt.Fprintf(e.stderr, "scan: %s\n", msg)
+	return code
 }
 
 // isSplitStatement says whether err is what lib/pq gets behind PgBouncer
@@ -338,12 +332,6 @@ func previousSecrets(e *env, current []byte) ([][]byte, error) {
 		out = append(out, []byte(s))
 	}
 	return out, nil
-}
-
-func newRunID(now time.Time) string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
 // checkPushURL validates PUSHGATEWAY_URL (empty: no push) so that a typo

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -19,14 +18,13 @@ import (
 
 	"scan/internal/cli"
 	"scan/internal/clock"
-	"scan/internal/failpoint"
+	"scan/internal/job"
 	"scan/internal/ledger"
 	"scan/internal/message"
 	"scan/internal/notice"
 	"scan/internal/observe"
 	"scan/internal/policy"
 	"scan/internal/provider/registry"
-	"scan/internal/provider/twilio"
 	"scan/internal/scan"
 	"scan/internal/senders"
 	"scan/internal/subscription"
@@ -169,81 +167,31 @@ func cmdRun(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags) error {
 	return err
 }
 
-// newPass builds one pass at now, with its sender and its observer: the
-// one place where `scan run` and `scan schedule` turn flags and
-// environment into a scan.Config. The pass's hooks are the observer's,
-// after the fail points of a crash-test build. closeSender must be called
-// once the pass is over.
-func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *runFlags, now time.Time) (sc *scan.Pass, obs *observe.Observer, closeSender func() error, err error) {
-	sender, err := ps.senders.New()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	ps.smsClock.StartAt(now)
-	runID := newRunID(now)
-	passLog := ps.log.With().Int("shard", ps.shard).Logger()
-	domains := make([]string, 0, len(ps.pol.Rate.Domains))
-	for d := range ps.pol.Rate.Domains {
-		domains = append(domains, d)
-	}
-	obs = observe.New(observe.Config{Log: passLog, RunID: runID, Domains: domains, Shard: ps.shard, Shards: ps.shards,
-		PushURL: e.getenv("PUSHGATEWAY_URL"), Stderr: e.stderr, Clock: e.clockNow,
-		DB: db, Describe: func(err error) string { return oneLine(e.redact(err.Error())) }})
-	// --max-mint keeps its meaning: 0 refuses any mint, below 0 (the
-	// default -1) is no limit, which is a nil Config.MaxMint.
-	var maxMint *int
-	if n, ok := f.maxMint.Value(); ok && n >= 0 {
-		maxMint = &n
-	}
-	src, err := openSource(ctx, db, ps.pol, f.source, ps.shard, ps.shards)
-	if err != nil {
-		sender.Close()
-		return nil, nil, nil, err
-	}
-	sc, err = scan.New(db, sender, ps.renderer, passLog, scan.Config{
-		Policy: ps.pol, Secret: ps.secret, PreviousSecrets: ps.previous, Source: src, RunID: runID, Now: now,
-		MaxMint: maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
-		MaxDuration: ps.maxDuration, Hooks: obs.Hooks(failpoint.Hooks()), Schedule: ps.schedule,
-		SMS: smsSender(ps.sms), SenderName: ps.senderNames[0],
-	})
-	if err != nil {
-		sender.Close()
-		return nil, nil, nil, err
-	}
-	return sc, obs, sender.Close, nil
+// newPass builds one pass at now (job.Config.Pass) with what
+// preparePass read and the cron of scan schedule; closeSender must be
+// called once the pass is over.
+func (ps *preparedPass) newPass(ctx context.Context, _ *env, db *sqlx.DB, _ *runFlags, now time.Time) (*scan.Pass, *observe.Observer, func() error, error) {
+	c := ps.job
+	c.Schedule = ps.schedule
+	return c.Pass(ctx, db, now)
 }
 
-// openSource is a pass's start-up I/O, before scan.New validates
-// without any: the ledger must be migrated (ledger.Probe), and the source
-// relation is probed once for its columns and the policy's anchors
-// (subscription.Open). Each pass opens its own, so that a scheduler's
-// next pass sees the relation as it is then.
-func openSource(ctx context.Context, db *sqlx.DB, pol *policy.Policy, relation string, shard, shards int) (*subscription.Source, error) {
-	if err := ledger.Probe(ctx, db); err != nil {
-		if errors.Is(err, ledger.ErrNotMigrated) {
-			return nil, &scan.ConfigError{Field: "database", Msg: err.Error()}
-		}
-		return nil, err
-	}
-	return subscription.Open(ctx, db, relation, subscription.Shard{I: shard, N: shards}, scan.Anchors(pol))
-}
+// What the other commands share with the passes.
+var (
+	newRunID          = job.NewRunID
+	openSource        = job.OpenSource
+	warnAsyncStandbys = job.WarnAsyncStandbys
+)
 
-// preparedPass holds the parts of a pass built from flags and environment.
+// preparedPass holds the parts of a pass built from flags and
+// environment: job, and what scan schedule reads (the policy, the
+// logger) or sets (the cron).
 type preparedPass struct {
-	pol           *policy.Policy
-	secret        []byte
-	previous      [][]byte // NOTICE_KEY_SECRET_PREVIOUS
-	renderer      *message.Renderer
-	shard, shards int
-	redirect      string
-	senderNames   []string     // SCAN_SENDER's, in order: one, or a failover list
-	senders       *senders.Set // their settings
-	maxDuration   time.Duration
-	schedule      string // the cron passes run on, when not the policy's (scan schedule --cron)
-	production    bool   // SCAN_ENVIRONMENT=production
-	log           zerolog.Logger
-	sms           *twilio.Client // with a kind of channel sms (issue 30)
-	smsClock      *clock.Shifted // sms's, at each pass's now (newPass)
+	job        job.Config
+	pol        *policy.Policy
+	schedule   string // the cron passes run on, when not the policy's (scan schedule --cron)
+	production bool   // SCAN_ENVIRONMENT=production
+	log        zerolog.Logger
 }
 
 // preparePass is the prologue of `scan run` and `scan schedule`: it
@@ -259,7 +207,8 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 	if err != nil {
 		return nil, err
 	}
-	p := &preparedPass{pol: pol, log: log}
+	p := &preparedPass{pol: pol, log: log, job: job.Config{Policy: pol, Log: log, PushURL: e.getenv("PUSHGATEWAY_URL"),
+		Stderr: e.stderr, Clock: e.clockNow, Describe: func(err error) string { return oneLine(e.redact(err.Error())) }}}
 	if l := debug.SetMemoryLimit(-1); l < math.MaxInt64 {
 		log.Debug().Int64("go_memory_limit_mib", l>>20).Msg("the Go runtime's soft memory limit (GOMEMLIMIT, else the container's limit less the binary's pages)")
 	}
@@ -269,7 +218,7 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 	if err := p.prepareSender(e, fs, f); err != nil {
 		return nil, err
 	}
-	for _, name := range p.senderNames { // every sender of a list may take a notice
+	for _, name := range p.job.Senders.Names() { // every sender of a list may take a notice
 		if err := pol.CheckConfirmSender(name); err != nil {
 			return nil, err
 		}
@@ -279,14 +228,14 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 			return nil, err
 		}
 	}
-	if p.renderer, err = newRenderer(pol); err != nil {
+	if p.job.Renderer, err = newRenderer(pol); err != nil {
 		return nil, err
 	}
-	p.smsClock = clock.NewShifted(e.clock)
+	p.job.SMSClock = clock.NewShifted(e.clock)
 	if !pol.UsesSMS() {
 		return p, nil
 	}
-	if p.sms, err = senders.SMS(p.senderConfig(e), p.smsClock); err != nil {
+	if p.job.SMS, err = senders.SMS(p.senderConfig(nil, e), p.job.SMSClock); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -296,25 +245,32 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 // the shard, the batch size, the time budget, the source and the
 // Pushgateway.
 func (p *preparedPass) passSettings(e *env, fs *pflag.FlagSet, f *runFlags) error {
+	j := &p.job
 	var err error
-	if p.secret, err = secret(e); err != nil {
+	if j.Secret, err = secret(e); err != nil {
 		return err
 	}
-	if p.previous, err = previousSecrets(e, p.secret); err != nil {
+	if j.PreviousSecrets, err = previousSecrets(e, j.Secret); err != nil {
 		return err
 	}
-	if p.shard, p.shards, err = f.shardOf(e); err != nil {
+	if j.Shard, j.Shards, err = f.shardOf(e); err != nil {
 		return err
 	}
+	j.BatchSize, j.Relation = f.batch, f.source
 	if f.batch < 1 || f.batch > 10000 {
 		return usagef("--batch-size", "must be between 1 and 10000, got %d", f.batch)
+	}
+	// --max-mint keeps its meaning: 0 refuses any mint, below 0 (the
+	// default -1) is no limit, which is a nil MaxMint.
+	if n, ok := f.maxMint.Value(); ok && n >= 0 {
+		j.MaxMint = &n
 	}
 	if raw := flagOrEnv(fs, "max-duration", f.maxDuration, e, "SCAN_MAX_DURATION"); raw != "" {
 		d, err := policy.ParseDuration(raw)
 		if err != nil || d <= 0 {
 			return usagef(fieldOf(fs, "max-duration", "SCAN_MAX_DURATION"), "%q is not a positive duration such as 50m or 1h30m", raw)
 		}
-		p.maxDuration = d
+		j.MaxDuration = d
 	}
 	if _, err := subscription.QuoteRelation(f.source); err != nil {
 		return usagef("--source", "%v", err)
@@ -326,21 +282,20 @@ func (p *preparedPass) passSettings(e *env, fs *pflag.FlagSet, f *runFlags) erro
 // an ordered list of them for failover (senders.List), and what each
 // needs (senders.Prepare).
 func (p *preparedPass) prepareSender(e *env, fs *pflag.FlagSet, f *runFlags) error {
-	p.redirect = flagOrEnv(fs, "redirect-to", f.redirect, e, "SCAN_REDIRECT_TO")
+	p.job.Redirect = flagOrEnv(fs, "redirect-to", f.redirect, e, "SCAN_REDIRECT_TO")
 	raw := flagOrEnv(fs, "sender", f.sender, e, "SCAN_SENDER")
 	p.production = e.getenv("SCAN_ENVIRONMENT") == "production"
 	names, err := senders.List(raw, p.pol.Provider)
 	if err != nil {
 		return usagef(fieldOf(fs, "sender", "SCAN_SENDER"), "%v", err)
 	}
-	p.senderNames = names
-	p.senders, err = senders.Prepare(p.senderConfig(e))
+	p.job.Senders, err = senders.Prepare(p.senderConfig(names, e))
 	return err
 }
 
 // senderConfig is what the senders' settings are read with.
-func (p *preparedPass) senderConfig(e *env) senders.Config {
-	return senders.Config{Names: p.senderNames, Getenv: e.getenv, Production: p.production, Redirect: p.redirect,
+func (p *preparedPass) senderConfig(names []string, e *env) senders.Config {
+	return senders.Config{Names: names, Getenv: e.getenv, Production: p.production, Redirect: p.job.Redirect,
 		Pool: p.pol.Concurrency, ConfigurationSet: p.pol.SES.ConfigurationSet}
 }
 

@@ -3,17 +3,7 @@ package main
 import (
 	"scan/internal/message"
 	"scan/internal/policy"
-	"scan/internal/provider/twilio"
-	"scan/internal/send"
 )
-
-// smsSender is c as the pass's sender, nil (no sms stage) for none.
-func smsSender(c *twilio.Client) send.Sender {
-	if c == nil {
-		return nil
-	}
-	return c
-}
 
 // checkSMSTemplates renders a sample sms of every kind with the sms
 // channel in English, German and the default locale, and refuses (exit 2)

@@ -126,6 +126,9 @@ func Prepare(cfg Config) (*Set, error) {
 	return s, nil
 }
 
+// Names returns the senders' names, in failover order.
+func (s *Set) Names() []string { return s.cfg.Names }
+
 // endpoint reads the URL of the sender's endpoint from variable: required
 // (what says what it takes), with one of schemes and a host, and one the
 // pass may reach (checkRemote).
