@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -20,11 +19,9 @@ import (
 	"scan/internal/clock"
 	"scan/internal/job"
 	"scan/internal/ledger"
-	"scan/internal/message"
 	"scan/internal/notice"
 	"scan/internal/observe"
 	"scan/internal/policy"
-	"scan/internal/provider/registry"
 	"scan/internal/scan"
 	"scan/internal/senders"
 	"scan/internal/subscription"
@@ -181,6 +178,7 @@ var (
 	newRunID          = job.NewRunID
 	openSource        = job.OpenSource
 	warnAsyncStandbys = job.WarnAsyncStandbys
+	newRenderer       = job.Renderer
 )
 
 // preparedPass holds the parts of a pass built from flags and
@@ -297,34 +295,6 @@ func (p *preparedPass) prepareSender(e *env, fs *pflag.FlagSet, f *runFlags) err
 func (p *preparedPass) senderConfig(names []string, e *env) senders.Config {
 	return senders.Config{Names: names, Getenv: e.getenv, Production: p.production, Redirect: p.job.Redirect,
 		Pool: p.pol.Concurrency, ConfigurationSet: p.pol.SES.ConfigurationSet}
-}
-
-// newRenderer builds the message renderer from the policy: one place, so
-// that `scan preview` renders exactly what `scan run` sends.
-func newRenderer(pol *policy.Policy) (*message.Renderer, error) {
-	correlation, err := registry.Correlation(pol.Provider, pol.SES.ConfigurationSet)
-	if err != nil {
-		return nil, usagef("provider", "%v", err)
-	}
-	// The default locale and time zone render a row without a usable
-	// locale or time_zone; the policy checked both, the zone is loaded
-	// from the embedded IANA database.
-	rc := message.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL,
-		Correlation: correlation, DefaultLocale: pol.DefaultLocale, PreferencesURL: pol.PreferencesURL}
-	if rc.DefaultTimeZone, err = policy.LoadZone(pol.DefaultTimeZone); err != nil {
-		return nil, usagef("default_time_zone", "%v", err)
-	}
-	if pol.TemplatesDir != "" {
-		rc.Templates = os.DirFS(pol.TemplatesDir)
-	}
-	r, err := message.NewRenderer(rc)
-	if err != nil {
-		return nil, usagef("config", "%v", err)
-	}
-	if err := checkSMSTemplates(r, pol); err != nil {
-		return nil, err
-	}
-	return r, nil
 }
 
 var keyCommand = command{use: "key", short: "print a notice key (--subscription ID --period-start DATE --kind KIND [--revision N] [--channel sms])",

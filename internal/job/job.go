@@ -3,8 +3,9 @@
 // a fresh run ID, the email sender, the source relation (probed anew, so
 // that a scheduler's next pass sees it as it is then), the observer that
 // records the pass for `scan status` and pushes its metrics, and the
-// scan.Pass over them. It also gives the advice a job logs when it starts
-// (WarnAsyncStandbys).
+// scan.Pass over them. Renderer builds what every pass (and `scan
+// preview`) renders with; WarnAsyncStandbys is the advice a job logs when
+// it starts.
 package job
 
 import (
