@@ -37,18 +37,9 @@ const (
 	exitRestored = 4
 )
 
-// usageError is a bad flag, argument, environment variable or config:
-// exit 2, nothing written. Field names what to fix.
-type usageError struct {
-	field string
-	msg   string
-}
-
-func (e *usageError) Error() string { return e.field + ": " + e.msg }
-
-func usagef(field, format string, a ...any) error {
-	return &usageError{field: field, msg: fmt.Sprintf(format, a...)}
-}
+// usagef is a bad flag, argument, environment variable or config
+// (a *cli.UsageError): exit 2, nothing written. Field names what to fix.
+func usagef(field, format string, a ...any) error { return cli.Usagef(field, format, a...) }
 
 // env is the process environment as the commands see it.
 type env struct {
@@ -123,15 +114,14 @@ func exitCode(e *env, err error) int {
 	if err == nil {
 		return exitOK
 	}
-	var ue *usageError
-	var cue *cli.UsageError
+	var ue *cli.UsageError
 	var sde *senders.ConfigError
 	var ce *scan.ConfigError
 	var se *subscription.ConfigError
 	var pe *policy.Error
 	code, msg := exitAborted, oneLine(e.redact(err.Error()))
 	switch {
-	case errors.As(err, &ue), errors.As(err, &cue), errors.As(err, &sde),
+	case errors.As(err, &ue), errors.As(err, &sde),
 		errors.As(err, &ce), errors.As(err, &se), errors.As(err, &pe):
 		code = exitUsage
 	case errors.Is(err, scan.ErrMaxMint):

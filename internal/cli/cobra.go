@@ -10,9 +10,10 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// UsageError is a command line the program cannot take: an unknown
-// command, subcommand or flag, a flag's bad value, too many arguments.
-// Field names what to fix. The command maps it to its usage exit code.
+// UsageError is what an operator must fix before the program does
+// anything: an unknown command, subcommand or flag, a bad value of a flag
+// or of a setting, too many arguments. Field names what to fix (a flag,
+// a variable, an argument). The command maps it to its usage exit code.
 type UsageError struct {
 	Field string
 	Msg   string
@@ -20,7 +21,8 @@ type UsageError struct {
 
 func (e *UsageError) Error() string { return e.Field + ": " + e.Msg }
 
-func usagef(field, format string, a ...any) error {
+// Usagef returns a *UsageError about field.
+func Usagef(field, format string, a ...any) error {
 	return &UsageError{Field: field, Msg: fmt.Sprintf(format, a...)}
 }
 
@@ -59,7 +61,7 @@ func EnvHelp(short, long string, vars []string, table map[string]string) string 
 func MaxArgs(n int, redact Redact) cobra.PositionalArgs {
 	return func(cc *cobra.Command, args []string) error {
 		if len(args) > n {
-			return usagef("arguments", "%s takes %s, got %q (see '%s %s --help')", cc.Name(), argCount(n), redact(args[n]), cc.Root().Name(), path(cc))
+			return Usagef("arguments", "%s takes %s, got %q (see '%s %s --help')", cc.Name(), argCount(n), redact(args[n]), cc.Root().Name(), path(cc))
 		}
 		return nil
 	}
@@ -81,12 +83,12 @@ func argCount(n int) string {
 func Group(cc *cobra.Command, names []string, redact Redact) {
 	cc.Args = func(cc *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return usagef(cc.Name(), "unknown subcommand %q%s ('%s %s --help' lists them)", redact(args[0]), DidYouMean(cc.SuggestionsFor(args[0])), cc.Root().Name(), cc.Name())
+			return Usagef(cc.Name(), "unknown subcommand %q%s ('%s %s --help' lists them)", redact(args[0]), DidYouMean(cc.SuggestionsFor(args[0])), cc.Root().Name(), cc.Name())
 		}
 		return nil
 	}
 	cc.RunE = func(cc *cobra.Command, _ []string) error {
-		return usagef(cc.Name(), "give a subcommand: %s ('%s %s --help' says more)", OrList(names), cc.Root().Name(), cc.Name())
+		return Usagef(cc.Name(), "give a subcommand: %s ('%s %s --help' says more)", OrList(names), cc.Root().Name(), cc.Name())
 	}
 }
 
@@ -99,12 +101,12 @@ func Root(root *cobra.Command, redact Redact) {
 	name := root.Name()
 	root.Args = func(cc *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return usagef("command", "unknown command %q%s ('%s --help' lists them)", redact(args[0]), DidYouMean(cc.SuggestionsFor(args[0])), name)
+			return Usagef("command", "unknown command %q%s ('%s --help' lists them)", redact(args[0]), DidYouMean(cc.SuggestionsFor(args[0])), name)
 		}
 		return nil
 	}
 	root.RunE = func(*cobra.Command, []string) error {
-		return usagef("command", "missing: '%s --help' lists the commands", name)
+		return Usagef("command", "missing: '%s --help' lists the commands", name)
 	}
 	root.SetFlagErrorFunc(FlagError)
 	root.SetHelpCommand(HelpCommand(root, redact))
@@ -114,12 +116,12 @@ func Root(root *cobra.Command, redact Redact) {
 	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
 		c.Args = func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("completion", "unknown shell %q: use bash, zsh, fish or powershell", redact(args[0]))
+				return Usagef("completion", "unknown shell %q: use bash, zsh, fish or powershell", redact(args[0]))
 			}
 			return nil
 		}
 		c.RunE = func(*cobra.Command, []string) error {
-			return usagef("completion", "give the shell: %s completion bash|zsh|fish|powershell", name)
+			return Usagef("completion", "give the shell: %s completion bash|zsh|fish|powershell", name)
 		}
 	}
 }
@@ -137,7 +139,7 @@ func HelpCommand(root *cobra.Command, redact Redact) *cobra.Command {
 				if len(rest) > 0 {
 					unknown = rest[0]
 				}
-				return usagef("help", "unknown command %q%s ('%s --help' lists them)", redact(unknown), DidYouMean(c.SuggestionsFor(unknown)), root.Name())
+				return Usagef("help", "unknown command %q%s ('%s --help' lists them)", redact(unknown), DidYouMean(c.SuggestionsFor(unknown)), root.Name())
 			}
 			c.InitDefaultHelpFlag()
 			return c.Help()
@@ -162,14 +164,14 @@ func FlagError(cc *cobra.Command, err error) error {
 	see := fmt.Sprintf(" (see '%s %s --help')", cc.Root().Name(), path(cc))
 	var bad *pflag.InvalidValueError
 	if errors.As(err, &bad) {
-		return usagef("--"+bad.GetFlag().Name, "%v%s", errors.Unwrap(bad), see)
+		return Usagef("--"+bad.GetFlag().Name, "%v%s", errors.Unwrap(bad), see)
 	}
 	var unknown *pflag.NotExistError
 	hint := ""
 	if errors.As(err, &unknown) && len(unknown.GetSpecifiedName()) > 1 {
 		hint = DidYouMean(SimilarFlags(cc.Flags(), unknown.GetSpecifiedName()))
 	}
-	return usagef("flags", "%v%s%s", err, hint, see)
+	return Usagef("flags", "%v%s%s", err, hint, see)
 }
 
 // SingleDashLong rewrites -name to --name where name is a long flag of
