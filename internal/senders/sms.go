@@ -18,12 +18,9 @@ func SMS(cfg Config, clk clock.Clock) (*twilio.Client, error) {
 	if cfg.Redirect != "" {
 		return nil, nil
 	}
-	c, err := twilio.New(twilio.Config{
-		AccountSID: cfg.Getenv("TWILIO_ACCOUNT_SID"), AuthToken: cfg.Getenv("TWILIO_AUTH_TOKEN"),
-		From: cfg.Getenv("TWILIO_FROM"), MessagingServiceSID: cfg.Getenv("TWILIO_MESSAGING_SERVICE_SID"),
-		BaseURL: cfg.Getenv("TWILIO_API_URL"), StatusCallback: cfg.Getenv("SCAN_TWILIO_STATUS_CALLBACK"),
-		Clock: clk,
-	})
+	tc := twilio.AccountConfig(cfg.Getenv)
+	tc.StatusCallback, tc.Clock = cfg.Getenv("SCAN_TWILIO_STATUS_CALLBACK"), clk
+	c, err := twilio.New(tc)
 	var ce *twilio.ConfigError
 	if errors.As(err, &ce) {
 		return nil, configf(ce.Field, "%s", ce.Msg)
