@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
 	"math"
 	"runtime/debug"
 	"strconv"
@@ -19,7 +18,6 @@ import (
 	"scan/internal/clock"
 	"scan/internal/job"
 	"scan/internal/ledger"
-	"scan/internal/notice"
 	"scan/internal/observe"
 	"scan/internal/policy"
 	"scan/internal/scan"
@@ -295,54 +293,4 @@ func (p *preparedPass) prepareSender(e *env, fs *pflag.FlagSet, f *runFlags) err
 func (p *preparedPass) senderConfig(names []string, e *env) senders.Config {
 	return senders.Config{Names: names, Getenv: e.getenv, Production: p.production, Redirect: p.job.Redirect,
 		Pool: p.pol.Concurrency, ConfigurationSet: p.pol.SES.ConfigurationSet}
-}
-
-var keyCommand = command{use: "key", short: "print a notice key (--subscription ID --period-start DATE --kind KIND [--revision N] [--channel sms])",
-	env: []string{"NOTICE_KEY_SECRET"}, flags: keyFlags}
-
-// keyFlags declares scan key's flags.
-func keyFlags(fs *pflag.FlagSet) runFunc {
-	var k keyArgs
-	fs.StringVar(&k.sub, "subscription", "", "subscription id")
-	fs.StringVar(&k.period, "period-start", "", "billing period start, YYYY-MM-DD")
-	fs.StringVar(&k.kind, "kind", "", "notice kind")
-	fs.IntVar(&k.rev, "revision", 0, "notice revision")
-	fs.StringVar(&k.channel, "channel", notice.ChannelEmail, "email or sms (an sms notice's key material ends in |sms)")
-	return func(_ context.Context, e *env, _ []string) error { return cmdKey(e, &k) }
-}
-
-// keyArgs are scan key's flags.
-type keyArgs struct {
-	sub, period, kind, channel string
-	rev                        int
-}
-
-func cmdKey(e *env, a *keyArgs) error {
-	sub, period, kind, rev := &a.sub, &a.period, &a.kind, &a.rev
-	if !notice.ValidChannel(a.channel) {
-		return usagef("--channel", "%q is not email or sms", a.channel)
-	}
-	sec, err := secret(e)
-	if err != nil {
-		return err
-	}
-	if *sub == "" {
-		return usagef("--subscription", "required")
-	}
-	ps, err := time.Parse(notice.DateLayout, *period)
-	if err != nil {
-		return usagef("--period-start", "%q is not a date YYYY-MM-DD", *period)
-	}
-	if err := notice.ValidateKind(*kind); err != nil {
-		return usagef("--kind", "%v", err)
-	}
-	if *rev < 0 {
-		return usagef("--revision", "must be 0 or more")
-	}
-	k, err := notice.NewKeyer(sec)
-	if err != nil {
-		return usagef("NOTICE_KEY_SECRET", "%v", err)
-	}
-	_, err = fmt.Fprintln(e.stdout, k.ChannelKey(notice.Tuple{SubscriptionID: *sub, PeriodStart: ps, Kind: *kind, Revision: *rev}, a.channel))
-	return err
 }
