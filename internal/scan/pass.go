@@ -266,7 +266,7 @@ func (p *Pass) checkKeys(ctx context.Context) bool {
 			}
 		}
 	}
-	rows, err := p.src.sampleKeys(ctx, p.db, p.cfg.Now, hi, keyCheckSample)
+	rows, err := p.src.SampleKeys(ctx, p.db, p.cfg.Now, hi, keyCheckSample)
 	if err == nil && len(rows) == 0 {
 		rows, err = ledger.Recent(ctx, p.db, keyCheckSample)
 	}
@@ -364,7 +364,6 @@ func (p *Pass) produce(ctx context.Context, st *stage, c *counters, ps *passStat
 	if err := p.openStreams(ctx, ps); err != nil {
 		return err
 	}
-	ps.streams = append(ps.streams, p.handedStreams()...)
 	inv := &invalidLog{seen: map[string]bool{}, log: p.log}
 	fl, pl := st.fl, st.plan
 	var deadline <-chan time.Time
@@ -423,29 +422,42 @@ func (p *Pass) produce(ctx context.Context, st *stage, c *counters, ps *passStat
 	}
 }
 
-// openStreams adds to ps the streams the producer reads: per kind, its
-// retry rows, then each window group with notices open at the start; a
-// group with none (the usual nightly re-run) is settled by its count of
-// the notices other runs handled.
+// streams are the producer's streams, each from the start: per kind of
+// the email stage its retry rows, then each window group's open notices;
+// then the email notices after sms (handedStreams).
+func (p *Pass) streams() []*stream {
+	var out []*stream
+	for _, group := range p.sels[notice.ChannelEmail] {
+		out = append(out, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
+		for _, sel := range group {
+			out = append(out, &stream{sel: sel, skipped: map[string]bool{}})
+		}
+	}
+	return append(out, p.handedStreams()...)
+}
+
+// openStreams adds to ps the streams the producer reads, less the window
+// groups with nothing open at the start (the usual nightly re-run): each
+// of those is settled by its count of the notices other runs handled.
 func (p *Pass) openStreams(ctx context.Context, ps *passState) error {
 	now := p.cfg.Now
-	for _, group := range p.sels[notice.ChannelEmail] {
-		ps.streams = append(ps.streams, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
-		for _, sel := range group {
-			from, err := p.src.openFrom(ctx, p.db, sel, now)
+	for _, st := range p.streams() {
+		if !st.retry && !st.afterSMS {
+			from, err := p.src.openFrom(ctx, p.db, st.sel, now)
 			if err != nil {
 				return err
 			}
-			due, err := p.src.countDue(ctx, p.db, sel, now, p.cfg.RunID, from)
+			due, err := p.src.countDue(ctx, p.db, st.sel, now, p.cfg.RunID, from)
 			if err != nil {
 				return err
 			}
 			if due.Open == 0 {
-				ps.handled[sel.key()] = due.Handled
+				ps.handled[st.sel.key()] = due.Handled
 				continue
 			}
-			ps.streams = append(ps.streams, &stream{sel: sel, from: from, skipped: map[string]bool{}})
+			st.from = from
 		}
+		ps.streams = append(ps.streams, st)
 	}
 	return nil
 }
@@ -480,6 +492,9 @@ type page struct {
 	// bad are the email claims with a malformed address and no other
 	// channel, to record as retry rows with reason invalid_address.
 	bad []ledger.Claim
+	// cancelled are the keys of the retry rows whose subscription is no
+	// longer active (subscription.RetryPage's), to end as cancelled.
+	cancelled []string
 }
 
 type skippedRow struct {
@@ -490,7 +505,8 @@ type skippedRow struct {
 // readPage returns st's next page after after: its valid rows as
 // candidates, invalid rows noted in inv and counted in c. A valid row
 // whose domain admit refuses (admit nil takes all) is returned in
-// skipped, without deriving its key.
+// skipped, without deriving its key. It writes nothing: the pass, the
+// count of what it deferred and the dry run read the same pages.
 func (p *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string, admit func(domain string) bool, inv *invalidLog, c *counters) (pg page, err error) {
 	now := p.cfg.Now
 	kind := st.sel.kind
@@ -498,12 +514,9 @@ func (p *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 	var read int // rows the page's query returned: fewer than a batch ends the stream
 	var last *string
 	if st.retry {
-		var rp retryPage
-		rp, err = p.src.listRetry(ctx, db, st.sel, now, deref(after), p.cfg.BatchSize)
-		rows, read, last = rp.rows, rp.n, &rp.last
-		if err == nil {
-			err = p.cancelRetries(ctx, rp.cancelled, c)
-		}
+		var rp subscription.RetryPage
+		rp, err = p.src.ListRetry(ctx, db, kind, st.sel.anchor, now, deref(after), p.cfg.BatchSize)
+		rows, read, last, pg.cancelled = rp.Rows, rp.N, &rp.Last, rp.Cancelled
 	} else {
 		rows, err = p.listStream(ctx, db, st, after)
 		read = len(rows)
@@ -576,6 +589,9 @@ func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 	}
 	pg, err := p.readPage(ctx, p.db, st, st.cursor, admit, inv, c)
 	if err != nil {
+		return err
+	}
+	if err := p.cancelRetries(ctx, pg.cancelled, c); err != nil {
 		return err
 	}
 	if err := p.recordInvalid(ctx, c, pg.bad); err != nil {
@@ -773,7 +789,7 @@ func (p *Pass) submit(ctx context.Context, st *stage, won []ledger.Won, byKey ma
 // those the quiet hours held, and, after a pass that its time budget
 // stopped, those it did not reach, by recipient domain.
 func (p *Pass) tallyDeferred(ctx context.Context, ps *passState, c *counters) error {
-	byDomain, quiet, err := p.countDeferred(ctx, ps, c)
+	byDomain, quiet, err := p.countDeferred(ctx, ps)
 	if err != nil {
 		return err
 	}
@@ -801,33 +817,41 @@ func (p *Pass) tallyDeferred(ctx context.Context, ps *passState, c *counters) er
 // countDeferred counts the valid due notices that are still neither
 // claimed nor handled elsewhere: by recipient domain those a pass that
 // its time budget stopped left to the next pass, and apart those the
-// quiet hours hold (quiet). Invalid rows it meets for the first time are
-// counted as such.
-func (p *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (byDomain map[string]int, quiet int, _ error) {
+// quiet hours hold (quiet).
+func (p *Pass) countDeferred(ctx context.Context, ps *passState) (byDomain map[string]int, quiet int, _ error) {
 	byDomain = map[string]int{}
 	inv := &invalidLog{seen: map[string]bool{}, log: zerolog.Nop()}
-	// Admitting no row, readPage returns every valid row that is not
-	// quiet in skipped, with its domain, without deriving its key: those
-	// are the rows to count.
-	admitNone := func(string) bool { return false }
 	for _, st := range ps.streams {
-		rd := &stream{sel: st.sel, retry: st.retry, from: st.from, afterSMS: st.afterSMS, fromRead: st.fromRead}
-		err := eachPage(func(after *string) (*string, bool, error) {
-			pg, err := p.readPage(ctx, p.db, rd, after, admitNone, inv, &counters{})
-			if err != nil {
-				return nil, false, err
-			}
+		err := p.walkStream(ctx, p.db, st, inv, &counters{}, func(pg page) {
 			for _, sk := range pg.skipped {
 				byDomain[sk.domain]++
 			}
 			quiet += pg.quiet
-			return pg.last, pg.end, nil
 		})
 		if err != nil {
 			return nil, 0, err
 		}
 	}
 	return byDomain, quiet, nil
+}
+
+// admitNone admits no row: readPage then returns every valid row that is
+// not quiet in skipped, with its domain, without deriving its key.
+func admitNone(string) bool { return false }
+
+// walkStream reads st's rows from the start (in a stream of its own: st
+// stays where it is) as the producer reads them, admitting none, and
+// hands fn each page: the count of what a pass defers and the dry run.
+func (p *Pass) walkStream(ctx context.Context, db sqlx.QueryerContext, st *stream, inv *invalidLog, c *counters, fn func(page)) error {
+	rd := &stream{sel: st.sel, retry: st.retry, from: st.from, afterSMS: st.afterSMS, fromRead: st.fromRead}
+	return subscription.EachPage(func(after *string) (*string, bool, error) {
+		pg, err := p.readPage(ctx, db, rd, after, admitNone, inv, c)
+		if err != nil {
+			return nil, false, err
+		}
+		fn(pg)
+		return pg.last, pg.end, nil
+	})
 }
 
 // recordMissed records as missed, on each channel a kind goes by first,
@@ -864,7 +888,7 @@ func (p *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, channel s
 			if err != nil {
 				return err
 			}
-			if err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
+			if err := subscription.EachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
 				return fn(p.missedClaims(sel, channel, rows))
 			}); err != nil {
 				return err
@@ -926,25 +950,8 @@ func (p *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 	case err != nil:
 		return out, err
 	}
-	now := p.cfg.Now
-	inv := &invalidLog{seen: map[string]bool{}, log: p.log}
-	for _, group := range p.sels[notice.ChannelEmail] {
-		for _, sel := range group {
-			list := func(after *string) ([]subscription.Row, error) {
-				return p.src.listOpen(ctx, tx, sel, now, nil, after, p.cfg.BatchSize)
-			}
-			if err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				p.dryRunPage(sel, rows, inv, &out)
-				return nil
-			}); err != nil {
-				return out, err
-			}
-			n, err := p.src.countHandled(ctx, tx, sel, now, "")
-			if err != nil {
-				return out, err
-			}
-			out.AlreadyClaimed += n
-		}
+	if err := p.dryRunStreams(ctx, tx, &out); err != nil {
+		return out, err
 	}
 	if err := p.eachClosed(ctx, tx, notice.ChannelEmail, func(claims []ledger.Claim) error {
 		out.WouldMiss += len(claims)
@@ -952,7 +959,7 @@ func (p *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 	}); err != nil {
 		return out, err
 	}
-	expiring, err := ledger.CountExpiringRetries(ctx, tx, now)
+	expiring, err := ledger.CountExpiringRetries(ctx, tx, p.cfg.Now)
 	if err != nil {
 		return out, err
 	}
@@ -960,28 +967,42 @@ func (p *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 	if err := p.sweepDryRun(ctx, tx, &out); err != nil {
 		return out, err
 	}
-	if err := p.handedDryRun(ctx, tx, &out); err != nil {
-		return out, err
-	}
 	out.Eligible = out.WouldMint + out.AlreadyClaimed + out.WouldDefer
 	return out, nil
 }
 
-// dryRunPage counts one page of a group's open rows into out: invalid,
-// deferred by the quiet hours, or to mint.
-func (p *Pass) dryRunPage(sel selection, rows []subscription.Row, inv *invalidLog, out *DryRunSummary) {
-	for _, r := range rows {
-		switch v := p.classify(p.content, r, ask{sel: sel, channel: notice.ChannelEmail}); v.is {
-		case invalid:
-			if inv.note(r.ID, sel.kind, v.reason) {
-				out.Invalid++
+// dryRunStreams counts into out what the producer's streams (streams)
+// hold now, read as the pass reads them: the open notices a pass would
+// mint (or the quiet hours defer), the email notices after sms it would
+// mail, and the invalid rows of every stream (a retry row included: one
+// waiting as invalid_address counts invalid, as in a pass); and, per
+// window group, the due notices other runs handled.
+func (p *Pass) dryRunStreams(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
+	c, inv := &counters{}, &invalidLog{seen: map[string]bool{}, log: p.log}
+	for _, st := range p.streams() {
+		err := p.walkStream(ctx, tx, st, inv, c, func(pg page) {
+			switch {
+			case st.afterSMS:
+				out.WouldEmailAfterSMS += len(pg.skipped)
+			case !st.retry:
+				out.WouldMint += len(pg.skipped)
+				out.WouldDefer += pg.quiet
 			}
-		case deferred:
-			out.WouldDefer++
-		case dueNow:
-			out.WouldMint++
+		})
+		if err != nil {
+			return err
 		}
+		if st.retry || st.afterSMS {
+			continue
+		}
+		n, err := p.src.countHandled(ctx, tx, st.sel, p.cfg.Now, "")
+		if err != nil {
+			return err
+		}
+		out.AlreadyClaimed += n
 	}
+	out.Invalid = c.Invalid
+	return nil
 }
 
 // recordInvalid records bad (email claims with a malformed address and no

@@ -96,7 +96,7 @@ func (p *Pass) previewKind(ctx context.Context, db sqlx.QueryerContext, id strin
 	}
 	pv.Opens, pv.Closes = w.Opens(*r.AnchorAt, p.content.zoneOf(r)), r.AnchorAt.Add(-time.Duration(w.CloseBefore))
 	for _, l := range ledgerRows {
-		if l.Kind == k.Kind && r.PeriodStart != nil && sameDay(l.PeriodStart, *r.PeriodStart) && l.Revision == r.Revision {
+		if l.Kind == k.Kind && r.PeriodStart != nil && subscription.SameDay(l.PeriodStart, *r.PeriodStart) && l.Revision == r.Revision {
 			pv.Ledger = l.State
 		}
 	}

@@ -3,10 +3,12 @@ package scan
 import (
 	"context"
 	"fmt"
-	"scan/internal/notice"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"scan/internal/notice"
+	"scan/internal/subscription"
 )
 
 // CountDue returns how many notices a pass started now would try to send:
@@ -35,19 +37,19 @@ func (p *Pass) CountDue(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// countRetry: how many retry rows of one kind listRetry returns over all
+// countRetry: how many retry rows of one kind ListRetry returns over all
 // its pages. Retry rows are few (failures whose window is still open), so
 // it reads them as the pass does, rather than state the same filter twice.
 func (s source) countRetry(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time) (int, error) {
 	const page = 1000
 	n := 0
-	err := eachPage(func(after string) (string, bool, error) {
-		rp, err := s.listRetry(ctx, db, sel, now, after, page)
+	err := subscription.EachPage(func(after string) (string, bool, error) {
+		rp, err := s.ListRetry(ctx, db, sel.kind, sel.anchor, now, after, page)
 		if err != nil {
 			return "", false, fmt.Errorf("count retries: %w", err)
 		}
-		n += len(rp.rows)
-		return rp.last, rp.n < page, nil
+		n += len(rp.Rows)
+		return rp.Last, rp.N < page, nil
 	})
 	return n, err
 }

@@ -39,7 +39,7 @@ func (p *Pass) Shadow(ctx context.Context) (ShadowSummary, error) {
 			list := func(after *string) ([]subscription.Row, error) {
 				return p.src.listOpen(ctx, p.db, sel, p.cfg.Now, nil, after, p.cfg.BatchSize)
 			}
-			if err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
+			if err := subscription.EachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
 				n, err := ledger.ShadowRecord(ctx, p.db, p.cfg.RunID, p.cfg.Now, p.shadowPage(sel, rows, inv, &out))
 				out.Recorded += n
 				return err

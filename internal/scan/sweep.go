@@ -141,28 +141,31 @@ func (p *Pass) sweeps(ctx context.Context, c *counters, st *stage, h *handoff) e
 	}
 }
 
-// sweep runs the fallback statement over every sms window group,
-// restricted to the subscription ids ids unless nil.
+// sweep claims and sends, page by page, the sms channel's rows
+// (eachSweptPage), restricted to the subscription ids ids unless nil.
 func (p *Pass) sweep(ctx context.Context, c *counters, st *stage, ids []string) error {
-	return p.eachSweptSelection(func(sel selection) error {
-		list := func(after *string) ([]subscription.Row, error) {
-			return p.src.listFallback(ctx, p.db, sel, p.cfg.Now, after, p.cfg.BatchSize, ids)
-		}
-		return eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error { return p.sweepPage(ctx, c, st, sel, rows) })
+	return p.eachSweptPage(ctx, p.db, ids, func(sel selection, rows []subscription.Row) error {
+		return p.sweepPage(ctx, c, st, sel, rows)
 	})
 }
 
-// eachSweptSelection calls fn with the selection of every window group whose
-// kind goes by sms (sms-first kinds, then the email kinds with an sms
-// fallback), carrying the sms stage's own copy of its due rule.
-func (p *Pass) eachSweptSelection(fn func(sel selection) error) error {
+// eachSweptPage reads the sms channel's rows (the fallback statement) of
+// every window group whose kind goes by sms (sms-first kinds, then the
+// email kinds with an sms fallback), restricted to the subscription ids
+// ids unless nil, and hands fn each page with its selection, which
+// carries the sms stage's own copy of its due rule: the pass's sweeps and
+// the dry run read the same pages.
+func (p *Pass) eachSweptPage(ctx context.Context, db sqlx.QueryerContext, ids []string, fn func(selection, []subscription.Row) error) error {
 	for _, group := range slices.Concat(p.sels[notice.ChannelSMS], p.sels[notice.ChannelEmail]) {
 		for _, sel := range group {
 			if !p.kinds[sel.kind].HasSMS() {
 				continue
 			}
 			sel.due = p.sweepc.dueOf(sel)
-			if err := fn(sel); err != nil {
+			list := func(after *string) ([]subscription.Row, error) {
+				return p.src.listFallback(ctx, db, sel, p.cfg.Now, after, p.cfg.BatchSize, ids)
+			}
+			if err := subscription.EachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error { return fn(sel, rows) }); err != nil {
 				return err
 			}
 		}
@@ -206,44 +209,42 @@ func (c *content) fork() *content {
 
 // sweepDryRun counts, inside the dry run's read-only transaction, what the
 // sms stage's first sweep would send now (WouldSMS: new sms notices and
-// sms rows in retry, less the numbers on the sms suppression list) and
-// the notices it would record without a usable address. The email
-// notices the email stage would fail during the pass (suppressed,
-// refused) are not foreseen.
+// sms rows in retry, less the numbers on the sms suppression list), the
+// notices it would record without a usable address, and the email
+// notices after sms that its failures would let the email stage mail.
+// The email notices the email stage would fail during the pass
+// (suppressed, refused) are not foreseen.
 func (p *Pass) sweepDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
 	if !p.cfg.Policy.UsesSMS() {
 		return nil
 	}
 	p.sweepc = p.newSweepTools()
-	return p.eachSweptSelection(func(sel selection) error {
-		list := func(after *string) ([]subscription.Row, error) {
-			return p.src.listFallback(ctx, tx, sel, p.cfg.Now, after, p.cfg.BatchSize, nil)
+	return p.eachSweptPage(ctx, tx, nil, func(sel selection, rows []subscription.Row) error {
+		bt := p.sweepSort(sel, rows)
+		all, hit, err := bt.listed(ctx, tx)
+		if err != nil {
+			return err
 		}
-		return eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
-			bt := p.sweepSort(sel, rows)
-			all, hit, err := bt.listed(ctx, tx)
-			if err != nil {
-				return err
+		failed := map[string]bool{} // the rows whose sms notice would fail, for email after sms
+		for _, cl := range bt.noPhone {
+			failed[cl.SubscriptionID] = true
+		}
+		for i, h := range hit {
+			failed[all[i].SubscriptionID] = failed[all[i].SubscriptionID] || h
+			if !h {
+				out.WouldSMS++
 			}
-			failed := map[string]bool{} // the rows whose sms notice would fail, for email after sms
-			for _, cl := range bt.noPhone {
-				failed[cl.SubscriptionID] = true
+			if !h && i < len(bt.claims) {
+				out.smsMint++ // a new key, for --max-mint
 			}
-			for i, h := range hit {
-				failed[all[i].SubscriptionID] = failed[all[i].SubscriptionID] || h
-				if !h {
-					out.WouldSMS++
-				}
-				if !h && i < len(bt.claims) {
-					out.smsMint++ // a new key, for --max-mint
-				}
+		}
+		out.WouldSMSUnreached += len(bt.noPhone)
+		for _, r := range rows {
+			if failed[r.ID] && p.kinds[sel.kind].EmailAfterSMS() && p.classify(p.content, r, ask{sel: sel, channel: notice.ChannelEmail}).is == dueNow {
+				out.WouldEmailAfterSMS++
 			}
-			out.WouldSMSUnreached += len(bt.noPhone)
-			if p.kinds[sel.kind].EmailAfterSMS() {
-				out.WouldEmailAfterSMS += p.wouldSend(sel, rows, failed)
-			}
-			return nil
-		})
+		}
+		return nil
 	})
 }
 
