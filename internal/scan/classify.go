@@ -89,7 +89,7 @@ func (p *Pass) classify(c *content, r subscription.Row, a ask) verdict {
 		k := p.kinds[sel.kind]
 		j := deref(r.Jurisdiction)
 		w = k.WindowFor(j)
-		if r.RenewsAt == nil || !w.Contains(*r.AnchorAt, p.cfg.Now, c.zoneOf(r)) {
+		if r.RenewsAt == nil || !w.Contains(*r.AnchorAt, p.cfg.Now, c.ZoneOf(r)) {
 			return v // no longer due under its current row; expires later
 		}
 		rule = w.Rule(k.AnchorColumn())
@@ -97,7 +97,7 @@ func (p *Pass) classify(c *content, r subscription.Row, a ask) verdict {
 			j = ""
 		}
 		v.sel = selection{kind: sel.kind, jurisdiction: j}.key()
-	} else if sel.due != nil && r.AnchorAt != nil && !sel.due.open(*r.AnchorAt, c.zoneOf(r)) {
+	} else if sel.due != nil && r.AnchorAt != nil && !sel.due.open(*r.AnchorAt, c.ZoneOf(r)) {
 		return v // read with the superset of a due rule: not yet due in its zone
 	}
 	dn, reason := p.validate(c, r, sel.kind, w)
@@ -125,7 +125,7 @@ func (p *Pass) classifyClosed(c *content, r subscription.Row, a ask) verdict {
 	}
 	v.is, v.keyed = closed, true
 	v.dn.claim = newClaim(r, a.sel.kind, *r.AnchorAt, a.sel.close)
-	v.dn.claim.Rule, v.dn.claim.TimeZone = a.sel.rule, c.zoneOf(r).String()
+	v.dn.claim.Rule, v.dn.claim.TimeZone = a.sel.rule, c.ZoneOf(r).String()
 	v.dn.claim.Key = p.keyer.ChannelKey(v.dn.claim.Tuple, a.channel)
 	return v
 }
@@ -144,7 +144,7 @@ func (p *Pass) classifyText(c *content, r subscription.Row, a ask) verdict {
 	if r.AnchorAt != nil {
 		anchor = *r.AnchorAt
 	}
-	zone := c.zoneOf(r)
+	zone := c.ZoneOf(r)
 	if sel.due != nil && !sel.due.open(anchor, zone) {
 		return v // read with the superset of a due rule: not yet due in its zone
 	}
@@ -159,7 +159,7 @@ func (p *Pass) classifyText(c *content, r subscription.Row, a ask) verdict {
 	}
 	v.dn.n = newNotice(v.dn.claim.Tuple, r, anchor, phone, textDomain(a.channel))
 	v.dn.addr = phone
-	if reason, _ := c.fill(r, k, &v.dn.n); reason != "" {
+	if reason, _ := c.Fill(r, k, &v.dn.n); reason != "" {
 		v.is, v.reason = invalid, reason
 		return v
 	}
@@ -239,7 +239,7 @@ func (p *Pass) validate(c *content, r subscription.Row, kind string, w policy.Wi
 	dn := due{claim: newClaim(r, kind, anchor, time.Duration(w.CloseBefore))}
 	dn.n = newNotice(dn.claim.Tuple, r, anchor, to, domain)
 	dn.claim.Domain = domain
-	reason, fallbacks := c.fill(r, p.kinds[kind], &dn.n)
+	reason, fallbacks := c.Fill(r, p.kinds[kind], &dn.n)
 	if reason != "" {
 		return due{}, reason
 	}

@@ -72,7 +72,7 @@ func (p *Pass) shadowPage(sel selection, rows []subscription.Row, inv *invalidLo
 		case dueNow:
 			p.derive(&v.dn)
 			out.WouldClaim++
-			ss = append(ss, ledger.Shadowed{Claim: v.dn.claim, OpensAt: w.Opens(v.dn.n.AnchorAt, p.content.zoneOf(r)), ClosesAt: v.dn.claim.WindowClosesAt})
+			ss = append(ss, ledger.Shadowed{Claim: v.dn.claim, OpensAt: w.Opens(v.dn.n.AnchorAt, p.content.ZoneOf(r)), ClosesAt: v.dn.claim.WindowClosesAt})
 		}
 	}
 	return ss

@@ -68,7 +68,7 @@ func (b *dueBounds) open(anchor time.Time, loc *time.Location) bool {
 	bound, ok := b.byZone[loc]
 	if !ok {
 		bound = b.rule.Bound(b.now, loc)
-		if len(b.byZone) < maxZones {
+		if len(b.byZone) < subscription.MaxZones {
 			b.byZone[loc] = bound
 		}
 	}
@@ -150,4 +150,3 @@ func (s source) listFallback(ctx context.Context, db sqlx.QueryerContext, sel se
 func (s source) listClosedSwept(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, after *string, limit int) ([]subscription.Row, error) {
 	return s.ListClosedSMS(ctx, db, sel.closedGroup(), now, now.Add(sel.close), after, limit)
 }
-

@@ -3,7 +3,6 @@ package scan
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -197,14 +196,6 @@ func (t *sweepTools) dueOf(sel selection) *dueBounds {
 		t.due[sel.key()] = newDueBounds(sel.due.rule, sel.due.now)
 	}
 	return t.due[sel.key()]
-}
-
-// fork is a content resolver of the same pass with caches of its own,
-// for the sms stage: content is not safe for concurrent use.
-func (c *content) fork() *content {
-	d := *c
-	d.zones, d.locales, d.quiet = map[string]*time.Location{}, map[string]string{}, map[string]quietVerdict{}
-	return &d
 }
 
 // sweepDryRun counts, inside the dry run's read-only transaction, what the
