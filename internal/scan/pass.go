@@ -621,11 +621,12 @@ func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 	return nil
 }
 
-// claimPicked claims the planner's pick, new notices in one statement and
-// retry rows in another, and hands what it won to the dispatcher.
+// claimPicked claims the planner's pick for st's channel, new notices in
+// one statement and retry rows in another, and hands what it won to the
+// stage: one claim path for every channel.
 func (p *Pass) claimPicked(ctx context.Context, st *stage, c *counters, ps *passState, picked []candidate) error {
-	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: p.cfg.Now, RunID: p.cfg.RunID, RedirectTo: p.cfg.RedirectTo,
-		Suppression: p.suppressionEmail, KeyID: p.hasher.KeyID()}
+	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: p.cfg.Now, RunID: p.cfg.RunID, RedirectTo: p.cfg.RedirectTo, Channel: st.ch.name,
+		Suppression: st.ch.name == notice.ChannelEmail && p.suppressionEmail, KeyID: p.hasher.KeyID()}
 	var claims []ledger.Claim
 	var retryKeys []string
 	byKey := make(map[string]candidate, len(picked))
@@ -647,19 +648,18 @@ func (p *Pass) claimPicked(ctx context.Context, st *stage, c *counters, ps *pass
 	})
 	slices.Sort(retryKeys)
 	var won []ledger.Won
-	if len(retryKeys) > 0 {
-		w, err := p.reclaimPicked(ctx, c, opt, ps, retryKeys, byKey)
+	for _, step := range []func() ([]ledger.Won, error){
+		func() ([]ledger.Won, error) { return p.reclaimPicked(ctx, c, opt, ps, retryKeys, byKey) },
+		func() ([]ledger.Won, error) { return p.insertPicked(ctx, c, opt, claims, byKey) },
+	} {
+		w, err := step()
 		if err != nil {
 			return err
 		}
 		won = append(won, w...)
 	}
-	if len(claims) > 0 {
-		w, err := p.insertPicked(ctx, c, opt, claims, byKey)
-		if err != nil {
-			return err
-		}
-		won = append(won, w...)
+	if h := p.cfg.Hooks.AfterClaimCommit; h != nil && len(won) > 0 {
+		h(len(won))
 	}
 	attempts := 0
 	for _, w := range won {
@@ -673,18 +673,32 @@ func (p *Pass) claimPicked(ctx context.Context, st *stage, c *counters, ps *pass
 // reclaimPicked re-claims the picked retry rows (keys, sorted) by
 // compare-and-set, less those the suppression list now holds.
 func (p *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, ps *passState, keys []string, byKey map[string]candidate) ([]ledger.Won, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	digests, previous := p.retryDigests(opt, byKey, keys)
 	w, err := p.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
-		return ledger.ReclaimUnlessSuppressed(ctx, p.db, opt, keys, p.retryDigests(byKey, keys), p.retryPrevious(byKey, keys))
+		return ledger.ReclaimUnlessSuppressed(ctx, p.db, opt, keys, digests, previous)
 	})
 	if err != nil {
 		return nil, err
 	}
 	w, _ = p.takeSuppressed(c, w, byKey)
-	c.add(func(x *Summary) { x.Retried += len(w) })
+	sms := texts(opt, len(w))
+	c.add(func(x *Summary) { x.Retried += len(w); x.SMS += sms })
 	for _, x := range w {
 		ps.reclaimed[byKey[x.Key].sel]++
 	}
 	return w, nil
+}
+
+// texts is n when opt claims sms notices (counted in Summary.SMS too),
+// else 0.
+func texts(opt ledger.ClaimOptions, n int) int {
+	if opt.Channel != notice.ChannelSMS {
+		return 0
+	}
+	return n
 }
 
 // insertPicked claims the picked new notices (claims, sorted) in one
@@ -692,9 +706,13 @@ func (p *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimO
 // leaves the process. It returns those to send: not suppressed, not
 // witnessed sent already.
 func (p *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, claims []ledger.Claim, byKey map[string]candidate) ([]ledger.Won, error) {
+	if len(claims) == 0 {
+		return nil, nil
+	}
 	// The email notices only: the sms stage mints beside this one
 	// (its fallbacks for this pass's failures were not foreseen).
-	if minted := c.snapshot().Minted - int(p.sweptMinted.Load()); p.maxMint >= 0 && minted+len(claims) > p.maxMint {
+	minted := c.snapshot().Minted - int(p.sweptMinted.Load())
+	if opt.Channel == notice.ChannelEmail && p.maxMint >= 0 && minted+len(claims) > p.maxMint {
 		return nil, fmt.Errorf("%w: new subscriptions appeared during the pass; stopped at %d minted", ErrMaxMint, minted)
 	}
 	if h := p.cfg.Hooks.BeforeClaim; h != nil {
@@ -708,15 +726,14 @@ func (p *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOp
 	}
 	w, listed := p.takeSuppressed(c, w, byKey)
 	w, witnessed := splitWitnessed(w)
-	c.add(func(x *Summary) { x.Minted += len(w); x.Witnessed += witnessed })
-	p.log.Info().Int("candidates", len(claims)).Int("claimed", len(w)).
+	sms := texts(opt, len(w))
+	p.sweptMinted.Add(int64(sms))
+	c.add(func(x *Summary) { x.Minted += len(w); x.Witnessed += witnessed; x.SMS += sms })
+	p.log.Info().Str("channel", opt.Channel).Int("candidates", len(claims)).Int("claimed", len(w)).
 		Int("conflicts", len(claims)-len(w)-witnessed-listed).Int("witnessed", witnessed).Msg("batch claimed")
 	if witnessed > 0 {
 		p.log.Warn().Int("witnessed", witnessed).
 			Msg("notices the ledger did not have but the provider's events show sent (a restore or failover lost their claims): recorded sent from that evidence, not sent again")
-	}
-	if h := p.cfg.Hooks.AfterClaimCommit; h != nil {
-		h(len(w))
 	}
 	return w, nil
 }

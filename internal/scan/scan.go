@@ -460,7 +460,10 @@ func (p *Pass) derive(dn *due) {
 // replaces the latter (submit).
 func (dn *due) notice() notice.Notice {
 	n := dn.n
-	n.Key, n.CancelToken = dn.claim.Key, dn.claim.CancelToken
+	n.Key = dn.claim.Key
+	if dn.claim.CancelToken != "" { // an sms claim keeps none: its notice has it
+		n.CancelToken = dn.claim.CancelToken
+	}
 	return n
 }
 

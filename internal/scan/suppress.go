@@ -64,31 +64,26 @@ func (p *Pass) previousDigests(channel, normalized string) [][]byte {
 	return out
 }
 
-// retryPrevious returns the recipients' previous digests of the retry
-// rows keys (as retryDigests), nil when there are none.
-func (p *Pass) retryPrevious(byKey map[string]candidate, keys []string) [][][]byte {
-	if !p.probePrevious {
-		return nil
-	}
-	out := make([][][]byte, len(keys))
-	for i, k := range keys {
-		out[i] = byKey[k].claim.PreviousHMACs
-	}
-	return out
-}
-
 // retryDigests returns the recipients' digests of the retry rows keys,
-// from the rows the pass read (the address it would send to now, which
-// the probe checks), in the order of keys; nil when nothing is probed.
-func (p *Pass) retryDigests(byKey map[string]candidate, keys []string) [][]byte {
-	if !p.suppressionEmail {
-		return nil
+// and their digests under the previous secrets (nil without a rotation
+// probed), from the rows the pass read (the address it would send to now,
+// which the probe checks), in the order of keys; nil when opt probes
+// nothing.
+func (p *Pass) retryDigests(opt ledger.ClaimOptions, byKey map[string]candidate, keys []string) ([][]byte, [][][]byte) {
+	if !opt.Suppression {
+		return nil, nil
 	}
-	out := make([][]byte, len(keys))
+	out, prev := make([][]byte, len(keys)), [][][]byte(nil)
+	if p.probePrevious {
+		prev = make([][][]byte, len(keys))
+	}
 	for i, k := range keys {
 		out[i] = byKey[k].claim.AddressHMAC
+		if prev != nil {
+			prev[i] = byKey[k].claim.PreviousHMACs
+		}
 	}
-	return out
+	return out, prev
 }
 
 // takeSuppressed takes out of won the notices a claim statement recorded

@@ -121,7 +121,8 @@ func (p *Pass) runSweeps(ctx context.Context, c *counters, h *handoff) error {
 // sweeps runs the first sweep, then one restricted to what h hands over
 // until it ends.
 func (p *Pass) sweeps(ctx context.Context, c *counters, st *stage, h *handoff) error {
-	if err := p.sweep(ctx, c, st, nil); err != nil {
+	ps := &passState{reclaimed: map[string]int{}} // the stage's own: it runs beside the email stage
+	if err := p.sweep(ctx, c, st, ps, nil); err != nil {
 		return err
 	}
 	// The email notices after sms read what it failed, once recorded.
@@ -134,7 +135,7 @@ func (p *Pass) sweeps(ctx context.Context, c *counters, st *stage, h *handoff) e
 		if err != nil || done {
 			return err
 		}
-		if err := p.sweep(ctx, c, st, ids); err != nil {
+		if err := p.sweep(ctx, c, st, ps, ids); err != nil {
 			return err
 		}
 	}
@@ -142,9 +143,9 @@ func (p *Pass) sweeps(ctx context.Context, c *counters, st *stage, h *handoff) e
 
 // sweep claims and sends, page by page, the sms channel's rows
 // (eachSweptPage), restricted to the subscription ids ids unless nil.
-func (p *Pass) sweep(ctx context.Context, c *counters, st *stage, ids []string) error {
+func (p *Pass) sweep(ctx context.Context, c *counters, st *stage, ps *passState, ids []string) error {
 	return p.eachSweptPage(ctx, p.db, ids, func(sel selection, rows []subscription.Row) error {
-		return p.sweepPage(ctx, c, st, sel, rows)
+		return p.sweepPage(ctx, c, st, ps, sel, rows)
 	})
 }
 
@@ -259,7 +260,7 @@ type sweepBatch struct {
 }
 
 // sweepPage claims and sends one page of the sms stage.
-func (p *Pass) sweepPage(ctx context.Context, c *counters, st *stage, sel selection, rows []subscription.Row) error {
+func (p *Pass) sweepPage(ctx context.Context, c *counters, st *stage, ps *passState, sel selection, rows []subscription.Row) error {
 	bt := p.sweepSort(sel, rows)
 	if bt.quiet > 0 {
 		c.add(func(x *Summary) { x.Deferred += bt.quiet; x.DeferredQuietHours += bt.quiet })
@@ -293,39 +294,11 @@ func (p *Pass) sweepPage(ctx context.Context, c *counters, st *stage, sel select
 			}
 			continue
 		}
-		if err := p.sweepSubmit(ctx, c, st, picked, bt.byKey); err != nil {
+		if err := p.claimPicked(ctx, st, c, ps, picked); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// sweepSubmit claims the picked notices (retry rows re-claimed, new ones
-// inserted) and hands what it won to the stage.
-func (p *Pass) sweepSubmit(ctx context.Context, c *counters, st *stage, picked []candidate, byKey map[string]notice.Notice) error {
-	part := sweepBatch{byKey: byKey}
-	for _, cd := range picked {
-		if cd.reclaim {
-			part.retries = append(part.retries, cd.claim.Key)
-		} else {
-			part.claims = append(part.claims, cd.claim)
-		}
-	}
-	won, err := p.sweepClaim(ctx, c, &part)
-	if err != nil {
-		return err
-	}
-	at := p.cfg.Clock.Now()
-	ns := make([]notice.Notice, 0, len(won))
-	for _, w := range won {
-		n := byKey[w.Key]
-		n.Attempt, n.ClaimedAt = w.Attempt, at
-		if w.CancelToken != "" {
-			n.CancelToken = w.CancelToken
-		}
-		ns = append(ns, n)
-	}
-	return st.submit(ctx, ns...)
 }
 
 // sweepSort sorts a page's rows into what to record, claim or re-claim.
@@ -483,35 +456,4 @@ func (bt *sweepBatch) dropUnrecorded(recorded []string) {
 	bt.noPhone = slices.DeleteFunc(bt.noPhone, dropped)
 	bt.claims = slices.DeleteFunc(bt.claims, dropped)
 	bt.retried = slices.DeleteFunc(bt.retried, dropped)
-}
-
-// sweepClaim claims the page's sms notices (one statement) and re-claims
-// its retry rows (one more), each committed before anything is sent.
-func (p *Pass) sweepClaim(ctx context.Context, c *counters, bt *sweepBatch) ([]ledger.Won, error) {
-	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: p.cfg.Now, RunID: p.cfg.RunID, RedirectTo: p.cfg.RedirectTo, Channel: notice.ChannelSMS}
-	var won []ledger.Won
-	if len(bt.retries) > 0 {
-		w, err := p.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) { return ledger.Reclaim(ctx, p.db, opt, bt.retries) })
-		if err != nil {
-			return nil, err
-		}
-		c.add(func(x *Summary) { x.Retried += len(w); x.SMS += len(w) })
-		won = append(won, w...)
-	}
-	if len(bt.claims) > 0 {
-		if h := p.cfg.Hooks.BeforeClaim; h != nil {
-			h(len(bt.claims))
-		}
-		w, err := p.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) { return ledger.Insert(ctx, p.db, opt, bt.claims) })
-		if err != nil {
-			return nil, err
-		}
-		c.add(func(x *Summary) { x.Minted += len(w); x.SMS += len(w) })
-		p.sweptMinted.Add(int64(len(w)))
-		won = append(won, w...)
-	}
-	if h := p.cfg.Hooks.AfterClaimCommit; h != nil && len(won) > 0 {
-		h(len(won))
-	}
-	return won, nil
 }
