@@ -3,7 +3,6 @@ package scan
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -67,7 +66,7 @@ func (g *sweptSignal) done() {
 func (p *Pass) handedStreams() []*stream {
 	var out []*stream
 	for _, group := range p.sels[notice.ChannelSMS] {
-		if !p.kinds[group[0].kind].EmailAfterSMS() {
+		if !p.kinds[group[0].Kind].EmailAfterSMS() {
 			continue
 		}
 		out = append(out, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
@@ -82,22 +81,16 @@ func (p *Pass) handedStreams() []*stream {
 // or for an afterSMS stream the rows whose sms notice failed.
 func (p *Pass) listStream(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string) ([]subscription.Row, error) {
 	if !st.afterSMS {
-		return p.src.listOpen(ctx, db, st.sel, p.cfg.Now, st.from, after, p.cfg.BatchSize)
+		return p.src.OpenPage(ctx, db, st.sel, st.from, after)
 	}
 	if !st.fromRead {
-		from, err := p.src.openFrom(ctx, db, st.sel, p.cfg.Now)
+		from, err := p.src.OpenFrom(ctx, db, st.sel)
 		if err != nil {
 			return nil, err
 		}
 		st.from, st.fromRead = from, true
 	}
-	return p.src.listHandedBack(ctx, db, st.sel, p.cfg.Now, st.from, after, p.cfg.BatchSize)
-}
-
-// listHandedBack reads a page of sel's open rows at now whose sms notice
-// failed and that have no email notice.
-func (s source) listHandedBack(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, from *time.Time, after *string, limit int) ([]subscription.Row, error) {
-	return s.ListAfterSMS(ctx, db, sel.group(), now.Add(sel.close), sel.hi(now), from, after, limit)
+	return p.src.AfterSMSPage(ctx, db, st.sel, st.from, after)
 }
 
 // awaitSweep keeps an afterSMS stream that has read its window once from

@@ -65,7 +65,7 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 	if err := p.expireRetries(ctx, c); err != nil {
 		return finish(err)
 	}
-	// The sms stage runs beside the email stage (sms.go): neither waits
+	// The sms stage runs beside the email stage (sweep.go): neither waits
 	// for the other; an error of either stops both.
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
@@ -178,14 +178,14 @@ func (p *Pass) countSuppressed(ctx context.Context, ps *passState, c *counters) 
 	suppressed := 0
 	for _, group := range p.sels[notice.ChannelEmail] {
 		for _, sel := range group {
-			n, ok := ps.handled[sel.key()]
+			n, ok := ps.handled[sel.Key()]
 			if ok {
 				// Counted at the start, before this pass re-claimed any of
 				// the group's retry rows.
-				n -= ps.reclaimed[sel.key()]
+				n -= ps.reclaimed[sel.Key()]
 			} else {
 				var err error
-				if n, err = p.src.countHandled(ctx, p.db, sel, p.cfg.Now, p.cfg.RunID); err != nil {
+				if n, err = p.src.Handled(ctx, p.db, sel, p.cfg.RunID); err != nil {
 					return err
 				}
 			}
@@ -261,7 +261,7 @@ func (p *Pass) checkKeys(ctx context.Context) bool {
 	hi := p.cfg.Now
 	for _, group := range p.sels[notice.ChannelEmail] {
 		for _, sel := range group {
-			if o := sel.hi(p.cfg.Now); o.After(hi) {
+			if o := sel.Hi(p.cfg.Now); o.After(hi) {
 				hi = o
 			}
 		}
@@ -300,7 +300,7 @@ const lookPast = 10
 type stream struct {
 	sel    selection
 	retry  bool
-	from   *time.Time // the window's earliest period (openFrom), for listOpen
+	from   *time.Time // the window's earliest period (OpenFrom), for OpenPage
 	cursor *string    // read after this; nil from the start
 	done   bool
 	// When a row is skipped because its domain's queue is full, rescanFrom
@@ -314,7 +314,7 @@ type stream struct {
 	nSkipped   int
 	waiting    bool
 	// afterSMS: the email notices of a kind with channels [sms, email]
-	// whose sms notice failed (emailfallback.go); awaiting: read once,
+	// whose sms notice failed (handback.go); awaiting: read once,
 	// waiting for the sms stage's first sweep; reread: read again after
 	// it; swept: that sweep's end.
 	afterSMS, awaiting, reread, fromRead bool
@@ -440,19 +440,18 @@ func (p *Pass) streams() []*stream {
 // groups with nothing open at the start (the usual nightly re-run): each
 // of those is settled by its count of the notices other runs handled.
 func (p *Pass) openStreams(ctx context.Context, ps *passState) error {
-	now := p.cfg.Now
 	for _, st := range p.streams() {
 		if !st.retry && !st.afterSMS {
-			from, err := p.src.openFrom(ctx, p.db, st.sel, now)
+			from, err := p.src.OpenFrom(ctx, p.db, st.sel)
 			if err != nil {
 				return err
 			}
-			due, err := p.src.countDue(ctx, p.db, st.sel, now, p.cfg.RunID, from)
+			due, err := p.src.Due(ctx, p.db, st.sel, p.cfg.RunID, from)
 			if err != nil {
 				return err
 			}
 			if due.Open == 0 {
-				ps.handled[st.sel.key()] = due.Handled
+				ps.handled[st.sel.Key()] = due.Handled
 				continue
 			}
 			st.from = from
@@ -509,13 +508,13 @@ type skippedRow struct {
 // count of what it deferred and the dry run read the same pages.
 func (p *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string, admit func(domain string) bool, inv *invalidLog, c *counters) (pg page, err error) {
 	now := p.cfg.Now
-	kind := st.sel.kind
+	kind := st.sel.Kind
 	var rows []subscription.Row
 	var read int // rows the page's query returned: fewer than a batch ends the stream
 	var last *string
 	if st.retry {
 		var rp subscription.RetryPage
-		rp, err = p.src.ListRetry(ctx, db, kind, st.sel.anchor, now, deref(after), p.cfg.BatchSize)
+		rp, err = p.src.ListRetry(ctx, db, kind, st.sel.Anchor, now, deref(after), p.cfg.BatchSize)
 		rows, read, last, pg.cancelled = rp.Rows, rp.N, &rp.Last, rp.Cancelled
 	} else {
 		rows, err = p.listStream(ctx, db, st, after)
@@ -626,7 +625,7 @@ func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 // stage: one claim path for every channel.
 func (p *Pass) claimPicked(ctx context.Context, st *stage, c *counters, ps *passState, picked []candidate) error {
 	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: p.cfg.Now, RunID: p.cfg.RunID, RedirectTo: p.cfg.RedirectTo, Channel: st.ch.name,
-		Suppression: st.ch.name == notice.ChannelEmail && p.suppressionEmail, KeyID: p.hasher.KeyID()}
+		Suppression: st.ch.name == notice.ChannelEmail && p.suppressionEmail, KeyID: p.keys.Current.KeyID()}
 	var claims []ledger.Claim
 	var retryKeys []string
 	byKey := make(map[string]candidate, len(picked))
@@ -817,7 +816,7 @@ func (p *Pass) tallyDeferred(ctx context.Context, ps *passState, c *counters) er
 	for _, k := range byDomain {
 		n += k
 	}
-	c.add(func(x *Summary) { // added to the sms stage's own (sms.go)
+	c.add(func(x *Summary) { // added to the sms stage's own (sweep.go)
 		x.Deferred, x.DeferredByDomain, x.DeferredQuietHours = x.Deferred+n+quiet, byDomain, x.DeferredQuietHours+quiet
 	})
 	if n > 0 {
@@ -839,11 +838,12 @@ func (p *Pass) countDeferred(ctx context.Context, ps *passState) (byDomain map[s
 	byDomain = map[string]int{}
 	inv := &invalidLog{seen: map[string]bool{}, log: zerolog.Nop()}
 	for _, st := range ps.streams {
-		err := p.walkStream(ctx, p.db, st, inv, &counters{}, func(pg page) {
+		err := p.walkStream(ctx, p.db, st, admitNone, inv, &counters{}, func(pg page) error {
 			for _, sk := range pg.skipped {
 				byDomain[sk.domain]++
 			}
 			quiet += pg.quiet
+			return nil
 		})
 		if err != nil {
 			return nil, 0, err
@@ -857,17 +857,17 @@ func (p *Pass) countDeferred(ctx context.Context, ps *passState) (byDomain map[s
 func admitNone(string) bool { return false }
 
 // walkStream reads st's rows from the start (in a stream of its own: st
-// stays where it is) as the producer reads them, admitting none, and
-// hands fn each page: the count of what a pass defers and the dry run.
-func (p *Pass) walkStream(ctx context.Context, db sqlx.QueryerContext, st *stream, inv *invalidLog, c *counters, fn func(page)) error {
+// stays where it is) as the producer reads them, admitting the rows admit
+// admits, and hands fn each page: the count of what a pass defers, the
+// dry run and the shadow pass.
+func (p *Pass) walkStream(ctx context.Context, db sqlx.QueryerContext, st *stream, admit func(string) bool, inv *invalidLog, c *counters, fn func(page) error) error {
 	rd := &stream{sel: st.sel, retry: st.retry, from: st.from, afterSMS: st.afterSMS, fromRead: st.fromRead}
 	return subscription.EachPage(func(after *string) (*string, bool, error) {
-		pg, err := p.readPage(ctx, db, rd, after, admitNone, inv, c)
-		if err != nil {
-			return nil, false, err
+		pg, err := p.readPage(ctx, db, rd, after, admit, inv, c)
+		if err == nil {
+			err = fn(pg)
 		}
-		fn(pg)
-		return pg.last, pg.end, nil
+		return pg.last, pg.end, err
 	})
 }
 
@@ -920,15 +920,15 @@ func (p *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, channel s
 func (p *Pass) closedLister(ctx context.Context, db sqlx.QueryerContext, channel string, sel selection) (func(after *string) ([]subscription.Row, error), error) {
 	if channel != notice.ChannelEmail {
 		return func(after *string) ([]subscription.Row, error) {
-			return p.src.listClosedSwept(ctx, db, sel, p.cfg.Now, after, p.cfg.BatchSize)
+			return p.src.ClosedSMSPage(ctx, db, sel, after)
 		}, nil
 	}
-	from, err := p.src.closedFrom(ctx, db, sel, p.cfg.Now)
+	from, err := p.src.ClosedFrom(ctx, db, sel)
 	if err != nil {
 		return nil, err
 	}
 	return func(after *string) ([]subscription.Row, error) {
-		return p.src.listClosed(ctx, db, sel, p.cfg.Now, from, after, p.cfg.BatchSize)
+		return p.src.ClosedPage(ctx, db, sel, from, after)
 	}, nil
 }
 
@@ -997,7 +997,7 @@ func (p *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 func (p *Pass) dryRunStreams(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
 	c, inv := &counters{}, &invalidLog{seen: map[string]bool{}, log: p.log}
 	for _, st := range p.streams() {
-		err := p.walkStream(ctx, tx, st, inv, c, func(pg page) {
+		err := p.walkStream(ctx, tx, st, admitNone, inv, c, func(pg page) error {
 			switch {
 			case st.afterSMS:
 				out.WouldEmailAfterSMS += len(pg.skipped)
@@ -1005,6 +1005,7 @@ func (p *Pass) dryRunStreams(ctx context.Context, tx sqlx.QueryerContext, out *D
 				out.WouldMint += len(pg.skipped)
 				out.WouldDefer += pg.quiet
 			}
+			return nil
 		})
 		if err != nil {
 			return err
@@ -1012,7 +1013,7 @@ func (p *Pass) dryRunStreams(ctx context.Context, tx sqlx.QueryerContext, out *D
 		if st.retry || st.afterSMS {
 			continue
 		}
-		n, err := p.src.countHandled(ctx, tx, st.sel, p.cfg.Now, "")
+		n, err := p.src.Handled(ctx, tx, st.sel, "")
 		if err != nil {
 			return err
 		}

@@ -78,7 +78,7 @@ func (p *Pass) Draft(ctx context.Context, id, kind string) (Draft, error) {
 	if !k.HasSMS() {
 		return d, nil
 	}
-	v := p.classify(p.content, r, ask{sel: selection{kind: kind, jurisdiction: j, rule: w.Rule(k.AnchorColumn())}, channel: notice.ChannelSMS})
+	v := p.classify(p.content, r, ask{sel: selection{Group: subscription.Group{Kind: kind, Jurisdiction: j}, Rule: w.Rule(k.AnchorColumn())}, channel: notice.ChannelSMS})
 	if !v.keyed {
 		return d, nil
 	}

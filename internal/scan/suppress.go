@@ -35,10 +35,10 @@ import (
 // pass nothing more than that one question.
 func (p *Pass) checkPreviousKeys(ctx context.Context) error {
 	p.probePrevious = false
-	if len(p.previous) == 0 || !p.suppressionEmail {
+	if len(p.keys.Previous) == 0 || !p.suppressionEmail {
 		return nil
 	}
-	stale, err := ledger.SuppressionAnyNotUnder(ctx, p.db, notice.ChannelEmail, p.hasher.KeyID())
+	stale, err := ledger.SuppressionAnyNotUnder(ctx, p.db, notice.ChannelEmail, p.keys.Current.KeyID())
 	if err != nil {
 		return err
 	}
@@ -47,21 +47,6 @@ func (p *Pass) checkPreviousKeys(ctx context.Context) error {
 		p.log.Info().Msg("every email suppression entry is keyed under NOTICE_KEY_SECRET: the previous secrets are not probed")
 	}
 	return nil
-}
-
-// previousDigests returns an address's digests under each previous secret
-// (nil without a rotation, or with a list keyed under the current secret
-// alone: nothing more is probed). It runs where derive does (one
-// goroutine), as p.hasher does.
-func (p *Pass) previousDigests(channel, normalized string) [][]byte {
-	if !p.probePrevious {
-		return nil
-	}
-	out := make([][]byte, len(p.previous))
-	for i, h := range p.previous {
-		out[i] = h.Digest(channel, normalized)
-	}
-	return out
 }
 
 // retryDigests returns the recipients' digests of the retry rows keys,

@@ -158,12 +158,12 @@ func (p *Pass) sweep(ctx context.Context, c *counters, st *stage, ps *passState,
 func (p *Pass) eachSweptPage(ctx context.Context, db sqlx.QueryerContext, ids []string, fn func(selection, []subscription.Row) error) error {
 	for _, group := range slices.Concat(p.sels[notice.ChannelSMS], p.sels[notice.ChannelEmail]) {
 		for _, sel := range group {
-			if !p.kinds[sel.kind].HasSMS() {
+			if !p.kinds[sel.Kind].HasSMS() {
 				continue
 			}
-			sel.due = p.sweepc.dueOf(sel)
+			sel.Due = p.sweepc.dueOf(sel)
 			list := func(after *string) ([]subscription.Row, error) {
-				return p.src.listFallback(ctx, db, sel, p.cfg.Now, after, p.cfg.BatchSize, ids)
+				return p.src.FallbackPage(ctx, db, sel, after, ids)
 			}
 			if err := subscription.EachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error { return fn(sel, rows) }); err != nil {
 				return err
@@ -178,25 +178,25 @@ func (p *Pass) eachSweptPage(ctx context.Context, db sqlx.QueryerContext, ids []
 type sweepTools struct {
 	content *content
 	keyer   *notice.Keyer
-	keys    suppress.Keys         // the list's hashers: current and previous secrets
-	due     map[string]*dueBounds // by selection key: sel.due's, with a cache of its own
+	keys    suppress.Keys                      // the list's hashers: current and previous secrets
+	due     map[string]*subscription.DueBounds // by selection key: sel.Due's, with a cache of its own
 }
 
 func (p *Pass) newSweepTools() *sweepTools {
 	keyer, _ := notice.NewKeyer(p.cfg.Secret)                        // checked by New
 	keys, _ := suppress.NewKeys(p.cfg.Secret, p.cfg.PreviousSecrets) // checked by New
-	return &sweepTools{content: p.content.fork(), keyer: keyer, keys: keys, due: map[string]*dueBounds{}}
+	return &sweepTools{content: p.content.fork(), keyer: keyer, keys: keys, due: map[string]*subscription.DueBounds{}}
 }
 
 // dueOf is the stage's own copy of sel's due rule (nil without one).
-func (t *sweepTools) dueOf(sel selection) *dueBounds {
-	if sel.due == nil {
+func (t *sweepTools) dueOf(sel selection) *subscription.DueBounds {
+	if sel.Due == nil {
 		return nil
 	}
-	if t.due[sel.key()] == nil {
-		t.due[sel.key()] = newDueBounds(sel.due.rule, sel.due.now)
+	if t.due[sel.Key()] == nil {
+		t.due[sel.Key()] = sel.Due.Copy()
 	}
-	return t.due[sel.key()]
+	return t.due[sel.Key()]
 }
 
 // sweepDryRun counts, inside the dry run's read-only transaction, what the
@@ -232,7 +232,7 @@ func (p *Pass) sweepDryRun(ctx context.Context, tx sqlx.QueryerContext, out *Dry
 		}
 		out.WouldSMSUnreached += len(bt.noPhone)
 		for _, r := range rows {
-			if failed[r.ID] && p.kinds[sel.kind].EmailAfterSMS() && p.classify(p.content, r, ask{sel: sel, channel: notice.ChannelEmail}).is == dueNow {
+			if failed[r.ID] && p.kinds[sel.Kind].EmailAfterSMS() && p.classify(p.content, r, ask{sel: sel, channel: notice.ChannelEmail}).is == dueNow {
 				out.WouldEmailAfterSMS++
 			}
 		}
@@ -304,7 +304,7 @@ func (p *Pass) sweepPage(ctx context.Context, c *counters, st *stage, ps *passSt
 // sweepSort sorts a page's rows into what to record, claim or re-claim.
 func (p *Pass) sweepSort(sel selection, rows []subscription.Row) sweepBatch {
 	bt := sweepBatch{byKey: map[string]notice.Notice{}, after: map[string]string{}}
-	k := p.kinds[sel.kind]
+	k := p.kinds[sel.Kind]
 	for _, r := range rows {
 		v := p.classify(p.sweepc.content, r, ask{sel: sel, channel: notice.ChannelSMS})
 		if !v.keyed {
@@ -359,10 +359,7 @@ func (p *Pass) sweepNotice(r subscription.Row, t notice.Tuple, v verdict, bt *sw
 	}
 	n := v.dn.n
 	n.Key, n.CancelToken = cl.Key, p.sweepc.keyer.CancelToken(t)
-	cl.AddressHMAC = p.sweepc.keys.Current.Digest(notice.ChannelSMS, v.dn.addr)
-	for _, h := range p.sweepc.keys.Previous {
-		cl.PreviousHMACs = append(cl.PreviousHMACs, h.Digest(notice.ChannelSMS, v.dn.addr))
-	}
+	cl.AddressHMAC, cl.PreviousHMACs = p.sweepc.keys.Digests(notice.ChannelSMS, v.dn.addr, true)
 	bt.byKey[cl.Key] = n
 	if r.LedgerKey != nil {
 		bt.retried = append(bt.retried, cl)
