@@ -73,8 +73,7 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 	if sms == nil {
 		p.swept.done() // no sms stage: the email notices after sms read once more at once
 	}
-	p.nextQ = sms.queue()
-	ps, err := p.sendDue(ctx, c)
+	ps, err := p.sendDue(ctx, c, sms.queue())
 	if err != nil {
 		stop(err)
 	}
@@ -158,9 +157,10 @@ func (p *Pass) expireRetries(ctx context.Context, c *counters) error {
 
 // sendDue claims the due notices, sends them through the email channel's
 // stage and records their outcomes, and returns what the producer leaves
-// to the end of the pass. Its error is the pass's (errorCause).
-func (p *Pass) sendDue(ctx context.Context, c *counters) (*passState, error) {
-	st, err := p.startStage(ctx, p.channelOf(notice.ChannelEmail), c, p.nextQ)
+// to the end of the pass. What it fails for good goes to next (the sms
+// stage's). Its error is the pass's (errorCause).
+func (p *Pass) sendDue(ctx context.Context, c *counters, next *handoff) (*passState, error) {
+	st, err := p.startStage(ctx, p.channelOf(notice.ChannelEmail), c, next)
 	if err != nil {
 		return nil, err
 	}
@@ -624,8 +624,10 @@ func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 // one statement and retry rows in another, and hands what it won to the
 // stage: one claim path for every channel.
 func (p *Pass) claimPicked(ctx context.Context, st *stage, c *counters, ps *passState, picked []candidate) error {
+	// The channel's suppression list is probed in the claim statements
+	// (suppress.go); the email list only when it had entries at the start.
 	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: p.cfg.Now, RunID: p.cfg.RunID, RedirectTo: p.cfg.RedirectTo, Channel: st.ch.name,
-		Suppression: st.ch.name == notice.ChannelEmail && p.suppressionEmail, KeyID: p.keys.Current.KeyID()}
+		Suppression: st.ch.name != notice.ChannelEmail || p.suppressionEmail, KeyID: p.keys.Current.KeyID()}
 	var claims []ledger.Claim
 	var retryKeys []string
 	byKey := make(map[string]candidate, len(picked))
@@ -648,8 +650,8 @@ func (p *Pass) claimPicked(ctx context.Context, st *stage, c *counters, ps *pass
 	slices.Sort(retryKeys)
 	var won []ledger.Won
 	for _, step := range []func() ([]ledger.Won, error){
-		func() ([]ledger.Won, error) { return p.reclaimPicked(ctx, c, opt, ps, retryKeys, byKey) },
-		func() ([]ledger.Won, error) { return p.insertPicked(ctx, c, opt, claims, byKey) },
+		func() ([]ledger.Won, error) { return p.reclaimPicked(ctx, c, opt, ps, st.next, retryKeys, byKey) },
+		func() ([]ledger.Won, error) { return p.insertPicked(ctx, c, opt, st.next, claims, byKey) },
 	} {
 		w, err := step()
 		if err != nil {
@@ -671,18 +673,18 @@ func (p *Pass) claimPicked(ctx context.Context, st *stage, c *counters, ps *pass
 
 // reclaimPicked re-claims the picked retry rows (keys, sorted) by
 // compare-and-set, less those the suppression list now holds.
-func (p *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, ps *passState, keys []string, byKey map[string]candidate) ([]ledger.Won, error) {
+func (p *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, ps *passState, next *handoff, keys []string, byKey map[string]candidate) ([]ledger.Won, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	digests, previous := p.retryDigests(opt, byKey, keys)
+	digests, previous := retryDigests(opt, byKey, keys)
 	w, err := p.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
 		return ledger.ReclaimUnlessSuppressed(ctx, p.db, opt, keys, digests, previous)
 	})
 	if err != nil {
 		return nil, err
 	}
-	w, _ = p.takeSuppressed(c, w, byKey)
+	w, _ = p.takeSuppressed(c, opt.Channel, w, byKey, next)
 	sms := texts(opt, len(w))
 	c.add(func(x *Summary) { x.Retried += len(w); x.SMS += sms })
 	for _, x := range w {
@@ -704,7 +706,7 @@ func texts(opt ledger.ClaimOptions, n int) int {
 // statement, autocommitted: the claim is durable before any notice of it
 // leaves the process. It returns those to send: not suppressed, not
 // witnessed sent already.
-func (p *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, claims []ledger.Claim, byKey map[string]candidate) ([]ledger.Won, error) {
+func (p *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, next *handoff, claims []ledger.Claim, byKey map[string]candidate) ([]ledger.Won, error) {
 	if len(claims) == 0 {
 		return nil, nil
 	}
@@ -723,7 +725,7 @@ func (p *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOp
 	if err != nil {
 		return nil, err
 	}
-	w, listed := p.takeSuppressed(c, w, byKey)
+	w, listed := p.takeSuppressed(c, opt.Channel, w, byKey, next)
 	w, witnessed := splitWitnessed(w)
 	sms := texts(opt, len(w))
 	p.sweptMinted.Add(int64(sms))

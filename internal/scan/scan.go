@@ -282,7 +282,6 @@ type Pass struct {
 	maxMint     int          // *cfg.MaxMint, or -1 for no limit
 	sweepc      *sweepTools  // this run's sms stage's own resolvers (startSweeps)
 	sweptMinted atomic.Int64 // this run's new sms notices, out of Minted
-	nextQ       *handoff     // this run's sms stage's: the email stage's failures go there
 	swept       *sweptSignal // this run's sms stage's first sweep ended (handback.go)
 }
 

@@ -50,32 +50,26 @@ func (p *Pass) checkPreviousKeys(ctx context.Context) error {
 }
 
 // retryDigests returns the recipients' digests of the retry rows keys,
-// and their digests under the previous secrets (nil without a rotation
-// probed), from the rows the pass read (the address it would send to now,
-// which the probe checks), in the order of keys; nil when opt probes
-// nothing.
-func (p *Pass) retryDigests(opt ledger.ClaimOptions, byKey map[string]candidate, keys []string) ([][]byte, [][][]byte) {
+// and their digests under the previous secrets (where derived), from the
+// rows the pass read (the address it would send to now, which the probe
+// checks), in the order of keys; nil when opt probes nothing.
+func retryDigests(opt ledger.ClaimOptions, byKey map[string]candidate, keys []string) ([][]byte, [][][]byte) {
 	if !opt.Suppression {
 		return nil, nil
 	}
-	out, prev := make([][]byte, len(keys)), [][][]byte(nil)
-	if p.probePrevious {
-		prev = make([][][]byte, len(keys))
-	}
+	out, prev := make([][]byte, len(keys)), make([][][]byte, len(keys))
 	for i, k := range keys {
-		out[i] = byKey[k].claim.AddressHMAC
-		if prev != nil {
-			prev[i] = byKey[k].claim.PreviousHMACs
-		}
+		out[i], prev[i] = byKey[k].claim.AddressHMAC, byKey[k].claim.PreviousHMACs
 	}
 	return out, prev
 }
 
 // takeSuppressed takes out of won the notices a claim statement recorded
-// failed because their recipient is on the email suppression list, counts
-// them, hands them to the sms stage (byKey: the candidates claimed), and
-// returns the rest (to send) and how many it took.
-func (p *Pass) takeSuppressed(c *counters, won []ledger.Won, byKey map[string]candidate) ([]ledger.Won, int) {
+// failed because their recipient is on channel's suppression list, counts
+// them, hands them to next, the next channel's stage (byKey: the
+// candidates claimed), and returns the rest (to send) and how many it
+// took.
+func (p *Pass) takeSuppressed(c *counters, channel string, won []ledger.Won, byKey map[string]candidate, next *handoff) ([]ledger.Won, int) {
 	out := won[:0:0]
 	var ids []string
 	for _, w := range won {
@@ -91,8 +85,8 @@ func (p *Pass) takeSuppressed(c *counters, won []ledger.Won, byKey map[string]ca
 	}
 	c.add(func(x *Summary) { x.SuppressedAddress += n })
 	if handsOver(ledger.Failed) { // recorded failed (suppressed_address) by the claim
-		p.nextQ.Push(ids...) // the kind's next channel, in this pass
+		next.Push(ids...) // the kind's next channel, in this pass
 	}
-	p.log.Info().Int("suppressed_address", n).Msg("recipients on the suppression list: not sent by email")
+	p.log.Info().Int("suppressed_address", n).Str("channel", channel).Msg("recipients on the suppression list: not sent by this channel")
 	return out, n
 }

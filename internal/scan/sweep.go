@@ -249,7 +249,6 @@ type sweepBatch struct {
 	bad     []ledger.Claim
 	claims  []ledger.Claim // sms notices to claim
 	retried []ledger.Claim // sms rows in retry (key and digest) to re-claim
-	retries []string       // their keys, once the suppressed are out
 	byKey   map[string]notice.Notice
 	quiet   int
 	// after: per email key of noEmail, the row's sms key. The sms notice
@@ -276,8 +275,8 @@ func (p *Pass) sweepPage(ctx context.Context, c *counters, st *stage, ps *passSt
 	for _, cl := range bt.claims {
 		pl.Offer(candidate{due: due{claim: cl, n: bt.byKey[cl.Key]}})
 	}
-	for _, k := range bt.retries {
-		pl.Offer(candidate{due: due{claim: ledger.Claim{Key: k}, n: bt.byKey[k]}, reclaim: true})
+	for _, cl := range bt.retried {
+		pl.Offer(candidate{due: due{claim: cl, n: bt.byKey[cl.Key]}, reclaim: true})
 	}
 	for !pl.Empty() {
 		if p.cfg.MaxDuration > 0 && p.cfg.Clock.Now().Sub(p.start) >= p.cfg.MaxDuration {
@@ -368,8 +367,9 @@ func (p *Pass) sweepNotice(r subscription.Row, t notice.Tuple, v verdict, bt *sw
 	bt.claims = append(bt.claims, cl)
 }
 
-// sweepUnreached records the page's notices without a usable address and
-// takes the suppressed numbers out of what it will claim.
+// sweepUnreached records the page's notices without a usable address.
+// The numbers on the sms suppression list are found by the claim
+// statements, as the email stage's addresses are (claimPicked).
 func (p *Pass) sweepUnreached(ctx context.Context, c *counters, bt *sweepBatch) error {
 	emailOpt := ledger.ClaimOptions{Now: p.cfg.Now, RunID: p.cfg.RunID, Channel: notice.ChannelEmail}
 	smsOpt := emailOpt
@@ -387,40 +387,6 @@ func (p *Pass) sweepUnreached(ctx context.Context, c *counters, bt *sweepBatch) 
 	if err := p.recordInvalid(ctx, c, bt.bad); err != nil {
 		return err
 	}
-	all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
-	digests, previous := make([][]byte, len(all)), make([][][]byte, len(all))
-	for i, cl := range all {
-		digests[i], previous[i] = cl.AddressHMAC, cl.PreviousHMACs
-	}
-	hit, err := ledger.SuppressionMatchRekey(ctx, p.db, notice.ChannelSMS, digests, previous, p.sweepc.keys.Current.KeyID())
-	if err != nil {
-		return err
-	}
-	var keep, drop []ledger.Claim
-	var keepR, dropR []string
-	for i, cl := range all {
-		retry := i >= len(bt.claims)
-		switch {
-		case retry && hit[i]:
-			dropR = append(dropR, cl.Key)
-		case retry:
-			keepR = append(keepR, cl.Key)
-		case hit[i]:
-			drop = append(drop, cl)
-		default:
-			keep = append(keep, cl)
-		}
-	}
-	rec, err := ledger.RecordUnreached(ctx, p.db, smsOpt, ledger.ReasonSuppressed, drop)
-	if err != nil {
-		return err
-	}
-	marked, err := ledger.MarkUnreached(ctx, p.db, p.cfg.Now, ledger.ReasonSuppressed, dropR)
-	if err != nil {
-		return err
-	}
-	c.add(func(x *Summary) { x.SuppressedAddress += len(rec) + len(marked) })
-	bt.claims, bt.retries = keep, keepR
 	return nil
 }
 
