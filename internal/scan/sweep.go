@@ -213,7 +213,7 @@ func (p *Pass) sweepDryRun(ctx context.Context, tx sqlx.QueryerContext, out *Dry
 	p.sweepc = p.newSweepTools()
 	return p.eachSweptPage(ctx, tx, nil, func(sel selection, rows []subscription.Row) error {
 		bt := p.sweepSort(sel, rows)
-		all, hit, err := bt.listed(ctx, tx)
+		hit, err := bt.listed(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -222,11 +222,12 @@ func (p *Pass) sweepDryRun(ctx context.Context, tx sqlx.QueryerContext, out *Dry
 			failed[cl.SubscriptionID] = true
 		}
 		for i, h := range hit {
-			failed[all[i].SubscriptionID] = failed[all[i].SubscriptionID] || h
+			cd := bt.cands[i]
+			failed[cd.claim.SubscriptionID] = failed[cd.claim.SubscriptionID] || h
 			if !h {
 				out.WouldSMS++
 			}
-			if !h && i < len(bt.claims) {
+			if !h && !cd.reclaim {
 				out.smsMint++ // a new key, for --max-mint
 			}
 		}
@@ -246,11 +247,11 @@ type sweepBatch struct {
 	noPhone []ledger.Claim // sms notices to record failed no_usable_address
 	// bad are email notices with a malformed address and no usable phone:
 	// no channel left, recorded retry invalid_address (recordInvalid).
-	bad     []ledger.Claim
-	claims  []ledger.Claim // sms notices to claim
-	retried []ledger.Claim // sms rows in retry (key and digest) to re-claim
-	byKey   map[string]notice.Notice
-	quiet   int
+	bad []ledger.Claim
+	// cands are the sms notices to claim, and the sms rows in retry to
+	// re-claim (reclaim), as the stage's planner takes them.
+	cands []candidate
+	quiet int
 	// after: per email key of noEmail, the row's sms key. The sms notice
 	// waits for its email notice to be recorded failed by this pass: if
 	// the email stage claimed it first (the row gained an address since
@@ -272,11 +273,8 @@ func (p *Pass) sweepPage(ctx context.Context, c *counters, st *stage, ps *passSt
 	// half of it is free. A time budget ending mid-page defers the rest
 	// instead of sending a whole page at the channel's pace past it.
 	pl := st.plan
-	for _, cl := range bt.claims {
-		pl.Offer(candidate{due: due{claim: cl, n: bt.byKey[cl.Key]}})
-	}
-	for _, cl := range bt.retried {
-		pl.Offer(candidate{due: due{claim: cl, n: bt.byKey[cl.Key]}, reclaim: true})
+	for _, cd := range bt.cands {
+		pl.Offer(cd)
 	}
 	for !pl.Empty() {
 		if p.cfg.MaxDuration > 0 && p.cfg.Clock.Now().Sub(p.start) >= p.cfg.MaxDuration {
@@ -302,7 +300,7 @@ func (p *Pass) sweepPage(ctx context.Context, c *counters, st *stage, ps *passSt
 
 // sweepSort sorts a page's rows into what to record, claim or re-claim.
 func (p *Pass) sweepSort(sel selection, rows []subscription.Row) sweepBatch {
-	bt := sweepBatch{byKey: map[string]notice.Notice{}, after: map[string]string{}}
+	bt := sweepBatch{after: map[string]string{}}
 	k := p.kinds[sel.Kind]
 	for _, r := range rows {
 		v := p.classify(p.sweepc.content, r, ask{sel: sel, channel: notice.ChannelSMS})
@@ -359,12 +357,7 @@ func (p *Pass) sweepNotice(r subscription.Row, t notice.Tuple, v verdict, bt *sw
 	n := v.dn.n
 	n.Key, n.CancelToken = cl.Key, p.sweepc.keyer.CancelToken(t)
 	cl.AddressHMAC, cl.PreviousHMACs = p.sweepc.keys.Digests(notice.ChannelSMS, v.dn.addr, true)
-	bt.byKey[cl.Key] = n
-	if r.LedgerKey != nil {
-		bt.retried = append(bt.retried, cl)
-		return
-	}
-	bt.claims = append(bt.claims, cl)
+	bt.cands = append(bt.cands, candidate{due: due{claim: cl, n: n}, reclaim: r.LedgerKey != nil})
 }
 
 // sweepUnreached records the page's notices without a usable address.
@@ -384,22 +377,17 @@ func (p *Pass) sweepUnreached(ctx context.Context, c *counters, bt *sweepBatch) 
 		return err
 	}
 	c.add(func(x *Summary) { x.NoUsableAddress += len(a) + len(b) })
-	if err := p.recordInvalid(ctx, c, bt.bad); err != nil {
-		return err
-	}
-	return nil
+	return p.recordInvalid(ctx, c, bt.bad)
 }
 
-// listed returns bt's notices to claim, then its retry rows, and which
-// of them the channel's suppression list holds.
-func (bt *sweepBatch) listed(ctx context.Context, db sqlx.QueryerContext) ([]ledger.Claim, []bool, error) {
-	all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
-	digests := make([][]byte, len(all))
-	for i, cl := range all {
-		digests[i] = cl.AddressHMAC
+// listed reports which of bt's notices the channel's suppression list
+// holds.
+func (bt *sweepBatch) listed(ctx context.Context, db sqlx.QueryerContext) ([]bool, error) {
+	digests := make([][]byte, len(bt.cands))
+	for i, cd := range bt.cands {
+		digests[i] = cd.claim.AddressHMAC
 	}
-	hit, err := ledger.SuppressionMatch(ctx, db, notice.ChannelSMS, digests)
-	return all, hit, err
+	return ledger.SuppressionMatch(ctx, db, notice.ChannelSMS, digests)
 }
 
 // dropUnrecorded takes out of bt the sms notices whose email notice this
@@ -415,8 +403,6 @@ func (bt *sweepBatch) dropUnrecorded(recorded []string) {
 	for _, sk := range bt.after {
 		drop[sk] = true
 	}
-	dropped := func(cl ledger.Claim) bool { return drop[cl.Key] }
-	bt.noPhone = slices.DeleteFunc(bt.noPhone, dropped)
-	bt.claims = slices.DeleteFunc(bt.claims, dropped)
-	bt.retried = slices.DeleteFunc(bt.retried, dropped)
+	bt.noPhone = slices.DeleteFunc(bt.noPhone, func(cl ledger.Claim) bool { return drop[cl.Key] })
+	bt.cands = slices.DeleteFunc(bt.cands, func(cd candidate) bool { return drop[cd.claim.Key] })
 }
