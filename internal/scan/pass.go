@@ -685,21 +685,17 @@ func (p *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimO
 		return nil, err
 	}
 	w, _ = p.takeSuppressed(c, opt.Channel, w, byKey, next)
-	sms := texts(opt, len(w))
-	c.add(func(x *Summary) { x.Retried += len(w); x.SMS += sms })
+	sms := opt.Channel == notice.ChannelSMS // Summary.SMS counts them too
+	c.add(func(x *Summary) {
+		x.Retried += len(w)
+		if sms {
+			x.SMS += len(w)
+		}
+	})
 	for _, x := range w {
 		ps.reclaimed[byKey[x.Key].sel]++
 	}
 	return w, nil
-}
-
-// texts is n when opt claims sms notices (counted in Summary.SMS too),
-// else 0.
-func texts(opt ledger.ClaimOptions, n int) int {
-	if opt.Channel != notice.ChannelSMS {
-		return 0
-	}
-	return n
 }
 
 // insertPicked claims the picked new notices (claims, sorted) in one
@@ -727,9 +723,16 @@ func (p *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOp
 	}
 	w, listed := p.takeSuppressed(c, opt.Channel, w, byKey, next)
 	w, witnessed := splitWitnessed(w)
-	sms := texts(opt, len(w))
-	p.sweptMinted.Add(int64(sms))
-	c.add(func(x *Summary) { x.Minted += len(w); x.Witnessed += witnessed; x.SMS += sms })
+	sms := opt.Channel == notice.ChannelSMS // Summary.SMS counts them too
+	if sms {
+		p.sweptMinted.Add(int64(len(w)))
+	}
+	c.add(func(x *Summary) {
+		x.Minted, x.Witnessed = x.Minted+len(w), x.Witnessed+witnessed
+		if sms {
+			x.SMS += len(w)
+		}
+	})
 	p.log.Info().Str("channel", opt.Channel).Int("candidates", len(claims)).Int("claimed", len(w)).
 		Int("conflicts", len(claims)-len(w)-witnessed-listed).Int("witnessed", witnessed).Msg("batch claimed")
 	if witnessed > 0 {
