@@ -7,14 +7,13 @@ import (
 	"time"
 
 	"scan/internal/policy"
-	"scan/internal/scan"
 )
 
 // Print is `scan preview --subscription ID`'s output: for each preview
 // of subscription id (each kind asked, or due at now), what a pass at now
 // would do with the notice (Status) on stderr and the message it would be
 // (Write); with none, a note on stderr naming the policy's kinds.
-func Print(stdout, stderr io.Writer, pol *policy.Policy, id string, previews []scan.Preview, now time.Time) error {
+func Print(stdout, stderr io.Writer, pol *policy.Policy, id string, previews []Preview, now time.Time) error {
 	if len(previews) == 0 {
 		fmt.Fprintf(stderr, "scan: no notice is due now for subscription %q; name a kind with --kind (%s) to see what it would say\n", id, KindNames(pol))
 		return nil
