@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
-	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
@@ -277,7 +275,7 @@ func newLogger(e *env) (zerolog.Logger, error) {
 	}
 	// Every log line leaves through the run's redactor.
 	var w io.Writer = e.secrets.Writer(e.stderr)
-	if f, ok := e.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+	if cli.IsTerminal(e.stderr) {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
 	}
 	// A pass logs from several goroutines (producer, recorder, progress):
@@ -339,7 +337,7 @@ func checkPushURL(raw string) error {
 
 // outputFormat is the format a listing command prints in (its -o).
 func outputFormat(e *env, o *cli.Output) (string, error) {
-	f, err := o.Format(isTerminal(e.stdout))
+	f, err := o.Format(cli.IsTerminal(e.stdout))
 	if err != nil {
 		return "", usagef("-o", "%v", err)
 	}

@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/pflag"
 
 	"scan/internal/backfill"
@@ -22,11 +20,6 @@ import (
 	"scan/internal/reconcile"
 	"scan/internal/status"
 )
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && isatty.IsTerminal(f.Fd())
-}
 
 var quarantineCommand = command{use: "quarantine", short: "claims with no recorded outcome, oldest first (--older-than D|T, --limit N, -o json|csv|table)",
 	env: envDB, flags: quarantineFlags}
