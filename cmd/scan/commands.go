@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"math"
 	"runtime/debug"
@@ -24,8 +23,6 @@ import (
 	"scan/internal/senders"
 	"scan/internal/subscription"
 )
-
-var sqlOpenDB = sql.OpenDB
 
 var migrateCommand = command{use: "migrate", short: "apply the embedded ledger migrations (idempotent)", env: envDB,
 	flags: func(*pflag.FlagSet) runFunc { return cmdMigrate }}
