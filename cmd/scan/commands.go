@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"scan/internal/cli"
-	"scan/internal/clock"
 	"scan/internal/job"
 	"scan/internal/ledger"
 	"scan/internal/observe"
@@ -190,7 +189,8 @@ type preparedPass struct {
 // preparePass is the prologue of `scan run` and `scan schedule`: it
 // builds the logger and validates every flag and variable a pass uses, so
 // that a mistake is a usage error before anything is written: the policy,
-// the pass's own settings, then the sender and what production demands.
+// the pass's own settings, the sender, then the settings together
+// (job.Config.Complete: what production demands, the sms sender).
 func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) {
 	log, err := newLogger(e)
 	if err != nil {
@@ -211,24 +211,7 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 	if err := p.prepareSender(e, fs, f); err != nil {
 		return nil, err
 	}
-	for _, name := range p.job.Senders.Names() { // every sender of a list may take a notice
-		if err := pol.CheckConfirmSender(name); err != nil {
-			return nil, err
-		}
-	}
-	if p.production {
-		if err := pol.CheckProduction(); err != nil {
-			return nil, err
-		}
-	}
-	if p.job.Renderer, err = newRenderer(pol); err != nil {
-		return nil, err
-	}
-	p.job.SMSClock = clock.NewShifted(e.clock)
-	if !pol.UsesSMS() {
-		return p, nil
-	}
-	if p.job.SMS, err = senders.SMS(p.senderConfig(nil, e), p.job.SMSClock); err != nil {
+	if err := p.job.Complete(p.senderConfig(nil, e), e.clock); err != nil {
 		return nil, err
 	}
 	return p, nil
