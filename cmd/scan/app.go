@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"os"
 	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
@@ -20,6 +17,7 @@ import (
 	"scan/internal/clock"
 	"scan/internal/ledger"
 	"scan/internal/notice"
+	"scan/internal/observe"
 	"scan/internal/policy"
 	"scan/internal/redact"
 	"scan/internal/scan"
@@ -115,7 +113,7 @@ func exitCode(e *env, err error) int {
 	if err == nil {
 		return exitOK
 	}
-	code, msg := exitAborted, oneLine(e.redact(err.Error()))
+	code, msg := exitAborted, cli.OneLine(e.redact(err.Error()))
 	switch {
 	case is[*cli.UsageError](err), is[*senders.ConfigError](err), is[*scan.ConfigError](err),
 		is[*subscription.ConfigError](err), is[*policy.Error](err), is[*notice.SecretError](err):
@@ -135,19 +133,6 @@ func exitCode(e *env, err error) int {
 func is[T error](err error) bool {
 	var t T
 	return errors.As(err, &t)
-}
-
-// oneLine folds a multi-line error (a YAML decoder's list, a driver's
-// detail) into the one line an operator greps for.
-func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n") {
-		return s
-	}
-	lines := strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' })
-	for i, l := range lines {
-		lines[i] = strings.TrimSpace(l)
-	}
-	return strings.Join(lines, "; ")
 }
 
 // flagOrEnv returns the flag's value when it was set, else the variable's.
@@ -220,26 +205,14 @@ func registerSecrets(e *env) {
 // pair, with REDACTED.
 func (e *env) redact(s string) string { return e.secrets.Redact(s) }
 
-// newLogger builds the zerolog logger: JSON on stderr, human-readable on a
-// terminal, level from LOG_LEVEL.
+// newLogger builds the logger (observe.NewLogger) at LOG_LEVEL: every
+// line leaves through the run's redactor.
 func newLogger(e *env) (zerolog.Logger, error) {
-	lvl := zerolog.InfoLevel
-	if v := e.getenv("LOG_LEVEL"); v != "" {
-		l, err := zerolog.ParseLevel(strings.ToLower(v))
-		if err != nil || v == "" || l > zerolog.ErrorLevel || l < zerolog.DebugLevel {
-			return zerolog.Nop(), usagef("LOG_LEVEL", "%q is not one of debug, info, warn, error", v)
-		}
-		lvl = l
+	log, err := observe.NewLogger(e.secrets.Writer(e.stderr), isTerminal(e.stderr), e.getenv("LOG_LEVEL"), thisBuild().Version)
+	if err != nil {
+		return log, usagef("LOG_LEVEL", "%v", err)
 	}
-	// Every log line leaves through the run's redactor.
-	var w io.Writer = e.secrets.Writer(e.stderr)
-	if f, ok := e.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
-	}
-	// A pass logs from several goroutines (producer, recorder, progress):
-	// one line per Write, never two interleaved, whatever stderr is.
-	// Every line, the first included, says which build wrote it.
-	return zerolog.New(zerolog.SyncWriter(w)).Level(lvl).With().Timestamp().Str("version", thisBuild().Version).Logger(), nil
+	return log, nil
 }
 
 // secret reads NOTICE_KEY_SECRET (notice.ParseSecret).
@@ -251,15 +224,10 @@ func previousSecrets(e *env, current []byte) ([][]byte, error) {
 	return notice.ParsePreviousSecrets(e.getenv(notice.PreviousSecretsVar), current)
 }
 
-// checkPushURL validates PUSHGATEWAY_URL (empty: no push) so that a typo
-// is a usage error before anything is written, not a warning every night.
+// checkPushURL validates PUSHGATEWAY_URL (observe.CheckPushURL).
 func checkPushURL(raw string) error {
-	if raw == "" {
-		return nil
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usagef("PUSHGATEWAY_URL", "not an http(s) URL such as http://pushgateway.monitoring:9091")
+	if err := observe.CheckPushURL(raw); err != nil {
+		return usagef("PUSHGATEWAY_URL", "%v", err)
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -43,11 +42,11 @@ func cmdMigrate(ctx context.Context, e *env, _ []string) error {
 // runFlags are the flags of `scan run` (and of `scan schedule`, which runs
 // the same pass).
 type runFlags struct {
-	config, sender, source, redirect, now, shard string
-	maxDuration                                  string
-	shards, batch                                int
-	maxMint                                      cli.OptionalInt
-	dryRun, shadow                               bool
+	config, sender, source, redirect, now, maxDuration string
+	shards, batch                                      int
+	shard                                              cli.ShardFlag
+	maxMint                                            cli.OptionalInt
+	dryRun, shadow                                     bool
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet, withRunOnly bool) {
@@ -55,7 +54,7 @@ func (f *runFlags) register(fs *pflag.FlagSet, withRunOnly bool) {
 	fs.StringVar(&f.sender, "sender", senders.Outbox, cli.OrList(senders.Names)+", or an ordered list to fail over along, e.g. ses,smtp (env SCAN_SENDER)")
 	fs.StringVar(&f.source, "source", "subscriptions", "table or view to read, schema-qualified allowed")
 	fs.StringVar(&f.redirect, "redirect-to", "", "deliver every notice to this address instead (env SCAN_REDIRECT_TO)")
-	fs.StringVar(&f.shard, "shard", "", "I/N: take shard I of N (default from JOB_COMPLETION_INDEX and --shards)")
+	fs.Var(&f.shard, "shard", "take shard I of N (default from JOB_COMPLETION_INDEX and --shards)")
 	fs.IntVar(&f.shards, "shards", 0, "number of shards when the index comes from JOB_COMPLETION_INDEX")
 	fs.IntVar(&f.batch, "batch-size", 1000, "notices per claim statement at most")
 	fs.StringVar(&f.maxDuration, "max-duration", "", "time budget of one pass, e.g. 50m (env SCAN_MAX_DURATION): then it stops claiming, finishes what is in flight and exits 0")
@@ -69,14 +68,8 @@ func (f *runFlags) register(fs *pflag.FlagSet, withRunOnly bool) {
 
 // shardOf resolves --shard I/N, or JOB_COMPLETION_INDEX with --shards.
 func (f *runFlags) shardOf(e *env) (int, int, error) {
-	if f.shard != "" {
-		i, n, ok := strings.Cut(f.shard, "/")
-		si, err1 := strconv.Atoi(i)
-		sn, err2 := strconv.Atoi(n)
-		if !ok || err1 != nil || err2 != nil || sn < 1 || si < 0 || si >= sn {
-			return 0, 0, usagef("--shard", "%q is not a shard I/N with 0 <= I < N (e.g. 0/4)", f.shard)
-		}
-		return si, sn, nil
+	if i, n, ok := f.shard.Value(); ok {
+		return i, n, nil
 	}
 	if f.shards < 0 {
 		return 0, 0, usagef("--shards", "must be at least 1")
@@ -201,7 +194,7 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 		return nil, err
 	}
 	p := &preparedPass{pol: pol, log: log, job: job.Config{Policy: pol, Log: log, PushURL: e.getenv("PUSHGATEWAY_URL"),
-		Stderr: e.stderr, Clock: e.clockNow, Describe: func(err error) string { return oneLine(e.redact(err.Error())) }}}
+		Stderr: e.stderr, Clock: e.clockNow, Describe: func(err error) string { return cli.OneLine(e.redact(err.Error())) }}}
 	if l := debug.SetMemoryLimit(-1); l < math.MaxInt64 {
 		log.Debug().Int64("go_memory_limit_mib", l>>20).Msg("the Go runtime's soft memory limit (GOMEMLIMIT, else the container's limit less the binary's pages)")
 	}
