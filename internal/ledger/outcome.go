@@ -28,7 +28,7 @@ type Outcome struct {
 	// handed over.
 	Digest []byte
 	// Message is the exact message handed to the provider (the bytes
-	// Digest is the SHA-256 of), kept compressed in notice_message under
+	// Digest is the SHA-256 of), kept compressed in the ledger row under
 	// the claim's attempt when the outcome is recorded: proof of notice
 	// (MessageOf). Nil keeps nothing.
 	Message []byte
@@ -96,8 +96,13 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 		if _, err := tx.ExecContext(ctx, noticeOutcomePlan); err != nil {
 			return err
 		}
-		return tx.QueryRowxContext(ctx, noticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
-			pq.Array(prov), pq.Array(digests), pq.Array(errs), from, to, runID, now.UTC(), pq.ByteaArray(bodies), dict.ID, pq.Array(senders)).Scan(&changed)
+		r, err := tx.ExecContext(ctx, noticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
+			pq.Array(prov), pq.Array(digests), pq.Array(errs), from, to, runID, now.UTC(), pq.ByteaArray(bodies), dict.ID, pq.Array(senders))
+		if err != nil {
+			return err
+		}
+		changed, err = r.RowsAffected()
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("record outcomes: %w", err)
