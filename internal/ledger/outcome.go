@@ -56,6 +56,7 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 	n := len(outs)
 	keys, states, sentAt, prov, digests, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	senders := make([]string, n)
+	at, lens := make([]int, n), make([]int, n)
 	dict, err := MessageDict()
 	if err != nil {
 		return 0, fmt.Errorf("record outcomes: %w", err)
@@ -63,6 +64,15 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 	bodies, err := compressMessages(outs, dict.Body)
 	if err != nil {
 		return 0, fmt.Errorf("record outcomes: %w", err)
+	}
+	size := 0
+	for _, b := range bodies {
+		size += len(b)
+	}
+	all := make([]byte, 0, size)
+	for i, b := range bodies {
+		at[i], lens[i] = len(all)+1, len(b)
+		all = append(all, b...)
 	}
 	var lo, hi time.Time
 	everyMonth := false
@@ -97,7 +107,7 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 			return err
 		}
 		r, err := tx.ExecContext(ctx, noticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
-			pq.Array(prov), pq.Array(digests), pq.Array(errs), from, to, runID, now.UTC(), pq.ByteaArray(bodies), dict.ID, pq.Array(senders))
+			pq.Array(prov), pq.Array(digests), pq.Array(errs), from, to, runID, now.UTC(), all, dict.ID, pq.Array(senders), pq.Array(at), pq.Array(lens))
 		if err != nil {
 			return err
 		}

@@ -254,7 +254,11 @@ SELECT * FROM reclaimed`
 // $1 keys, $2 states, $3 sent_at (text, empty for none), $4 provider ids,
 // $5 digests (hex), $6 errors (text[] each), $7 the first day of the earliest
 // month and $8 the first day after the latest (YYYY-MM-DD), or NULL for
-// every month, $9 run id, $10 updated_at, $11 compressed messages (bytea[]),
+// every month, $9 run id, $10 updated_at, $11 the compressed messages
+// end to end (one bytea, which lib/pq's binary_parameters sends as is: a
+// bytea[] travels as hex text that PostgreSQL parses back element by
+// element), $14 where each starts in it (1-based) and $15 its length (0:
+// none) (int[] each),
 // $12 the dictionary they were compressed against (notice_message_dict),
 // $13 senders (the name of the sender each attempt went through, empty
 // for none: a NULL sender).
@@ -266,12 +270,12 @@ SET state = o.state,
     message_sha256 = decode(NULLIF(o.digest, ''), 'hex'),
     last_error = NULLIF(o.last_error, ''),
     sender = NULLIF(o.sender, ''),
-    message_attempt = CASE WHEN length(o.body) > 0 THEN l.attempts END,
-    message_dict = CASE WHEN length(o.body) > 0 THEN $12::smallint END,
-    message = NULLIF(o.body, ''::bytea),
+    message_attempt = CASE WHEN o.body_len > 0 THEN l.attempts END,
+    message_dict = CASE WHEN o.body_len > 0 THEN $12::smallint END,
+    message = CASE WHEN o.body_len > 0 THEN substring($11::bytea FROM o.body_at FOR o.body_len) END,
     updated_at = $10
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $11::bytea[], $13::text[])
-     AS o(notice_key, state, sent_at, provider_id, digest, last_error, body, sender)
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $14::int[], $15::int[], $13::text[])
+     AS o(notice_key, state, sent_at, provider_id, digest, last_error, body_at, body_len, sender)
 WHERE l.notice_key = ANY($1::text[])
   AND ($7::date IS NULL OR l.period_start >= $7::date)
   AND ($8::date IS NULL OR l.period_start < $8::date)
