@@ -61,7 +61,7 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 	if err != nil {
 		return 0, fmt.Errorf("record outcomes: %w", err)
 	}
-	bodies, err := compressMessages(outs, dict.Body)
+	bodies, err := compressMessages(outs)
 	if err != nil {
 		return 0, fmt.Errorf("record outcomes: %w", err)
 	}

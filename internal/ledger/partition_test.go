@@ -120,7 +120,7 @@ VALUES ($1, 'claimed', 'sent', 'carol', 'seen in the provider console', $2)`, ke
 		t.Fatal(err)
 	}
 
-	if n, err := ledger.Migrate(ctx, db.DB); err != nil || n != 25 { // 0002 (partitions), 0003 (the provider_id index), 0004 (dropping it), 0005 (the key check), 0006 (evidence), 0007 (epochs), 0008 (unmatched evidence), 0010 (webhook tokens), 0015 (rule, zone, reason), 0016 (state cancelled), 0017 (shadow), 0020 (suppression), 0021 (channel), 0022 (the suppression digest's hash index), 0023 (kept messages), 0024 (their dictionary), 0025 (passes, receipts, the unreached index), 0026 (the suppression key id), 0027 (the epochs' switchover witness), 0028 (the fleet's rate buckets), 0030 (delivery evidence), 0032 (the attempt's sender), 0033 (the window_closes_at index), 0035 (the ledger's fillfactor), 0036 (the kept message in the ledger row)
+	if n, err := ledger.Migrate(ctx, db.DB); err != nil || n != 26 { // 0002 (partitions), 0003 (the provider_id index), 0004 (dropping it), 0005 (the key check), 0006 (evidence), 0007 (epochs), 0008 (unmatched evidence), 0010 (webhook tokens), 0015 (rule, zone, reason), 0016 (state cancelled), 0017 (shadow), 0020 (suppression), 0021 (channel), 0022 (the suppression digest's hash index), 0023 (kept messages), 0024 (their dictionary), 0025 (passes, receipts, the unreached index), 0026 (the suppression key id), 0027 (the epochs' switchover witness), 0028 (the fleet's rate buckets), 0030 (delivery evidence), 0032 (the attempt's sender), 0033 (the window_closes_at index), 0035 (the ledger's fillfactor), 0036 (the kept message in the ledger row), 0037 (the dictionaries' format)
 		t.Fatalf("migrate applied %d, %v", n, err)
 	}
 	if err := db.Get(&after, dump); err != nil {

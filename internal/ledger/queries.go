@@ -605,12 +605,13 @@ const noticeMessagePrune = `
 DELETE FROM notice_message WHERE period_start < $1::date`
 
 // noticeMessageGet returns the compressed message of one attempt and its
-// dictionary (empty for none): $1 period_start, $2 key (hex), $3 attempt.
+// dictionary's id, format and bytes (0, deflate and empty for none): $1
+// period_start, $2 key (hex), $3 attempt.
 // The ledger row holds the message of the attempt that handed one over
 // last (sql/0036); notice_message those of earlier attempts and of the
 // notices recorded before sql/0036. Both by their primary keys.
 const noticeMessageGet = `
-SELECT x.body, COALESCE(d.body, '') AS dict
+SELECT x.body, x.dict AS dict_id, COALESCE(d.format, 'deflate') AS format, COALESCE(d.body, '') AS dict
 FROM (SELECT l.message AS body, l.message_dict AS dict, 0 AS pick
       FROM notice_ledger l
       WHERE l.notice_key = $2 AND l.period_start = $1::date AND l.message_attempt = $3
@@ -631,11 +632,12 @@ const noticeMessageDict = `SELECT body FROM notice_message_dict WHERE id = $1`
 // Each row carries its period, key, attempt, digest and compressed
 // message (NULL when none was kept: the row's own when it is of the
 // current attempt, else notice_message's) with its dictionary (empty for
-// none).
+// none) with its dictionary's id, format and bytes (0, deflate and empty
+// for none).
 const noticeMessageSample = `
 SELECT l.period_start, l.notice_key, l.attempts, l.message_sha256,
        COALESCE(CASE WHEN l.message_attempt = l.attempts THEN l.message END, m.body) AS body,
-       COALESCE(d.body, '') AS dict
+       COALESCE(d.id, 0) AS dict_id, COALESCE(d.format, 'deflate') AS format, COALESCE(d.body, '') AS dict
 FROM notice_ledger l
 LEFT JOIN notice_message m
   ON l.message_attempt IS DISTINCT FROM l.attempts
