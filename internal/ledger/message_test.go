@@ -120,7 +120,7 @@ func TestThePassKeepsMessagesItCannotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	role := schema + "_pass" // roles are the server's: named for this test's own schema
-	var readable string // every column of the ledger but the message's
+	var readable string      // every column of the ledger but the message's
 	if err := db.Get(&readable, `SELECT string_agg(column_name, ', ') FROM information_schema.columns
 		WHERE table_schema = current_schema() AND table_name = 'notice_ledger'
 		  AND column_name NOT IN ('message', 'message_dict', 'message_attempt')`); err != nil {
