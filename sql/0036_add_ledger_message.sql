@@ -28,14 +28,18 @@ ALTER TABLE notice_ledger
 -- Already compressed: PostgreSQL's own compression would only cost CPU.
 ALTER TABLE notice_ledger ALTER COLUMN message SET STORAGE EXTERNAL;
 
--- Earlier attempts stay provable: when an outcome replaces a message that
--- an earlier attempt handed over (a retry of the notice), the earlier one
--- moves into notice_message, in the same statement, by this trigger. It
--- reads the old row version it is given (OLD), not the table, so the
--- pass's role needs INSERT on notice_message and no read right on the
--- message columns. The WHEN clause is evaluated without calling the
--- function: the first attempt's outcome (almost every notice) never runs
--- it. A message already kept for that attempt is left as it is.
+-- Earlier attempts stay provable: when a retry of the notice is claimed
+-- (noticeReclaim, the only statement that sets attempts) while the row
+-- holds the message an earlier attempt handed over, this trigger copies
+-- that message into notice_message under its attempt, in the same
+-- statement; the row keeps it until the new attempt's outcome replaces it
+-- (or, when the new attempt hands nothing over, clears it). The outcome's
+-- UPDATE, which every notice runs, fires no trigger at all: the rare
+-- re-claim pays, and only for a row with a message (the WHEN clause is
+-- evaluated without calling the function). The function reads the old
+-- row version it is handed (OLD), not the table, so the pass's role needs
+-- INSERT on notice_message and no read right on the message columns. A
+-- message already kept for that attempt is left as it is.
 -- +goose StatementBegin
 CREATE FUNCTION notice_ledger_keep_earlier_message() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $fn$
@@ -49,9 +53,9 @@ $fn$;
 -- +goose StatementEnd
 
 CREATE TRIGGER notice_ledger_keep_earlier_message
-AFTER UPDATE OF message ON notice_ledger
+AFTER UPDATE OF attempts ON notice_ledger
 FOR EACH ROW
-WHEN (OLD.message IS NOT NULL AND OLD.message_attempt IS DISTINCT FROM NEW.message_attempt)
+WHEN (OLD.message IS NOT NULL)
 EXECUTE FUNCTION notice_ledger_keep_earlier_message();
 
 -- +goose Down

@@ -245,11 +245,11 @@ SELECT * FROM reclaimed`
 // message_attempt: sql/0036; proof of notice, issue 37): no other tuple,
 // no index entry, no extra round trip, and a message is kept only for an
 // outcome the ledger took. The statement never reads those columns (the
-// pass's role needs no read right on them). When the row holds an earlier
-// attempt's message (a retry), the trigger of sql/0036 moves it into
-// notice_message as this statement replaces it; the same attempt's (a
-// batch retried after a commit whose reply was lost) is rewritten with the
-// same bytes.
+// pass's role needs no read right on them). When the row held an earlier
+// attempt's message, the trigger of sql/0036 copied it into notice_message
+// when the retry was claimed (noticeReclaim), so this statement replaces
+// it freely; the same attempt's (a batch retried after a commit whose
+// reply was lost) is rewritten with the same bytes.
 //
 // $1 keys, $2 states, $3 sent_at (text, empty for none), $4 provider ids,
 // $5 digests (hex), $6 errors (text[] each), $7 the first day of the earliest
