@@ -921,7 +921,7 @@ FROM (SELECT subscription_id, kind, period_start, revision, channel, state,
                   OR (state = 'retry' AND last_error = 'invalid_address' AND window_closes_at > $3)
                   OR (state = 'sent' AND (delivery = 'undeliverable'
                                           OR (delivery = 'unconfirmed' AND window_closes_at <= $3))) AS unreached
-      FROM (SELECT n.*, ` + noticeDeliveryOf + ` AS delivery FROM notice_ledger n) l0) l
+      FROM (SELECT ` + noticeRowColumns + `, ` + noticeDeliveryOf + ` AS delivery FROM notice_ledger n) l0) l
 GROUP BY subscription_id, kind, period_start, revision
 HAVING bool_and(unreached) AND max(at) >= $1
 ORDER BY max(at), subscription_id, kind, period_start, revision
