@@ -450,18 +450,19 @@ func TestKeyCheckTakesLowerCaseHexOnly(t *testing.T) {
 }
 
 // Every month of the ledger, the DEFAULT partition and a month a claim
-// creates later, leaves half of each heap page free (sql/0035, issue 39),
-// so that an outcome's new row version lands on its claim's page.
+// creates later, leaves 70% of each heap page free (sql/0035 and 0036, issues 39
+// and 37), so that an outcome's new row version, message included, lands
+// on its claim's page.
 func TestEveryMonthLeavesRoomForTheOutcome(t *testing.T) {
 	t.Parallel()
 	db := setup(t)
 	seedMonth(t, db, month(2027, 5), 50, 0)
 	const q = `SELECT count(*) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 WHERE i.inhparent = 'notice_ledger'::regclass AND %s`
-	if n := countRows(t, db, fmt.Sprintf(q, `'fillfactor=50' = ANY(c.reloptions)`)); n != 2 {
-		t.Fatalf("%d partitions with fillfactor 50, want 2 (the DEFAULT and 2027-05)", n)
+	if n := countRows(t, db, fmt.Sprintf(q, `'fillfactor=30' = ANY(c.reloptions)`)); n != 2 {
+		t.Fatalf("%d partitions with fillfactor 30, want 2 (the DEFAULT and 2027-05)", n)
 	}
-	if n := countRows(t, db, fmt.Sprintf(q, `NOT COALESCE('fillfactor=50' = ANY(c.reloptions), false)`)); n != 0 {
-		t.Fatalf("%d partitions without fillfactor 50", n)
+	if n := countRows(t, db, fmt.Sprintf(q, `NOT COALESCE('fillfactor=30' = ANY(c.reloptions), false)`)); n != 0 {
+		t.Fatalf("%d partitions without fillfactor 30", n)
 	}
 }
