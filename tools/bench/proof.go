@@ -93,11 +93,11 @@ func (b *bench) proof(ctx context.Context) error {
 			fmt.Fprintf(b.log, "bench: proof round %d %s: %.2f s, PostgreSQL CPU %.2f s, scan CPU %.2f s, WAL %d B a notice\n", round+1, v.name, r.wall.Seconds(), r.pgCPU.Seconds(), r.cpu.Seconds(), wal/int64(due))
 		}
 	}
-	added := int64(-1)
+	sizes := []int64{kept(vs).size, -1} // the ledger with messages, and without
 	if len(vs) == 2 {
-		added = vs[1].size - vs[0].size
+		sizes[1] = vs[0].size
 	}
-	if err := b.proofStorage(ctx, db, due, added); err != nil {
+	if err := b.proofStorage(ctx, db, due, sizes); err != nil {
 		return err
 	}
 	med := func(ds []time.Duration) time.Duration {
@@ -106,7 +106,7 @@ func (b *bench) proof(ctx context.Context) error {
 		return s[len(s)/2]
 	}
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(due) }
-	kept := vs[len(vs)-1]
+	kept := kept(vs)
 	if len(vs) == 2 {
 		none := vs[0]
 		pct := func(a, b time.Duration) string { return fmt.Sprintf("%+.1f%%", 100*(a.Seconds()/b.Seconds()-1)) }
@@ -125,6 +125,9 @@ func (b *bench) proof(ctx context.Context) error {
 	}
 	return b.proofOne(ctx, db, due, env)
 }
+
+// kept is the variant that keeps messages, the last.
+func kept[T any](vs []*T) *T { return vs[len(vs)-1] }
 
 // proofPass runs one first pass of bin on an empty ledger and returns it
 // with the WAL it wrote (after a CHECKPOINT, so that each pass pays for
@@ -153,9 +156,9 @@ func (b *bench) proofPass(ctx context.Context, db *sql.DB, bin, outbox string, e
 	return r, wal, err
 }
 
-// proofStorage reports the kept messages' size per notice, and what they
-// add on disk (added bytes over the whole pass, -1 when not measured).
-func (b *bench) proofStorage(ctx context.Context, db *sql.DB, due int, added int64) error {
+// proofStorage reports the kept messages' size per notice, and the
+// ledger's on disk with them and without (sizes[1], -1 when not measured).
+func (b *bench) proofStorage(ctx context.Context, db *sql.DB, due int, sizes []int64) error {
 	var n, p50, p99 int64
 	if err := db.QueryRowContext(ctx, ProofStorage).Scan(&n, &p50, &p99); err != nil {
 		return fmt.Errorf("proof storage: %w", err)
@@ -163,9 +166,9 @@ func (b *bench) proofStorage(ctx context.Context, db *sql.DB, due int, added int
 	if n != int64(due) {
 		return fmt.Errorf("proof storage: %d messages kept, want %d", n, due)
 	}
-	disk := "-"
-	if added >= 0 {
-		disk = fmt.Sprintf("%.0f B a notice on disk (the ledger's size with, less without: %.1f MB)", float64(added)/float64(n), float64(added)/(1<<20))
+	disk := fmt.Sprintf("the ledger %.0f B a notice on disk with them", float64(sizes[0])/float64(n))
+	if sizes[1] >= 0 {
+		disk += fmt.Sprintf(", %.0f B without: %+.0f B", float64(sizes[1])/float64(n), float64(sizes[0]-sizes[1])/float64(n))
 	}
 	b.add(figure{fmt.Sprintf("kept message per notice (N=%d)", n),
 		fmt.Sprintf("median %d B, p99 %d B compressed", p50, p99), disk, "-", "at most 1 KiB (median)"})
