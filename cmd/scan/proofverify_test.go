@@ -1,6 +1,9 @@
 package main
 
 import (
+	"net/url"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -53,4 +56,68 @@ func TestProofVerifyPushUsage(t *testing.T) {
 	if code == 0 || len(gw.Pushes()) != 0 {
 		t.Fatalf("verify with no database: exit %d, %d push(es); want a failure and no push\n%s", code, len(gw.Pushes()), errOut.String())
 	}
+}
+
+// The verify CronJob's role (k8s/cronjob-proof-verify.yaml) checks the
+// kept messages with exactly the GRANT lines its manifest gives, and can
+// read nothing else: not a subscription's notices (scan proof), not the
+// evidence, and it writes nothing.
+func TestProofVerifyRunsUnderItsOwnRole(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 2, "")
+	if s, _ := f.passIn(nil); s.Sent != 2 {
+		t.Fatalf("pass = %+v, want 2 sent", s)
+	}
+	manifest, err := os.ReadFile("../../k8s/cronjob-proof-verify.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var grants []string
+	for _, m := range regexp.MustCompile(`(?m)^#\s+(GRANT SELECT .* TO scan_proof_verify;)$`).FindAllStringSubmatch(string(manifest), -1) {
+		grants = append(grants, m[1])
+	}
+	if len(grants) < 2 {
+		t.Fatalf("the manifest gives %d GRANT SELECT lines for scan_proof_verify", len(grants))
+	}
+	var schema string
+	if err := f.db.Get(&schema, `SELECT current_schema()`); err != nil {
+		t.Fatal(err)
+	}
+	role := schema + "_verify" // roles are the server's: named for this test's own schema
+	stmts := []string{`CREATE ROLE ` + role + ` NOLOGIN`, `GRANT USAGE ON SCHEMA ` + schema + ` TO ` + role}
+	for _, g := range grants {
+		stmts = append(stmts, strings.Replace(g, "scan_proof_verify;", role+";", 1))
+	}
+	for _, q := range stmts {
+		if _, err := f.db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() {
+		_, _ = f.db.Exec(`DROP OWNED BY ` + role)
+		_, _ = f.db.Exec(`DROP ROLE ` + role)
+	})
+	// The session takes the role at connection start, as a login role's would.
+	asRole := []string{"DATABASE_URL=" + f.dsn + roleParam(f.dsn, role)}
+	gw := metricstest.New(t)
+	code, stdout, errOut := f.runIn(append(asRole, "PUSHGATEWAY_URL="+gw.URL), "proof", "--verify", "--sample", "10")
+	if code != 0 || !strings.Contains(stdout, `"verified":2`) {
+		t.Fatalf("verify as %s: exit %d, %s\n%s", role, code, stdout, errOut)
+	}
+	wantVerifyPush(t, gw, 2, 0)
+	if code, _, errOut := f.runIn(asRole, "proof", "--subscription", subID(1), "--out", t.TempDir()); code == 0 || !strings.Contains(errOut, "permission denied") {
+		t.Fatalf("scan proof as the verify role: exit %d, %q; want permission denied", code, errOut)
+	}
+}
+
+// roleParam is the DSN suffix that makes a session take role at start.
+func roleParam(dsn, role string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		return sep + "options=" + url.QueryEscape("-c role="+role)
+	}
+	return " options='-c role=" + role + "'"
 }
