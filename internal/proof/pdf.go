@@ -6,43 +6,56 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-fonts/dejavu/dejavusans"
+	"github.com/go-fonts/dejavu/dejavusansbold"
+	"github.com/go-fonts/dejavu/dejavusansmono"
 	"github.com/go-pdf/fpdf"
 )
 
 // maxPDF is Stripe's limit for a dispute's evidence file.
 const maxPDF = 5 << 20
 
+// The PDF's fonts: DejaVu Sans (labels and values) and DejaVu Sans Mono
+// (the notice's text), TrueType, embedded as subsets of the glyphs the
+// page uses (fpdf's UTF-8 fonts), so names, currencies (€ ₹ zł ₽ ₺),
+// Greek and Cyrillic print as the customer read them. No CJK, Indic or
+// Thai glyphs, and Arabic and Hebrew are not shaped: docs/proof.md.
+const (
+	fontSans = "DejaVuSans"
+	fontMono = "DejaVuSansMono"
+)
+
 // renderPDF lays rec out for a dispute analyst: what was sent, to whom
 // (masked), when and by which provider, its delivery confirmation, the
 // window and legal lead it satisfied, the notice's text and the digest.
-// Core fonts only (no font file embedded): a few kilobytes. They take
-// Latin-1 (cp1252); other characters print as '?'.
 func renderPDF(rec Record) ([]byte, error) {
 	pdf := fpdf.New("P", "mm", "A4", "")
+	pdf.AddUTF8FontFromBytes(fontSans, "", dejavusans.TTF)
+	pdf.AddUTF8FontFromBytes(fontSans, "B", dejavusansbold.TTF)
+	pdf.AddUTF8FontFromBytes(fontMono, "", dejavusansmono.TTF)
 	pdf.SetMargins(18, 16, 18)
 	pdf.SetAutoPageBreak(true, 16)
 	pdf.SetCreationDate(rec.GeneratedAt)
 	pdf.SetModificationDate(rec.GeneratedAt)
 	pdf.SetTitle("Proof of notice "+rec.KeyPrefix, true)
-	tr := pdf.UnicodeTranslatorFromDescriptor("")
 	pdf.AddPage()
-	pdf.SetFont("Helvetica", "B", 15)
-	pdf.MultiCell(0, 7, tr(fmt.Sprintf("Proof of notice: %s for subscription %s", rec.Kind, rec.SubscriptionID)), "", "L", false)
-	pdf.SetFont("Helvetica", "", 9)
-	pdf.MultiCell(0, 5, tr("The message below is the exact message handed to the provider, rebuilt from the notice ledger; its SHA-256 matches the digest the ledger recorded when it was sent."), "", "L", false)
+	pdf.SetFont(fontSans, "B", 14)
+	pdf.MultiCell(0, 7, fmt.Sprintf("Proof of notice: %s for subscription %s", rec.Kind, rec.SubscriptionID), "", "L", false)
+	pdf.SetFont(fontSans, "", 8.5)
+	pdf.MultiCell(0, 4.6, "The message below is the exact message handed to the provider, rebuilt from the notice ledger; its SHA-256 matches the digest the ledger recorded when it was sent.", "", "L", false)
 	pdf.Ln(2)
 	for _, f := range pdfFields(rec) {
-		pdf.SetFont("Helvetica", "B", 9)
-		pdf.CellFormat(52, 5, tr(f[0]), "", 0, "L", false, 0, "")
-		pdf.SetFont("Helvetica", "", 9)
-		pdf.MultiCell(0, 5, tr(f[1]), "", "L", false)
+		pdf.SetFont(fontSans, "B", 8.5)
+		pdf.CellFormat(52, 4.6, f[0], "", 0, "L", false, 0, "")
+		pdf.SetFont(fontSans, "", 8.5)
+		pdf.MultiCell(0, 4.6, f[1], "", "L", false)
 	}
 	pdf.Ln(3)
-	pdf.SetFont("Helvetica", "B", 11)
-	pdf.CellFormat(0, 6, tr("The notice as the customer received it (text part)"), "B", 1, "L", false, 0, "")
+	pdf.SetFont(fontSans, "B", 10.5)
+	pdf.CellFormat(0, 6, "The notice as the customer received it (text part)", "B", 1, "L", false, 0, "")
 	pdf.Ln(1)
-	pdf.SetFont("Courier", "", 8.5)
-	pdf.MultiCell(0, 4, tr(strings.TrimSpace(rec.text)), "", "L", false)
+	pdf.SetFont(fontMono, "", 8)
+	pdf.MultiCell(0, 4, strings.TrimSpace(rec.text), "", "L", false)
 	if err := pdf.Error(); err != nil {
 		return nil, err
 	}
