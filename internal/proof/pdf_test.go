@@ -1,6 +1,7 @@
 package proof
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,22 +60,49 @@ func TestPDFPrintsUnicode(t *testing.T) {
 	if strings.Contains(text, "?") {
 		t.Errorf("the PDF's text has a '?' (a character its font lacks):\n%s", text)
 	}
-	if len(pdf) > 200<<10 {
-		t.Errorf("PDF of one page is %d bytes: the embedded fonts are not subset", len(pdf))
+	if len(pdf) > 200<<10 || !bytes.Contains(pdf, []byte("/FontFile2")) {
+		t.Errorf("PDF of one page is %d bytes, TrueType embedded %v: want the font embedded as a subset", len(pdf), bytes.Contains(pdf, []byte("/FontFile2")))
 	}
 	t.Logf("PDF: %d bytes", len(pdf))
 }
 
+// A notice Windows-1252 holds (English, German, French, the euro) is set
+// in the core fonts: nothing embedded, a few KB, and its text prints.
+func TestPDFOfALatin1NoticeEmbedsNoFont(t *testing.T) {
+	sent := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	text := "Hallo Jürgen Müller, Ihr Abonnement verlängert sich am 4. März 2026; 12,99 € werden abgebucht. Ça coûte « 9,99 € » — “merci”."
+	rec := Record{Key: strings.Repeat("ab", 32), KeyPrefix: "abababababab", SubscriptionID: "sub_1", Kind: "renewal_notice_t72",
+		Channel: "email", To: "j***@example.de", Attempts: []Attempt{{Attempt: 1, ClaimedAt: sent, SentAt: &sent}}, GeneratedAt: sent, text: text}
+	pdf, err := renderPDF(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(pdf, []byte("/FontFile2")) || len(pdf) > 10<<10 {
+		t.Errorf("a Latin-1 notice's PDF is %d bytes, TrueType embedded %v: want the core fonts", len(pdf), bytes.Contains(pdf, []byte("/FontFile2")))
+	}
+	if got := pdfText(t, pdf); !strings.Contains(got, text) {
+		t.Errorf("the PDF's text lacks %q:\n%s", text, got)
+	}
+}
+
 // BenchmarkRenderPDF: the PDF's share of `scan proof`'s time for one
-// notice (the fonts are parsed and subset for each PDF).
+// notice, in the core fonts (latin1) and with DejaVu Sans parsed and
+// subset for the PDF (unicode).
 func BenchmarkRenderPDF(b *testing.B) {
 	sent := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
-	rec := Record{Key: strings.Repeat("ab", 32), KeyPrefix: "abababababab", SubscriptionID: "sub_1", Kind: "renewal_notice_t72",
-		Channel: "email", Attempts: []Attempt{{Attempt: 1, ClaimedAt: sent, SentAt: &sent}}, GeneratedAt: sent,
-		text: strings.Repeat("Hello User 1, your subscription renews on March 4, 2026, and €12.99 will be charged.\n", 12)}
-	for b.Loop() {
-		if _, err := renderPDF(rec); err != nil {
-			b.Fatal(err)
-		}
+	for name, line := range map[string]string{
+		"latin1":  "Hello User 1, your subscription renews on March 4, 2026, and €12.99 will be charged.\n",
+		"unicode": "Hello Ελένη, your subscription renews on March 4, 2026, and ₹499.00 will be charged.\n",
+	} {
+		rec := Record{Key: strings.Repeat("ab", 32), KeyPrefix: "abababababab", SubscriptionID: "sub_1", Kind: "renewal_notice_t72",
+			Channel: "email", Attempts: []Attempt{{Attempt: 1, ClaimedAt: sent, SentAt: &sent}}, GeneratedAt: sent,
+			text: strings.Repeat(line, 12)}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := renderPDF(rec); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
