@@ -19,8 +19,9 @@ import (
 //   - BENCH_PROOF1M_ROWS past notices (default 1,000,000) of 13 months are
 //     added set-based, 20 per subscription for the pass's subscriptions and
 //     others, each with the digest of one of the pass's messages and that
-//     message kept (INSERT ... SELECT from the kept row) and a delivery
-//     event, so the tables the proof reads have a million rows each;
+//     message kept in the row (message, message_attempt, message_dict, as
+//     the outcome statement keeps it, sql/0036) and a delivery event, so
+//     the ledger and the evidence the proof reads have a million rows each;
 //   - `scan proof --subscription ID --kind K --period-start D` of 5
 //     different notices, each a whole process (start, connect, read,
 //     verify, PDF, files), median and slowest; then the same for a whole
@@ -32,14 +33,17 @@ import (
 const (
 	// Proof1MSeed inserts $1 notices of past periods, as HistorySeed does
 	// (13 months before $2, $3 subscriptions 'bench_NNNNNNNNN', keys
-	// hashed in SQL with $4), sent, each with digest $5.
+	// hashed in SQL with $4), sent, each with digest $5 and, as its
+	// attempt's kept message, $7 compressed against dictionary $6.
 	Proof1MSeed = `
 INSERT INTO notice_ledger (notice_key, subscription_id, kind, period_start, revision, state, claimed_at, sent_at,
-    message_id, provider_id, attempts, run_id, renews_at, window_closes_at, domain, cancel_token, updated_at, message_sha256)
+    message_id, provider_id, attempts, run_id, renews_at, window_closes_at, domain, cancel_token, updated_at, message_sha256,
+    message_attempt, message_dict, message)
 SELECT k.key, k.sub, k.kind, k.period, 0, 'sent',
        k.period - interval '2 days', k.period - interval '2 days', left(k.key, 32) || '@notices.example.com',
        'outbox:' || left(k.key, 12), 1, 'proof1m-' || (g % 400), k.period, k.period - interval '1 day',
-       'd' || (g % 20) || '.example', left(md5(k.key), 32), k.period - interval '2 days', $5::bytea
+       'd' || (g % 20) || '.example', left(md5(k.key), 32), k.period - interval '2 days', $5::bytea,
+       1, $6::smallint, $7::bytea
 FROM generate_series(1, $1::int) g
 CROSS JOIN LATERAL (SELECT g / $3::int AS cycle) c
 CROSS JOIN LATERAL (SELECT 'bench_' || lpad((1 + g % $3::int)::text, 9, '0') AS sub,
@@ -48,24 +52,12 @@ CROSS JOIN LATERAL (SELECT 'bench_' || lpad((1 + g % $3::int)::text, 9, '0') AS 
 CROSS JOIN LATERAL (SELECT s.sub, s.kind, s.period,
                            encode(hmac(s.sub || '|' || to_char(s.period, 'YYYY-MM-DD') || '|' || s.kind || '|0', $4, 'sha256'), 'hex') AS key) k
 ON CONFLICT DO NOTHING`
-	// Proof1MKept returns the digest of one notice the pass sent and kept.
+	// Proof1MKept returns the digest, dictionary and compressed message of
+	// one notice the pass sent and kept in its row.
 	Proof1MKept = `
-SELECT l.message_sha256 FROM notice_ledger l
-JOIN notice_message m ON m.period_start = l.period_start AND m.key = decode(l.notice_key, 'hex') AND m.attempt = l.attempts
-WHERE l.message_sha256 IS NOT NULL AND l.run_id NOT LIKE 'proof1m-%'
-ORDER BY l.notice_key LIMIT 1`
-	// Proof1MMessages keeps, for every seeded notice, the message the
-	// pass kept for a notice of digest $1 (so that each rebuilds to its
-	// digest).
-	Proof1MMessages = `
-INSERT INTO notice_message (period_start, key, attempt, dict, body)
-SELECT l.period_start, decode(l.notice_key, 'hex'), l.attempts, src.dict, src.body
-FROM notice_ledger l
-CROSS JOIN (SELECT m.dict, m.body FROM notice_ledger k
-            JOIN notice_message m ON m.period_start = k.period_start AND m.key = decode(k.notice_key, 'hex') AND m.attempt = k.attempts
-            WHERE k.message_sha256 = $1 LIMIT 1) src
-WHERE l.run_id LIKE 'proof1m-%'
-ON CONFLICT DO NOTHING`
+SELECT message_sha256, message_dict, message FROM notice_ledger
+WHERE message_sha256 IS NOT NULL AND message IS NOT NULL AND message_attempt = attempts AND run_id NOT LIKE 'proof1m-%'
+ORDER BY notice_key LIMIT 1`
 	// Proof1MEvidence records a delivery event for every seeded notice, as
 	// the receiver would have, so that the evidence the proof reads is a
 	// million rows too.
@@ -135,8 +127,9 @@ func (b *bench) proof1mSeed(ctx context.Context, db *sql.DB, rows int) error {
 	for m := 0; m <= 14; m++ {
 		months = append(months, b.now.AddDate(0, -m, 0).Format("2006-01")+"-01")
 	}
-	var digest []byte
-	if err := db.QueryRowContext(ctx, Proof1MKept).Scan(&digest); err != nil {
+	var digest, msg []byte
+	var dict int
+	if err := db.QueryRowContext(ctx, Proof1MKept).Scan(&digest, &dict, &msg); err != nil {
 		return fmt.Errorf("proof1m: no kept message after the pass: %w", err)
 	}
 	for _, step := range []struct {
@@ -145,8 +138,7 @@ func (b *bench) proof1mSeed(ctx context.Context, db *sql.DB, rows int) error {
 	}{
 		{ExtensionPgcrypto, nil},
 		{HistoryMonths, []any{"{" + strings.Join(months, ",") + "}"}},
-		{Proof1MSeed, []any{rows, b.now, max(rows/20, 1), secret, digest}},
-		{Proof1MMessages, []any{digest}},
+		{Proof1MSeed, []any{rows, b.now, max(rows/20, 1), secret, digest, dict, msg}},
 		{Proof1MEvidence, nil},
 		{Proof1MAnalyze, nil},
 	} {
@@ -162,7 +154,10 @@ func (b *bench) proof1mSeed(ctx context.Context, db *sql.DB, rows int) error {
 // proof1mTime times `scan proof` of single notices, of a whole
 // subscription and the verify sample, and counts sequential scans.
 func (b *bench) proof1mTime(ctx context.Context, db *sql.DB, ledgerRows int, env []string) error {
-	db.SetMaxIdleConns(1) // proof1mScans waits for every other session to end
+	// Close the seeding sessions: a backend flushes its statistics (the
+	// seed's own scans) when it ends, and proof1mScans waits for every
+	// other session to end before it reads them.
+	db.SetMaxIdleConns(0)
 	picked, err := db.QueryContext(ctx, Proof1MNotices, 5)
 	if err != nil {
 		return err
