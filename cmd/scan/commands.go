@@ -6,18 +6,14 @@ import (
 	"math"
 	"runtime/debug"
 	"strconv"
-	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
 	"scan/internal/cli"
 	"scan/internal/job"
 	"scan/internal/ledger"
-	"scan/internal/observe"
 	"scan/internal/policy"
-	"scan/internal/scan"
 	"scan/internal/senders"
 	"scan/internal/subscription"
 )
@@ -122,7 +118,7 @@ func cmdRun(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags) error {
 	if !f.dryRun {
 		warnAsyncStandbys(ctx, ps.log, db)
 	}
-	sc, obs, closeSender, err := ps.newPass(ctx, e, db, f, now)
+	sc, obs, closeSender, err := ps.job.Pass(ctx, db, now) // closeSender once the pass is over
 	if err != nil {
 		return err
 	}
@@ -151,15 +147,6 @@ func cmdRun(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags) error {
 	return err
 }
 
-// newPass builds one pass at now (job.Config.Pass) with what
-// preparePass read and the cron of scan schedule; closeSender must be
-// called once the pass is over.
-func (ps *preparedPass) newPass(ctx context.Context, _ *env, db *sqlx.DB, _ *runFlags, now time.Time) (*scan.Pass, *observe.Observer, func() error, error) {
-	c := ps.job
-	c.Schedule = ps.schedule
-	return c.Pass(ctx, db, now)
-}
-
 // What the other commands share with the passes.
 var (
 	newRunID          = job.NewRunID
@@ -170,12 +157,11 @@ var (
 
 // preparedPass holds the parts of a pass built from flags and
 // environment: job, and what scan schedule reads (the policy, the
-// logger) or sets (the cron).
+// logger).
 type preparedPass struct {
 	job        job.Config
 	pol        *policy.Policy
-	schedule   string // the cron passes run on, when not the policy's (scan schedule --cron)
-	production bool   // SCAN_ENVIRONMENT=production
+	production bool // SCAN_ENVIRONMENT=production
 	log        zerolog.Logger
 }
 
