@@ -19,6 +19,7 @@ import (
 	"scan/internal/notice"
 	"scan/internal/observe"
 	"scan/internal/policy"
+	"scan/internal/proof"
 	"scan/internal/redact"
 	"scan/internal/scan"
 	"scan/internal/senders"
@@ -116,7 +117,7 @@ func exitCode(e *env, err error) int {
 	code, msg := exitAborted, cli.OneLine(e.redact(err.Error()))
 	switch {
 	case is[*cli.UsageError](err), is[*senders.ConfigError](err), is[*scan.ConfigError](err),
-		is[*subscription.ConfigError](err), is[*policy.Error](err), is[*notice.SecretError](err):
+		is[*subscription.ConfigError](err), is[*policy.Error](err), is[*notice.SecretError](err), is[*proof.UsageError](err):
 		code = exitUsage
 	case errors.Is(err, scan.ErrMaxMint):
 		code = exitRefused
