@@ -150,7 +150,6 @@ func cmdRun(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags) error {
 // What the other commands share with the passes.
 var (
 	newRunID          = job.NewRunID
-	openSource        = job.OpenSource
 	warnAsyncStandbys = job.WarnAsyncStandbys
 	newRenderer       = job.Renderer
 )
