@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math"
 	"runtime/debug"
-	"strconv"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
@@ -60,25 +59,6 @@ func (f *runFlags) register(fs *pflag.FlagSet, withRunOnly bool) {
 		fs.Var(&f.maxMint, "max-mint", "refuse (exit 3, nothing sent) when the pass would mint more than N new keys (default: no limit)")
 		fs.StringVar(&f.now, "now", "", "evaluate windows at this RFC3339 instant instead of the clock (staging data)")
 	}
-}
-
-// shardOf resolves --shard I/N, or JOB_COMPLETION_INDEX with --shards.
-func (f *runFlags) shardOf(e *env) (int, int, error) {
-	if i, n, ok := f.shard.Value(); ok {
-		return i, n, nil
-	}
-	if f.shards < 0 {
-		return 0, 0, usagef("--shards", "must be at least 1")
-	}
-	if f.shards > 1 {
-		v := e.getenv("JOB_COMPLETION_INDEX")
-		i, err := strconv.Atoi(v)
-		if err != nil || i < 0 || i >= f.shards {
-			return 0, 0, usagef("JOB_COMPLETION_INDEX", "%q is not a shard index below --shards=%d", v, f.shards)
-		}
-		return i, f.shards, nil
-	}
-	return 0, 1, nil
 }
 
 var runCommand = command{use: "run", short: "one pass: claim, send, record (--dry-run, --shadow, --max-mint N, --shard I/N)",
@@ -207,7 +187,7 @@ func (p *preparedPass) passSettings(e *env, fs *pflag.FlagSet, f *runFlags) erro
 	if j.PreviousSecrets, err = previousSecrets(e, j.Secret); err != nil {
 		return err
 	}
-	if j.Shard, j.Shards, err = f.shardOf(e); err != nil {
+	if j.Shard, j.Shards, err = f.shard.Resolve(f.shards, e.getenv("JOB_COMPLETION_INDEX")); err != nil {
 		return err
 	}
 	j.BatchSize, j.Relation = f.batch, f.source
