@@ -96,7 +96,7 @@ func cmdRun(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags) error {
 	}
 	defer db.Close()
 	if !f.dryRun {
-		warnAsyncStandbys(ctx, ps.log, db)
+		job.WarnAsyncStandbys(ctx, ps.log, db)
 	}
 	sc, obs, closeSender, err := ps.job.Pass(ctx, db, now) // closeSender once the pass is over
 	if err != nil {
@@ -127,12 +127,8 @@ func cmdRun(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags) error {
 	return err
 }
 
-// What the other commands share with the passes.
-var (
-	newRunID          = job.NewRunID
-	warnAsyncStandbys = job.WarnAsyncStandbys
-	newRenderer       = job.Renderer
-)
+// newRunID is a pass's run id, which recover and backfill share.
+var newRunID = job.NewRunID
 
 // preparedPass holds the parts of a pass built from flags and
 // environment: job, and what scan schedule reads (the policy, the

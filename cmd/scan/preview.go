@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"scan/internal/cli"
+	"scan/internal/job"
 	"scan/internal/message"
 	"scan/internal/policy"
 	"scan/internal/preview"
@@ -57,7 +58,7 @@ func cmdPreview(ctx context.Context, e *env, fs *pflag.FlagSet, f *previewFlags)
 	if err := r.Validate(pol); err != nil {
 		return err
 	}
-	renderer, err := newRenderer(pol)
+	renderer, err := job.Renderer(pol)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"scan/internal/job"
 	"scan/internal/policy"
 	"scan/internal/scan"
 )
@@ -50,7 +51,7 @@ func cmdSchedule(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags, ex
 		return err
 	}
 	defer db.Close()
-	warnAsyncStandbys(ctx, ps.log, db)
+	job.WarnAsyncStandbys(ctx, ps.log, db)
 	enc := json.NewEncoder(e.stdout)
 	loop, err := ps.job.Scheduler(db, sched, e.clock, func(sum scan.Summary) { _ = enc.Encode(sum) })
 	if err != nil {
