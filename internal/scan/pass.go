@@ -71,7 +71,7 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 	defer stop(nil)
 	sms := p.startSweeps(ctx, stop, c)
 	if sms == nil {
-		p.swept.done() // no sms stage: the email notices after sms read once more at once
+		p.sweptDone() // no sms stage: the email notices after sms read once more at once
 	}
 	ps, err := p.sendDue(ctx, c, sms.queue())
 	if err != nil {
@@ -906,7 +906,7 @@ func (p *Pass) recordMissed(ctx context.Context, c *counters) error {
 func (p *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, channel string, fn func([]ledger.Claim) error) error {
 	for _, group := range p.sels[channel] {
 		for _, sel := range group {
-			list, err := p.closedLister(ctx, db, channel, sel)
+			list, err := p.src.ClosedLister(ctx, db, sel, channel == notice.ChannelSMS)
 			if err != nil {
 				return err
 			}
@@ -918,23 +918,6 @@ func (p *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, channel s
 		}
 	}
 	return nil
-}
-
-// closedLister is the statement that reads sel's closed-window rows for
-// channel, a page after after at a time.
-func (p *Pass) closedLister(ctx context.Context, db sqlx.QueryerContext, channel string, sel selection) (func(after *string) ([]subscription.Row, error), error) {
-	if channel != notice.ChannelEmail {
-		return func(after *string) ([]subscription.Row, error) {
-			return p.src.ClosedSMSPage(ctx, db, sel, after)
-		}, nil
-	}
-	from, err := p.src.ClosedFrom(ctx, db, sel)
-	if err != nil {
-		return nil, err
-	}
-	return func(after *string) ([]subscription.Row, error) {
-		return p.src.ClosedPage(ctx, db, sel, from, after)
-	}, nil
 }
 
 // missedClaims are the claims, keyed for channel, that record the
