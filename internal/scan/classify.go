@@ -105,7 +105,7 @@ func (p *Pass) classify(c *content, r subscription.Row, a ask) verdict {
 	switch {
 	case reason != "":
 		v.is, v.reason = invalid, reason
-	case c.defers(dn.n.TimeZone, dn.claim.WindowClosesAt):
+	case c.Defers(dn.n.TimeZone, dn.claim.WindowClosesAt):
 		v.is = deferred // a later pass sends it, outside the quiet hours
 	default:
 		v.is = dueNow
@@ -158,14 +158,14 @@ func (p *Pass) classifyText(c *content, r subscription.Row, a ask) verdict {
 		v.is, v.reason = invalid, reason
 		return v
 	}
-	if c.defers(v.dn.n.TimeZone, v.dn.claim.WindowClosesAt) {
+	if c.Defers(v.dn.n.TimeZone, v.dn.claim.WindowClosesAt) {
 		v.is = deferred
 		return v
 	}
 	// A text cannot arrive late: it carries the last instant it is of use
 	// (Twilio's ValidityPeriod), and one with less than the least left
 	// waits for a later pass, or for its window to close (missed).
-	v.dn.n.DeliverBy = c.deliverBy(v.dn.n.TimeZone, v.dn.claim.WindowClosesAt)
+	v.dn.n.DeliverBy = c.DeliverBy(v.dn.n.TimeZone, v.dn.claim.WindowClosesAt)
 	if v.dn.n.DeliverBy.Sub(c.now) < textMinValidity {
 		v.is = deferred
 		return v

@@ -486,7 +486,7 @@ type page struct {
 	skipped []skippedRow
 	last    *string // the cursor after the page
 	end     bool    // the page ended the window
-	// quiet counts the valid rows the quiet hours defer (content.defers).
+	// quiet counts the valid rows the quiet hours defer (content.Defers).
 	quiet int
 	// bad are the email claims with a malformed address and no other
 	// channel, to record as retry rows with reason invalid_address.
@@ -657,6 +657,9 @@ func (p *Pass) claimPicked(ctx context.Context, st *stage, c *counters, ps *pass
 		if err != nil {
 			return err
 		}
+		if st.ch.name == notice.ChannelSMS {
+			c.add(func(x *Summary) { x.SMS += len(w) }) // part of Minted and Retried
+		}
 		won = append(won, w...)
 	}
 	if h := p.cfg.Hooks.AfterClaimCommit; h != nil && len(won) > 0 {
@@ -685,13 +688,7 @@ func (p *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimO
 		return nil, err
 	}
 	w, _ = p.takeSuppressed(c, opt.Channel, w, byKey, next)
-	sms := opt.Channel == notice.ChannelSMS // Summary.SMS counts them too
-	c.add(func(x *Summary) {
-		x.Retried += len(w)
-		if sms {
-			x.SMS += len(w)
-		}
-	})
+	c.add(func(x *Summary) { x.Retried += len(w) })
 	for _, x := range w {
 		ps.reclaimed[byKey[x.Key].sel]++
 	}
@@ -723,16 +720,10 @@ func (p *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOp
 	}
 	w, listed := p.takeSuppressed(c, opt.Channel, w, byKey, next)
 	w, witnessed := splitWitnessed(w)
-	sms := opt.Channel == notice.ChannelSMS // Summary.SMS counts them too
-	if sms {
+	if opt.Channel == notice.ChannelSMS {
 		p.sweptMinted.Add(int64(len(w)))
 	}
-	c.add(func(x *Summary) {
-		x.Minted, x.Witnessed = x.Minted+len(w), x.Witnessed+witnessed
-		if sms {
-			x.SMS += len(w)
-		}
-	})
+	c.add(func(x *Summary) { x.Minted, x.Witnessed = x.Minted+len(w), x.Witnessed+witnessed })
 	p.log.Info().Str("channel", opt.Channel).Int("candidates", len(claims)).Int("claimed", len(w)).
 		Int("conflicts", len(claims)-len(w)-witnessed-listed).Int("witnessed", witnessed).Msg("batch claimed")
 	if witnessed > 0 {
@@ -767,7 +758,7 @@ func (p *Pass) noteFallbacks(c *counters, won []ledger.Won, byKey map[string]can
 			continue
 		}
 		n++
-		p.log.Warn().Str("subscription_id", logID(cd.claim.SubscriptionID)).Str("kind", cd.claim.Kind).
+		p.log.Warn().Str("subscription_id", subscription.LogID(cd.claim.SubscriptionID)).Str("kind", cd.claim.Kind).
 			Strs("fallback", cd.fallbacks).Str("locale", cd.n.Locale).Str("time_zone", cd.n.TimeZone.String()).
 			Msg("malformed or unknown locale or time_zone: the notice goes out with the policy's default")
 	}
@@ -790,10 +781,9 @@ func (p *Pass) claim(ctx context.Context, stmt func(context.Context) ([]ledger.W
 	return stmt(cctx)
 }
 
-// submit hands the claimed notices won to the stage.
+// submit hands the claimed notices won to the stage (stage.submit).
 func (p *Pass) submit(ctx context.Context, st *stage, won []ledger.Won, byKey map[string]candidate) error {
 	at := p.cfg.Clock.Now()
-	ns := make([]notice.Notice, 0, len(won))
 	for _, w := range won {
 		cd := byKey[w.Key]
 		n := cd.notice()
@@ -801,9 +791,11 @@ func (p *Pass) submit(ctx context.Context, st *stage, won []ledger.Won, byKey ma
 		if w.CancelToken != "" {
 			n.CancelToken = w.CancelToken
 		}
-		ns = append(ns, n)
+		if err := st.submit(ctx, n); err != nil {
+			return err
+		}
 	}
-	return st.submit(ctx, ns...)
+	return ctx.Err()
 }
 
 // tallyDeferred counts the due notices the pass left to the next one:

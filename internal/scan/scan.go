@@ -14,7 +14,6 @@ package scan
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -487,24 +486,11 @@ type invalidLog struct {
 	log  zerolog.Logger
 }
 
-// logID is a subscription id as a log line may carry it: cut at 64 bytes,
-// and quoted when it holds a line break or control character (which must
-// not forge a log line on a terminal; the JSON log escapes it anyway).
-func logID(id string) string {
-	if len(id) > 64 {
-		id = id[:64] + "..."
-	}
-	if !address.ValidHeaderValue(id) {
-		id = strconv.QuoteToASCII(id)
-	}
-	return id
-}
-
 func (l *invalidLog) note(id, kind, reason string) bool {
 	if l.seen[id] {
 		return false
 	}
 	l.seen[id] = true
-	l.log.Warn().Str("subscription_id", logID(id)).Str("kind", kind).Str("reason", reason).Msg("invalid subscription row skipped; nothing claimed")
+	l.log.Warn().Str("subscription_id", subscription.LogID(id)).Str("kind", kind).Str("reason", reason).Msg("invalid subscription row skipped; nothing claimed")
 	return true
 }

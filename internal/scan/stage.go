@@ -179,19 +179,14 @@ func startRecorder(ctx context.Context, d *send.Dispatcher, rec *recorder, cance
 	return recDone
 }
 
-// submit hands the claimed notices to the dispatcher, counted in flight.
+// submit hands a claimed notice to the dispatcher, counted in flight.
 // Every claimed notice goes, even on shutdown: once the run is cancelled
 // the dispatcher answers at once with "not attempted", and the recorder
 // releases the claim as retry instead of leaving a notice that never left
 // the process in quarantine.
-func (st *stage) submit(ctx context.Context, ns ...notice.Notice) error {
-	for _, n := range ns {
-		st.fl.Claimed(send.DomainOf(n), 1)
-		if err := st.d.Submit(context.WithoutCancel(ctx), n); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
+func (st *stage) submit(ctx context.Context, n notice.Notice) error {
+	st.fl.Claimed(send.DomainOf(n), 1)
+	return st.d.Submit(context.WithoutCancel(ctx), n)
 }
 
 // awaitRecorded waits until every notice the stage claimed so far has its

@@ -343,7 +343,7 @@ func (p *Pass) sweepNotice(r subscription.Row, t notice.Tuple, v verdict, bt *sw
 	switch v.is {
 	case unreachable:
 		if r.Phone != nil && *r.Phone != "" {
-			p.log.Warn().Str("subscription_id", logID(r.ID)).Str("kind", cl.Kind).Msg("phone is not E.164: the sms channel is unusable for the row")
+			p.log.Warn().Str("subscription_id", subscription.LogID(r.ID)).Str("kind", cl.Kind).Msg("phone is not E.164: the sms channel is unusable for the row")
 		}
 		if r.LedgerKey == nil {
 			bt.noPhone = append(bt.noPhone, cl)

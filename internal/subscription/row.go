@@ -1,8 +1,10 @@
 package subscription
 
 import (
+	"strconv"
 	"time"
 
+	"scan/internal/address"
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/policy"
@@ -65,4 +67,18 @@ func Anchors(pol *policy.Policy) []Anchor {
 		out = append(out, Anchor{Kind: k.Kind, Column: k.AnchorColumn()})
 	}
 	return out
+}
+
+// LogID is a subscription id as a log line may carry it: cut at 64
+// bytes, and quoted when it holds a line break or control character
+// (which must not forge a log line on a terminal; the JSON log escapes it
+// anyway).
+func LogID(id string) string {
+	if len(id) > 64 {
+		id = id[:64] + "..."
+	}
+	if !address.ValidHeaderValue(id) {
+		id = strconv.QuoteToASCII(id)
+	}
+	return id
 }
