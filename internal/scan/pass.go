@@ -258,14 +258,7 @@ func (p *Pass) fillObjective(ctx context.Context, c *counters) {
 // suppresses every notice already in the ledger, so nothing is re-sent.
 func (p *Pass) checkKeys(ctx context.Context) bool {
 	// Subscriptions renewing between now and the furthest window's opening.
-	hi := p.cfg.Now
-	for _, group := range p.sels[notice.ChannelEmail] {
-		for _, sel := range group {
-			if o := sel.Hi(p.cfg.Now); o.After(hi) {
-				hi = o
-			}
-		}
-	}
+	hi := subscription.Furthest(p.sels[notice.ChannelEmail], p.cfg.Now)
 	rows, err := p.src.SampleKeys(ctx, p.db, p.cfg.Now, hi, keyCheckSample)
 	if err == nil && len(rows) == 0 {
 		rows, err = ledger.Recent(ctx, p.db, keyCheckSample)

@@ -229,3 +229,17 @@ func (a At) Pending(ctx context.Context, db sqlx.QueryerContext, groups [][]Wind
 	}
 	return total, nil
 }
+
+// Furthest is the latest upper bound (Hi) of the windows of groups at
+// now, and now when none lies ahead: the furthest window's opening.
+func Furthest(groups [][]Window, now time.Time) time.Time {
+	hi := now
+	for _, group := range groups {
+		for _, w := range group {
+			if o := w.Hi(now); o.After(hi) {
+				hi = o
+			}
+		}
+	}
+	return hi
+}
