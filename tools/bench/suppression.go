@@ -74,7 +74,7 @@ func (b *bench) suppression(ctx context.Context) error {
 	sum := map[string]result{}
 	rounds := max(b.cfg.suppressionRounds, 1)
 	var wallRatio, pgRatio, cpuRatio []float64 // per pair: 1M list over empty list
-	var prevWall, prevPG []float64   // per round: 1M list with a previous secret over without
+	var prevWall, prevPG []float64             // per round: 1M list with a previous secret over without
 	for round := 0; round < rounds; round++ {
 		pair := map[string]result{}
 		for _, name := range []string{"bench_supp_none", "bench_supp_1m"} {
