@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +24,7 @@ import (
 	"scan/internal/policy"
 	"scan/internal/redact"
 	"scan/internal/scan"
+	"scan/internal/senders"
 	"scan/internal/subscription"
 )
 
@@ -38,18 +37,9 @@ const (
 	exitRestored = 4
 )
 
-// usageError is a bad flag, argument, environment variable or config:
-// exit 2, nothing written. Field names what to fix.
-type usageError struct {
-	field string
-	msg   string
-}
-
-func (e *usageError) Error() string { return e.field + ": " + e.msg }
-
-func usagef(field, format string, a ...any) error {
-	return &usageError{field: field, msg: fmt.Sprintf(format, a...)}
-}
+// usagef is a bad flag, argument, environment variable or config
+// (a *cli.UsageError): exit 2, nothing written. Field names what to fix.
+func usagef(field, format string, a ...any) error { return cli.Usagef(field, format, a...) }
 
 // env is the process environment as the commands see it.
 type env struct {
@@ -113,7 +103,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		args = append([]string{"version"}, args[1:]...)
 	}
 	root := newRoot(e)
-	root.SetArgs(singleDashLong(root, args))
+	root.SetArgs(cli.SingleDashLong(root, args))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -124,28 +114,26 @@ func exitCode(e *env, err error) int {
 	if err == nil {
 		return exitOK
 	}
-	var ue *usageError
+	var ue *cli.UsageError
+	var sde *senders.ConfigError
 	var ce *scan.ConfigError
 	var se *subscription.ConfigError
 	var pe *policy.Error
+	code, msg := exitAborted, oneLine(e.redact(err.Error()))
 	switch {
-	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &se), errors.As(err, &pe):
-		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
-		return exitUsage
+	case errors.As(err, &ue), errors.As(err, &sde),
+		errors.As(err, &ce), errors.As(err, &se), errors.As(err, &pe):
+		code = exitUsage
 	case errors.Is(err, scan.ErrMaxMint):
-		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
-		return exitRefused
+		code = exitRefused
 	case errors.Is(err, ledger.ErrRestored):
-		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
-		return exitRestored
+		code = exitRestored
 	case isSplitStatement(err):
-		fmt.Fprintf(e.stderr, "scan: %s: a connection pooler in transaction mode (PgBouncer) ran a statement's parts on two server connections; "+
-			"set binary_parameters=yes in DATABASE_URL (scan does unless the URL sets it)\n", oneLine(e.redact(err.Error())))
-		return exitAborted
-	default:
-		fmt.Fprintf(e.stderr, "scan: %s\n", oneLine(e.redact(err.Error())))
-		return exitAborted
+		msg += ": a connection pooler in transaction mode (PgBouncer) ran a statement's parts on two server connections; " +
+			"set binary_parameters=yes in DATABASE_URL (scan does unless the URL sets it)"
 	}
+	fmt.Fprintf(e.stderr, "scan: %s\n", msg)
+	return code
 }
 
 // isSplitStatement says whether err is what lib/pq gets behind PgBouncer
@@ -334,12 +322,6 @@ func previousSecrets(e *env, current []byte) ([][]byte, error) {
 		out = append(out, []byte(s))
 	}
 	return out, nil
-}
-
-func newRunID(now time.Time) string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
 // checkPushURL validates PUSHGATEWAY_URL (empty: no push) so that a typo

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"scan/internal/cli"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"scan/internal/cli"
 )
 
 // runFunc is a command's body: it runs once cobra has parsed the flags,
@@ -88,70 +86,23 @@ var (
 // name is the command's name, the first word of use.
 func (c *command) name() string { return strings.Fields(c.use)[0] }
 
-// help is the command's long help: short, long, and the variables.
-func (c *command) help() string {
-	s := c.short
-	if c.long != "" {
-		s += "\n\n" + c.long
-	}
-	if len(c.env) == 0 {
-		return s
-	}
-	w := 0
-	for _, v := range c.env {
-		w = max(w, len(v))
-	}
-	s += "\n\nEnvironment:"
-	for _, v := range c.env {
-		s += fmt.Sprintf("\n  %-*s  %s", w, v, envHelp[v])
-	}
-	return s
-}
-
 // build turns c into a cobra command whose body runs with e.
 func (c *command) build(e *env) *cobra.Command {
-	cc := &cobra.Command{Use: c.use, Short: c.short, Long: c.help(), SilenceErrors: true, SilenceUsage: true, SuggestionsMinimumDistance: 2}
+	cc := &cobra.Command{Use: c.use, Short: c.short, Long: cli.EnvHelp(c.short, c.long, c.env, envHelp),
+		SilenceErrors: true, SilenceUsage: true, SuggestionsMinimumDistance: 2}
 	if c.flags == nil {
 		names := make([]string, len(c.subs))
 		for i, s := range c.subs {
 			cc.AddCommand(s.build(e))
 			names[i] = s.name()
 		}
-		cc.Args = func(cc *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef(c.name(), "unknown subcommand %q%s ('scan %s --help' lists them)", e.redact(args[0]), cli.DidYouMean(cc.SuggestionsFor(args[0])), c.name())
-			}
-			return nil
-		}
-		cc.RunE = func(*cobra.Command, []string) error {
-			return usagef(c.name(), "give a subcommand: %s ('scan %s --help' says more)", cli.OrList(names), c.name())
-		}
+		cli.Group(cc, names, e.redact)
 		return cc
 	}
 	body := c.flags(cc.Flags())
-	cc.Args = func(cc *cobra.Command, args []string) error {
-		if len(args) > c.maxArgs {
-			return usagef("arguments", "%s takes %s, got %q (see 'scan %s --help')", c.name(), argCount(c.maxArgs), e.redact(args[c.maxArgs]), c.path(cc))
-		}
-		return nil
-	}
+	cc.Args = cli.MaxArgs(c.maxArgs, e.redact)
 	cc.RunE = func(cc *cobra.Command, args []string) error { return body(cc.Context(), e, args) }
 	return cc
-}
-
-// path is the command's path below scan: "suppress add".
-func (c *command) path(cc *cobra.Command) string {
-	return strings.TrimPrefix(cc.CommandPath(), "scan ")
-}
-
-func argCount(n int) string {
-	switch n {
-	case 0:
-		return "no arguments"
-	case 1:
-		return "at most one argument"
-	}
-	return fmt.Sprintf("at most %d arguments", n)
 }
 
 // newRoot builds scan's command tree for one run with e.
@@ -163,118 +114,10 @@ func newRoot(e *env) *cobra.Command {
 			"Exit codes: 0 done; 1 aborted, or nothing matched (lookup, resolve); 2 usage or configuration\n" +
 			"error, nothing written; 3 refused by --max-mint; 4 refused after a restore (run scan recover).",
 		SilenceErrors: true, SilenceUsage: true, SuggestionsMinimumDistance: 2,
-		Args: func(cc *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("command", "unknown command %q%s ('scan --help' lists them)", e.redact(args[0]), cli.DidYouMean(cc.SuggestionsFor(args[0])))
-			}
-			return nil
-		},
-		RunE: func(*cobra.Command, []string) error {
-			return usagef("command", "missing: 'scan --help' lists the commands")
-		},
 	}
-	root.SetFlagErrorFunc(flagError)
 	for _, c := range commands {
 		root.AddCommand(c.build(e))
 	}
-	root.SetHelpCommand(helpCommand(root, e))
-	// cobra's completion group takes bash, zsh, fish and powershell; an
-	// unknown shell is a usage error like an unknown subcommand.
-	root.InitDefaultCompletionCmd()
-	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
-		c.Args = func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("completion", "unknown shell %q: use bash, zsh, fish or powershell", e.redact(args[0]))
-			}
-			return nil
-		}
-		c.RunE = func(*cobra.Command, []string) error {
-			return usagef("completion", "give the shell: scan completion bash|zsh|fish|powershell")
-		}
-	}
+	cli.Root(root, e.redact)
 	return root
-}
-
-// helpCommand is `scan help [COMMAND...]`: the same as `scan COMMAND --help`;
-// an unknown command is a usage error.
-func helpCommand(root *cobra.Command, e *env) *cobra.Command {
-	return &cobra.Command{
-		Use:   "help [COMMAND]",
-		Short: "help about any command (the same as scan COMMAND --help)",
-		RunE: func(_ *cobra.Command, args []string) error {
-			c, rest, err := root.Find(args)
-			if err != nil || len(rest) > 0 {
-				unknown := strings.Join(args, " ")
-				if len(rest) > 0 {
-					unknown = rest[0]
-				}
-				return usagef("help", "unknown command %q%s ('scan --help' lists them)", e.redact(unknown), cli.DidYouMean(c.SuggestionsFor(unknown)))
-			}
-			c.InitDefaultHelpFlag()
-			return c.Help()
-		},
-		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			c, _, _ := root.Find(args)
-			var names []cobra.Completion
-			for _, s := range c.Commands() {
-				if s.IsAvailableCommand() {
-					names = append(names, s.Name())
-				}
-			}
-			return names, cobra.ShellCompDirectiveNoFileComp
-		},
-	}
-}
-
-// flagError makes a flag that cannot be parsed a usage error: a bad value
-// names its flag as the field, an unknown flag comes with the flag the
-// operator probably meant.
-func flagError(cc *cobra.Command, err error) error {
-	see := fmt.Sprintf(" (see 'scan %s --help')", strings.TrimPrefix(cc.CommandPath(), "scan "))
-	var bad *pflag.InvalidValueError
-	if errors.As(err, &bad) {
-		return usagef("--"+bad.GetFlag().Name, "%v%s", errors.Unwrap(bad), see)
-	}
-	var unknown *pflag.NotExistError
-	hint := ""
-	if errors.As(err, &unknown) && len(unknown.GetSpecifiedName()) > 1 {
-		hint = cli.DidYouMean(cli.SimilarFlags(cc.Flags(), unknown.GetSpecifiedName()))
-	}
-	return usagef("flags", "%v%s%s", err, hint, see)
-}
-
-// singleDashLong rewrites -name to --name where name is a long flag of
-// the command args run: the spelling Go's flag package took, which scan
-// took before it used pflag (an operator's script may say -json).
-// Shorthands (-o, -h), flags' values and everything after -- are left
-// alone.
-func singleDashLong(root *cobra.Command, args []string) []string {
-	c, _, err := root.Find(args)
-	if err != nil {
-		return args
-	}
-	out := slices.Clone(args)
-	value := false // out[i] is the value of the flag before it
-	for i, a := range args {
-		if a == "--" {
-			break
-		}
-		if value {
-			value = false
-			continue
-		}
-		if !strings.HasPrefix(a, "-") {
-			continue
-		}
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		f := c.Flags().Lookup(name)
-		if f == nil || len(name) < 2 {
-			continue
-		}
-		if !strings.HasPrefix(a, "--") {
-			out[i] = "-" + a
-		}
-		value = !hasValue && f.NoOptDefVal == ""
-	}
-	return out
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"scan/internal/cli"
 )
 
 // commandPaths are the paths of every command and group of scan's tree,
@@ -306,7 +308,7 @@ func TestSingleDashLongFlags(t *testing.T) {
 		{[]string{"resolve", "--by", "-run", "-sent"}, []string{"resolve", "--by", "-run", "--sent"}},
 		{[]string{"frobnicate", "-json"}, []string{"frobnicate", "-json"}},
 	} {
-		if got := singleDashLong(root, tc.in); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+		if got := cli.SingleDashLong(root, tc.in); strings.Join(got, " ") != strings.Join(tc.want, " ") {
 			t.Errorf("%v: %v, want %v", tc.in, got, tc.want)
 		}
 	}

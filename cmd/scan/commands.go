@@ -4,35 +4,24 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"math"
-	"net/url"
-	"os"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/jmoiron/sqlx"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
 	"scan/internal/cli"
+	"scan/internal/clock"
+	"scan/internal/job"
 	"scan/internal/ledger"
-	"scan/internal/message"
-	"scan/internal/notice"
 	"scan/internal/observe"
 	"scan/internal/policy"
-	"scan/internal/provider"
-	"scan/internal/provider/registry"
-	"scan/internal/provider/ses"
-	"scan/internal/provider/twilio"
 	"scan/internal/scan"
-	"scan/internal/send"
+	"scan/internal/senders"
 	"scan/internal/subscription"
 )
 
@@ -65,20 +54,9 @@ type runFlags struct {
 	dryRun, shadow                               bool
 }
 
-// The senders --sender names: how a pass's notices leave.
-const (
-	senderOutbox = "outbox"             // files in SCAN_OUTBOX_DIR, for staging and tests
-	senderSMTP   = "smtp"               // SMTP_URL
-	senderHTTP   = "http"               // one JSON POST per notice to SCAN_HTTP_URL
-	senderSES    = string(provider.SES) // the Amazon SES API
-)
-
-// senders lists them, in the order the usage gives them.
-var senders = []string{senderOutbox, senderSMTP, senderHTTP, senderSES}
-
 func (f *runFlags) register(fs *pflag.FlagSet, withRunOnly bool) {
 	fs.StringVar(&f.config, "config", "", "policy file (env SCAN_CONFIG); built-in defaults when empty")
-	fs.StringVar(&f.sender, "sender", senderOutbox, cli.OrList(senders)+", or an ordered list to fail over along, e.g. ses,smtp (env SCAN_SENDER)")
+	fs.StringVar(&f.sender, "sender", senders.Outbox, cli.OrList(senders.Names)+", or an ordered list to fail over along, e.g. ses,smtp (env SCAN_SENDER)")
 	fs.StringVar(&f.source, "source", "subscriptions", "table or view to read, schema-qualified allowed")
 	fs.StringVar(&f.redirect, "redirect-to", "", "deliver every notice to this address instead (env SCAN_REDIRECT_TO)")
 	fs.StringVar(&f.shard, "shard", "", "I/N: take shard I of N (default from JOB_COMPLETION_INDEX and --shards)")
@@ -184,84 +162,32 @@ func cmdRun(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags) error {
 	return err
 }
 
-// newPass builds one pass at now, with its sender and its observer: the
-// one place where `scan run` and `scan schedule` turn flags and
-// environment into a scan.Config. The pass's hooks are the observer's,
-// after the fail points of a crash-test build. closeSender must be called
-// once the pass is over.
-func (ps *preparedPass) newPass(ctx context.Context, e *env, db *sqlx.DB, f *runFlags, now time.Time) (sc *scan.Pass, obs *observe.Observer, closeSender func() error, err error) {
-	sender, err := ps.newSender()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	ps.smsClock.startAt(now)
-	runID := newRunID(now)
-	passLog := ps.log.With().Int("shard", ps.shard).Logger()
-	domains := make([]string, 0, len(ps.pol.Rate.Domains))
-	for d := range ps.pol.Rate.Domains {
-		domains = append(domains, d)
-	}
-	rec := newPassRecord(e, db, ps, runID, passLog)
-	obs = observe.New(observe.Config{Log: passLog, RunID: runID, Domains: domains, Shard: ps.shard, Shards: ps.shards,
-		PushURL: e.getenv("PUSHGATEWAY_URL"), Stderr: e.stderr, Clock: e.clockNow, OnStart: rec.start, OnEnd: rec.end})
-	// --max-mint keeps its meaning: 0 refuses any mint, below 0 (the
-	// default -1) is no limit, which is a nil Config.MaxMint.
-	var maxMint *int
-	if n, ok := f.maxMint.Value(); ok && n >= 0 {
-		maxMint = &n
-	}
-	src, err := openSource(ctx, db, ps.pol, f.source, ps.shard, ps.shards)
-	if err != nil {
-		sender.Close()
-		return nil, nil, nil, err
-	}
-	sc, err = scan.New(db, sender, ps.renderer, passLog, scan.Config{
-		Policy: ps.pol, Secret: ps.secret, PreviousSecrets: ps.previous, Source: src, RunID: runID, Now: now,
-		MaxMint: maxMint, Shard: ps.shard, Shards: ps.shards, BatchSize: f.batch, RedirectTo: ps.redirect,
-		MaxDuration: ps.maxDuration, Hooks: obs.Hooks(failpointHooks()), Schedule: ps.schedule,
-		SMS: smsSender(ps.sms), SenderName: ps.senderNames[0],
-	})
-	if err != nil {
-		sender.Close()
-		return nil, nil, nil, err
-	}
-	return sc, obs, sender.Close, nil
+// newPass builds one pass at now (job.Config.Pass) with what
+// preparePass read and the cron of scan schedule; closeSender must be
+// called once the pass is over.
+func (ps *preparedPass) newPass(ctx context.Context, _ *env, db *sqlx.DB, _ *runFlags, now time.Time) (*scan.Pass, *observe.Observer, func() error, error) {
+	c := ps.job
+	c.Schedule = ps.schedule
+	return c.Pass(ctx, db, now)
 }
 
-// openSource is a pass's start-up I/O, before scan.New validates
-// without any: the ledger must be migrated (ledger.Probe), and the source
-// relation is probed once for its columns and the policy's anchors
-// (subscription.Open). Each pass opens its own, so that a scheduler's
-// next pass sees the relation as it is then.
-func openSource(ctx context.Context, db *sqlx.DB, pol *policy.Policy, relation string, shard, shards int) (*subscription.Source, error) {
-	if err := ledger.Probe(ctx, db); err != nil {
-		if errors.Is(err, ledger.ErrNotMigrated) {
-			return nil, &scan.ConfigError{Field: "database", Msg: err.Error()}
-		}
-		return nil, err
-	}
-	return subscription.Open(ctx, db, relation, subscription.Shard{I: shard, N: shards}, scan.Anchors(pol))
-}
+// What the other commands share with the passes.
+var (
+	newRunID          = job.NewRunID
+	openSource        = job.OpenSource
+	warnAsyncStandbys = job.WarnAsyncStandbys
+	newRenderer       = job.Renderer
+)
 
-// preparedPass holds the parts of a pass built from flags and environment.
+// preparedPass holds the parts of a pass built from flags and
+// environment: job, and what scan schedule reads (the policy, the
+// logger) or sets (the cron).
 type preparedPass struct {
-	pol                *policy.Policy
-	secret             []byte
-	previous           [][]byte // NOTICE_KEY_SECRET_PREVIOUS
-	renderer           *message.Renderer
-	shard, shards      int
-	redirect           string
-	senderNames        []string // SCAN_SENDER's, in order: one, or a failover list
-	outboxDir, smtpURL string
-	httpURL            string
-	aws                aws.Config // with sender ses
-	concurrency        int
-	maxDuration        time.Duration
-	schedule           string // the cron passes run on, when not the policy's (scan schedule --cron)
-	production         bool   // SCAN_ENVIRONMENT=production
-	log                zerolog.Logger
-	sms                *twilio.Client // with a kind of channel sms (issue 30)
-	smsClock           *passClock     // sms's, at each pass's now (newPass)
+	job        job.Config
+	pol        *policy.Policy
+	schedule   string // the cron passes run on, when not the policy's (scan schedule --cron)
+	production bool   // SCAN_ENVIRONMENT=production
+	log        zerolog.Logger
 }
 
 // preparePass is the prologue of `scan run` and `scan schedule`: it
@@ -277,7 +203,8 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 	if err != nil {
 		return nil, err
 	}
-	p := &preparedPass{pol: pol, log: log, concurrency: pol.Concurrency}
+	p := &preparedPass{pol: pol, log: log, job: job.Config{Policy: pol, Log: log, PushURL: e.getenv("PUSHGATEWAY_URL"),
+		Stderr: e.stderr, Clock: e.clockNow, Describe: func(err error) string { return oneLine(e.redact(err.Error())) }}}
 	if l := debug.SetMemoryLimit(-1); l < math.MaxInt64 {
 		log.Debug().Int64("go_memory_limit_mib", l>>20).Msg("the Go runtime's soft memory limit (GOMEMLIMIT, else the container's limit less the binary's pages)")
 	}
@@ -287,7 +214,7 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 	if err := p.prepareSender(e, fs, f); err != nil {
 		return nil, err
 	}
-	for _, name := range p.senderNames { // every sender of a list may take a notice
+	for _, name := range p.job.Senders.Names() { // every sender of a list may take a notice
 		if err := pol.CheckConfirmSender(name); err != nil {
 			return nil, err
 		}
@@ -297,11 +224,14 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 			return nil, err
 		}
 	}
-	if p.renderer, err = newRenderer(pol); err != nil {
+	if p.job.Renderer, err = newRenderer(pol); err != nil {
 		return nil, err
 	}
-	p.smsClock = newPassClock(e)
-	if p.sms, err = newSMSSender(e, pol, p.production, p.redirect, p.smsClock); err != nil {
+	p.job.SMSClock = clock.NewShifted(e.clock)
+	if !pol.UsesSMS() {
+		return p, nil
+	}
+	if p.job.SMS, err = senders.SMS(p.senderConfig(nil, e), p.job.SMSClock); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -311,25 +241,32 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 // the shard, the batch size, the time budget, the source and the
 // Pushgateway.
 func (p *preparedPass) passSettings(e *env, fs *pflag.FlagSet, f *runFlags) error {
+	j := &p.job
 	var err error
-	if p.secret, err = secret(e); err != nil {
+	if j.Secret, err = secret(e); err != nil {
 		return err
 	}
-	if p.previous, err = previousSecrets(e, p.secret); err != nil {
+	if j.PreviousSecrets, err = previousSecrets(e, j.Secret); err != nil {
 		return err
 	}
-	if p.shard, p.shards, err = f.shardOf(e); err != nil {
+	if j.Shard, j.Shards, err = f.shardOf(e); err != nil {
 		return err
 	}
+	j.BatchSize, j.Relation = f.batch, f.source
 	if f.batch < 1 || f.batch > 10000 {
 		return usagef("--batch-size", "must be between 1 and 10000, got %d", f.batch)
+	}
+	// --max-mint keeps its meaning: 0 refuses any mint, below 0 (the
+	// default -1) is no limit, which is a nil MaxMint.
+	if n, ok := f.maxMint.Value(); ok && n >= 0 {
+		j.MaxMint = &n
 	}
 	if raw := flagOrEnv(fs, "max-duration", f.maxDuration, e, "SCAN_MAX_DURATION"); raw != "" {
 		d, err := policy.ParseDuration(raw)
 		if err != nil || d <= 0 {
 			return usagef(fieldOf(fs, "max-duration", "SCAN_MAX_DURATION"), "%q is not a positive duration such as 50m or 1h30m", raw)
 		}
-		p.maxDuration = d
+		j.MaxDuration = d
 	}
 	if _, err := subscription.QuoteRelation(f.source); err != nil {
 		return usagef("--source", "%v", err)
@@ -338,224 +275,22 @@ func (p *preparedPass) passSettings(e *env, fs *pflag.FlagSet, f *runFlags) erro
 }
 
 // prepareSender reads the sender (--sender or SCAN_SENDER), one name or
-// an ordered list of them for failover (senderList), and what each needs:
-// the outbox directory, or an endpoint the pass may reach.
+// an ordered list of them for failover (senders.List), and what each
+// needs (senders.Prepare).
 func (p *preparedPass) prepareSender(e *env, fs *pflag.FlagSet, f *runFlags) error {
-	p.redirect = flagOrEnv(fs, "redirect-to", f.redirect, e, "SCAN_REDIRECT_TO")
+	p.job.Redirect = flagOrEnv(fs, "redirect-to", f.redirect, e, "SCAN_REDIRECT_TO")
 	raw := flagOrEnv(fs, "sender", f.sender, e, "SCAN_SENDER")
-	p.outboxDir = e.getenv("SCAN_OUTBOX_DIR")
-	if p.outboxDir == "" {
-		p.outboxDir = "./outbox"
-	}
 	p.production = e.getenv("SCAN_ENVIRONMENT") == "production"
-	names, err := senderList(raw, p.pol.Provider)
+	names, err := senders.List(raw, p.pol.Provider)
 	if err != nil {
 		return usagef(fieldOf(fs, "sender", "SCAN_SENDER"), "%v", err)
 	}
-	p.senderNames = names
-	for _, name := range names {
-		if err := p.prepareOne(e, name); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// prepareOne reads what the sender name needs (senderList checked the
-// name).
-func (p *preparedPass) prepareOne(e *env, name string) error {
-	var err error
-	switch name {
-	case senderSMTP:
-		p.smtpURL, err = p.endpoint(e, name, "SMTP_URL", "smtp://[user:pass@]host:port or smtps://...", "smtp", "smtps")
-	case senderHTTP:
-		p.httpURL, err = p.endpoint(e, name, "SCAN_HTTP_URL", "the endpoint that receives one JSON POST per notice", "http", "https")
-	case senderSES:
-		err = p.prepareSES(e)
-	}
+	p.job.Senders, err = senders.Prepare(p.senderConfig(names, e))
 	return err
 }
 
-// endpoint reads the URL of the sender's endpoint from variable: required
-// (what says what it takes), with one of schemes and a host, and one the
-// pass may reach (checkRemote).
-func (p *preparedPass) endpoint(e *env, sender, variable, what string, schemes ...string) (string, error) {
-	raw := e.getenv(variable)
-	if raw == "" {
-		return "", usagef(variable, "required with --sender %s: %s", sender, what)
-	}
-	u, _ := url.Parse(raw)
-	if u == nil || !slices.Contains(schemes, u.Scheme) {
-		return "", usagef(variable, "scheme must be %s:// or %s://", schemes[0], schemes[1])
-	}
-	if u.Host == "" || u.Hostname() == "" {
-		return "", usagef(variable, "needs a host, e.g. smtp://user:pass@mail.example.com:587")
-	}
-	return raw, p.checkRemote(variable, u)
-}
-
-// checkRemote refuses an endpoint a pass must not reach: a host other
-// than loopback outside production without a redirect (staging), and,
-// as SMTP requires STARTTLS off loopback, plain http:// off loopback:
-// addresses, messages and any password in the URL never cross the
-// network in the clear.
-func (p *preparedPass) checkRemote(field string, u *url.URL) error {
-	host := u.Hostname()
-	if !send.IsLoopback(host) && !p.production && p.redirect == "" {
-		return usagef(field, "refusing to deliver to %s outside production: set SCAN_ENVIRONMENT=production, or SCAN_REDIRECT_TO=address for staging", host)
-	}
-	if u.Scheme == "http" && !send.IsLoopback(host) {
-		return usagef(field, "plain http:// to %s would send recipients and credentials in the clear: use https://", host)
-	}
-	return nil
-}
-
-// newRenderer builds the message renderer from the policy: one place, so
-// that `scan preview` renders exactly what `scan run` sends.
-func newRenderer(pol *policy.Policy) (*message.Renderer, error) {
-	correlation, err := registry.Correlation(pol.Provider, pol.SES.ConfigurationSet)
-	if err != nil {
-		return nil, usagef("provider", "%v", err)
-	}
-	rc := message.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL,
-		Correlation: correlation}
-	if pol.TemplatesDir != "" {
-		rc.Templates = os.DirFS(pol.TemplatesDir)
-	}
-	if err := withContent(&rc, pol); err != nil {
-		return nil, err
-	}
-	r, err := message.NewRenderer(rc)
-	if err != nil {
-		return nil, usagef("config", "%v", err)
-	}
-	if err := checkSMSTemplates(r, pol); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// prepareSES resolves the AWS configuration through the SDK's standard
-// chain (environment, shared config files, IRSA web identity, instance
-// role) and checks what can be checked before a pass: a region, and an
-// endpoint that may be reached (checkRemote, as for SMTP and HTTP).
-// AWS_REGION and the endpoint variables are read through e so that they
-// are checked like every other variable.
-func (p *preparedPass) prepareSES(e *env) error {
-	var opts []func(*config.LoadOptions) error
-	if r := e.getenv("AWS_REGION"); r != "" {
-		opts = append(opts, config.WithRegion(r))
-	}
-	field, endpoint := "AWS_ENDPOINT_URL_SESV2", e.getenv("AWS_ENDPOINT_URL_SESV2")
-	if endpoint == "" {
-		field, endpoint = "AWS_ENDPOINT_URL", e.getenv("AWS_ENDPOINT_URL")
-	}
-	if endpoint != "" {
-		u, err := url.Parse(endpoint)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" {
-			return usagef(field, "%q is not an http(s) URL", endpoint)
-		}
-		if err := p.checkRemote(field, u); err != nil {
-			return err
-		}
-		opts = append(opts, config.WithBaseEndpoint(endpoint))
-	} else if !p.production && p.redirect == "" {
-		return usagef("SCAN_SENDER", "refusing to deliver through Amazon SES outside production: set SCAN_ENVIRONMENT=production, or SCAN_REDIRECT_TO=address for staging")
-	}
-	cfg, err := config.LoadDefaultConfig(context.Background(), opts...)
-	if err != nil {
-		return usagef("AWS_CONFIG_FILE", "AWS configuration: %v", err)
-	}
-	if cfg.Region == "" {
-		return usagef("AWS_REGION", "required with --sender ses (or a region in the shared AWS config)")
-	}
-	p.aws = cfg
-	return nil
-}
-
-// newSender builds the pass's email sender: the one SCAN_SENDER names, or
-// a send.Failover over the senders of its list, in their order.
-func (p *preparedPass) newSender() (send.Sender, error) {
-	if len(p.senderNames) == 1 {
-		return p.newOne(p.senderNames[0])
-	}
-	named := make([]send.Named, 0, len(p.senderNames))
-	for _, name := range p.senderNames {
-		s, err := p.newOne(name)
-		if err != nil {
-			for _, n := range named {
-				_ = n.Sender.Close()
-			}
-			return nil, err
-		}
-		named = append(named, send.Named{Name: name, Sender: s})
-	}
-	return send.NewFailover(send.FailoverConfig{Senders: named})
-}
-
-// newOne builds the sender name names.
-func (p *preparedPass) newOne(name string) (send.Sender, error) {
-	switch name {
-	case senderSMTP:
-		return send.NewSMTP(send.SMTPConfig{URL: p.smtpURL, Pool: p.concurrency})
-	case senderHTTP:
-		return send.NewHTTP(send.HTTPConfig{URL: p.httpURL, Pool: p.concurrency})
-	case senderSES:
-		return ses.NewSender(ses.SenderConfig{AWS: p.aws, ConfigurationSet: p.pol.SES.ConfigurationSet, Pool: p.concurrency})
-	default:
-		if err := os.MkdirAll(p.outboxDir, 0o755); err != nil {
-			return nil, fmt.Errorf("outbox %s: %w", p.outboxDir, err)
-		}
-		return send.NewOutbox(p.outboxDir)
-	}
-}
-
-var keyCommand = command{use: "key", short: "print a notice key (--subscription ID --period-start DATE --kind KIND [--revision N] [--channel sms])",
-	env: []string{"NOTICE_KEY_SECRET"}, flags: keyFlags}
-
-// keyFlags declares scan key's flags.
-func keyFlags(fs *pflag.FlagSet) runFunc {
-	var k keyArgs
-	fs.StringVar(&k.sub, "subscription", "", "subscription id")
-	fs.StringVar(&k.period, "period-start", "", "billing period start, YYYY-MM-DD")
-	fs.StringVar(&k.kind, "kind", "", "notice kind")
-	fs.IntVar(&k.rev, "revision", 0, "notice revision")
-	fs.StringVar(&k.channel, "channel", notice.ChannelEmail, "email or sms (an sms notice's key material ends in |sms)")
-	return func(_ context.Context, e *env, _ []string) error { return cmdKey(e, &k) }
-}
-
-// keyArgs are scan key's flags.
-type keyArgs struct {
-	sub, period, kind, channel string
-	rev                        int
-}
-
-func cmdKey(e *env, a *keyArgs) error {
-	sub, period, kind, rev := &a.sub, &a.period, &a.kind, &a.rev
-	if !notice.ValidChannel(a.channel) {
-		return usagef("--channel", "%q is not email or sms", a.channel)
-	}
-	sec, err := secret(e)
-	if err != nil {
-		return err
-	}
-	if *sub == "" {
-		return usagef("--subscription", "required")
-	}
-	ps, err := time.Parse(notice.DateLayout, *period)
-	if err != nil {
-		return usagef("--period-start", "%q is not a date YYYY-MM-DD", *period)
-	}
-	if err := notice.ValidateKind(*kind); err != nil {
-		return usagef("--kind", "%v", err)
-	}
-	if *rev < 0 {
-		return usagef("--revision", "must be 0 or more")
-	}
-	k, err := notice.NewKeyer(sec)
-	if err != nil {
-		return usagef("NOTICE_KEY_SECRET", "%v", err)
-	}
-	_, err = fmt.Fprintln(e.stdout, k.ChannelKey(notice.Tuple{SubscriptionID: *sub, PeriodStart: ps, Kind: *kind, Revision: *rev}, a.channel))
-	return err
+// senderConfig is what the senders' settings are read with.
+func (p *preparedPass) senderConfig(names []string, e *env) senders.Config {
+	return senders.Config{Names: names, Getenv: e.getenv, Production: p.production, Redirect: p.job.Redirect,
+		Pool: p.pol.Concurrency, ConfigurationSet: p.pol.SES.ConfigurationSet}
 }

@@ -74,7 +74,7 @@ func cmdPrune(ctx context.Context, e *env, fs *pflag.FlagSet, a *pruneArgs) erro
 	res, err := ledger.Prune(ctx, db, ledger.PruneOptions{Before: before, DryRun: *dry, LockTimeout: *lockTimeout})
 	var ce *ledger.ClaimedError
 	if errors.As(err, &ce) {
-		return &usageError{field: "prune", msg: ce.Error() + "; nothing was removed"}
+		return usagef("prune", "%s; nothing was removed", ce.Error())
 	}
 	if err != nil {
 		return err

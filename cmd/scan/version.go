@@ -24,10 +24,7 @@ var (
 // thisBuild returns the running binary's build, from -ldflags where the
 // build set them, else from its embedded build information.
 func thisBuild() buildinfo.Build {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		bi = nil
-	}
+	bi, _ := debug.ReadBuildInfo() // nil when there is none
 	return buildinfo.Of(version, commit, buildTime, bi)
 }
 

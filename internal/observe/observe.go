@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
@@ -35,9 +36,8 @@ type Observer struct {
 	clock    func() time.Time
 	start    time.Time
 	stderr   io.Writer
-	terminal bool // stderr is a terminal: a bar, not log lines
-	onStart  func(context.Context)
-	onEnd    func(context.Context, scan.Summary, error)
+	terminal bool   // stderr is a terminal: a bar, not log lines
+	record   Config // RunID, Shard, Shards, DB, Describe: for notice_pass
 }
 
 // Config is what an Observer needs of the pass and its process.
@@ -49,11 +49,13 @@ type Config struct {
 	PushURL       string // the Pushgateway's URL, already checked; "" for none
 	Stderr        io.Writer
 	Clock         func() time.Time
-	// OnStart and OnEnd, when set, run just before and just after the
-	// pass (e.g. to record it for scan status); OnEnd gets its summary
-	// and error.
-	OnStart func(context.Context)
-	OnEnd   func(context.Context, scan.Summary, error)
+	// DB, when set, is where the pass's start and end are recorded
+	// (notice_pass, sql/0025), which `scan status` reads; Describe gives
+	// the one line a failure is recorded as, secrets redacted. A record
+	// that cannot be written is logged and never fails the pass: it is
+	// the operator's view, not the ledger.
+	DB       sqlx.ExecerContext
+	Describe func(error) string
 }
 
 // New builds the observer of one pass.
@@ -71,8 +73,7 @@ func New(c Config) *Observer {
 		clock:    c.Clock,
 		stderr:   c.Stderr,
 		terminal: terminal,
-		onStart:  c.OnStart,
-		onEnd:    c.OnEnd,
+		record:   c,
 	}
 }
 
@@ -106,13 +107,9 @@ func (o *Observer) Hooks(base scan.Hooks) scan.Hooks {
 // run` and each firing of `scan schedule` do with the pass they built.
 func (o *Observer) Run(ctx context.Context, sc *scan.Pass) (scan.Summary, error) {
 	o.begin(ctx, sc)
-	if o.onStart != nil {
-		o.onStart(ctx)
-	}
+	o.recordStart(ctx)
 	sum, err := sc.Run(ctx)
-	if o.onEnd != nil {
-		o.onEnd(ctx, sum, err)
-	}
+	o.recordEnd(ctx, sum, err)
 	o.finish(ctx, sum, err)
 	return sum, err
 }
@@ -132,6 +129,36 @@ func (o *Observer) begin(ctx context.Context, sc *scan.Pass) {
 	}
 	t := time.NewTicker(progress.Every)
 	o.prog = progress.NewLog(o.log, t.C, t.Stop, o.clock)
+}
+
+// recordStart records the pass's start in notice_pass, when Config.DB
+// is set.
+func (o *Observer) recordStart(ctx context.Context) {
+	r := o.record
+	if r.DB == nil {
+		return
+	}
+	if err := ledger.PassStarted(ctx, r.DB, r.RunID, r.Shard, r.Shards, o.clock()); err != nil {
+		o.log.Warn().Err(err).Msg("could not record the pass's start for scan status; the pass goes on")
+	}
+}
+
+// recordEnd records the pass's end even when ctx was cancelled
+// (SIGTERM), as the metrics push does.
+func (o *Observer) recordEnd(ctx context.Context, sum scan.Summary, runErr error) {
+	r := o.record
+	if r.DB == nil {
+		return
+	}
+	failure := ""
+	if runErr != nil {
+		failure = r.Describe(runErr)
+	}
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), PushTimeout)
+	defer cancel()
+	if err := ledger.PassEnded(ectx, r.DB, r.RunID, failure, sum.Counts(), o.clock()); err != nil {
+		o.log.Warn().Err(err).Msg("could not record the pass's end for scan status")
+	}
 }
 
 // finish stops the progress reporter, sets the pass's totals and pushes

@@ -173,11 +173,7 @@ var AskSpec = ask.Spec{
 		return nil
 	},
 	New: func(getenv func(string) string, _ ask.ClientConfig) (ask.Provider, error) {
-		c, err := New(Config{
-			AccountSID: getenv("TWILIO_ACCOUNT_SID"), AuthToken: getenv(AuthTokenVar),
-			From: getenv("TWILIO_FROM"), MessagingServiceSID: getenv("TWILIO_MESSAGING_SERVICE_SID"),
-			BaseURL: getenv("TWILIO_API_URL"),
-		})
+		c, err := New(AccountConfig(getenv))
 		var ce *ConfigError
 		if errors.As(err, &ce) {
 			return nil, &ask.ConfigError{Field: ce.Field, Msg: ce.Msg}

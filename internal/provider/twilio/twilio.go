@@ -64,6 +64,16 @@ type Config struct {
 	Clock clock.Clock
 }
 
+// AccountConfig reads the account's settings (TWILIO_ACCOUNT_SID,
+// TWILIO_AUTH_TOKEN, TWILIO_FROM, TWILIO_MESSAGING_SERVICE_SID,
+// TWILIO_API_URL) from getenv, as the sms sender and `--ask twilio` take
+// them; New checks them.
+func AccountConfig(getenv func(string) string) Config {
+	return Config{AccountSID: getenv("TWILIO_ACCOUNT_SID"), AuthToken: getenv(AuthTokenVar),
+		From: getenv("TWILIO_FROM"), MessagingServiceSID: getenv("TWILIO_MESSAGING_SERVICE_SID"),
+		BaseURL: getenv("TWILIO_API_URL")}
+}
+
 // The bounds of a Message's ValidityPeriod, in seconds: Twilio keeps a
 // message it could not yet hand to the carrier for at most this long, then
 // drops it as undelivered (error 30036), and refuses a value outside them

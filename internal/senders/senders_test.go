@@ -1,11 +1,11 @@
-package main
+package senders
 
 import (
 	"slices"
 	"testing"
 )
 
-func TestSenderList(t *testing.T) {
+func TestList(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		raw, provider string
@@ -23,9 +23,9 @@ func TestSenderList(t *testing.T) {
 		{"pigeon", "none", nil},
 		{"", "none", nil},
 	} {
-		got, err := senderList(tc.raw, tc.provider)
+		got, err := List(tc.raw, tc.provider)
 		if (err != nil) != (tc.want == nil) || (err == nil && !slices.Equal(got, tc.want)) {
-			t.Errorf("senderList(%q, %q) = %q, %v; want %q", tc.raw, tc.provider, got, err, tc.want)
+			t.Errorf("List(%q, %q) = %q, %v; want %q", tc.raw, tc.provider, got, err, tc.want)
 		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build failpoint
 
-package main
+package failpoint
 
 import (
 	"os"
@@ -12,11 +12,11 @@ import (
 	"scan/internal/scan"
 )
 
-// failpointHooks crashes the process with SIGKILL at a pass boundary, for
+// Hooks crashes the process with SIGKILL at a pass boundary, for
 // the crash tests (built with -tags failpoint). SCAN_FAILPOINT is
 // NAME[:N]: crash the N-th time (default 1st) the pass reaches NAME, one of
 // before-claim, after-claim-commit, after-accepted, after-outcome-commit.
-func failpointHooks() scan.Hooks {
+func Hooks() scan.Hooks {
 	name, nth, _ := strings.Cut(os.Getenv("SCAN_FAILPOINT"), ":")
 	n, err := strconv.Atoi(nth)
 	if err != nil || n < 1 {
