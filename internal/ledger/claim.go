@@ -141,14 +141,16 @@ func insertBatch(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, clai
 	}
 	// In a transaction of its own, the plain insert first, and ON
 	// CONFLICT only when another session inserted one of the rows
-	// meanwhile (noticeClaimUnseen). In the caller's transaction a failed
-	// statement would abort it: ON CONFLICT at once.
+	// meanwhile (noticeClaimUnseen), or the two sessions' inserts waited on
+	// each other (a deadlock: PostgreSQL rolled this one back). In the
+	// caller's transaction a failed statement would abort it: ON CONFLICT
+	// at once.
 	if _, own := db.(*sqlx.DB); own {
 		err := claim(noticeClaimUnseen)
 		if err == nil {
 			return out, nil
 		}
-		if !isUniqueViolation(err) {
+		if !isConflict(err) {
 			return nil, err
 		}
 	}
@@ -158,11 +160,12 @@ func insertBatch(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, clai
 	return out, nil
 }
 
-// isUniqueViolation reports whether err is PostgreSQL's unique_violation
-// (23505).
-func isUniqueViolation(err error) bool {
+// isConflict reports whether err is PostgreSQL's unique_violation (23505)
+// or deadlock_detected (40P01): the plain insert met another session's
+// rows, and its transaction was rolled back whole.
+func isConflict(err error) bool {
 	var pqErr *pq.Error
-	return errors.As(err, &pqErr) && pqErr.Code == "23505"
+	return errors.As(err, &pqErr) && (pqErr.Code == "23505" || pqErr.Code == "40P01")
 }
 
 // durably runs fn, a claiming statement, so that its transaction commits
