@@ -67,7 +67,8 @@ ON CONFLICT DO NOTHING` + noticeClaimReturning
 // plain insert does not. A row another session inserts after the probe
 // (a concurrent pass over the same notices), or the same notice twice in
 // one batch, is still refused by the unique index: the statement fails
-// with unique_violation, its transaction rolls back whole, and
+// with unique_violation (or a deadlock with that session), its
+// transaction rolls back whole, and
 // insertBatch runs noticeClaim instead. A claim is never lost nor
 // doubled, only retried.
 const noticeClaimUnseen = noticeClaimRows + `
