@@ -112,7 +112,7 @@ func previewSubscription(ctx context.Context, e *env, pol *policy.Policy, render
 	if err != nil {
 		return err
 	}
-	previews, err := sc.Preview(ctx, f.subscription, f.kinds)
+	previews, err := preview.Of(ctx, sc, renderer, pol, now, f.subscription, f.kinds)
 	if errors.Is(err, scan.ErrNoSubscription) {
 		return fmt.Errorf("preview: no subscription %q in %s", f.subscription, f.source)
 	}

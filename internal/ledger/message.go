@@ -17,35 +17,37 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	kflate "github.com/klauspost/compress/flate"
+	"github.com/klauspost/compress/zstd"
 
 	schema "scan/sql"
 )
 
 // Proof of notice (issue 37): the message each attempt handed to the
-// provider is kept, DEFLATE-compressed (RFC 1951, level messageLevel)
-// against the preset dictionary of sql/0024 (MessageDict), in
-// notice_message, written by RecordOutcomes in the statement that records
-// the outcome, read by MessageOf and MessageSample (which take the
-// dictionary from the database, not from this code), removed by Prune
-// with its period. sql/0023 says why the message and not the inputs of a
+// provider is kept compressed, a zstd frame (RFC 8878, github.com/
+// klauspost/compress/zstd at its fastest level) against the raw dictionary
+// of sql/0024 under id 2 (sql/0037; MessageDict), in the ledger row itself
+// (sql/0036), written by RecordOutcomes in the statement that records the
+// outcome, read by MessageOf and MessageSample (which take the dictionary
+// and its format from the database, not from this code), removed by Prune
+// with its period. Earlier attempts' messages, and those recorded before
+// sql/0036, are in notice_message; those recorded before sql/0037 are
+// DEFLATE streams (RFC 1951) against dictionary 1, inflated by
+// compress/flate. sql/0023 says why the message and not the inputs of a
 // re-render.
 
-// messageLevel is the DEFLATE level messages are compressed at, by
-// github.com/klauspost/compress/flate: its level 2 is a single-table
-// greedy encoder whose reset is an offset bump, where compress/flate's
-// clears 640 KB of hash chains for every message before priming the
-// dictionary; same stream size, about a third of the CPU
-// (BenchmarkCompressMessage, docs/proof.md). The output is plain DEFLATE
-// (RFC 1951): compress/flate inflates it (InflateMessage), and any level
-// inflates alike.
-const messageLevel = 2
+// Formats of notice_message_dict (sql/0037): how the streams compressed
+// against a dictionary are written.
+const (
+	formatDeflate = "deflate" // RFC 1951, the dictionary as preset history
+	formatZstd    = "zstd"    // RFC 8878 frame, the dictionary raw, by its id
+)
 
-// messageDictFile is the migration that holds the dictionary messages
-// are compressed against now, and messageDictID its id there.
+// messageDictFile is the migration that holds the dictionary's bytes, and
+// messageDictID the id messages are compressed under now (sql/0037 copied
+// those bytes under it, format zstd).
 const (
 	messageDictFile = "0024_insert_message_dictionary.sql"
-	messageDictID   = 1
+	messageDictID   = 2
 )
 
 // MessageDict returns the id and bytes of the dictionary messages are
@@ -65,13 +67,14 @@ var MessageDict = sync.OnceValues(func() (messageDict, error) {
 	if err != nil {
 		return messageDict{}, fmt.Errorf("message dictionary: %w", err)
 	}
-	return messageDict{ID: messageDictID, Body: body}, nil
+	return messageDict{ID: messageDictID, Format: formatZstd, Body: body}, nil
 })
 
 // messageDict is one preset dictionary of notice_message_dict.
 type messageDict struct {
-	ID   int
-	Body []byte
+	ID     int
+	Format string // formatDeflate or formatZstd
+	Body   []byte
 }
 
 // ErrNoMessage: no message is kept for that attempt (none was handed
@@ -92,29 +95,39 @@ func (e *DigestError) Error() string {
 		e.Key[:min(len(e.Key), 12)], e.Attempt, e.Want, e.Got)
 }
 
-// CompressMessage returns msg as notice_message keeps it, compressed
-// against dict (MessageDict's bytes; nil for none).
+// CompressMessage returns msg compressed as the ledger keeps it now, a
+// zstd frame against dict (MessageDict's bytes; nil for none) under the
+// current dictionary's id.
 func CompressMessage(msg, dict []byte) ([]byte, error) {
-	w, err := kflate.NewWriterDict(io.Discard, messageLevel, dict)
+	enc, err := newEncoder(dict)
 	if err != nil {
 		return nil, err
 	}
-	return compressWith(w, msg)
+	defer enc.Close()
+	return enc.EncodeAll(msg, nil), nil
 }
 
-// compressWith compresses msg with w, reset (its level and dictionary
-// kept): a new writer allocates and costs several times more.
-func compressWith(w *kflate.Writer, msg []byte) ([]byte, error) {
-	var b bytes.Buffer
-	w.Reset(&b)
-	if _, err := w.Write(msg); err != nil {
-		return nil, err
+// newEncoder returns a zstd encoder against dict (raw, under the current
+// dictionary's id; nil for none): the fastest level, no checksum (the
+// ledger's digest checks the whole message), safe for concurrent EncodeAll.
+func newEncoder(dict []byte) (*zstd.Encoder, error) {
+	opts := []zstd.EOption{zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false), zstd.WithLowerEncoderMem(true)}
+	if dict != nil {
+		opts = append(opts, zstd.WithEncoderDictRaw(messageDictID, dict))
 	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return zstd.NewWriter(nil, opts...)
 }
+
+// encoder compresses against the current dictionary (MessageDict). It
+// prepares the dictionary once: a DEFLATE writer hashed the whole
+// dictionary again for every message.
+var encoder = sync.OnceValues(func() (*zstd.Encoder, error) {
+	dict, err := MessageDict()
+	if err != nil {
+		return nil, err
+	}
+	return newEncoder(dict.Body)
+})
 
 // KeepMessage returns msg compressed as RecordOutcomes keeps it (against
 // the current dictionary, MessageDict), for Outcome.Kept; nil, nil in a
@@ -124,40 +137,64 @@ func KeepMessage(msg []byte) ([]byte, error) {
 	if !keepMessages || len(msg) == 0 {
 		return nil, nil
 	}
-	dict, err := MessageDict()
+	enc, err := encoder()
 	if err != nil {
 		return nil, err
 	}
-	w, _ := writers.Get().(*kflate.Writer)
-	if w == nil {
-		if w, err = kflate.NewWriterDict(io.Discard, messageLevel, dict.Body); err != nil {
-			return nil, err
-		}
-	}
-	defer writers.Put(w)
-	return compressWith(w, msg)
+	return enc.EncodeAll(msg, nil), nil
 }
 
-// writers are flate writers at messageLevel against the current
-// dictionary (MessageDict), reused across batches.
-var writers sync.Pool
-
-// InflateMessage returns the message notice_message's body holds, given
-// the dictionary it was compressed against (nil for none).
-func InflateMessage(body, dict []byte) ([]byte, error) {
-	out, err := io.ReadAll(flate.NewReaderDict(bytes.NewReader(body), dict))
+// inflate returns the message body holds, compressed against dictionary
+// d as d's format says (an empty format: DEFLATE, as before sql/0037).
+func inflate(body []byte, d messageDict) ([]byte, error) {
+	if d.Format != formatZstd {
+		out, err := io.ReadAll(flate.NewReaderDict(bytes.NewReader(body), d.Body))
+		if err != nil {
+			return nil, fmt.Errorf("inflate kept message: %w", err)
+		}
+		return out, nil
+	}
+	dec, err := decoderFor(d)
 	if err != nil {
-		return nil, fmt.Errorf("inflate kept message: %w", err)
+		return nil, err
+	}
+	out, err := dec.DecodeAll(body, nil)
+	if err != nil {
+		return nil, fmt.Errorf("decompress kept message: %w", err)
 	}
 	return out, nil
 }
 
+// decoders holds a zstd decoder per dictionary id (*zstd.Decoder): the
+// dictionaries are immutable, and preparing one costs more than a message.
+var decoders sync.Map
+
+// decoderFor returns the zstd decoder of dictionary d.
+func decoderFor(d messageDict) (*zstd.Decoder, error) {
+	if dec, ok := decoders.Load(d.ID); ok {
+		return dec.(*zstd.Decoder), nil
+	}
+	opts := []zstd.DOption{zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxMessage)}
+	if len(d.Body) > 0 {
+		opts = append(opts, zstd.WithDecoderDictRaw(uint32(d.ID), d.Body))
+	}
+	dec, err := zstd.NewReader(nil, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kept message dictionary %d: %w", d.ID, err)
+	}
+	got, _ := decoders.LoadOrStore(d.ID, dec)
+	return got.(*zstd.Decoder), nil
+}
+
+// maxMessage bounds what a kept message may decompress to: a stored frame
+// claiming more is refused (a mismatch), not allocated.
+const maxMessage = 64 << 20
+
 // compressMessages compresses each outcome's Message (nil when none)
-// against dict, the current dictionary, on up to GOMAXPROCS goroutines:
-// the pass's recorder waits for it, and priming the dictionary costs each
-// message more than its own bytes. An outcome's Kept (KeepMessage's,
-// compressed against the same dictionary) is taken as is.
-func compressMessages(outs []Outcome, dict []byte) ([][]byte, error) {
+// against the current dictionary, on up to GOMAXPROCS goroutines: the
+// pass's recorder waits for it. An outcome's Kept (KeepMessage's, against
+// the same dictionary) is taken as is.
+func compressMessages(outs []Outcome) ([][]byte, error) {
 	bodies := make([][]byte, len(outs))
 	if !keepMessages {
 		return bodies, nil
@@ -171,41 +208,37 @@ func compressMessages(outs []Outcome, dict []byte) ([][]byte, error) {
 			need++
 		}
 	}
+	if need == 0 {
+		return bodies, nil
+	}
+	enc, err := encoder()
+	if err != nil {
+		return nil, fmt.Errorf("compress message: %w", err)
+	}
 	workers := min(runtime.GOMAXPROCS(0), (need+compressChunk-1)/compressChunk)
-	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for g := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w, _ := writers.Get().(*kflate.Writer)
-			if w == nil {
-				if w, errs[g] = kflate.NewWriterDict(io.Discard, messageLevel, dict); errs[g] != nil {
-					return
-				}
-			}
-			defer writers.Put(w)
-			for i := g; i < len(outs) && errs[g] == nil; i += workers {
+			for i := g; i < len(outs); i += workers {
 				if len(outs[i].Message) > 0 && bodies[i] == nil {
-					bodies[i], errs[g] = compressWith(w, outs[i].Message)
+					bodies[i] = enc.EncodeAll(outs[i].Message, nil)
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("compress message: %w", err)
-	}
 	return bodies, nil
 }
 
 // compressChunk is the fewest messages worth a goroutine of their own.
 const compressChunk = 16
 
-// verifyMessage inflates body and checks it against want (the ledger's
-// digest): a *DigestError when they differ.
-func verifyMessage(key string, attempt int, want, body, dict []byte) ([]byte, error) {
-	msg, err := InflateMessage(body, dict)
+// verifyMessage decompresses body (against d) and checks it against want
+// (the ledger's digest): a *DigestError when they differ.
+func verifyMessage(key string, attempt int, want, body []byte, d messageDict) ([]byte, error) {
+	msg, err := inflate(body, d)
 	if err != nil {
 		return nil, &DigestError{Key: key, Attempt: attempt, Want: want}
 	}
@@ -224,8 +257,10 @@ func MessageOf(ctx context.Context, db sqlx.QueryerContext, r Row) ([]byte, erro
 		return nil, ErrNoMessage
 	}
 	var m struct {
-		Body []byte `db:"body"`
-		Dict []byte `db:"dict"`
+		Body   []byte `db:"body"`
+		DictID int    `db:"dict_id"`
+		Format string `db:"format"`
+		Dict   []byte `db:"dict"`
 	}
 	err := sqlx.GetContext(ctx, db, &m, noticeMessageGet, r.Period(), r.NoticeKey, r.Attempts)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -234,7 +269,7 @@ func MessageOf(ctx context.Context, db sqlx.QueryerContext, r Row) ([]byte, erro
 	if err != nil {
 		return nil, fmt.Errorf("read kept message: %w", err)
 	}
-	return verifyMessage(r.NoticeKey, r.Attempts, r.MessageSHA256, m.Body, m.Dict)
+	return verifyMessage(r.NoticeKey, r.Attempts, r.MessageSHA256, m.Body, messageDict{ID: m.DictID, Format: m.Format, Body: m.Dict})
 }
 
 // MessageCheck is what MessageSample found.
@@ -268,17 +303,18 @@ func MessageSample(ctx context.Context, db sqlx.QueryerContext, n int, from, to 
 	res := MessageCheck{Mismatched: []string{}}
 	for rows.Next() {
 		var (
-			period             time.Time
-			key                string
-			attempt            int
-			digest, body, dict []byte
+			period       time.Time
+			key          string
+			attempt      int
+			digest, body []byte
+			d            messageDict
 		)
-		if err := rows.Scan(&period, &key, &attempt, &digest, &body, &dict); err != nil {
+		if err := rows.Scan(&period, &key, &attempt, &digest, &body, &d.ID, &d.Format, &d.Body); err != nil {
 			return res, fmt.Errorf("sample kept messages: %w", err)
 		}
 		res.Checked++
 		res.Bytes += int64(len(body))
-		switch _, err := verifyMessage(key, attempt, digest, body, dict); {
+		switch _, err := verifyMessage(key, attempt, digest, body, d); {
 		case body == nil:
 			res.Missing++
 		case err != nil:

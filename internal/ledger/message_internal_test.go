@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"bytes"
+	"compress/flate"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"testing"
 )
@@ -10,7 +12,7 @@ import (
 // sampleMessages are messages like the pass hands over: the dictionary's
 // own emails and sms with another customer's name, token and boundary
 // (what differs between two notices of one template).
-func sampleMessages(t testing.TB) (dict []byte, msgs [][]byte) {
+func sampleMessages(t testing.TB) (dict messageDict, msgs [][]byte) {
 	t.Helper()
 	d, err := MessageDict()
 	if err != nil {
@@ -24,14 +26,14 @@ func sampleMessages(t testing.TB) (dict []byte, msgs [][]byte) {
 	if len(msgs) < 4 {
 		t.Fatalf("%d sample messages from the dictionary, want at least 4", len(msgs))
 	}
-	return d.Body, msgs
+	return d, msgs
 }
 
-// What the pass compresses (klauspost/compress's writer, reused across
-// messages and batches) inflates with compress/flate and the dictionary
-// alone to the exact bytes, and the dictionary pays: each email is kept in
-// far less than a third of its size.
-func TestCompressedMessagesInflateWithTheStandardReader(t *testing.T) {
+// What the pass compresses (one zstd encoder, its dictionary prepared
+// once, shared by every message and batch) decompresses with a decoder
+// given the dictionary alone to the exact bytes, and the dictionary pays:
+// each email is kept in far less than a third of its size.
+func TestCompressedMessagesRebuildWithTheDictionaryAlone(t *testing.T) {
 	dict, msgs := sampleMessages(t)
 	var outs []Outcome
 	for range 3 { // three batches: the pooled writers are reset between messages
@@ -40,7 +42,7 @@ func TestCompressedMessagesInflateWithTheStandardReader(t *testing.T) {
 		}
 		outs = append(outs, Outcome{}) // nothing handed over: nothing kept
 	}
-	bodies, err := compressMessages(outs, dict)
+	bodies, err := compressMessages(outs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +77,7 @@ func TestKeptMessageTakenAsIs(t *testing.T) {
 		t.Fatalf("KeepMessage's does not rebuild: %v", err)
 	}
 	forged := []byte("not what KeepMessage made")
-	bodies, err := compressMessages([]Outcome{{Message: msgs[0], Kept: forged}, {Message: msgs[1]}}, dict)
+	bodies, err := compressMessages([]Outcome{{Message: msgs[0], Kept: forged}, {Message: msgs[1]}})
 	if err != nil || !bytes.Equal(bodies[0], forged) || len(bodies[1]) == 0 {
 		t.Fatalf("bodies = %q, %v: want Kept as is and the other compressed", bodies, err)
 	}
@@ -84,16 +86,47 @@ func TestKeptMessageTakenAsIs(t *testing.T) {
 // BenchmarkCompressMessage is one message compressed as the pass does
 // (a pooled writer reset against the dictionary); B/msg is the kept size.
 func BenchmarkCompressMessage(b *testing.B) {
-	dict, msgs := sampleMessages(b)
+	_, msgs := sampleMessages(b)
 	outs := make([]Outcome, 1)
 	kept := 0
 	for i := 0; b.Loop(); i++ {
 		outs[0].Message = msgs[i%len(msgs)]
-		bodies, err := compressMessages(outs, dict)
+		bodies, err := compressMessages(outs)
 		if err != nil {
 			b.Fatal(err)
 		}
 		kept += len(bodies[0])
 	}
 	b.ReportMetric(float64(kept)/float64(b.N), "B/msg")
+}
+
+// The messages kept before sql/0037, DEFLATE streams against dictionary 1
+// (the same bytes), still rebuild to their digest, and a wrong one is
+// still a mismatch; so is a zstd frame that does not decode.
+func TestDeflateMessagesOfDictionary1StayReadable(t *testing.T) {
+	dict, msgs := sampleMessages(t)
+	var b bytes.Buffer
+	w, err := flate.NewWriterDict(&b, 2, dict.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(msgs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	old := messageDict{ID: 1, Format: formatDeflate, Body: dict.Body}
+	sum := sha256.Sum256(msgs[0])
+	if got, err := verifyMessage(fmt.Sprintf("%064x", 1), 1, sum[:], b.Bytes(), old); err != nil || !bytes.Equal(got, msgs[0]) {
+		t.Fatalf("a DEFLATE message of dictionary 1 does not rebuild: %v", err)
+	}
+	other := sha256.Sum256(msgs[1])
+	var de *DigestError
+	if _, err := verifyMessage(fmt.Sprintf("%064x", 1), 1, other[:], b.Bytes(), old); !errors.As(err, &de) {
+		t.Fatalf("a wrong digest: %v, want a DigestError", err)
+	}
+	if _, err := verifyMessage(fmt.Sprintf("%064x", 1), 1, sum[:], b.Bytes(), dict); !errors.As(err, &de) {
+		t.Fatalf("a DEFLATE stream read as zstd: %v, want a DigestError", err)
+	}
 }

@@ -61,9 +61,14 @@ func TestMessageKeptWithTheOutcomeAndVerified(t *testing.T) {
 	if n, err := ledger.RecordOutcomes(ctx, db, "r", at, outs); err != nil || n != 3 {
 		t.Fatalf("record: %d, %v", n, err)
 	}
-	// Recorded again (a retried batch): nothing changes, no error.
+	// Recorded again (a retried batch): nothing changes, no error, and the
+	// message stays the current attempt's (nothing moves to the table of
+	// earlier attempts).
 	if _, err := ledger.RecordOutcomes(ctx, db, "r", at, outs[1:2]); err != nil {
 		t.Fatalf("record again: %v", err)
+	}
+	if n := earlierMessages(t, db); n != 0 {
+		t.Fatalf("%d messages moved to notice_message by a retried batch, want 0", n)
 	}
 	for _, k := range []string{cs[0].Key, cs[1].Key} {
 		r, err := ledger.Get(ctx, db, k)
@@ -93,8 +98,10 @@ func TestMessageKeptWithTheOutcomeAndVerified(t *testing.T) {
 }
 
 // The pass's database role needs no read right on the kept messages: with
-// INSERT alone on notice_message (and its rights on the ledger), the
-// outcome statement keeps them, and that role cannot read them back.
+// SELECT on every ledger column but the message's three, UPDATE on the
+// ledger and INSERT alone on notice_message, the outcome statement keeps
+// them in the row and the re-claim an earlier attempt's in notice_message,
+// the look-ups work, and that role cannot read a message back.
 func TestThePassKeepsMessagesItCannotRead(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.DSN(t)
@@ -113,11 +120,18 @@ func TestThePassKeepsMessagesItCannotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	role := schema + "_pass" // roles are the server's: named for this test's own schema
+	var readable string      // every column of the ledger but the message's
+	if err := db.Get(&readable, `SELECT string_agg(column_name, ', ') FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'notice_ledger'
+		  AND column_name NOT IN ('message', 'message_dict', 'message_attempt')`); err != nil {
+		t.Fatal(err)
+	}
 	for _, q := range []string{
 		`CREATE ROLE ` + role + ` NOLOGIN`,
 		`GRANT USAGE ON SCHEMA ` + schema + ` TO ` + role,
-		`GRANT SELECT, UPDATE ON notice_ledger TO ` + role,
+		`GRANT SELECT (` + readable + `), UPDATE ON notice_ledger TO ` + role,
 		`GRANT INSERT ON notice_message TO ` + role,
+		`GRANT SELECT, INSERT, DELETE ON notice_suppression TO ` + role, // the re-claim's probe
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -133,21 +147,37 @@ func TestThePassKeepsMessagesItCannotRead(t *testing.T) {
 	if won, err := ledger.Insert(ctx, db, opt("r"), []ledger.Claim{c}); err != nil || len(won) != 1 {
 		t.Fatalf("claim: %d, %v", len(won), err)
 	}
+	first := []byte("To: someone@example.com\r\n\r\nYour subscription renews (first try).\r\n")
 	msg := []byte("To: someone@example.com\r\n\r\nYour subscription renews.\r\n")
-	sum := sha256.Sum256(msg)
+	sum1, sum := sha256.Sum256(first), sha256.Sum256(msg)
 	if _, err := db.Exec(`SET ROLE ` + role); err != nil {
 		t.Fatal(err)
 	}
-	out := ledger.Outcome{Key: c.Key, PeriodStart: c.PeriodStart, State: ledger.Sent, SentAt: at, Digest: sum[:], Message: msg}
-	if n, err := ledger.RecordOutcomes(ctx, db, "r", at, []ledger.Outcome{out}); err != nil || n != 1 {
-		t.Fatalf("record as the pass's role: %d, %v", n, err)
+	record := func(run string, o ledger.Outcome) {
+		t.Helper()
+		if n, err := ledger.RecordOutcomes(ctx, db, run, at, []ledger.Outcome{o}); err != nil || n != 1 {
+			t.Fatalf("record as the pass's role: %d, %v", n, err)
+		}
 	}
+	// Attempt 1 hands a message over and is refused for now; the re-claim
+	// of attempt 2 copies it into notice_message, and attempt 2's outcome
+	// replaces it in the row.
+	record("r", ledger.Outcome{Key: c.Key, PeriodStart: c.PeriodStart, State: ledger.Retry, Digest: sum1[:], Message: first, Error: "451 try later"})
+	reclaim := opt("r2")
+	reclaim.Now = t0.Add(time.Hour)
+	if won, err := ledger.Reclaim(ctx, db, reclaim, []string{c.Key}); err != nil || len(won) != 1 {
+		t.Fatalf("re-claim as the pass's role: %d, %v", len(won), err)
+	}
+	record("r2", ledger.Outcome{Key: c.Key, PeriodStart: c.PeriodStart, State: ledger.Sent, SentAt: at, Digest: sum[:], Message: msg})
 	r, err := ledger.Get(ctx, db, c.Key)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("look-up as the pass's role: %v", err)
 	}
 	if _, err := ledger.MessageOf(ctx, db, r); err == nil || !strings.Contains(err.Error(), "permission denied") {
 		t.Fatalf("the pass's role read a kept message: %v", err)
+	}
+	if _, err := db.Exec(`SELECT message FROM notice_ledger`); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Fatalf("the pass's role read the message column: %v", err)
 	}
 	if _, err := db.Exec(`RESET ROLE`); err != nil {
 		t.Fatal(err)
@@ -155,4 +185,112 @@ func TestThePassKeepsMessagesItCannotRead(t *testing.T) {
 	if got, err := ledger.MessageOf(ctx, db, r); err != nil || !bytes.Equal(got, msg) {
 		t.Fatalf("rebuilt %q, %v", got, err)
 	}
+	r.Attempts, r.MessageSHA256 = 1, sum1[:]
+	if got, err := ledger.MessageOf(ctx, db, r); err != nil || !bytes.Equal(got, first) {
+		t.Fatalf("attempt 1 rebuilt %q, %v", got, err)
+	}
+}
+
+// Earlier attempts stay provable: the re-claim of a row holding an
+// earlier attempt's message copies it into notice_message, where
+// MessageOf finds it under its attempt after a later outcome replaced it
+// in the row (with its own message, or with none when the retry handed
+// nothing over); the current attempt's is in the row.
+func TestEarlierAttemptsStayProvable(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	c := claim(2, 0)
+	if won, err := ledger.Insert(ctx, db, opt("r1"), []ledger.Claim{c}); err != nil || len(won) != 1 {
+		t.Fatalf("claim: %d, %v", len(won), err)
+	}
+	msg1, msg3 := []byte("attempt one\r\n"), []byte("attempt three\r\n")
+	sum1, sum3 := sha256.Sum256(msg1), sha256.Sum256(msg3)
+	steps := []ledger.Outcome{
+		{Key: c.Key, PeriodStart: c.PeriodStart, State: ledger.Retry, Digest: sum1[:], Message: msg1, Error: "451 after DATA"},
+		{Key: c.Key, PeriodStart: c.PeriodStart, State: ledger.Retry, Error: "connection refused"}, // nothing handed over
+		{Key: c.Key, PeriodStart: c.PeriodStart, State: ledger.Sent, SentAt: t0, Digest: sum3[:], Message: msg3},
+	}
+	for i, o := range steps {
+		run := fmt.Sprintf("r%d", i+1)
+		if i > 0 {
+			o := opt(run)
+			o.Now = t0.Add(time.Duration(i) * time.Hour)
+			if won, err := ledger.Reclaim(ctx, db, o, []string{c.Key}); err != nil || len(won) != 1 {
+				t.Fatalf("re-claim %d: %d, %v", i+1, len(won), err)
+			}
+		}
+		if n, err := ledger.RecordOutcomes(ctx, db, run, t0, []ledger.Outcome{o}); err != nil || n != 1 {
+			t.Fatalf("outcome %d: %d, %v", i+1, n, err)
+		}
+	}
+	if n := earlierMessages(t, db); n != 1 {
+		t.Fatalf("notice_message holds %d messages, want attempt 1's", n)
+	}
+	r, err := ledger.Get(ctx, db, c.Key)
+	if err != nil || r.Attempts != 3 {
+		t.Fatalf("row: %+v, %v", r, err)
+	}
+	if got, err := ledger.MessageOf(ctx, db, r); err != nil || !bytes.Equal(got, msg3) {
+		t.Fatalf("attempt 3 rebuilt %q, %v", got, err)
+	}
+	r.Attempts, r.MessageSHA256 = 1, sum1[:]
+	if got, err := ledger.MessageOf(ctx, db, r); err != nil || !bytes.Equal(got, msg1) {
+		t.Fatalf("attempt 1 rebuilt %q, %v", got, err)
+	}
+	r.Attempts = 2
+	if _, err := ledger.MessageOf(ctx, db, r); !errors.Is(err, ledger.ErrNoMessage) {
+		t.Fatalf("attempt 2 handed nothing over: %v, want ErrNoMessage", err)
+	}
+}
+
+// The messages kept in notice_message before sql/0036 moved the current
+// attempt's into the ledger row stay readable and verifiable.
+func TestMessagesKeptBeforeTheColumnStayReadable(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	ctx := context.Background()
+	c := claim(3, 0)
+	if won, err := ledger.Insert(ctx, db, opt("r"), []ledger.Claim{c}); err != nil || len(won) != 1 {
+		t.Fatalf("claim: %d, %v", len(won), err)
+	}
+	msg := []byte("kept the old way\r\n")
+	sum := sha256.Sum256(msg)
+	kept, err := ledger.KeepMessage(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dict, err := ledger.MessageDict()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ledger.RecordOutcomes(ctx, db, "r", t0, []ledger.Outcome{{Key: c.Key, PeriodStart: c.PeriodStart, State: ledger.Sent, SentAt: t0, Digest: sum[:]}}); err != nil || n != 1 {
+		t.Fatalf("outcome: %d, %v", n, err)
+	}
+	// What the outcome statement of sql/0023 wrote.
+	if _, err := db.Exec(`INSERT INTO notice_message (period_start, key, attempt, dict, body) VALUES ($1, decode($2, 'hex'), 1, $3, $4)`,
+		c.PeriodStart, c.Key, dict.ID, kept); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ledger.Get(ctx, db, c.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ledger.MessageOf(ctx, db, r); err != nil || !bytes.Equal(got, msg) {
+		t.Fatalf("rebuilt %q, %v", got, err)
+	}
+	check, err := ledger.MessageSample(ctx, db, 0, time.Time{}, time.Time{})
+	if err != nil || check.Checked != 1 || check.Verified != 1 || check.Missing != 0 {
+		t.Fatalf("sample = %+v, %v", check, err)
+	}
+}
+
+// earlierMessages counts the rows of notice_message.
+func earlierMessages(t *testing.T, db *sqlx.DB) int {
+	t.Helper()
+	var n int
+	if err := db.Get(&n, `SELECT count(*) FROM notice_message`); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -28,7 +28,7 @@ type Outcome struct {
 	// handed over.
 	Digest []byte
 	// Message is the exact message handed to the provider (the bytes
-	// Digest is the SHA-256 of), kept compressed in notice_message under
+	// Digest is the SHA-256 of), kept compressed in the ledger row under
 	// the claim's attempt when the outcome is recorded: proof of notice
 	// (MessageOf). Nil keeps nothing.
 	Message []byte
@@ -56,13 +56,23 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 	n := len(outs)
 	keys, states, sentAt, prov, digests, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	senders := make([]string, n)
+	at, lens := make([]int, n), make([]int, n)
 	dict, err := MessageDict()
 	if err != nil {
 		return 0, fmt.Errorf("record outcomes: %w", err)
 	}
-	bodies, err := compressMessages(outs, dict.Body)
+	bodies, err := compressMessages(outs)
 	if err != nil {
 		return 0, fmt.Errorf("record outcomes: %w", err)
+	}
+	size := 0
+	for _, b := range bodies {
+		size += len(b)
+	}
+	all := make([]byte, 0, size)
+	for i, b := range bodies {
+		at[i], lens[i] = len(all)+1, len(b)
+		all = append(all, b...)
 	}
 	var lo, hi time.Time
 	everyMonth := false
@@ -96,8 +106,13 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 		if _, err := tx.ExecContext(ctx, noticeOutcomePlan); err != nil {
 			return err
 		}
-		return tx.QueryRowxContext(ctx, noticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
-			pq.Array(prov), pq.Array(digests), pq.Array(errs), from, to, runID, now.UTC(), pq.ByteaArray(bodies), dict.ID, pq.Array(senders)).Scan(&changed)
+		r, err := tx.ExecContext(ctx, noticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
+			pq.Array(prov), pq.Array(digests), pq.Array(errs), from, to, runID, now.UTC(), all, dict.ID, pq.Array(senders), pq.Array(at), pq.Array(lens))
+		if err != nil {
+			return err
+		}
+		changed, err = r.RowsAffected()
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("record outcomes: %w", err)

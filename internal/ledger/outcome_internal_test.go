@@ -67,7 +67,7 @@ func TestOutcomePlanIsIndexScansAndAHashJoin(t *testing.T) {
 			}
 			return tx.SelectContext(ctx, &lines, "EXPLAIN "+noticeRecordOutcome, pq.Array(keys), pq.Array(same("sent")),
 				pq.Array(same(at.Format(tsLayout))), pq.Array(same("")), pq.Array(same("1")), pq.Array(same("")),
-				"2026-12-01", "2027-01-01", "r", at, pq.ByteaArray(make([][]byte, len(keys))), 1, pq.Array(same("smtp")))
+				"2026-12-01", "2027-01-01", "r", at, []byte{}, 1, pq.Array(same("smtp")), pq.Array(make([]int, len(keys))), pq.Array(make([]int, len(keys))))
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -53,8 +53,11 @@ type PruneResult struct {
 	// second witness) recorded before the horizon, removed with it; a dry
 	// run does not count them.
 	Unmatched int64 `json:"unmatched_evidence"`
-	// Messages counts the messages kept for proof of notice (issue 37) of
-	// the removed months, removed with them.
+	// Messages counts the messages notice_message kept for proof of notice
+	// (issue 37) of the removed months (earlier attempts, and attempts
+	// recorded before sql/0036), removed with them. The current attempts'
+	// messages are in the ledger rows and go with their months, uncounted
+	// like the rows (prune never reads a month).
 	Messages int64 `json:"messages"`
 }
 

@@ -277,21 +277,28 @@ SELECT * FROM reclaimed`
 // marks them as it passes.
 //
 // In the same statement, the message each outcome handed over (compressed,
-// $11, empty when none) is kept in notice_message under the attempt of the
-// row it updated (proof of notice, issue 37): no extra round trip, and a
-// message is kept only for an outcome the ledger took. A message already
-// kept for that attempt (a batch retried after a commit whose reply was
-// lost) is left as it is.
+// $11, empty when none) is kept in the row itself (message, message_dict,
+// message_attempt: sql/0036; proof of notice, issue 37): no other tuple,
+// no index entry, no extra round trip, and a message is kept only for an
+// outcome the ledger took. The statement never reads those columns (the
+// pass's role needs no read right on them). When the row held an earlier
+// attempt's message, the trigger of sql/0036 copied it into notice_message
+// when the retry was claimed (noticeReclaim), so this statement replaces
+// it freely; the same attempt's (a batch retried after a commit whose
+// reply was lost) is rewritten with the same bytes.
 //
 // $1 keys, $2 states, $3 sent_at (text, empty for none), $4 provider ids,
 // $5 digests (hex), $6 errors (text[] each), $7 the first day of the earliest
 // month and $8 the first day after the latest (YYYY-MM-DD), or NULL for
-// every month, $9 run id, $10 updated_at, $11 compressed messages (bytea[]),
+// every month, $9 run id, $10 updated_at, $11 the compressed messages
+// end to end (one bytea, which lib/pq's binary_parameters sends as is: a
+// bytea[] travels as hex text that PostgreSQL parses back element by
+// element), $14 where each starts in it (1-based) and $15 its length (0:
+// none) (int[] each),
 // $12 the dictionary they were compressed against (notice_message_dict),
 // $13 senders (the name of the sender each attempt went through, empty
 // for none: a NULL sender).
 const noticeRecordOutcome = `
-WITH updated AS (
 UPDATE notice_ledger l
 SET state = o.state,
     sent_at = NULLIF(o.sent_at, '')::timestamptz,
@@ -299,23 +306,18 @@ SET state = o.state,
     message_sha256 = decode(NULLIF(o.digest, ''), 'hex'),
     last_error = NULLIF(o.last_error, ''),
     sender = NULLIF(o.sender, ''),
+    message_attempt = CASE WHEN o.body_len > 0 THEN l.attempts END,
+    message_dict = CASE WHEN o.body_len > 0 THEN $12::smallint END,
+    message = CASE WHEN o.body_len > 0 THEN substring($11::bytea FROM o.body_at FOR o.body_len) END,
     updated_at = $10
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $11::bytea[], $13::text[])
-     AS o(notice_key, state, sent_at, provider_id, digest, last_error, body, sender)
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $14::int[], $15::int[], $13::text[])
+     AS o(notice_key, state, sent_at, provider_id, digest, last_error, body_at, body_len, sender)
 WHERE l.notice_key = ANY($1::text[])
   AND ($7::date IS NULL OR l.period_start >= $7::date)
   AND ($8::date IS NULL OR l.period_start < $8::date)
   AND l.notice_key = o.notice_key
   AND l.state = 'claimed'
-  AND l.run_id = $9
-RETURNING l.notice_key, l.period_start, l.attempts, o.body),
-kept AS (
-INSERT INTO notice_message (period_start, key, attempt, dict, body)
-SELECT period_start, decode(notice_key, 'hex'), attempts, $12::smallint, body
-FROM updated
-WHERE length(body) > 0
-ON CONFLICT DO NOTHING)
-SELECT count(*) FROM updated`
+  AND l.run_id = $9`
 
 // noticeOutcomePlan leaves noticeRecordOutcome, in its transaction, the one
 // plan above: index scans only, and no nested loop.
@@ -343,19 +345,30 @@ SET state = 'cancelled', reason = 'cancelled', updated_at = $2
 WHERE notice_key = ANY($1::text[])
   AND state = 'retry'`
 
+// noticeRowColumns are the ledger's columns a Row holds: every one but
+// the kept message's (message, message_dict, message_attempt; sql/0036),
+// which only the proof reads (noticeMessageGet). Named rather than `*`, so
+// that no look-up carries message bytes and the pass's role can be denied
+// them by column privileges (docs/proof.md).
+const noticeRowColumns = `notice_key, subscription_id, kind, period_start, revision, state,
+    claimed_at, sent_at, message_id, provider_id, attempts, last_error, run_id,
+    renews_at, window_closes_at, domain, redirected_to, cancel_token, supersedes,
+    updated_at, message_sha256, settled_by, rule, time_zone, first_claimed_at,
+    reason, channel, address_hmac, delivery_kind, delivery_attempt, sender`
+
 // noticeListBySubscription returns every row of one subscription.
 const noticeListBySubscription = `
-SELECT * FROM notice_ledger
+SELECT ` + noticeRowColumns + ` FROM notice_ledger
 WHERE subscription_id = $1
 ORDER BY period_start, kind, revision`
 
 // noticeGet returns one row by key.
-const noticeGet = `SELECT * FROM notice_ledger WHERE notice_key = $1`
+const noticeGet = `SELECT ` + noticeRowColumns + ` FROM notice_ledger WHERE notice_key = $1`
 
 // noticeListQuarantine returns claims with no recorded outcome claimed
 // before $1, oldest first, at most $2.
 const noticeListQuarantine = `
-SELECT * FROM notice_ledger
+SELECT ` + noticeRowColumns + ` FROM notice_ledger
 WHERE state = 'claimed' AND claimed_at < $1
 ORDER BY claimed_at, notice_key
 LIMIT $2`
@@ -397,7 +410,7 @@ LIMIT $3`
 
 // noticeLockForResolve reads one row for an operator's decision.
 const noticeLockForResolve = `
-SELECT * FROM notice_ledger WHERE notice_key = $1 FOR UPDATE`
+SELECT ` + noticeRowColumns + ` FROM notice_ledger WHERE notice_key = $1 FOR UPDATE`
 
 // noticeResolve applies an operator's or a reconciliation's decision,
 // by compare-and-set on the row's state and (for a reconciliation, which
@@ -621,18 +634,30 @@ FROM notice_evidence
 WHERE notice_key = ANY($1::text[])
 ORDER BY notice_key, attempt, occurred_at NULLS FIRST, recorded_at, event`
 
-// noticeMessagePrune removes the messages kept for notices of periods
-// before $1 (proof of notice), with the months prune removed.
+// noticeMessagePrune removes the messages notice_message keeps for
+// notices of periods before $1 (proof of notice), with the months prune
+// removed (whose rows held the current attempts' messages).
 const noticeMessagePrune = `
 DELETE FROM notice_message WHERE period_start < $1::date`
 
 // noticeMessageGet returns the compressed message of one attempt and its
-// dictionary (empty for none): $1 period_start, $2 key (hex), $3 attempt.
+// dictionary's id, format and bytes (0, deflate and empty for none): $1
+// period_start, $2 key (hex), $3 attempt.
+// The ledger row holds the message of the attempt that handed one over
+// last (sql/0036); notice_message those of earlier attempts and of the
+// notices recorded before sql/0036. Both by their primary keys.
 const noticeMessageGet = `
-SELECT m.body, COALESCE(d.body, '') AS dict
-FROM notice_message m
-LEFT JOIN notice_message_dict d ON d.id = m.dict
-WHERE m.period_start = $1::date AND m.key = decode($2, 'hex') AND m.attempt = $3`
+SELECT x.body, x.dict AS dict_id, COALESCE(d.format, 'deflate') AS format, COALESCE(d.body, '') AS dict
+FROM (SELECT l.message AS body, l.message_dict AS dict, 0 AS pick
+      FROM notice_ledger l
+      WHERE l.notice_key = $2 AND l.period_start = $1::date AND l.message_attempt = $3
+      UNION ALL
+      SELECT m.body, m.dict, 1
+      FROM notice_message m
+      WHERE m.period_start = $1::date AND m.key = decode($2, 'hex') AND m.attempt = $3) x
+LEFT JOIN notice_message_dict d ON d.id = x.dict
+ORDER BY x.pick
+LIMIT 1`
 
 // noticeMessageDict returns dictionary $1's bytes.
 const noticeMessageDict = `SELECT body FROM notice_message_dict WHERE id = $1`
@@ -641,13 +666,20 @@ const noticeMessageDict = `SELECT body FROM notice_message_dict WHERE id = $1`
 // digest and a kept message, in random order, or every such row when $1
 // is NULL; $2 and $3 bound period_start (YYYY-MM-DD, NULL for no bound).
 // Each row carries its period, key, attempt, digest and compressed
-// message (NULL when none was kept) with its dictionary (empty for none).
+// message (NULL when none was kept: the row's own when it is of the
+// current attempt, else notice_message's) with its dictionary (empty for
+// none) with its dictionary's id, format and bytes (0, deflate and empty
+// for none).
 const noticeMessageSample = `
-SELECT l.period_start, l.notice_key, l.attempts, l.message_sha256, m.body, COALESCE(d.body, '') AS dict
+SELECT l.period_start, l.notice_key, l.attempts, l.message_sha256,
+       COALESCE(CASE WHEN l.message_attempt = l.attempts THEN l.message END, m.body) AS body,
+       COALESCE(d.id, 0) AS dict_id, COALESCE(d.format, 'deflate') AS format, COALESCE(d.body, '') AS dict
 FROM notice_ledger l
 LEFT JOIN notice_message m
-  ON m.period_start = l.period_start AND m.key = decode(l.notice_key, 'hex') AND m.attempt = l.attempts
-LEFT JOIN notice_message_dict d ON d.id = m.dict
+  ON l.message_attempt IS DISTINCT FROM l.attempts
+ AND m.period_start = l.period_start AND m.key = decode(l.notice_key, 'hex') AND m.attempt = l.attempts
+LEFT JOIN notice_message_dict d
+  ON d.id = CASE WHEN l.message_attempt = l.attempts THEN l.message_dict ELSE m.dict END
 WHERE l.message_sha256 IS NOT NULL
   AND ($2::date IS NULL OR l.period_start >= $2::date)
   AND ($3::date IS NULL OR l.period_start < $3::date)
@@ -925,7 +957,7 @@ FROM (SELECT subscription_id, kind, period_start, revision, channel, state,
                   OR (state = 'retry' AND last_error = 'invalid_address' AND window_closes_at > $3)
                   OR (state = 'sent' AND (delivery = 'undeliverable'
                                           OR (delivery = 'unconfirmed' AND window_closes_at <= $3))) AS unreached
-      FROM (SELECT n.*, ` + noticeDeliveryOf + ` AS delivery FROM notice_ledger n) l0) l
+      FROM (SELECT ` + noticeRowColumns + `, ` + noticeDeliveryOf + ` AS delivery FROM notice_ledger n) l0) l
 GROUP BY subscription_id, kind, period_start, revision
 HAVING bool_and(unreached) AND max(at) >= $1
 ORDER BY max(at), subscription_id, kind, period_start, revision

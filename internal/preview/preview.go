@@ -14,11 +14,10 @@ import (
 
 	"scan/internal/notice"
 	"scan/internal/policy"
-	"scan/internal/scan"
 )
 
 // Status says what a pass at now would do with p.
-func Status(p scan.Preview, now time.Time) string {
+func Status(p Preview, now time.Time) string {
 	window := ""
 	if !p.Opens.IsZero() {
 		window = fmt.Sprintf(" (window %s to %s)", p.Opens.UTC().Format(time.RFC3339), p.Closes.UTC().Format(time.RFC3339))

@@ -7,14 +7,13 @@ import (
 
 	"scan/internal/notice"
 	"scan/internal/policy"
-	"scan/internal/scan"
 )
 
 // Write prints p's channels in the kind's order on stdout: the email
 // (headers and text) and the sms text (writeSMS), and on stderr why a
 // pass would not text it. sep: a blank
 // line first (not the first notice printed).
-func Write(stdout, stderr io.Writer, pol *policy.Policy, p scan.Preview, sep bool) error {
+func Write(stdout, stderr io.Writer, pol *policy.Policy, p Preview, sep bool) error {
 	k, _ := pol.Kind(p.Kind)
 	if k.SMSFirst() {
 		if err := writeSMS(stdout, stderr, pol, p, sep); err != nil {
@@ -41,7 +40,7 @@ func Write(stdout, stderr io.Writer, pol *policy.Policy, p scan.Preview, sep boo
 // include sms: a header line with the channel, its encoding and segment
 // count, then the body; on stderr why a pass would not text it, if so.
 // sep: a blank line first (not the first notice printed).
-func writeSMS(stdout, stderr io.Writer, pol *policy.Policy, p scan.Preview, sep bool) error {
+func writeSMS(stdout, stderr io.Writer, pol *policy.Policy, p Preview, sep bool) error {
 	sp := p.SMS
 	if sp == nil {
 		return nil

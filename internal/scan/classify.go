@@ -46,7 +46,7 @@ type ask struct {
 	retry bool
 	// channel: the notice's channel (notice.ChannelEmail or ChannelSMS).
 	channel string
-	// missed: the row was read as its window closed (listClosed): only
+	// missed: the row was read as its window closed (subscription.At.ClosedPage): only
 	// its tuple is checked, and every other check is left out.
 	missed bool
 }
@@ -80,27 +80,27 @@ func (p *Pass) classify(c *content, r subscription.Row, a ask) verdict {
 	case a.channel == notice.ChannelSMS:
 		return p.classifyText(c, r, a)
 	}
-	sel, w, v := a.sel, a.sel.window(), verdict{sel: a.sel.key()}
-	rule := sel.rule
+	sel, w, v := a.sel, a.sel.Policy(), verdict{sel: a.sel.Key()}
+	rule := sel.Rule
 	if r.RenewsAt != nil && r.AnchorAt == nil {
 		return v // a NULL anchor: not due for this kind (not invalid)
 	}
 	if a.retry {
-		k := p.kinds[sel.kind]
+		k := p.kinds[sel.Kind]
 		j := deref(r.Jurisdiction)
 		w = k.WindowFor(j)
-		if r.RenewsAt == nil || !w.Contains(*r.AnchorAt, p.cfg.Now, c.zoneOf(r)) {
+		if r.RenewsAt == nil || !w.Contains(*r.AnchorAt, p.cfg.Now, c.ZoneOf(r)) {
 			return v // no longer due under its current row; expires later
 		}
 		rule = w.Rule(k.AnchorColumn())
 		if _, ok := k.ByJurisdiction[j]; !ok {
 			j = ""
 		}
-		v.sel = selection{kind: sel.kind, jurisdiction: j}.key()
-	} else if sel.due != nil && r.AnchorAt != nil && !sel.due.open(*r.AnchorAt, c.zoneOf(r)) {
+		v.sel = selection{Group: subscription.Group{Kind: sel.Kind, Jurisdiction: j}}.Key()
+	} else if sel.Due != nil && r.AnchorAt != nil && !sel.Due.Open(*r.AnchorAt, c.ZoneOf(r)) {
 		return v // read with the superset of a due rule: not yet due in its zone
 	}
-	dn, reason := p.validate(c, r, sel.kind, w)
+	dn, reason := p.validate(c, r, sel.Kind, w)
 	dn.claim.Rule = rule
 	v.dn, v.keyed = dn, reason == ""
 	switch {
@@ -119,13 +119,13 @@ func (p *Pass) classify(c *content, r subscription.Row, a ask) verdict {
 // a.channel; nothing else about it is checked (a row that cannot make a
 // key is left out, not counted invalid).
 func (p *Pass) classifyClosed(c *content, r subscription.Row, a ask) verdict {
-	v := verdict{sel: a.sel.key()}
+	v := verdict{sel: a.sel.Key()}
 	if r.ID == "" || len(r.ID) > notice.MaxSubscriptionIDLen || r.PeriodStart == nil || r.RenewsAt == nil || r.AnchorAt == nil {
 		return v
 	}
 	v.is, v.keyed = closed, true
-	v.dn.claim = newClaim(r, a.sel.kind, *r.AnchorAt, a.sel.close)
-	v.dn.claim.Rule, v.dn.claim.TimeZone = a.sel.rule, c.zoneOf(r).String()
+	v.dn.claim = newClaim(r, a.sel.Kind, *r.AnchorAt, a.sel.Close)
+	v.dn.claim.Rule, v.dn.claim.TimeZone = a.sel.Rule, c.ZoneOf(r).String()
 	v.dn.claim.Key = p.keyer.ChannelKey(v.dn.claim.Tuple, a.channel)
 	return v
 }
@@ -136,22 +136,18 @@ func (p *Pass) classifyClosed(c *content, r subscription.Row, a ask) verdict {
 // the quiet hours, or due by sms. The notice's key and digest are the
 // caller's (sweepNotice: the stage's own keyer and hasher).
 func (p *Pass) classifyText(c *content, r subscription.Row, a ask) verdict {
-	sel, v := a.sel, verdict{sel: a.sel.key()}
+	sel, v := a.sel, verdict{sel: a.sel.Key()}
 	if r.RenewsAt == nil || r.PeriodStart == nil || r.ID == "" || r.Revision < 0 {
 		return verdict{is: invalid, reason: "no notice tuple", sel: v.sel}
 	}
-	anchor := *r.RenewsAt
-	if r.AnchorAt != nil {
-		anchor = *r.AnchorAt
-	}
-	zone := c.zoneOf(r)
-	if sel.due != nil && !sel.due.open(anchor, zone) {
+	anchor, zone := anchorOf(r), c.ZoneOf(r)
+	if sel.Due != nil && !sel.Due.Open(anchor, zone) {
 		return v // read with the superset of a due rule: not yet due in its zone
 	}
-	k := p.kinds[sel.kind]
+	k := p.kinds[sel.Kind]
 	v.keyed = true
-	v.dn.claim = newClaim(r, sel.kind, anchor, time.Duration(k.WindowFor(sel.jurisdiction).CloseBefore))
-	v.dn.claim.Rule, v.dn.claim.TimeZone = sel.rule, zone.String()
+	v.dn.claim = newClaim(r, sel.Kind, anchor, time.Duration(k.WindowFor(sel.Jurisdiction).CloseBefore))
+	v.dn.claim.Rule, v.dn.claim.TimeZone = sel.Rule, zone.String()
 	phone, err := notice.NormalizePhone(deref(r.Phone))
 	if err != nil {
 		v.is, v.reason = unreachable, "phone"
@@ -159,7 +155,7 @@ func (p *Pass) classifyText(c *content, r subscription.Row, a ask) verdict {
 	}
 	v.dn.n = newNotice(v.dn.claim.Tuple, r, anchor, phone, textDomain(a.channel))
 	v.dn.addr = phone
-	if reason, _ := c.fill(r, k, &v.dn.n); reason != "" {
+	if reason, _ := c.Fill(r, k, &v.dn.n); reason != "" {
 		v.is, v.reason = invalid, reason
 		return v
 	}
@@ -177,6 +173,15 @@ func (p *Pass) classifyText(c *content, r subscription.Row, a ask) verdict {
 	}
 	v.is = dueNow
 	return v
+}
+
+// anchorOf is the instant row r's window is measured from: its kind's
+// anchor, else renews_at (non-nil: tupleReason).
+func anchorOf(r subscription.Row) time.Time {
+	if r.AnchorAt != nil {
+		return *r.AnchorAt
+	}
+	return *r.RenewsAt
 }
 
 // newClaim is the claim of row r's notice of kind: its tuple, and its
@@ -213,11 +218,13 @@ func (p *Pass) validate(c *content, r subscription.Row, kind string, w policy.Wi
 	if r.Email == nil || *r.Email == "" {
 		return due{}, "no email"
 	}
+	anchor := anchorOf(r)
+	dn := due{claim: newClaim(r, kind, anchor, time.Duration(w.CloseBefore))}
 	addr, err := address.Parse(*r.Email)
 	if err != nil {
 		// Keyed all the same: with no other channel the notice waits in
 		// retry as invalid_address (readPage's bad).
-		return malformed(r, kind, w), "email: " + err.Error()
+		return dn, "email: " + err.Error()
 	}
 	// Name reaches the To header and plan the Subject: a line break (or
 	// any control character, which Render would refuse after the claim)
@@ -232,14 +239,9 @@ func (p *Pass) validate(c *content, r subscription.Row, kind string, w policy.Wi
 	if p.cfg.RedirectTo != "" {
 		to = p.cfg.RedirectTo // the original domain's bucket still applies
 	}
-	anchor := *r.RenewsAt
-	if r.AnchorAt != nil {
-		anchor = *r.AnchorAt
-	}
-	dn := due{claim: newClaim(r, kind, anchor, time.Duration(w.CloseBefore))}
 	dn.n = newNotice(dn.claim.Tuple, r, anchor, to, domain)
 	dn.claim.Domain = domain
-	reason, fallbacks := c.fill(r, p.kinds[kind], &dn.n)
+	reason, fallbacks := c.Fill(r, p.kinds[kind], &dn.n)
 	if reason != "" {
 		return due{}, reason
 	}
@@ -249,16 +251,6 @@ func (p *Pass) validate(c *content, r subscription.Row, kind string, w policy.Wi
 		dn.addr, _ = notice.NormalizeEmail(addr.Email)
 	}
 	return dn, ""
-}
-
-// malformed is the claim (tuple and window) of row r, whose email
-// address is malformed.
-func malformed(r subscription.Row, kind string, w policy.Window) due {
-	anchor := *r.RenewsAt
-	if r.AnchorAt != nil {
-		anchor = *r.AnchorAt
-	}
-	return due{claim: newClaim(r, kind, anchor, time.Duration(w.CloseBefore))}
 }
 
 // tupleReason is why row r cannot make an email notice's tuple, or "".

@@ -10,6 +10,7 @@ import (
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/subscription"
+	"scan/internal/suppress"
 )
 
 const classifyPolicy = `
@@ -37,8 +38,8 @@ func classifyPass(t *testing.T, now time.Time) *Pass {
 	}
 	cfg := Config{Policy: pol, Now: now, RunID: "t", Secret: []byte(strings.Repeat("s", 32))}
 	keyer, _ := notice.NewKeyer(cfg.Secret)
-	hasher, _ := notice.NewAddressHasher(cfg.Secret)
-	s := &Pass{cfg: cfg, keyer: keyer, hasher: hasher, log: zerolog.Nop()}
+	keys, _ := suppress.NewKeys(cfg.Secret, nil)
+	s := &Pass{cfg: cfg, keyer: keyer, keys: keys, log: zerolog.Nop()}
 	if s.content, err = newPassContent(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -101,11 +102,11 @@ func TestClassify(t *testing.T) {
 		if tc.to != "" && v.dn.n.To != tc.to {
 			t.Errorf("%s: notice to %q, want %q", tc.name, v.dn.n.To, tc.to)
 		}
-		if v.keyed && (v.dn.claim.SubscriptionID != "sub1" || !v.dn.claim.WindowClosesAt.Equal(now.Add(24*time.Hour)) || v.dn.claim.Rule != sel.rule) {
-			t.Errorf("%s: claim %+v, want sub1's closing %v under %q", tc.name, v.dn.claim, now.Add(24*time.Hour), sel.rule)
+		if v.keyed && (v.dn.claim.SubscriptionID != "sub1" || !v.dn.claim.WindowClosesAt.Equal(now.Add(24*time.Hour)) || v.dn.claim.Rule != sel.Rule) {
+			t.Errorf("%s: claim %+v, want sub1's closing %v under %q", tc.name, v.dn.claim, now.Add(24*time.Hour), sel.Rule)
 		}
-		if v.sel != sel.key() {
-			t.Errorf("%s: group %q, want %q", tc.name, v.sel, sel.key())
+		if v.sel != sel.Key() {
+			t.Errorf("%s: group %q, want %q", tc.name, v.sel, sel.Key())
 		}
 	}
 	// The missed path keys the claim for its channel.

@@ -2,12 +2,9 @@ package scan
 
 import (
 	"context"
-	"slices"
 	"sync"
-	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/rs/zerolog"
 
 	"scan/internal/notice"
 	"scan/internal/subscription"
@@ -46,6 +43,15 @@ type sweptSignal struct {
 
 func newSweptSignal() *sweptSignal { return &sweptSignal{c: make(chan struct{})} }
 
+// wait is the channel closed by done; nil (never ready) for a nil signal:
+// the dry run's streams, which never wait for a sweep.
+func (g *sweptSignal) wait() <-chan struct{} {
+	if g == nil {
+		return nil
+	}
+	return g.c
+}
+
 // done closes the signal; later calls do nothing. A nil signal is a no-op.
 func (g *sweptSignal) done() {
 	if g != nil {
@@ -60,12 +66,12 @@ func (g *sweptSignal) done() {
 func (p *Pass) handedStreams() []*stream {
 	var out []*stream
 	for _, group := range p.sels[notice.ChannelSMS] {
-		if !p.kinds[group[0].kind].EmailAfterSMS() {
+		if !p.kinds[group[0].Kind].EmailAfterSMS() {
 			continue
 		}
 		out = append(out, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
 		for _, sel := range group {
-			out = append(out, &stream{sel: sel, afterSMS: true, swept: p.swept.c, skipped: map[string]bool{}})
+			out = append(out, &stream{sel: sel, afterSMS: true, swept: p.swept.wait(), skipped: map[string]bool{}})
 		}
 	}
 	return out
@@ -75,22 +81,16 @@ func (p *Pass) handedStreams() []*stream {
 // or for an afterSMS stream the rows whose sms notice failed.
 func (p *Pass) listStream(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string) ([]subscription.Row, error) {
 	if !st.afterSMS {
-		return p.src.listOpen(ctx, db, st.sel, p.cfg.Now, st.from, after, p.cfg.BatchSize)
+		return p.src.OpenPage(ctx, db, st.sel, st.from, after)
 	}
 	if !st.fromRead {
-		from, err := p.src.openFrom(ctx, db, st.sel, p.cfg.Now)
+		from, err := p.src.OpenFrom(ctx, db, st.sel)
 		if err != nil {
 			return nil, err
 		}
 		st.from, st.fromRead = from, true
 	}
-	return p.src.listHandedBack(ctx, db, st.sel, p.cfg.Now, st.from, after, p.cfg.BatchSize)
-}
-
-// listHandedBack reads a page of sel's open rows at now whose sms notice
-// failed and that have no email notice.
-func (s source) listHandedBack(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time, from *time.Time, after *string, limit int) ([]subscription.Row, error) {
-	return s.ListAfterSMS(ctx, db, sel.group(), now.Add(sel.close), sel.hi(now), from, after, limit)
+	return p.src.AfterSMSPage(ctx, db, st.sel, st.from, after)
 }
 
 // awaitSweep keeps an afterSMS stream that has read its window once from
@@ -130,42 +130,6 @@ func sweptWake(streams []*stream, pl *planner) <-chan struct{} {
 		}
 	}
 	return nil
-}
-
-// handedDryRun counts, inside the dry run's transaction, the email
-// notices of the kinds with channels [sms, email] whose sms notice has
-// already failed (WouldEmailAfterSMS; sweepDryRun adds those its sweep
-// would fail for want of a number or by the suppression list).
-func (p *Pass) handedDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
-	for _, group := range p.sels[notice.ChannelSMS] {
-		if !p.kinds[group[0].kind].EmailAfterSMS() {
-			continue
-		}
-		for _, sel := range group {
-			list := func(after *string) ([]subscription.Row, error) {
-				return p.src.listHandedBack(ctx, tx, sel, p.cfg.Now, nil, after, p.cfg.BatchSize)
-			}
-			if err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				out.WouldEmailAfterSMS += p.wouldSend(sel, rows, nil)
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// wouldSend is how many of rows (of the subscription ids only marks,
-// unless nil) the email stage would mail now: valid, not deferred by the
-// quiet hours.
-func (p *Pass) wouldSend(sel selection, rows []subscription.Row, only map[string]bool) int {
-	if only != nil {
-		rows = slices.DeleteFunc(slices.Clone(rows), func(r subscription.Row) bool { return !only[r.ID] })
-	}
-	var d DryRunSummary
-	p.dryRunPage(sel, rows, &invalidLog{seen: map[string]bool{}, log: zerolog.Nop()}, &d)
-	return d.WouldMint
 }
 
 // newKeys is what --max-mint counts of a dry run: the new email keys,

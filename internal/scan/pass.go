@@ -65,7 +65,7 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 	if err := p.expireRetries(ctx, c); err != nil {
 		return finish(err)
 	}
-	// The sms stage runs beside the email stage (sms.go): neither waits
+	// The sms stage runs beside the email stage (sweep.go): neither waits
 	// for the other; an error of either stops both.
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
@@ -73,8 +73,7 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 	if sms == nil {
 		p.swept.done() // no sms stage: the email notices after sms read once more at once
 	}
-	p.nextQ = sms.queue()
-	ps, err := p.sendDue(ctx, c)
+	ps, err := p.sendDue(ctx, c, sms.queue())
 	if err != nil {
 		stop(err)
 	}
@@ -158,9 +157,10 @@ func (p *Pass) expireRetries(ctx context.Context, c *counters) error {
 
 // sendDue claims the due notices, sends them through the email channel's
 // stage and records their outcomes, and returns what the producer leaves
-// to the end of the pass. Its error is the pass's (errorCause).
-func (p *Pass) sendDue(ctx context.Context, c *counters) (*passState, error) {
-	st, err := p.startStage(ctx, p.channelOf(notice.ChannelEmail), c, p.nextQ)
+// to the end of the pass. What it fails for good goes to next (the sms
+// stage's). Its error is the pass's (errorCause).
+func (p *Pass) sendDue(ctx context.Context, c *counters, next *handoff) (*passState, error) {
+	st, err := p.startStage(ctx, p.channelOf(notice.ChannelEmail), c, next)
 	if err != nil {
 		return nil, err
 	}
@@ -178,14 +178,14 @@ func (p *Pass) countSuppressed(ctx context.Context, ps *passState, c *counters) 
 	suppressed := 0
 	for _, group := range p.sels[notice.ChannelEmail] {
 		for _, sel := range group {
-			n, ok := ps.handled[sel.key()]
+			n, ok := ps.handled[sel.Key()]
 			if ok {
 				// Counted at the start, before this pass re-claimed any of
 				// the group's retry rows.
-				n -= ps.reclaimed[sel.key()]
+				n -= ps.reclaimed[sel.Key()]
 			} else {
 				var err error
-				if n, err = p.src.countHandled(ctx, p.db, sel, p.cfg.Now, p.cfg.RunID); err != nil {
+				if n, err = p.src.Handled(ctx, p.db, sel, p.cfg.RunID); err != nil {
 					return err
 				}
 			}
@@ -261,12 +261,12 @@ func (p *Pass) checkKeys(ctx context.Context) bool {
 	hi := p.cfg.Now
 	for _, group := range p.sels[notice.ChannelEmail] {
 		for _, sel := range group {
-			if o := sel.hi(p.cfg.Now); o.After(hi) {
+			if o := sel.Hi(p.cfg.Now); o.After(hi) {
 				hi = o
 			}
 		}
 	}
-	rows, err := p.src.sampleKeys(ctx, p.db, p.cfg.Now, hi, keyCheckSample)
+	rows, err := p.src.SampleKeys(ctx, p.db, p.cfg.Now, hi, keyCheckSample)
 	if err == nil && len(rows) == 0 {
 		rows, err = ledger.Recent(ctx, p.db, keyCheckSample)
 	}
@@ -300,7 +300,7 @@ const lookPast = 10
 type stream struct {
 	sel    selection
 	retry  bool
-	from   *time.Time // the window's earliest period (openFrom), for listOpen
+	from   *time.Time // the window's earliest period (OpenFrom), for OpenPage
 	cursor *string    // read after this; nil from the start
 	done   bool
 	// When a row is skipped because its domain's queue is full, rescanFrom
@@ -314,7 +314,7 @@ type stream struct {
 	nSkipped   int
 	waiting    bool
 	// afterSMS: the email notices of a kind with channels [sms, email]
-	// whose sms notice failed (emailfallback.go); awaiting: read once,
+	// whose sms notice failed (handback.go); awaiting: read once,
 	// waiting for the sms stage's first sweep; reread: read again after
 	// it; swept: that sweep's end.
 	afterSMS, awaiting, reread, fromRead bool
@@ -364,7 +364,6 @@ func (p *Pass) produce(ctx context.Context, st *stage, c *counters, ps *passStat
 	if err := p.openStreams(ctx, ps); err != nil {
 		return err
 	}
-	ps.streams = append(ps.streams, p.handedStreams()...)
 	inv := &invalidLog{seen: map[string]bool{}, log: p.log}
 	fl, pl := st.fl, st.plan
 	var deadline <-chan time.Time
@@ -423,29 +422,41 @@ func (p *Pass) produce(ctx context.Context, st *stage, c *counters, ps *passStat
 	}
 }
 
-// openStreams adds to ps the streams the producer reads: per kind, its
-// retry rows, then each window group with notices open at the start; a
-// group with none (the usual nightly re-run) is settled by its count of
-// the notices other runs handled.
-func (p *Pass) openStreams(ctx context.Context, ps *passState) error {
-	now := p.cfg.Now
+// streams are the producer's streams, each from the start: per kind of
+// the email stage its retry rows, then each window group's open notices;
+// then the email notices after sms (handedStreams).
+func (p *Pass) streams() []*stream {
+	var out []*stream
 	for _, group := range p.sels[notice.ChannelEmail] {
-		ps.streams = append(ps.streams, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
+		out = append(out, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
 		for _, sel := range group {
-			from, err := p.src.openFrom(ctx, p.db, sel, now)
+			out = append(out, &stream{sel: sel, skipped: map[string]bool{}})
+		}
+	}
+	return append(out, p.handedStreams()...)
+}
+
+// openStreams adds to ps the streams the producer reads, less the window
+// groups with nothing open at the start (the usual nightly re-run): each
+// of those is settled by its count of the notices other runs handled.
+func (p *Pass) openStreams(ctx context.Context, ps *passState) error {
+	for _, st := range p.streams() {
+		if !st.retry && !st.afterSMS {
+			from, err := p.src.OpenFrom(ctx, p.db, st.sel)
 			if err != nil {
 				return err
 			}
-			due, err := p.src.countDue(ctx, p.db, sel, now, p.cfg.RunID, from)
+			due, err := p.src.Due(ctx, p.db, st.sel, p.cfg.RunID, from)
 			if err != nil {
 				return err
 			}
 			if due.Open == 0 {
-				ps.handled[sel.key()] = due.Handled
+				ps.handled[st.sel.Key()] = due.Handled
 				continue
 			}
-			ps.streams = append(ps.streams, &stream{sel: sel, from: from, skipped: map[string]bool{}})
+			st.from = from
 		}
+		ps.streams = append(ps.streams, st)
 	}
 	return nil
 }
@@ -480,6 +491,9 @@ type page struct {
 	// bad are the email claims with a malformed address and no other
 	// channel, to record as retry rows with reason invalid_address.
 	bad []ledger.Claim
+	// cancelled are the keys of the retry rows whose subscription is no
+	// longer active (subscription.RetryPage's), to end as cancelled.
+	cancelled []string
 }
 
 type skippedRow struct {
@@ -490,20 +504,18 @@ type skippedRow struct {
 // readPage returns st's next page after after: its valid rows as
 // candidates, invalid rows noted in inv and counted in c. A valid row
 // whose domain admit refuses (admit nil takes all) is returned in
-// skipped, without deriving its key.
+// skipped, without deriving its key. It writes nothing: the pass, the
+// count of what it deferred and the dry run read the same pages.
 func (p *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string, admit func(domain string) bool, inv *invalidLog, c *counters) (pg page, err error) {
 	now := p.cfg.Now
-	kind := st.sel.kind
+	kind := st.sel.Kind
 	var rows []subscription.Row
 	var read int // rows the page's query returned: fewer than a batch ends the stream
 	var last *string
 	if st.retry {
-		var rp retryPage
-		rp, err = p.src.listRetry(ctx, db, st.sel, now, deref(after), p.cfg.BatchSize)
-		rows, read, last = rp.rows, rp.n, &rp.last
-		if err == nil {
-			err = p.cancelRetries(ctx, rp.cancelled, c)
-		}
+		var rp subscription.RetryPage
+		rp, err = p.src.ListRetry(ctx, db, kind, st.sel.Anchor, now, deref(after), p.cfg.BatchSize)
+		rows, read, last, pg.cancelled = rp.Rows, rp.N, &rp.Last, rp.Cancelled
 	} else {
 		rows, err = p.listStream(ctx, db, st, after)
 		read = len(rows)
@@ -578,6 +590,9 @@ func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 	if err != nil {
 		return err
 	}
+	if err := p.cancelRetries(ctx, pg.cancelled, c); err != nil {
+		return err
+	}
 	if err := p.recordInvalid(ctx, c, pg.bad); err != nil {
 		return err
 	}
@@ -605,11 +620,14 @@ func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 	return nil
 }
 
-// claimPicked claims the planner's pick, new notices in one statement and
-// retry rows in another, and hands what it won to the dispatcher.
+// claimPicked claims the planner's pick for st's channel, new notices in
+// one statement and retry rows in another, and hands what it won to the
+// stage: one claim path for every channel.
 func (p *Pass) claimPicked(ctx context.Context, st *stage, c *counters, ps *passState, picked []candidate) error {
-	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: p.cfg.Now, RunID: p.cfg.RunID, RedirectTo: p.cfg.RedirectTo,
-		Suppression: p.suppressionEmail, KeyID: p.hasher.KeyID()}
+	// The channel's suppression list is probed in the claim statements
+	// (suppress.go); the email list only when it had entries at the start.
+	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: p.cfg.Now, RunID: p.cfg.RunID, RedirectTo: p.cfg.RedirectTo, Channel: st.ch.name,
+		Suppression: st.ch.name != notice.ChannelEmail || p.suppressionEmail, KeyID: p.keys.Current.KeyID()}
 	var claims []ledger.Claim
 	var retryKeys []string
 	byKey := make(map[string]candidate, len(picked))
@@ -631,19 +649,18 @@ func (p *Pass) claimPicked(ctx context.Context, st *stage, c *counters, ps *pass
 	})
 	slices.Sort(retryKeys)
 	var won []ledger.Won
-	if len(retryKeys) > 0 {
-		w, err := p.reclaimPicked(ctx, c, opt, ps, retryKeys, byKey)
+	for _, step := range []func() ([]ledger.Won, error){
+		func() ([]ledger.Won, error) { return p.reclaimPicked(ctx, c, opt, ps, st.next, retryKeys, byKey) },
+		func() ([]ledger.Won, error) { return p.insertPicked(ctx, c, opt, st.next, claims, byKey) },
+	} {
+		w, err := step()
 		if err != nil {
 			return err
 		}
 		won = append(won, w...)
 	}
-	if len(claims) > 0 {
-		w, err := p.insertPicked(ctx, c, opt, claims, byKey)
-		if err != nil {
-			return err
-		}
-		won = append(won, w...)
+	if h := p.cfg.Hooks.AfterClaimCommit; h != nil && len(won) > 0 {
+		h(len(won))
 	}
 	attempts := 0
 	for _, w := range won {
@@ -656,15 +673,25 @@ func (p *Pass) claimPicked(ctx context.Context, st *stage, c *counters, ps *pass
 
 // reclaimPicked re-claims the picked retry rows (keys, sorted) by
 // compare-and-set, less those the suppression list now holds.
-func (p *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, ps *passState, keys []string, byKey map[string]candidate) ([]ledger.Won, error) {
+func (p *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, ps *passState, next *handoff, keys []string, byKey map[string]candidate) ([]ledger.Won, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	digests, previous := retryDigests(opt, byKey, keys)
 	w, err := p.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) {
-		return ledger.ReclaimUnlessSuppressed(ctx, p.db, opt, keys, p.retryDigests(byKey, keys), p.retryPrevious(byKey, keys))
+		return ledger.ReclaimUnlessSuppressed(ctx, p.db, opt, keys, digests, previous)
 	})
 	if err != nil {
 		return nil, err
 	}
-	w, _ = p.takeSuppressed(c, w, byKey)
-	c.add(func(x *Summary) { x.Retried += len(w) })
+	w, _ = p.takeSuppressed(c, opt.Channel, w, byKey, next)
+	sms := opt.Channel == notice.ChannelSMS // Summary.SMS counts them too
+	c.add(func(x *Summary) {
+		x.Retried += len(w)
+		if sms {
+			x.SMS += len(w)
+		}
+	})
 	for _, x := range w {
 		ps.reclaimed[byKey[x.Key].sel]++
 	}
@@ -675,10 +702,14 @@ func (p *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimO
 // statement, autocommitted: the claim is durable before any notice of it
 // leaves the process. It returns those to send: not suppressed, not
 // witnessed sent already.
-func (p *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, claims []ledger.Claim, byKey map[string]candidate) ([]ledger.Won, error) {
+func (p *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, next *handoff, claims []ledger.Claim, byKey map[string]candidate) ([]ledger.Won, error) {
+	if len(claims) == 0 {
+		return nil, nil
+	}
 	// The email notices only: the sms stage mints beside this one
 	// (its fallbacks for this pass's failures were not foreseen).
-	if minted := c.snapshot().Minted - int(p.sweptMinted.Load()); p.maxMint >= 0 && minted+len(claims) > p.maxMint {
+	minted := c.snapshot().Minted - int(p.sweptMinted.Load())
+	if opt.Channel == notice.ChannelEmail && p.maxMint >= 0 && minted+len(claims) > p.maxMint {
 		return nil, fmt.Errorf("%w: new subscriptions appeared during the pass; stopped at %d minted", ErrMaxMint, minted)
 	}
 	if h := p.cfg.Hooks.BeforeClaim; h != nil {
@@ -690,17 +721,23 @@ func (p *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOp
 	if err != nil {
 		return nil, err
 	}
-	w, listed := p.takeSuppressed(c, w, byKey)
+	w, listed := p.takeSuppressed(c, opt.Channel, w, byKey, next)
 	w, witnessed := splitWitnessed(w)
-	c.add(func(x *Summary) { x.Minted += len(w); x.Witnessed += witnessed })
-	p.log.Info().Int("candidates", len(claims)).Int("claimed", len(w)).
+	sms := opt.Channel == notice.ChannelSMS // Summary.SMS counts them too
+	if sms {
+		p.sweptMinted.Add(int64(len(w)))
+	}
+	c.add(func(x *Summary) {
+		x.Minted, x.Witnessed = x.Minted+len(w), x.Witnessed+witnessed
+		if sms {
+			x.SMS += len(w)
+		}
+	})
+	p.log.Info().Str("channel", opt.Channel).Int("candidates", len(claims)).Int("claimed", len(w)).
 		Int("conflicts", len(claims)-len(w)-witnessed-listed).Int("witnessed", witnessed).Msg("batch claimed")
 	if witnessed > 0 {
 		p.log.Warn().Int("witnessed", witnessed).
 			Msg("notices the ledger did not have but the provider's events show sent (a restore or failover lost their claims): recorded sent from that evidence, not sent again")
-	}
-	if h := p.cfg.Hooks.AfterClaimCommit; h != nil {
-		h(len(w))
 	}
 	return w, nil
 }
@@ -773,7 +810,7 @@ func (p *Pass) submit(ctx context.Context, st *stage, won []ledger.Won, byKey ma
 // those the quiet hours held, and, after a pass that its time budget
 // stopped, those it did not reach, by recipient domain.
 func (p *Pass) tallyDeferred(ctx context.Context, ps *passState, c *counters) error {
-	byDomain, quiet, err := p.countDeferred(ctx, ps, c)
+	byDomain, quiet, err := p.countDeferred(ctx, ps)
 	if err != nil {
 		return err
 	}
@@ -784,7 +821,7 @@ func (p *Pass) tallyDeferred(ctx context.Context, ps *passState, c *counters) er
 	for _, k := range byDomain {
 		n += k
 	}
-	c.add(func(x *Summary) { // added to the sms stage's own (sms.go)
+	c.add(func(x *Summary) { // added to the sms stage's own (sweep.go)
 		x.Deferred, x.DeferredByDomain, x.DeferredQuietHours = x.Deferred+n+quiet, byDomain, x.DeferredQuietHours+quiet
 	})
 	if n > 0 {
@@ -801,33 +838,42 @@ func (p *Pass) tallyDeferred(ctx context.Context, ps *passState, c *counters) er
 // countDeferred counts the valid due notices that are still neither
 // claimed nor handled elsewhere: by recipient domain those a pass that
 // its time budget stopped left to the next pass, and apart those the
-// quiet hours hold (quiet). Invalid rows it meets for the first time are
-// counted as such.
-func (p *Pass) countDeferred(ctx context.Context, ps *passState, c *counters) (byDomain map[string]int, quiet int, _ error) {
+// quiet hours hold (quiet).
+func (p *Pass) countDeferred(ctx context.Context, ps *passState) (byDomain map[string]int, quiet int, _ error) {
 	byDomain = map[string]int{}
 	inv := &invalidLog{seen: map[string]bool{}, log: zerolog.Nop()}
-	// Admitting no row, readPage returns every valid row that is not
-	// quiet in skipped, with its domain, without deriving its key: those
-	// are the rows to count.
-	admitNone := func(string) bool { return false }
 	for _, st := range ps.streams {
-		rd := &stream{sel: st.sel, retry: st.retry, from: st.from, afterSMS: st.afterSMS, fromRead: st.fromRead}
-		err := eachPage(func(after *string) (*string, bool, error) {
-			pg, err := p.readPage(ctx, p.db, rd, after, admitNone, inv, &counters{})
-			if err != nil {
-				return nil, false, err
-			}
+		err := p.walkStream(ctx, p.db, st, admitNone, inv, &counters{}, func(pg page) error {
 			for _, sk := range pg.skipped {
 				byDomain[sk.domain]++
 			}
 			quiet += pg.quiet
-			return pg.last, pg.end, nil
+			return nil
 		})
 		if err != nil {
 			return nil, 0, err
 		}
 	}
 	return byDomain, quiet, nil
+}
+
+// admitNone admits no row: readPage then returns every valid row that is
+// not quiet in skipped, with its domain, without deriving its key.
+func admitNone(string) bool { return false }
+
+// walkStream reads st's rows from the start (in a stream of its own: st
+// stays where it is) as the producer reads them, admitting the rows admit
+// admits, and hands fn each page: the count of what a pass defers, the
+// dry run and the shadow pass.
+func (p *Pass) walkStream(ctx context.Context, db sqlx.QueryerContext, st *stream, admit func(string) bool, inv *invalidLog, c *counters, fn func(page) error) error {
+	rd := &stream{sel: st.sel, retry: st.retry, from: st.from, afterSMS: st.afterSMS, fromRead: st.fromRead}
+	return subscription.EachPage(func(after *string) (*string, bool, error) {
+		pg, err := p.readPage(ctx, db, rd, after, admit, inv, c)
+		if err == nil {
+			err = fn(pg)
+		}
+		return pg.last, pg.end, err
+	})
 }
 
 // recordMissed records as missed, on each channel a kind goes by first,
@@ -864,7 +910,7 @@ func (p *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, channel s
 			if err != nil {
 				return err
 			}
-			if err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
+			if err := subscription.EachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
 				return fn(p.missedClaims(sel, channel, rows))
 			}); err != nil {
 				return err
@@ -879,15 +925,15 @@ func (p *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, channel s
 func (p *Pass) closedLister(ctx context.Context, db sqlx.QueryerContext, channel string, sel selection) (func(after *string) ([]subscription.Row, error), error) {
 	if channel != notice.ChannelEmail {
 		return func(after *string) ([]subscription.Row, error) {
-			return p.src.listClosedSwept(ctx, db, sel, p.cfg.Now, after, p.cfg.BatchSize)
+			return p.src.ClosedSMSPage(ctx, db, sel, after)
 		}, nil
 	}
-	from, err := p.src.closedFrom(ctx, db, sel, p.cfg.Now)
+	from, err := p.src.ClosedFrom(ctx, db, sel)
 	if err != nil {
 		return nil, err
 	}
 	return func(after *string) ([]subscription.Row, error) {
-		return p.src.listClosed(ctx, db, sel, p.cfg.Now, from, after, p.cfg.BatchSize)
+		return p.src.ClosedPage(ctx, db, sel, from, after)
 	}, nil
 }
 
@@ -926,25 +972,8 @@ func (p *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 	case err != nil:
 		return out, err
 	}
-	now := p.cfg.Now
-	inv := &invalidLog{seen: map[string]bool{}, log: p.log}
-	for _, group := range p.sels[notice.ChannelEmail] {
-		for _, sel := range group {
-			list := func(after *string) ([]subscription.Row, error) {
-				return p.src.listOpen(ctx, tx, sel, now, nil, after, p.cfg.BatchSize)
-			}
-			if err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				p.dryRunPage(sel, rows, inv, &out)
-				return nil
-			}); err != nil {
-				return out, err
-			}
-			n, err := p.src.countHandled(ctx, tx, sel, now, "")
-			if err != nil {
-				return out, err
-			}
-			out.AlreadyClaimed += n
-		}
+	if err := p.dryRunStreams(ctx, tx, &out); err != nil {
+		return out, err
 	}
 	if err := p.eachClosed(ctx, tx, notice.ChannelEmail, func(claims []ledger.Claim) error {
 		out.WouldMiss += len(claims)
@@ -952,7 +981,7 @@ func (p *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 	}); err != nil {
 		return out, err
 	}
-	expiring, err := ledger.CountExpiringRetries(ctx, tx, now)
+	expiring, err := ledger.CountExpiringRetries(ctx, tx, p.cfg.Now)
 	if err != nil {
 		return out, err
 	}
@@ -960,28 +989,43 @@ func (p *Pass) DryRun(ctx context.Context) (DryRunSummary, error) {
 	if err := p.sweepDryRun(ctx, tx, &out); err != nil {
 		return out, err
 	}
-	if err := p.handedDryRun(ctx, tx, &out); err != nil {
-		return out, err
-	}
 	out.Eligible = out.WouldMint + out.AlreadyClaimed + out.WouldDefer
 	return out, nil
 }
 
-// dryRunPage counts one page of a group's open rows into out: invalid,
-// deferred by the quiet hours, or to mint.
-func (p *Pass) dryRunPage(sel selection, rows []subscription.Row, inv *invalidLog, out *DryRunSummary) {
-	for _, r := range rows {
-		switch v := p.classify(p.content, r, ask{sel: sel, channel: notice.ChannelEmail}); v.is {
-		case invalid:
-			if inv.note(r.ID, sel.kind, v.reason) {
-				out.Invalid++
+// dryRunStreams counts into out what the producer's streams (streams)
+// hold now, read as the pass reads them: the open notices a pass would
+// mint (or the quiet hours defer), the email notices after sms it would
+// mail, and the invalid rows of every stream (a retry row included: one
+// waiting as invalid_address counts invalid, as in a pass); and, per
+// window group, the due notices other runs handled.
+func (p *Pass) dryRunStreams(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
+	c, inv := &counters{}, &invalidLog{seen: map[string]bool{}, log: p.log}
+	for _, st := range p.streams() {
+		err := p.walkStream(ctx, tx, st, admitNone, inv, c, func(pg page) error {
+			switch {
+			case st.afterSMS:
+				out.WouldEmailAfterSMS += len(pg.skipped)
+			case !st.retry:
+				out.WouldMint += len(pg.skipped)
+				out.WouldDefer += pg.quiet
 			}
-		case deferred:
-			out.WouldDefer++
-		case dueNow:
-			out.WouldMint++
+			return nil
+		})
+		if err != nil {
+			return err
 		}
+		if st.retry || st.afterSMS {
+			continue
+		}
+		n, err := p.src.Handled(ctx, tx, st.sel, "")
+		if err != nil {
+			return err
+		}
+		out.AlreadyClaimed += n
 	}
+	out.Invalid = c.Invalid
+	return nil
 }
 
 // recordInvalid records bad (email claims with a malformed address and no

@@ -2,11 +2,8 @@ package scan
 
 import (
 	"context"
-	"fmt"
-	"scan/internal/notice"
-	"time"
 
-	"github.com/jmoiron/sqlx"
+	"scan/internal/notice"
 )
 
 // CountDue returns how many notices a pass started now would try to send:
@@ -20,34 +17,17 @@ func (p *Pass) CountDue(ctx context.Context) (int, error) {
 	total := 0
 	for _, group := range p.sels[notice.ChannelEmail] {
 		for _, sel := range group {
-			n, err := p.src.countOpen(ctx, p.db, sel, p.cfg.Now)
+			n, err := p.src.Opened(ctx, p.db, sel)
 			if err != nil {
 				return 0, err
 			}
 			total += n
 		}
-		n, err := p.src.countRetry(ctx, p.db, group[0], p.cfg.Now)
+		n, err := p.src.Retried(ctx, p.db, group[0])
 		if err != nil {
 			return 0, err
 		}
 		total += n
 	}
 	return total, nil
-}
-
-// countRetry: how many retry rows of one kind listRetry returns over all
-// its pages. Retry rows are few (failures whose window is still open), so
-// it reads them as the pass does, rather than state the same filter twice.
-func (s source) countRetry(ctx context.Context, db sqlx.QueryerContext, sel selection, now time.Time) (int, error) {
-	const page = 1000
-	n := 0
-	err := eachPage(func(after string) (string, bool, error) {
-		rp, err := s.listRetry(ctx, db, sel, now, after, page)
-		if err != nil {
-			return "", false, fmt.Errorf("count retries: %w", err)
-		}
-		n += len(rp.rows)
-		return rp.last, rp.n < page, nil
-	})
-	return n, err
 }

@@ -248,6 +248,12 @@ type Renderer interface {
 	notice.TextRenderer
 }
 
+// selection is one window group of one kind as the pass reads it
+// (subscription.Window): package subscription reads the source relation
+// and turns a window at the pass's now into the bounds of its reads; no
+// SQL statement lives in this package.
+type selection = subscription.Window
+
 // Pass is one pass of the job against one database, at one instant
 // (Config.Now). Build it with New and Run it once.
 type Pass struct {
@@ -257,16 +263,15 @@ type Pass struct {
 	log      zerolog.Logger
 	cfg      Config
 	keyer    *notice.Keyer
-	hasher   *notice.AddressHasher // the suppression list's digests
-	// previous are the list's hashers under Config.PreviousSecrets;
-	// probePrevious: the email probe uses them in this pass
-	// (checkPreviousKeys).
-	previous      []*notice.AddressHasher
+	// keys are the suppression list's hashers, under Config.Secret and
+	// Config.PreviousSecrets; probePrevious: the email probe uses the
+	// previous ones in this pass (checkPreviousKeys).
+	keys          suppress.Keys
 	probePrevious bool
 	// suppressionEmail: the email suppression list had entries when the
 	// pass started (Run); without, batches are not probed.
 	suppressionEmail bool
-	src              source
+	src              subscription.At
 	// sels are each channel's stage's selections, per kind its default
 	// group then its overrides, by the channel a kind goes by first.
 	sels        map[string][][]selection
@@ -277,8 +282,7 @@ type Pass struct {
 	maxMint     int          // *cfg.MaxMint, or -1 for no limit
 	sweepc      *sweepTools  // this run's sms stage's own resolvers (startSweeps)
 	sweptMinted atomic.Int64 // this run's new sms notices, out of Minted
-	nextQ       *handoff     // this run's sms stage's: the email stage's failures go there
-	swept       *sweptSignal // this run's sms stage's first sweep ended (emailfallback.go)
+	swept       *sweptSignal // this run's sms stage's first sweep ended (handback.go)
 }
 
 // New validates cfg and returns a Pass; it does no I/O (the ledger's and
@@ -306,9 +310,7 @@ func New(db *sqlx.DB, sender send.Sender, renderer Renderer, log zerolog.Logger,
 	if err != nil {
 		return nil, &ConfigError{"NOTICE_KEY_SECRET_PREVIOUS", err.Error()}
 	}
-	hasher, previous := keys.Current, keys.Previous
-	s := &Pass{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, hasher: hasher,
-		previous: previous, maxMint: -1}
+	s := &Pass{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, keys: keys, maxMint: -1}
 	if cfg.MaxMint != nil {
 		if *cfg.MaxMint < 0 {
 			return nil, &ConfigError{"max-mint", fmt.Sprintf("must be 0 or more, got %d (leave it unset for no limit)", *cfg.MaxMint)}
@@ -318,7 +320,7 @@ func New(db *sqlx.DB, sender send.Sender, renderer Renderer, log zerolog.Logger,
 	if err := checkSource(cfg); err != nil {
 		return nil, err
 	}
-	s.src = source{cfg.Source}
+	s.src = subscription.At{Source: cfg.Source, Now: cfg.Now, Limit: cfg.BatchSize}
 	if s.content, err = newPassContent(cfg); err != nil {
 		return nil, err
 	}
@@ -381,16 +383,18 @@ func (p *Pass) selectGroups() {
 		p.kinds[k.Kind] = k
 		anchor := k.AnchorColumn()
 		def := k.Default()
-		group := []selection{{kind: k.Kind, anchor: anchor, open: time.Duration(def.OpenBefore), close: time.Duration(def.CloseBefore), overrides: k.Overrides(), withNullTimes: len(p.sels[notice.ChannelEmail]) == 0 && !k.SMSFirst(), rule: def.Rule(k.AnchorColumn())}}
+		g := subscription.Group{Kind: k.Kind, Anchor: anchor, ConfirmWithin: time.Duration(k.ConfirmWithin)}
+		dg := g
+		dg.Overrides, dg.WithNullTimes = k.Overrides(), len(p.sels[notice.ChannelEmail]) == 0 && !k.SMSFirst()
+		group := []selection{{Group: dg, Open: time.Duration(def.OpenBefore), Close: time.Duration(def.CloseBefore), Rule: def.Rule(anchor)}}
 		if def.Due != nil {
-			group[0].due = newDueBounds(def.Due, cfg.Now)
+			group[0].Due = subscription.NewDueBounds(def.Due, cfg.Now)
 		}
 		for _, j := range k.Overrides() {
 			w := k.ByJurisdiction[j]
-			group = append(group, selection{kind: k.Kind, anchor: anchor, open: time.Duration(w.OpenBefore), close: time.Duration(w.CloseBefore), jurisdiction: j, rule: w.Rule(k.AnchorColumn())})
-		}
-		for i := range group {
-			group[i].confirm = time.Duration(k.ConfirmWithin)
+			jg := g
+			jg.Jurisdiction = j
+			group = append(group, selection{Group: jg, Open: time.Duration(w.OpenBefore), Close: time.Duration(w.CloseBefore), Rule: w.Rule(anchor)})
 		}
 		first := notice.ChannelEmail
 		if k.SMSFirst() {
@@ -450,8 +454,9 @@ func (p *Pass) derive(dn *due) {
 	dn.claim.MessageID = notice.MessageID(dn.claim.Key, p.cfg.Policy.MessageIDDomain)
 	dn.claim.CancelToken = p.keyer.CancelToken(dn.claim.Tuple)
 	if dn.addr != "" {
-		dn.claim.AddressHMAC = p.hasher.Digest(notice.ChannelEmail, dn.addr)
-		dn.claim.PreviousHMACs = p.previousDigests(notice.ChannelEmail, dn.addr)
+		// Under the previous secrets only while a rotation is probed
+		// (checkPreviousKeys): with none, nothing more is probed.
+		dn.claim.AddressHMAC, dn.claim.PreviousHMACs = p.keys.Digests(notice.ChannelEmail, dn.addr, p.probePrevious)
 	}
 }
 
@@ -460,7 +465,10 @@ func (p *Pass) derive(dn *due) {
 // replaces the latter (submit).
 func (dn *due) notice() notice.Notice {
 	n := dn.n
-	n.Key, n.CancelToken = dn.claim.Key, dn.claim.CancelToken
+	n.Key = dn.claim.Key
+	if dn.claim.CancelToken != "" { // an sms claim keeps none: its notice has it
+		n.CancelToken = dn.claim.CancelToken
+	}
 	return n
 }
 

@@ -435,8 +435,9 @@ func TestDryRunWritesNothing(t *testing.T) {
 	e.mustPass()
 	d, _ = sc.DryRun(context.Background())
 	// The bad row ("nope", no other channel) now waits in the ledger as
-	// invalid_address: the dry run finds it there with the 120 claimed.
-	if d.WouldMint != 0 || d.AlreadyClaimed != 121 {
+	// invalid_address: the dry run counts it invalid, as a pass does, and
+	// not with the 120 claimed.
+	if d.WouldMint != 0 || d.AlreadyClaimed != 120 || d.Invalid != 1 || d.Eligible != 120 {
 		t.Fatalf("dry run after a pass = %+v", d)
 	}
 }

@@ -5,8 +5,6 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/notice"
-	"scan/internal/policy"
-	"scan/internal/subscription"
 )
 
 // ShadowSummary is what `scan run --shadow` prints: what the pass would
@@ -33,56 +31,28 @@ type ShadowSummary struct {
 func (p *Pass) Shadow(ctx context.Context) (ShadowSummary, error) {
 	start := p.cfg.Clock.Now()
 	out := ShadowSummary{RunID: p.cfg.RunID, Shadow: true}
-	inv := &invalidLog{seen: map[string]bool{}, log: p.log}
+	c, inv := &counters{}, &invalidLog{seen: map[string]bool{}, log: p.log}
 	for _, group := range p.sels[notice.ChannelEmail] {
 		for _, sel := range group {
-			list := func(after *string) ([]subscription.Row, error) {
-				return p.src.listOpen(ctx, p.db, sel, p.cfg.Now, nil, after, p.cfg.BatchSize)
-			}
-			if err := eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
-				n, err := ledger.ShadowRecord(ctx, p.db, p.cfg.RunID, p.cfg.Now, p.shadowPage(sel, rows, inv, &out))
-				out.Recorded += n
+			w := sel.Policy()
+			err := p.walkStream(ctx, p.db, &stream{sel: sel}, nil, inv, c, func(pg page) error {
+				ss := make([]ledger.Shadowed, 0, len(pg.cands))
+				for _, cd := range pg.cands {
+					ss = append(ss, ledger.Shadowed{Claim: cd.claim, OpensAt: w.Opens(cd.n.AnchorAt, cd.n.TimeZone), ClosesAt: cd.claim.WindowClosesAt})
+				}
+				n, err := ledger.ShadowRecord(ctx, p.db, p.cfg.RunID, p.cfg.Now, ss)
+				out.Recorded, out.WouldClaim, out.WouldDefer = out.Recorded+n, out.WouldClaim+len(ss), out.WouldDefer+pg.quiet
 				return err
-			}); err != nil {
+			})
+			if err != nil {
 				return out, err
 			}
 		}
 	}
+	out.Invalid = c.Invalid
 	out.Eligible = out.WouldClaim + out.WouldDefer
 	out.DurationMS = p.cfg.Clock.Now().Sub(start).Milliseconds()
 	p.log.Info().Int("would_claim", out.WouldClaim).Int("recorded", out.Recorded).
 		Msg("shadow pass: nothing claimed in the ledger, nothing sent")
 	return out, nil
-}
-
-// shadowPage returns the notices of one page of a group's open rows that
-// a pass would claim now, each with its window, and counts the page into
-// out.
-func (p *Pass) shadowPage(sel selection, rows []subscription.Row, inv *invalidLog, out *ShadowSummary) []ledger.Shadowed {
-	var ss []ledger.Shadowed
-	w := sel.window()
-	for _, r := range rows {
-		switch v := p.classify(p.content, r, ask{sel: sel, channel: notice.ChannelEmail}); v.is {
-		case invalid:
-			if inv.note(r.ID, sel.kind, v.reason) {
-				out.Invalid++
-			}
-		case deferred:
-			out.WouldDefer++
-		case dueNow:
-			p.derive(&v.dn)
-			out.WouldClaim++
-			ss = append(ss, ledger.Shadowed{Claim: v.dn.claim, OpensAt: w.Opens(v.dn.n.AnchorAt, p.content.zoneOf(r)), ClosesAt: v.dn.claim.WindowClosesAt})
-		}
-	}
-	return ss
-}
-
-// window is sel's window as the policy writes it.
-func (sel selection) window() policy.Window {
-	w := policy.Window{OpenBefore: policy.Duration(sel.open), CloseBefore: policy.Duration(sel.close)}
-	if sel.due != nil {
-		w.Due = sel.due.rule
-	}
-	return w
 }

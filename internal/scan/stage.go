@@ -114,6 +114,7 @@ type stage struct {
 	d      *send.Dispatcher
 	fl     *flow
 	done   <-chan error
+	next   *handoff // the next channel's stage's (nil: none)
 }
 
 // startStage starts ch's dispatcher and its recorder, whose outcomes are
@@ -138,7 +139,7 @@ func (p *Pass) startStage(ctx context.Context, ch channel, c *counters, next *ha
 		cancel(nil)
 		return nil, &ConfigError{"sender", err.Error()}
 	}
-	st := &stage{ch: ch, ctx: pctx, cancel: cancel, d: d, fl: plan.NewFlow()}
+	st := &stage{ch: ch, ctx: pctx, cancel: cancel, d: d, fl: plan.NewFlow(), next: next}
 	st.plan = plan.NewPlanner(st.fl, ch.limits, p.cfg.BatchSize, ch.concurrency, candidate.key, candidate.domain)
 	hasher, _ := notice.NewAddressHasher(p.cfg.Secret) // checked by New; the recorder's own
 	rec := &recorder{db: p.db, runID: p.cfg.RunID, clock: p.cfg.Clock, log: p.log, hooks: p.cfg.Hooks, c: c, cancel: cancel,

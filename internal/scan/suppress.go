@@ -35,10 +35,10 @@ import (
 // pass nothing more than that one question.
 func (p *Pass) checkPreviousKeys(ctx context.Context) error {
 	p.probePrevious = false
-	if len(p.previous) == 0 || !p.suppressionEmail {
+	if len(p.keys.Previous) == 0 || !p.suppressionEmail {
 		return nil
 	}
-	stale, err := ledger.SuppressionAnyNotUnder(ctx, p.db, notice.ChannelEmail, p.hasher.KeyID())
+	stale, err := ledger.SuppressionAnyNotUnder(ctx, p.db, notice.ChannelEmail, p.keys.Current.KeyID())
 	if err != nil {
 		return err
 	}
@@ -49,53 +49,27 @@ func (p *Pass) checkPreviousKeys(ctx context.Context) error {
 	return nil
 }
 
-// previousDigests returns an address's digests under each previous secret
-// (nil without a rotation, or with a list keyed under the current secret
-// alone: nothing more is probed). It runs where derive does (one
-// goroutine), as p.hasher does.
-func (p *Pass) previousDigests(channel, normalized string) [][]byte {
-	if !p.probePrevious {
-		return nil
-	}
-	out := make([][]byte, len(p.previous))
-	for i, h := range p.previous {
-		out[i] = h.Digest(channel, normalized)
-	}
-	return out
-}
-
-// retryPrevious returns the recipients' previous digests of the retry
-// rows keys (as retryDigests), nil when there are none.
-func (p *Pass) retryPrevious(byKey map[string]candidate, keys []string) [][][]byte {
-	if !p.probePrevious {
-		return nil
-	}
-	out := make([][][]byte, len(keys))
-	for i, k := range keys {
-		out[i] = byKey[k].claim.PreviousHMACs
-	}
-	return out
-}
-
 // retryDigests returns the recipients' digests of the retry rows keys,
-// from the rows the pass read (the address it would send to now, which
-// the probe checks), in the order of keys; nil when nothing is probed.
-func (p *Pass) retryDigests(byKey map[string]candidate, keys []string) [][]byte {
-	if !p.suppressionEmail {
-		return nil
+// and their digests under the previous secrets (where derived), from the
+// rows the pass read (the address it would send to now, which the probe
+// checks), in the order of keys; nil when opt probes nothing.
+func retryDigests(opt ledger.ClaimOptions, byKey map[string]candidate, keys []string) ([][]byte, [][][]byte) {
+	if !opt.Suppression {
+		return nil, nil
 	}
-	out := make([][]byte, len(keys))
+	out, prev := make([][]byte, len(keys)), make([][][]byte, len(keys))
 	for i, k := range keys {
-		out[i] = byKey[k].claim.AddressHMAC
+		out[i], prev[i] = byKey[k].claim.AddressHMAC, byKey[k].claim.PreviousHMACs
 	}
-	return out
+	return out, prev
 }
 
 // takeSuppressed takes out of won the notices a claim statement recorded
-// failed because their recipient is on the email suppression list, counts
-// them, hands them to the sms stage (byKey: the candidates claimed), and
-// returns the rest (to send) and how many it took.
-func (p *Pass) takeSuppressed(c *counters, won []ledger.Won, byKey map[string]candidate) ([]ledger.Won, int) {
+// failed because their recipient is on channel's suppression list, counts
+// them, hands them to next, the next channel's stage (byKey: the
+// candidates claimed), and returns the rest (to send) and how many it
+// took.
+func (p *Pass) takeSuppressed(c *counters, channel string, won []ledger.Won, byKey map[string]candidate, next *handoff) ([]ledger.Won, int) {
 	out := won[:0:0]
 	var ids []string
 	for _, w := range won {
@@ -111,8 +85,8 @@ func (p *Pass) takeSuppressed(c *counters, won []ledger.Won, byKey map[string]ca
 	}
 	c.add(func(x *Summary) { x.SuppressedAddress += n })
 	if handsOver(ledger.Failed) { // recorded failed (suppressed_address) by the claim
-		p.nextQ.Push(ids...) // the kind's next channel, in this pass
+		next.Push(ids...) // the kind's next channel, in this pass
 	}
-	p.log.Info().Int("suppressed_address", n).Msg("recipients on the suppression list: not sent by email")
+	p.log.Info().Int("suppressed_address", n).Str("channel", channel).Msg("recipients on the suppression list: not sent by this channel")
 	return out, n
 }

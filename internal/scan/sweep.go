@@ -3,7 +3,6 @@ package scan
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -122,7 +121,8 @@ func (p *Pass) runSweeps(ctx context.Context, c *counters, h *handoff) error {
 // sweeps runs the first sweep, then one restricted to what h hands over
 // until it ends.
 func (p *Pass) sweeps(ctx context.Context, c *counters, st *stage, h *handoff) error {
-	if err := p.sweep(ctx, c, st, nil); err != nil {
+	ps := &passState{reclaimed: map[string]int{}} // the stage's own: it runs beside the email stage
+	if err := p.sweep(ctx, c, st, ps, nil); err != nil {
 		return err
 	}
 	// The email notices after sms read what it failed, once recorded.
@@ -135,34 +135,37 @@ func (p *Pass) sweeps(ctx context.Context, c *counters, st *stage, h *handoff) e
 		if err != nil || done {
 			return err
 		}
-		if err := p.sweep(ctx, c, st, ids); err != nil {
+		if err := p.sweep(ctx, c, st, ps, ids); err != nil {
 			return err
 		}
 	}
 }
 
-// sweep runs the fallback statement over every sms window group,
-// restricted to the subscription ids ids unless nil.
-func (p *Pass) sweep(ctx context.Context, c *counters, st *stage, ids []string) error {
-	return p.eachSweptSelection(func(sel selection) error {
-		list := func(after *string) ([]subscription.Row, error) {
-			return p.src.listFallback(ctx, p.db, sel, p.cfg.Now, after, p.cfg.BatchSize, ids)
-		}
-		return eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error { return p.sweepPage(ctx, c, st, sel, rows) })
+// sweep claims and sends, page by page, the sms channel's rows
+// (eachSweptPage), restricted to the subscription ids ids unless nil.
+func (p *Pass) sweep(ctx context.Context, c *counters, st *stage, ps *passState, ids []string) error {
+	return p.eachSweptPage(ctx, p.db, ids, func(sel selection, rows []subscription.Row) error {
+		return p.sweepPage(ctx, c, st, ps, sel, rows)
 	})
 }
 
-// eachSweptSelection calls fn with the selection of every window group whose
-// kind goes by sms (sms-first kinds, then the email kinds with an sms
-// fallback), carrying the sms stage's own copy of its due rule.
-func (p *Pass) eachSweptSelection(fn func(sel selection) error) error {
+// eachSweptPage reads the sms channel's rows (the fallback statement) of
+// every window group whose kind goes by sms (sms-first kinds, then the
+// email kinds with an sms fallback), restricted to the subscription ids
+// ids unless nil, and hands fn each page with its selection, which
+// carries the sms stage's own copy of its due rule: the pass's sweeps and
+// the dry run read the same pages.
+func (p *Pass) eachSweptPage(ctx context.Context, db sqlx.QueryerContext, ids []string, fn func(selection, []subscription.Row) error) error {
 	for _, group := range slices.Concat(p.sels[notice.ChannelSMS], p.sels[notice.ChannelEmail]) {
 		for _, sel := range group {
-			if !p.kinds[sel.kind].HasSMS() {
+			if !p.kinds[sel.Kind].HasSMS() {
 				continue
 			}
-			sel.due = p.sweepc.dueOf(sel)
-			if err := fn(sel); err != nil {
+			sel.Due = p.sweepc.dueOf(sel)
+			list := func(after *string) ([]subscription.Row, error) {
+				return p.src.FallbackPage(ctx, db, sel, after, ids)
+			}
+			if err := subscription.EachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error { return fn(sel, rows) }); err != nil {
 				return err
 			}
 		}
@@ -175,75 +178,66 @@ func (p *Pass) eachSweptSelection(fn func(sel selection) error) error {
 type sweepTools struct {
 	content *content
 	keyer   *notice.Keyer
-	keys    suppress.Keys         // the list's hashers: current and previous secrets
-	due     map[string]*dueBounds // by selection key: sel.due's, with a cache of its own
+	keys    suppress.Keys                      // the list's hashers: current and previous secrets
+	due     map[string]*subscription.DueBounds // by selection key: sel.Due's, with a cache of its own
 }
 
 func (p *Pass) newSweepTools() *sweepTools {
 	keyer, _ := notice.NewKeyer(p.cfg.Secret)                        // checked by New
 	keys, _ := suppress.NewKeys(p.cfg.Secret, p.cfg.PreviousSecrets) // checked by New
-	return &sweepTools{content: p.content.fork(), keyer: keyer, keys: keys, due: map[string]*dueBounds{}}
+	return &sweepTools{content: p.content.fork(), keyer: keyer, keys: keys, due: map[string]*subscription.DueBounds{}}
 }
 
 // dueOf is the stage's own copy of sel's due rule (nil without one).
-func (t *sweepTools) dueOf(sel selection) *dueBounds {
-	if sel.due == nil {
+func (t *sweepTools) dueOf(sel selection) *subscription.DueBounds {
+	if sel.Due == nil {
 		return nil
 	}
-	if t.due[sel.key()] == nil {
-		t.due[sel.key()] = newDueBounds(sel.due.rule, sel.due.now)
+	if t.due[sel.Key()] == nil {
+		t.due[sel.Key()] = sel.Due.Copy()
 	}
-	return t.due[sel.key()]
-}
-
-// fork is a content resolver of the same pass with caches of its own,
-// for the sms stage: content is not safe for concurrent use.
-func (c *content) fork() *content {
-	d := *c
-	d.zones, d.locales, d.quiet = map[string]*time.Location{}, map[string]string{}, map[string]quietVerdict{}
-	return &d
+	return t.due[sel.Key()]
 }
 
 // sweepDryRun counts, inside the dry run's read-only transaction, what the
 // sms stage's first sweep would send now (WouldSMS: new sms notices and
-// sms rows in retry, less the numbers on the sms suppression list) and
-// the notices it would record without a usable address. The email
-// notices the email stage would fail during the pass (suppressed,
-// refused) are not foreseen.
+// sms rows in retry, less the numbers on the sms suppression list), the
+// notices it would record without a usable address, and the email
+// notices after sms that its failures would let the email stage mail.
+// The email notices the email stage would fail during the pass
+// (suppressed, refused) are not foreseen.
 func (p *Pass) sweepDryRun(ctx context.Context, tx sqlx.QueryerContext, out *DryRunSummary) error {
 	if !p.cfg.Policy.UsesSMS() {
 		return nil
 	}
 	p.sweepc = p.newSweepTools()
-	return p.eachSweptSelection(func(sel selection) error {
-		list := func(after *string) ([]subscription.Row, error) {
-			return p.src.listFallback(ctx, tx, sel, p.cfg.Now, after, p.cfg.BatchSize, nil)
+	return p.eachSweptPage(ctx, tx, nil, func(sel selection, rows []subscription.Row) error {
+		bt := p.sweepSort(sel, rows)
+		hit, err := bt.listed(ctx, tx)
+		if err != nil {
+			return err
 		}
-		return eachRowPage(p.cfg.BatchSize, list, func(rows []subscription.Row) error {
-			bt := p.sweepSort(sel, rows)
-			all, hit, err := bt.listed(ctx, tx)
-			if err != nil {
-				return err
+		failed := map[string]bool{} // the rows whose sms notice would fail, for email after sms
+		for _, cl := range bt.noPhone {
+			failed[cl.SubscriptionID] = true
+		}
+		for i, h := range hit {
+			cd := bt.cands[i]
+			failed[cd.claim.SubscriptionID] = failed[cd.claim.SubscriptionID] || h
+			if !h {
+				out.WouldSMS++
 			}
-			failed := map[string]bool{} // the rows whose sms notice would fail, for email after sms
-			for _, cl := range bt.noPhone {
-				failed[cl.SubscriptionID] = true
+			if !h && !cd.reclaim {
+				out.smsMint++ // a new key, for --max-mint
 			}
-			for i, h := range hit {
-				failed[all[i].SubscriptionID] = failed[all[i].SubscriptionID] || h
-				if !h {
-					out.WouldSMS++
-				}
-				if !h && i < len(bt.claims) {
-					out.smsMint++ // a new key, for --max-mint
-				}
+		}
+		out.WouldSMSUnreached += len(bt.noPhone)
+		for _, r := range rows {
+			if failed[r.ID] && p.kinds[sel.Kind].EmailAfterSMS() && p.classify(p.content, r, ask{sel: sel, channel: notice.ChannelEmail}).is == dueNow {
+				out.WouldEmailAfterSMS++
 			}
-			out.WouldSMSUnreached += len(bt.noPhone)
-			if p.kinds[sel.kind].EmailAfterSMS() {
-				out.WouldEmailAfterSMS += p.wouldSend(sel, rows, failed)
-			}
-			return nil
-		})
+		}
+		return nil
 	})
 }
 
@@ -253,12 +247,11 @@ type sweepBatch struct {
 	noPhone []ledger.Claim // sms notices to record failed no_usable_address
 	// bad are email notices with a malformed address and no usable phone:
 	// no channel left, recorded retry invalid_address (recordInvalid).
-	bad     []ledger.Claim
-	claims  []ledger.Claim // sms notices to claim
-	retried []ledger.Claim // sms rows in retry (key and digest) to re-claim
-	retries []string       // their keys, once the suppressed are out
-	byKey   map[string]notice.Notice
-	quiet   int
+	bad []ledger.Claim
+	// cands are the sms notices to claim, and the sms rows in retry to
+	// re-claim (reclaim), as the stage's planner takes them.
+	cands []candidate
+	quiet int
 	// after: per email key of noEmail, the row's sms key. The sms notice
 	// waits for its email notice to be recorded failed by this pass: if
 	// the email stage claimed it first (the row gained an address since
@@ -267,7 +260,7 @@ type sweepBatch struct {
 }
 
 // sweepPage claims and sends one page of the sms stage.
-func (p *Pass) sweepPage(ctx context.Context, c *counters, st *stage, sel selection, rows []subscription.Row) error {
+func (p *Pass) sweepPage(ctx context.Context, c *counters, st *stage, ps *passState, sel selection, rows []subscription.Row) error {
 	bt := p.sweepSort(sel, rows)
 	if bt.quiet > 0 {
 		c.add(func(x *Summary) { x.Deferred += bt.quiet; x.DeferredQuietHours += bt.quiet })
@@ -280,11 +273,8 @@ func (p *Pass) sweepPage(ctx context.Context, c *counters, st *stage, sel select
 	// half of it is free. A time budget ending mid-page defers the rest
 	// instead of sending a whole page at the channel's pace past it.
 	pl := st.plan
-	for _, cl := range bt.claims {
-		pl.Offer(candidate{due: due{claim: cl, n: bt.byKey[cl.Key]}})
-	}
-	for _, k := range bt.retries {
-		pl.Offer(candidate{due: due{claim: ledger.Claim{Key: k}, n: bt.byKey[k]}, reclaim: true})
+	for _, cd := range bt.cands {
+		pl.Offer(cd)
 	}
 	for !pl.Empty() {
 		if p.cfg.MaxDuration > 0 && p.cfg.Clock.Now().Sub(p.start) >= p.cfg.MaxDuration {
@@ -301,45 +291,17 @@ func (p *Pass) sweepPage(ctx context.Context, c *counters, st *stage, sel select
 			}
 			continue
 		}
-		if err := p.sweepSubmit(ctx, c, st, picked, bt.byKey); err != nil {
+		if err := p.claimPicked(ctx, st, c, ps, picked); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// sweepSubmit claims the picked notices (retry rows re-claimed, new ones
-// inserted) and hands what it won to the stage.
-func (p *Pass) sweepSubmit(ctx context.Context, c *counters, st *stage, picked []candidate, byKey map[string]notice.Notice) error {
-	part := sweepBatch{byKey: byKey}
-	for _, cd := range picked {
-		if cd.reclaim {
-			part.retries = append(part.retries, cd.claim.Key)
-		} else {
-			part.claims = append(part.claims, cd.claim)
-		}
-	}
-	won, err := p.sweepClaim(ctx, c, &part)
-	if err != nil {
-		return err
-	}
-	at := p.cfg.Clock.Now()
-	ns := make([]notice.Notice, 0, len(won))
-	for _, w := range won {
-		n := byKey[w.Key]
-		n.Attempt, n.ClaimedAt = w.Attempt, at
-		if w.CancelToken != "" {
-			n.CancelToken = w.CancelToken
-		}
-		ns = append(ns, n)
-	}
-	return st.submit(ctx, ns...)
-}
-
 // sweepSort sorts a page's rows into what to record, claim or re-claim.
 func (p *Pass) sweepSort(sel selection, rows []subscription.Row) sweepBatch {
-	bt := sweepBatch{byKey: map[string]notice.Notice{}, after: map[string]string{}}
-	k := p.kinds[sel.kind]
+	bt := sweepBatch{after: map[string]string{}}
+	k := p.kinds[sel.Kind]
 	for _, r := range rows {
 		v := p.classify(p.sweepc.content, r, ask{sel: sel, channel: notice.ChannelSMS})
 		if !v.keyed {
@@ -394,20 +356,13 @@ func (p *Pass) sweepNotice(r subscription.Row, t notice.Tuple, v verdict, bt *sw
 	}
 	n := v.dn.n
 	n.Key, n.CancelToken = cl.Key, p.sweepc.keyer.CancelToken(t)
-	cl.AddressHMAC = p.sweepc.keys.Current.Digest(notice.ChannelSMS, v.dn.addr)
-	for _, h := range p.sweepc.keys.Previous {
-		cl.PreviousHMACs = append(cl.PreviousHMACs, h.Digest(notice.ChannelSMS, v.dn.addr))
-	}
-	bt.byKey[cl.Key] = n
-	if r.LedgerKey != nil {
-		bt.retried = append(bt.retried, cl)
-		return
-	}
-	bt.claims = append(bt.claims, cl)
+	cl.AddressHMAC, cl.PreviousHMACs = p.sweepc.keys.Digests(notice.ChannelSMS, v.dn.addr, true)
+	bt.cands = append(bt.cands, candidate{due: due{claim: cl, n: n}, reclaim: r.LedgerKey != nil})
 }
 
-// sweepUnreached records the page's notices without a usable address and
-// takes the suppressed numbers out of what it will claim.
+// sweepUnreached records the page's notices without a usable address.
+// The numbers on the sms suppression list are found by the claim
+// statements, as the email stage's addresses are (claimPicked).
 func (p *Pass) sweepUnreached(ctx context.Context, c *counters, bt *sweepBatch) error {
 	emailOpt := ledger.ClaimOptions{Now: p.cfg.Now, RunID: p.cfg.RunID, Channel: notice.ChannelEmail}
 	smsOpt := emailOpt
@@ -422,56 +377,17 @@ func (p *Pass) sweepUnreached(ctx context.Context, c *counters, bt *sweepBatch) 
 		return err
 	}
 	c.add(func(x *Summary) { x.NoUsableAddress += len(a) + len(b) })
-	if err := p.recordInvalid(ctx, c, bt.bad); err != nil {
-		return err
-	}
-	all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
-	digests, previous := make([][]byte, len(all)), make([][][]byte, len(all))
-	for i, cl := range all {
-		digests[i], previous[i] = cl.AddressHMAC, cl.PreviousHMACs
-	}
-	hit, err := ledger.SuppressionMatchRekey(ctx, p.db, notice.ChannelSMS, digests, previous, p.sweepc.keys.Current.KeyID())
-	if err != nil {
-		return err
-	}
-	var keep, drop []ledger.Claim
-	var keepR, dropR []string
-	for i, cl := range all {
-		retry := i >= len(bt.claims)
-		switch {
-		case retry && hit[i]:
-			dropR = append(dropR, cl.Key)
-		case retry:
-			keepR = append(keepR, cl.Key)
-		case hit[i]:
-			drop = append(drop, cl)
-		default:
-			keep = append(keep, cl)
-		}
-	}
-	rec, err := ledger.RecordUnreached(ctx, p.db, smsOpt, ledger.ReasonSuppressed, drop)
-	if err != nil {
-		return err
-	}
-	marked, err := ledger.MarkUnreached(ctx, p.db, p.cfg.Now, ledger.ReasonSuppressed, dropR)
-	if err != nil {
-		return err
-	}
-	c.add(func(x *Summary) { x.SuppressedAddress += len(rec) + len(marked) })
-	bt.claims, bt.retries = keep, keepR
-	return nil
+	return p.recordInvalid(ctx, c, bt.bad)
 }
 
-// listed returns bt's notices to claim, then its retry rows, and which
-// of them the channel's suppression list holds.
-func (bt *sweepBatch) listed(ctx context.Context, db sqlx.QueryerContext) ([]ledger.Claim, []bool, error) {
-	all := append(append([]ledger.Claim(nil), bt.claims...), bt.retried...)
-	digests := make([][]byte, len(all))
-	for i, cl := range all {
-		digests[i] = cl.AddressHMAC
+// listed reports which of bt's notices the channel's suppression list
+// holds.
+func (bt *sweepBatch) listed(ctx context.Context, db sqlx.QueryerContext) ([]bool, error) {
+	digests := make([][]byte, len(bt.cands))
+	for i, cd := range bt.cands {
+		digests[i] = cd.claim.AddressHMAC
 	}
-	hit, err := ledger.SuppressionMatch(ctx, db, notice.ChannelSMS, digests)
-	return all, hit, err
+	return ledger.SuppressionMatch(ctx, db, notice.ChannelSMS, digests)
 }
 
 // dropUnrecorded takes out of bt the sms notices whose email notice this
@@ -487,39 +403,6 @@ func (bt *sweepBatch) dropUnrecorded(recorded []string) {
 	for _, sk := range bt.after {
 		drop[sk] = true
 	}
-	dropped := func(cl ledger.Claim) bool { return drop[cl.Key] }
-	bt.noPhone = slices.DeleteFunc(bt.noPhone, dropped)
-	bt.claims = slices.DeleteFunc(bt.claims, dropped)
-	bt.retried = slices.DeleteFunc(bt.retried, dropped)
-}
-
-// sweepClaim claims the page's sms notices (one statement) and re-claims
-// its retry rows (one more), each committed before anything is sent.
-func (p *Pass) sweepClaim(ctx context.Context, c *counters, bt *sweepBatch) ([]ledger.Won, error) {
-	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: p.cfg.Now, RunID: p.cfg.RunID, RedirectTo: p.cfg.RedirectTo, Channel: notice.ChannelSMS}
-	var won []ledger.Won
-	if len(bt.retries) > 0 {
-		w, err := p.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) { return ledger.Reclaim(ctx, p.db, opt, bt.retries) })
-		if err != nil {
-			return nil, err
-		}
-		c.add(func(x *Summary) { x.Retried += len(w); x.SMS += len(w) })
-		won = append(won, w...)
-	}
-	if len(bt.claims) > 0 {
-		if h := p.cfg.Hooks.BeforeClaim; h != nil {
-			h(len(bt.claims))
-		}
-		w, err := p.claim(ctx, func(ctx context.Context) ([]ledger.Won, error) { return ledger.Insert(ctx, p.db, opt, bt.claims) })
-		if err != nil {
-			return nil, err
-		}
-		c.add(func(x *Summary) { x.Minted += len(w); x.SMS += len(w) })
-		p.sweptMinted.Add(int64(len(w)))
-		won = append(won, w...)
-	}
-	if h := p.cfg.Hooks.AfterClaimCommit; h != nil && len(won) > 0 {
-		h(len(won))
-	}
-	return won, nil
+	bt.noPhone = slices.DeleteFunc(bt.noPhone, func(cl ledger.Claim) bool { return drop[cl.Key] })
+	bt.cands = slices.DeleteFunc(bt.cands, func(cd candidate) bool { return drop[cd.claim.Key] })
 }

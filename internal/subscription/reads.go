@@ -7,6 +7,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"scan/internal/ledger"
 )
 
 // The reads a pass makes, one method a statement. Each bound pair (lo,
@@ -201,16 +203,6 @@ func (s *Source) Get(ctx context.Context, db sqlx.QueryerContext, anchor, id str
 	return rows[0], nil
 }
 
-// Key is a ledger row's key with its business tuple, as SampleKeys reads
-// it.
-type Key struct {
-	Key            string    `db:"notice_key"`
-	SubscriptionID string    `db:"subscription_id"`
-	Kind           string    `db:"kind"`
-	PeriodStart    time.Time `db:"period_start"`
-	Revision       int       `db:"revision"`
-}
-
 // sampleProbes is how many due subscriptions SampleKeys looks up per key
 // it wants.
 const sampleProbes = 50
@@ -219,8 +211,8 @@ const sampleProbes = 50
 // subscriptions whose renews_at is in (lo, hi]: the keys of the current
 // windows' notices, for the pass's check that the secret still derives
 // them (subscriptionSampleKeys).
-func (s *Source) SampleKeys(ctx context.Context, db sqlx.QueryerContext, lo, hi time.Time, limit int) ([]Key, error) {
-	var out []Key
+func (s *Source) SampleKeys(ctx context.Context, db sqlx.QueryerContext, lo, hi time.Time, limit int) ([]ledger.TupleKey, error) {
+	var out []ledger.TupleKey
 	if err := sqlx.SelectContext(ctx, db, &out, s.sampleStmt, lo, hi, limit, sampleProbes*limit); err != nil {
 		return nil, fmt.Errorf("sample keys: %w", err)
 	}

@@ -60,6 +60,13 @@ const sameNotice = `l.subscription_id = s.id::text AND l.period_start = s.period
 // suppressed, as any concurrent claim is.
 const fromPeriod = `($10::date IS NULL OR l.period_start >= $10::date)`
 
+// waitingInvalid is a ledger row l that no run handled: an email notice
+// waiting in retry with reason invalid_address (a malformed address and
+// no other channel). Each pass re-reads it with the kind's retry rows and
+// counts it invalid, so the counts of rows handled elsewhere leave it
+// out: a re-run counts it once, as invalid, as the first pass did.
+const waitingInvalid = `(l.state = 'retry' AND coalesce(l.last_error, '') = 'invalid_address')`
+
 // notHandled is the anti-join on the ledger's business tuple, of kind $8,
 // after the page's cursor $9 (NULL from the start), from the period $10.
 // The cursor bounds the ledger's side too: it is implied by the join (both
@@ -141,7 +148,7 @@ WHERE ` + inGroup
 // $8 kind, $9 this run's id, $10 the window's earliest period.
 const subscriptionCountDue = `SELECT count(*) FILTER (WHERE l.subscription_id IS NULL) AS open,
        count(*) FILTER (WHERE l.subscription_id IS NOT NULL AND l.run_id <> $9
-                          AND s.{anchor} > $3 AND s.{anchor} <= $4) AS handled
+                          AND s.{anchor} > $3 AND s.{anchor} <= $4 AND NOT ` + waitingInvalid + `) AS handled
 FROM {rel} s
 LEFT JOIN notice_ledger l
        ON ` + sameNotice + ` AND l.kind = $8
@@ -162,7 +169,7 @@ WHERE ` + inGroup + `
   AND EXISTS (
         SELECT 1 FROM notice_ledger l
         WHERE ` + sameNotice + ` AND l.kind = $8
-          AND l.run_id <> $9
+          AND l.run_id <> $9 AND NOT ` + waitingInvalid + `
           AND ` + fromPeriod + `)`
 
 // subscriptionListRetry: the current rows of the retry rows'

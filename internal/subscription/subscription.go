@@ -11,9 +11,16 @@
 // already handled never leave the database). They read the source
 // relation, page by page in its id order, so they live here: what they
 // name of the ledger is SQL text (its table and the columns of its unique
-// index), not a Go import. The package imports neither internal/ledger
-// nor internal/send, and reads what the ledger's own statements return
-// (its retry rows) only as the ids its caller passes in.
+// index), not a Go import. It takes from internal/ledger only the
+// ledger's own rule for an email notice carried on (ledger.CarriedOnSQL),
+// its retry rows (ListRetry joins ledger.Retries with their
+// subscriptions' current rows) and its key type (ledger.TupleKey); it
+// never imports internal/send.
+//
+// Beside the statements: a pass's window groups and their bounds at its
+// now (Window, DueBounds, At, which reads a page at a time), the keyset
+// loops over a listing (EachPage, EachRowPage), and what a row's optional
+// columns say (Content: amount, currency, interval, locale, time zone).
 //
 // Every method of a Source takes the sqlx.QueryerContext to run on, so
 // the caller owns the transaction.

@@ -40,6 +40,19 @@ func NewKeys(current []byte, previous [][]byte) (Keys, error) {
 	return k, nil
 }
 
+// Digests returns a normalized address's digest of channel under the
+// current secret and, with previous, under each previous secret (nil
+// without one). Not safe for concurrent use, as the hashers are not.
+func (k Keys) Digests(channel, normalized string, previous bool) ([]byte, [][]byte) {
+	var pd [][]byte
+	for _, p := range k.Previous {
+		if previous {
+			pd = append(pd, p.Digest(channel, normalized))
+		}
+	}
+	return k.Current.Digest(channel, normalized), pd
+}
+
 // Change adds (remove false) or removes one normalized address of channel
 // and returns what `scan suppress add|remove` prints: the channel, the
 // digest's first 12 hex characters, and what changed. Removing takes
@@ -47,11 +60,7 @@ func NewKeys(current []byte, previous [][]byte) (Keys, error) {
 // an entry under a previous secret (keeping its reason, source and time),
 // else adds the address.
 func Change(ctx context.Context, db sqlx.ExtContext, k Keys, remove bool, channel, normalized, reason string, now time.Time) (map[string]any, error) {
-	d := k.Current.Digest(channel, normalized)
-	var pd [][]byte // the address's digests under the previous secrets
-	for _, p := range k.Previous {
-		pd = append(pd, p.Digest(channel, normalized))
-	}
+	d, pd := k.Digests(channel, normalized, true) // pd: under the previous secrets
 	out := map[string]any{"channel": channel, "digest": DigestPrefix(d)}
 	if remove {
 		removed, err := ledger.SuppressionRemove(ctx, db, channel, append([][]byte{d}, pd...))

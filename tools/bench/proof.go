@@ -15,30 +15,34 @@ import (
 //
 //   - storage: the kept message per notice after a first pass of
 //     -proof-n notices, median and 99th percentile of the compressed
-//     body, and the table's whole size (heap, primary key, TOAST) per
-//     notice;
+//     message (in the ledger row since sql/0036), and what it adds on
+//     disk: the ledger's whole size (heap, indexes, TOAST) after the last
+//     pass keeping messages less after the last pass without, per notice;
 //   - the first pass with and without it: -scan against -scan-noproof (the
 //     same code built with -tags noproof, which keeps nothing), alternated
 //     over BENCH_PROOF_ROUNDS rounds (default 3) on the same database, the
 //     ledger emptied between passes: medians of wall time and of
-//     PostgreSQL CPU per notice;
+//     PostgreSQL CPU per notice, and of the WAL each pass wrote;
 //   - `scan proof` of one notice on that ledger, end to end (the process
 //     included), median of 5.
 const (
 	// ProofTruncate empties the kept messages with the ledger (no foreign
 	// key links them).
 	ProofTruncate = `TRUNCATE notice_message`
-	// ProofStorage is the kept messages' count, median and p99 compressed
-	// size, and the table's total size (heap, indexes, TOAST).
+	// ProofStorage is the kept messages' count (in the ledger rows and in
+	// notice_message, which a first pass leaves empty), and the median and
+	// p99 compressed size of the ledger rows' messages.
 	ProofStorage = `
-SELECT count(*),
-       COALESCE(percentile_disc(0.5) WITHIN GROUP (ORDER BY octet_length(body)), 0),
-       COALESCE(percentile_disc(0.99) WITHIN GROUP (ORDER BY octet_length(body)), 0),
-       pg_total_relation_size('notice_message')
-FROM notice_message`
-	// ProofVacuum settles the table's size (visibility and free space maps)
-	// before it is measured.
-	ProofVacuum = `VACUUM ANALYZE notice_message`
+SELECT count(*) + (SELECT count(*) FROM notice_message),
+       COALESCE(percentile_disc(0.5) WITHIN GROUP (ORDER BY octet_length(message)), 0),
+       COALESCE(percentile_disc(0.99) WITHIN GROUP (ORDER BY octet_length(message)), 0)
+FROM notice_ledger WHERE message IS NOT NULL`
+	// ProofLedgerSize is the ledger's total size (every month's heap,
+	// indexes and TOAST) and notice_message's.
+	ProofLedgerSize = `
+SELECT (SELECT COALESCE(sum(pg_total_relation_size(inhrelid)), 0) FROM pg_inherits
+        WHERE inhparent = 'notice_ledger'::regclass)::bigint
+     + pg_total_relation_size('notice_message')`
 	// ProofPickSubscription picks the subscription of one sent notice.
 	ProofPickSubscription = `SELECT subscription_id FROM notice_ledger WHERE state = 'sent' ORDER BY notice_key LIMIT 1`
 )
@@ -65,6 +69,8 @@ func (b *bench) proof(ctx context.Context) error {
 	type variant struct {
 		name, bin          string
 		walls, pgCPU, cpus []time.Duration
+		wal                []int64 // bytes of WAL the pass wrote
+		size               int64   // the ledger's size after the last pass
 	}
 	vs := []*variant{{name: "kept", bin: b.cfg.scan}}
 	if b.cfg.scanNoProof != "" {
@@ -72,18 +78,26 @@ func (b *bench) proof(ctx context.Context) error {
 	}
 	for round := range envInt("BENCH_PROOF_ROUNDS", 3) {
 		for _, v := range vs {
-			r, err := b.proofPass(ctx, db, v.bin, outbox, env)
+			r, wal, err := b.proofPass(ctx, db, v.bin, outbox, env)
 			if err != nil {
 				return err
+			}
+			v.wal = append(v.wal, wal)
+			if err := db.QueryRowContext(ctx, ProofLedgerSize).Scan(&v.size); err != nil {
+				return fmt.Errorf("proof: ledger size: %w", err)
 			}
 			if r.int("sent") != due {
 				return fmt.Errorf("proof %s: sent %d, want %d", v.name, r.int("sent"), due)
 			}
 			v.walls, v.pgCPU, v.cpus = append(v.walls, r.wall), append(v.pgCPU, r.pgCPU), append(v.cpus, r.cpu)
-			fmt.Fprintf(b.log, "bench: proof round %d %s: %.2f s, PostgreSQL CPU %.2f s, scan CPU %.2f s\n", round+1, v.name, r.wall.Seconds(), r.pgCPU.Seconds(), r.cpu.Seconds())
+			fmt.Fprintf(b.log, "bench: proof round %d %s: %.2f s, PostgreSQL CPU %.2f s, scan CPU %.2f s, WAL %d B a notice\n", round+1, v.name, r.wall.Seconds(), r.pgCPU.Seconds(), r.cpu.Seconds(), wal/int64(due))
 		}
 	}
-	if err := b.proofStorage(ctx, db, due); err != nil {
+	sizes := []int64{kept(vs).size, -1} // the ledger with messages, and without
+	if len(vs) == 2 {
+		sizes[1] = vs[0].size
+	}
+	if err := b.proofStorage(ctx, db, due, sizes); err != nil {
 		return err
 	}
 	med := func(ds []time.Duration) time.Duration {
@@ -92,7 +106,7 @@ func (b *bench) proof(ctx context.Context) error {
 		return s[len(s)/2]
 	}
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(due) }
-	kept := vs[len(vs)-1]
+	kept := kept(vs)
 	if len(vs) == 2 {
 		none := vs[0]
 		pct := func(a, b time.Duration) string { return fmt.Sprintf("%+.1f%%", 100*(a.Seconds()/b.Seconds()-1)) }
@@ -100,42 +114,64 @@ func (b *bench) proof(ctx context.Context) error {
 			fmt.Sprintf("%.1f us wall, %.1f us PostgreSQL CPU, %.1f us scan CPU a notice", per(med(kept.walls)), per(med(kept.pgCPU)), per(med(kept.cpus))),
 			fmt.Sprintf("%.1f us wall, %.1f us PostgreSQL CPU, %.1f us scan CPU without", per(med(none.walls)), per(med(none.pgCPU)), per(med(none.cpus))),
 			fmt.Sprintf("%s wall, %s PostgreSQL CPU, %s scan CPU", pct(med(kept.walls), med(none.walls)), pct(med(kept.pgCPU), med(none.pgCPU)), pct(med(kept.cpus), med(none.cpus))), "at most +5%"})
+		walMed := func(ws []int64) int64 {
+			s := slices.Clone(ws)
+			slices.Sort(s)
+			return s[len(s)/2] / int64(due)
+		}
+		b.add(figure{fmt.Sprintf("first pass's WAL keeping each message (N=%d, median of %d)", due, len(kept.wal)),
+			fmt.Sprintf("%d B a notice", walMed(kept.wal)), fmt.Sprintf("%d B a notice without", walMed(none.wal)),
+			fmt.Sprintf("%+d B a notice", walMed(kept.wal)-walMed(none.wal)), "-"})
 	}
 	return b.proofOne(ctx, db, due, env)
 }
 
-// proofPass runs one first pass of bin on an empty ledger.
-func (b *bench) proofPass(ctx context.Context, db *sql.DB, bin, outbox string, env []string) (result, error) {
-	for _, q := range []string{LedgerTruncate, ProofTruncate} {
+// kept is the variant that keeps messages, the last.
+func kept[T any](vs []*T) *T { return vs[len(vs)-1] }
+
+// proofPass runs one first pass of bin on an empty ledger and returns it
+// with the WAL it wrote (after a CHECKPOINT, so that each pass pays for
+// its own full-page images alike).
+func (b *bench) proofPass(ctx context.Context, db *sql.DB, bin, outbox string, env []string) (result, int64, error) {
+	for _, q := range []string{LedgerTruncate, ProofTruncate, Checkpoint} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
-			return result{}, err
+			return result{}, 0, err
 		}
 	}
 	if err := os.RemoveAll(outbox); err != nil {
-		return result{}, err
+		return result{}, 0, err
+	}
+	w0, err := walPos(ctx, db)
+	if err != nil {
+		return result{}, 0, err
 	}
 	saved := b.cfg.scan
 	b.cfg.scan = bin
 	defer func() { b.cfg.scan = saved }()
-	return b.scan(ctx, "bench_proof", "run", b.runArgs(b.cfg.batches[0]), env)
+	r, err := b.scan(ctx, "bench_proof", "run", b.runArgs(b.cfg.batches[0]), env)
+	if err != nil {
+		return r, 0, err
+	}
+	wal, err := walSince(ctx, db, w0)
+	return r, wal, err
 }
 
-// proofStorage reports the kept messages' size per notice.
-func (b *bench) proofStorage(ctx context.Context, db *sql.DB, due int) error {
-	if _, err := db.ExecContext(ctx, ProofVacuum); err != nil {
-		return err
-	}
-	var n, p50, p99, size int64
-	if err := db.QueryRowContext(ctx, ProofStorage).Scan(&n, &p50, &p99, &size); err != nil {
+// proofStorage reports the kept messages' size per notice, and the
+// ledger's on disk with them and without (sizes[1], -1 when not measured).
+func (b *bench) proofStorage(ctx context.Context, db *sql.DB, due int, sizes []int64) error {
+	var n, p50, p99 int64
+	if err := db.QueryRowContext(ctx, ProofStorage).Scan(&n, &p50, &p99); err != nil {
 		return fmt.Errorf("proof storage: %w", err)
 	}
 	if n != int64(due) {
 		return fmt.Errorf("proof storage: %d messages kept, want %d", n, due)
 	}
+	disk := fmt.Sprintf("the ledger %.0f B a notice on disk with them", float64(sizes[0])/float64(n))
+	if sizes[1] >= 0 {
+		disk += fmt.Sprintf(", %.0f B without: %+.0f B", float64(sizes[1])/float64(n), float64(sizes[0]-sizes[1])/float64(n))
+	}
 	b.add(figure{fmt.Sprintf("kept message per notice (N=%d)", n),
-		fmt.Sprintf("median %d B, p99 %d B compressed", p50, p99),
-		fmt.Sprintf("%.0f B a notice on disk (table, primary key, TOAST: %.1f MB)", float64(size)/float64(n), float64(size)/(1<<20)),
-		"-", "at most 1 KiB (median)"})
+		fmt.Sprintf("median %d B, p99 %d B compressed", p50, p99), disk, "-", "at most 1 KiB (median)"})
 	return nil
 }
 
