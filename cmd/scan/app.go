@@ -5,15 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"os"
 	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
-	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
@@ -21,6 +17,7 @@ import (
 	"scan/internal/clock"
 	"scan/internal/ledger"
 	"scan/internal/notice"
+	"scan/internal/observe"
 	"scan/internal/policy"
 	"scan/internal/redact"
 	"scan/internal/scan"
@@ -110,51 +107,32 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	return exitCode(e, root.ExecuteContext(ctx))
 }
 
+// exitCode prints err on one line, redacted, and maps it to the
+// contract's exit code: a configuration error of any package is exit 2.
 func exitCode(e *env, err error) int {
 	if err == nil {
 		return exitOK
 	}
-	var ue *cli.UsageError
-	var sde *senders.ConfigError
-	var ce *scan.ConfigError
-	var se *subscription.ConfigError
-	var pe *policy.Error
-	code, msg := exitAborted, oneLine(e.redact(err.Error()))
+	code, msg := exitAborted, cli.OneLine(e.redact(err.Error()))
 	switch {
-	case errors.As(err, &ue), errors.As(err, &sde),
-		errors.As(err, &ce), errors.As(err, &se), errors.As(err, &pe):
+	case is[*cli.UsageError](err), is[*senders.ConfigError](err), is[*scan.ConfigError](err),
+		is[*subscription.ConfigError](err), is[*policy.Error](err), is[*notice.SecretError](err):
 		code = exitUsage
 	case errors.Is(err, scan.ErrMaxMint):
 		code = exitRefused
 	case errors.Is(err, ledger.ErrRestored):
 		code = exitRestored
-	case isSplitStatement(err):
-		msg += ": a connection pooler in transaction mode (PgBouncer) ran a statement's parts on two server connections; " +
-			"set binary_parameters=yes in DATABASE_URL (scan does unless the URL sets it)"
+	case ledger.IsSplitStatement(err):
+		msg += ": " + ledger.SplitStatementAdvice
 	}
 	fmt.Fprintf(e.stderr, "scan: %s\n", msg)
 	return code
 }
 
-// isSplitStatement says whether err is what lib/pq gets behind PgBouncer
-// in transaction pooling without binary_parameters: the Bind of an
-// unnamed statement reached a server connection that had not parsed it.
-func isSplitStatement(err error) bool {
-	var pe *pq.Error
-	return errors.As(err, &pe) && pe.Code == "26000" // invalid_sql_statement_name
-}
-
-// oneLine folds a multi-line error (a YAML decoder's list, a driver's
-// detail) into the one line an operator greps for.
-func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n") {
-		return s
-	}
-	lines := strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' })
-	for i, l := range lines {
-		lines[i] = strings.TrimSpace(l)
-	}
-	return strings.Join(lines, "; ")
+// is says whether err has an error of type T in its chain.
+func is[T error](err error) bool {
+	var t T
+	return errors.As(err, &t)
 }
 
 // flagOrEnv returns the flag's value when it was set, else the variable's.
@@ -194,49 +172,15 @@ func connect(ctx context.Context, e *env) (zerolog.Logger, *sqlx.DB, error) {
 	return log, db, err
 }
 
-// openDB validates DATABASE_URL and connects. The URL never appears in an
-// error (it may hold a password).
+// openDB connects to DATABASE_URL (ledger.Open: the URL checked, the
+// pool, PgBouncer's binary_parameters). The URL never appears in an error.
 func openDB(ctx context.Context, e *env) (*sqlx.DB, error) {
-	dsn := e.getenv("DATABASE_URL")
-	if dsn == "" {
-		return nil, usagef("DATABASE_URL", "required: a PostgreSQL URL (postgres://user@host/db) or keyword string (host=... dbname=...)")
+	db, err := ledger.Open(ctx, e.getenv("DATABASE_URL"))
+	var ue *ledger.URLError
+	if errors.As(err, &ue) {
+		return nil, usagef("DATABASE_URL", "%s", ue.Msg)
 	}
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		if _, err := url.Parse(dsn); err != nil {
-			return nil, usagef("DATABASE_URL", "cannot parse the URL (expected postgres://user:password@host:port/db?sslmode=...)")
-		}
-	} else if strings.Contains(dsn, "://") || !strings.Contains(dsn, "=") {
-		return nil, usagef("DATABASE_URL", "not a PostgreSQL URL (postgres://...) or keyword string (host=... dbname=...)")
-	}
-	cfg, err := pq.NewConfig(dsn)
-	if err != nil {
-		return nil, usagef("DATABASE_URL", "cannot parse it: %s", e.redact(err.Error()))
-	}
-	// Behind PgBouncer in transaction pooling (docs/fleet.md): lib/pq
-	// sends a statement with parameters as Parse and Describe, waits for
-	// the reply, then sends Bind and Execute. Outside a transaction
-	// PgBouncer may hand the second half to another server connection,
-	// which never saw the statement: "unnamed prepared statement does not
-	// exist". binary_parameters=yes sends all four in one message, so the
-	// statement runs on one server connection. Unless the URL says
-	// otherwise.
-	if !strings.Contains(dsn, "binary_parameters") {
-		cfg.BinaryParameters = true
-	}
-	conn, err := pq.NewConnectorConfig(cfg)
-	if err != nil {
-		return nil, usagef("DATABASE_URL", "cannot parse it: %s", e.redact(err.Error()))
-	}
-	db := sqlx.NewDb(sqlOpenDB(conn), "postgres")
-	db.SetMaxOpenConns(8)
-	db.SetMaxIdleConns(8)
-	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := db.PingContext(pctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("connect to the database (%s): %s", redact.DSN(dsn), e.redact(err.Error()))
-	}
-	return db, nil
+	return db, err
 }
 
 // registerSecrets records every secret in the environment so that no
@@ -244,16 +188,13 @@ func openDB(ctx context.Context, e *env) (*sqlx.DB, error) {
 // can print; calling it again is harmless.
 func registerSecrets(e *env) {
 	e.secrets.Reset()
-	e.secrets.Add(e.getenv("NOTICE_KEY_SECRET"))
-	e.secrets.Add(e.getenv("NOTICE_KEY_SECRET_PREVIOUS"))
-	for _, s := range strings.Split(e.getenv("NOTICE_KEY_SECRET_PREVIOUS"), ",") {
-		e.secrets.Add(strings.TrimSpace(s))
-	}
-	e.secrets.Add(e.getenv("AWS_SECRET_ACCESS_KEY"))
-	e.secrets.Add(e.getenv("AWS_SESSION_TOKEN"))
-	for _, v := range []string{"POSTMARK_SERVER_TOKEN", "MAILGUN_API_KEY", "SENDGRID_API_KEY", "TWILIO_AUTH_TOKEN",
+	for _, v := range []string{notice.SecretVar, notice.PreviousSecretsVar, "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+		"POSTMARK_SERVER_TOKEN", "MAILGUN_API_KEY", "SENDGRID_API_KEY", "TWILIO_AUTH_TOKEN",
 		"MAILGUN_WEBHOOK_SIGNING_KEY", "POSTMARK_WEBHOOK_PASSWORD"} {
 		e.secrets.Add(e.getenv(v))
+	}
+	for _, s := range strings.Split(e.getenv(notice.PreviousSecretsVar), ",") {
+		e.secrets.Add(strings.TrimSpace(s))
 	}
 	for _, v := range []string{"DATABASE_URL", "SMTP_URL", "SCAN_HTTP_URL", "PUSHGATEWAY_URL"} {
 		e.secrets.AddPasswords(e.getenv(v))
@@ -264,75 +205,29 @@ func registerSecrets(e *env) {
 // pair, with REDACTED.
 func (e *env) redact(s string) string { return e.secrets.Redact(s) }
 
-// newLogger builds the zerolog logger: JSON on stderr, human-readable on a
-// terminal, level from LOG_LEVEL.
+// newLogger builds the logger (observe.NewLogger) at LOG_LEVEL: every
+// line leaves through the run's redactor.
 func newLogger(e *env) (zerolog.Logger, error) {
-	lvl := zerolog.InfoLevel
-	if v := e.getenv("LOG_LEVEL"); v != "" {
-		l, err := zerolog.ParseLevel(strings.ToLower(v))
-		if err != nil || v == "" || l > zerolog.ErrorLevel || l < zerolog.DebugLevel {
-			return zerolog.Nop(), usagef("LOG_LEVEL", "%q is not one of debug, info, warn, error", v)
-		}
-		lvl = l
+	log, err := observe.NewLogger(e.secrets.Writer(e.stderr), isTerminal(e.stderr), e.getenv("LOG_LEVEL"), thisBuild().Version)
+	if err != nil {
+		return log, usagef("LOG_LEVEL", "%v", err)
 	}
-	// Every log line leaves through the run's redactor.
-	var w io.Writer = e.secrets.Writer(e.stderr)
-	if f, ok := e.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
-	}
-	// A pass logs from several goroutines (producer, recorder, progress):
-	// one line per Write, never two interleaved, whatever stderr is.
-	// Every line, the first included, says which build wrote it.
-	return zerolog.New(zerolog.SyncWriter(w)).Level(lvl).With().Timestamp().Str("version", thisBuild().Version).Logger(), nil
+	return log, nil
 }
 
-// secret reads NOTICE_KEY_SECRET.
-func secret(e *env) ([]byte, error) {
-	s := e.getenv("NOTICE_KEY_SECRET")
-	if s == "" {
-		return nil, usagef("NOTICE_KEY_SECRET", "required: set it to a random value of at least %d bytes (e.g. openssl rand -hex 32)", notice.MinSecretLen)
-	}
-	if len(s) < notice.MinSecretLen {
-		return nil, usagef("NOTICE_KEY_SECRET", "too short (%d bytes): it must be at least %d bytes", len(s), notice.MinSecretLen)
-	}
-	return []byte(s), nil
-}
+// secret reads NOTICE_KEY_SECRET (notice.ParseSecret).
+func secret(e *env) ([]byte, error) { return notice.ParseSecret(e.getenv(notice.SecretVar)) }
 
-// previousSecrets reads NOTICE_KEY_SECRET_PREVIOUS: the earlier secrets
-// of a rotation, comma-separated, each at least notice.MinSecretLen bytes
-// (none when unset). The suppression list matches an address under each
-// of them too (docs/fleet.md, Secret rotation). An error names the
-// variable and the secret's position, never the secret.
+// previousSecrets reads NOTICE_KEY_SECRET_PREVIOUS, the earlier secrets
+// of a rotation (notice.ParsePreviousSecrets).
 func previousSecrets(e *env, current []byte) ([][]byte, error) {
-	v := e.getenv("NOTICE_KEY_SECRET_PREVIOUS")
-	if strings.TrimSpace(v) == "" {
-		return nil, nil
-	}
-	var out [][]byte
-	for i, s := range strings.Split(v, ",") {
-		s = strings.TrimSpace(s)
-		switch {
-		case s == "":
-			return nil, usagef("NOTICE_KEY_SECRET_PREVIOUS", "secret %d is empty: give the earlier secrets separated by commas", i+1)
-		case len(s) < notice.MinSecretLen:
-			return nil, usagef("NOTICE_KEY_SECRET_PREVIOUS", "secret %d is too short (%d bytes): each must be at least %d bytes", i+1, len(s), notice.MinSecretLen)
-		case s == string(current):
-			return nil, usagef("NOTICE_KEY_SECRET_PREVIOUS", "secret %d is NOTICE_KEY_SECRET itself: list only earlier secrets", i+1)
-		}
-		out = append(out, []byte(s))
-	}
-	return out, nil
+	return notice.ParsePreviousSecrets(e.getenv(notice.PreviousSecretsVar), current)
 }
 
-// checkPushURL validates PUSHGATEWAY_URL (empty: no push) so that a typo
-// is a usage error before anything is written, not a warning every night.
+// checkPushURL validates PUSHGATEWAY_URL (observe.CheckPushURL).
 func checkPushURL(raw string) error {
-	if raw == "" {
-		return nil
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usagef("PUSHGATEWAY_URL", "not an http(s) URL such as http://pushgateway.monitoring:9091")
+	if err := observe.CheckPushURL(raw); err != nil {
+		return usagef("PUSHGATEWAY_URL", "%v", err)
 	}
 	return nil
 }

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"math"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -15,7 +13,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"scan/internal/cli"
-	"scan/internal/clock"
 	"scan/internal/job"
 	"scan/internal/ledger"
 	"scan/internal/observe"
@@ -24,8 +21,6 @@ import (
 	"scan/internal/senders"
 	"scan/internal/subscription"
 )
-
-var sqlOpenDB = sql.OpenDB
 
 var migrateCommand = command{use: "migrate", short: "apply the embedded ledger migrations (idempotent)", env: envDB,
 	flags: func(*pflag.FlagSet) runFunc { return cmdMigrate }}
@@ -47,11 +42,11 @@ func cmdMigrate(ctx context.Context, e *env, _ []string) error {
 // runFlags are the flags of `scan run` (and of `scan schedule`, which runs
 // the same pass).
 type runFlags struct {
-	config, sender, source, redirect, now, shard string
-	maxDuration                                  string
-	shards, batch                                int
-	maxMint                                      cli.OptionalInt
-	dryRun, shadow                               bool
+	config, sender, source, redirect, now, maxDuration string
+	shards, batch                                      int
+	shard                                              cli.ShardFlag
+	maxMint                                            cli.OptionalInt
+	dryRun, shadow                                     bool
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet, withRunOnly bool) {
@@ -59,7 +54,7 @@ func (f *runFlags) register(fs *pflag.FlagSet, withRunOnly bool) {
 	fs.StringVar(&f.sender, "sender", senders.Outbox, cli.OrList(senders.Names)+", or an ordered list to fail over along, e.g. ses,smtp (env SCAN_SENDER)")
 	fs.StringVar(&f.source, "source", "subscriptions", "table or view to read, schema-qualified allowed")
 	fs.StringVar(&f.redirect, "redirect-to", "", "deliver every notice to this address instead (env SCAN_REDIRECT_TO)")
-	fs.StringVar(&f.shard, "shard", "", "I/N: take shard I of N (default from JOB_COMPLETION_INDEX and --shards)")
+	fs.Var(&f.shard, "shard", "take shard I of N (default from JOB_COMPLETION_INDEX and --shards)")
 	fs.IntVar(&f.shards, "shards", 0, "number of shards when the index comes from JOB_COMPLETION_INDEX")
 	fs.IntVar(&f.batch, "batch-size", 1000, "notices per claim statement at most")
 	fs.StringVar(&f.maxDuration, "max-duration", "", "time budget of one pass, e.g. 50m (env SCAN_MAX_DURATION): then it stops claiming, finishes what is in flight and exits 0")
@@ -73,14 +68,8 @@ func (f *runFlags) register(fs *pflag.FlagSet, withRunOnly bool) {
 
 // shardOf resolves --shard I/N, or JOB_COMPLETION_INDEX with --shards.
 func (f *runFlags) shardOf(e *env) (int, int, error) {
-	if f.shard != "" {
-		i, n, ok := strings.Cut(f.shard, "/")
-		si, err1 := strconv.Atoi(i)
-		sn, err2 := strconv.Atoi(n)
-		if !ok || err1 != nil || err2 != nil || sn < 1 || si < 0 || si >= sn {
-			return 0, 0, usagef("--shard", "%q is not a shard I/N with 0 <= I < N (e.g. 0/4)", f.shard)
-		}
-		return si, sn, nil
+	if i, n, ok := f.shard.Value(); ok {
+		return i, n, nil
 	}
 	if f.shards < 0 {
 		return 0, 0, usagef("--shards", "must be at least 1")
@@ -193,7 +182,8 @@ type preparedPass struct {
 // preparePass is the prologue of `scan run` and `scan schedule`: it
 // builds the logger and validates every flag and variable a pass uses, so
 // that a mistake is a usage error before anything is written: the policy,
-// the pass's own settings, then the sender and what production demands.
+// the pass's own settings, the sender, then the settings together
+// (job.Config.Complete: what production demands, the sms sender).
 func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) {
 	log, err := newLogger(e)
 	if err != nil {
@@ -204,7 +194,7 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 		return nil, err
 	}
 	p := &preparedPass{pol: pol, log: log, job: job.Config{Policy: pol, Log: log, PushURL: e.getenv("PUSHGATEWAY_URL"),
-		Stderr: e.stderr, Clock: e.clockNow, Describe: func(err error) string { return oneLine(e.redact(err.Error())) }}}
+		Stderr: e.stderr, Clock: e.clockNow, Describe: func(err error) string { return cli.OneLine(e.redact(err.Error())) }}}
 	if l := debug.SetMemoryLimit(-1); l < math.MaxInt64 {
 		log.Debug().Int64("go_memory_limit_mib", l>>20).Msg("the Go runtime's soft memory limit (GOMEMLIMIT, else the container's limit less the binary's pages)")
 	}
@@ -214,24 +204,7 @@ func preparePass(e *env, fs *pflag.FlagSet, f *runFlags) (*preparedPass, error) 
 	if err := p.prepareSender(e, fs, f); err != nil {
 		return nil, err
 	}
-	for _, name := range p.job.Senders.Names() { // every sender of a list may take a notice
-		if err := pol.CheckConfirmSender(name); err != nil {
-			return nil, err
-		}
-	}
-	if p.production {
-		if err := pol.CheckProduction(); err != nil {
-			return nil, err
-		}
-	}
-	if p.job.Renderer, err = newRenderer(pol); err != nil {
-		return nil, err
-	}
-	p.job.SMSClock = clock.NewShifted(e.clock)
-	if !pol.UsesSMS() {
-		return p, nil
-	}
-	if p.job.SMS, err = senders.SMS(p.senderConfig(nil, e), p.job.SMSClock); err != nil {
+	if err := p.job.Complete(p.senderConfig(nil, e), e.clock); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"syscall"
 
+	"scan/internal/memory"
+
 	// The IANA zones, embedded: the image is static and a fresh host may
 	// have no /usr/share/zoneinfo, yet every recipient's time_zone and the
 	// policy's default_time_zone must load.
@@ -28,7 +30,7 @@ func main() {
 	// Before the pass allocates: a container's memory limit bounds the
 	// runtime's (GOMEMLIMIT, set by an operator, wins). A failure to read
 	// the cgroup leaves the runtime's default; the pass does not depend on it.
-	_, _ = setMemoryLimit()
+	_, _ = memory.SetLimit()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -283,7 +283,7 @@ func TestPgBouncerTransactionPooling(t *testing.T) {
 	// Why: lib/pq's Parse/Describe/Sync, then Bind/Execute/Sync, of a
 	// statement with parameters outside a transaction land on two server
 	// connections when clients share them. binary_parameters=yes (which
-	// openDB sets) sends them in one go.
+	// ledger.Open sets) sends them in one go.
 	if split, err := splitStatements(t, f.dsn+"&binary_parameters=no", 8, 100); split == 0 || err != nil {
 		t.Errorf("control: lib/pq without binary_parameters behind PgBouncer: %d statements split, %v; want some split (else this test no longer shows the problem)", split, err)
 	}

@@ -2,30 +2,15 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"runtime/pprof"
+
+	"scan/internal/observe"
 )
 
-// startCPUProfile writes a CPU profile of the command to the file named by
-// SCAN_CPUPROFILE, for benchmarks (docs/BENCHMARKS.md); it is not among
-// the settings docs/configuration.md's table promises operators. The
-// returned stop flushes and closes the profile; it does nothing when the
-// variable is unset.
+// startCPUProfile profiles the command to the file SCAN_CPUPROFILE names
+// (observe.StartCPUProfile), for benchmarks; stop does nothing without it.
 func startCPUProfile(e *env) (stop func(), err error) {
-	path := e.getenv("SCAN_CPUPROFILE")
-	if path == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
+	if stop, err = observe.StartCPUProfile(e.getenv("SCAN_CPUPROFILE")); err != nil {
 		return nil, fmt.Errorf("SCAN_CPUPROFILE: %w", err)
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("SCAN_CPUPROFILE: %w", err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
+	return stop, nil
 }

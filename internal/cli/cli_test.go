@@ -167,3 +167,39 @@ func TestSimilarFlags(t *testing.T) {
 		t.Errorf("OrList: %q", got)
 	}
 }
+
+func TestOneLine(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"":           "",
+		"one line  ": "one line  ",
+		"yaml: 2 errors:\n  line 3: x\r\n  line 4: y\n": "yaml: 2 errors:; line 3: x; line 4: y",
+	} {
+		if got := cli.OneLine(in); got != want {
+			t.Errorf("OneLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestShardFlag(t *testing.T) {
+	t.Parallel()
+	var unset cli.ShardFlag
+	if _, _, ok := unset.Value(); ok {
+		t.Error("an unset --shard says it was given")
+	}
+	for in, want := range map[string][2]int{"0/1": {0, 1}, "3/4": {3, 4}} {
+		var s cli.ShardFlag
+		if err := s.Set(in); err != nil {
+			t.Errorf("Set(%q): %v", in, err)
+		}
+		if i, n, ok := s.Value(); !ok || i != want[0] || n != want[1] || s.String() != in {
+			t.Errorf("Set(%q): %d/%d given %v (%q), want %v", in, i, n, ok, s.String(), want)
+		}
+	}
+	for _, in := range []string{"", "half", "4/4", "-1/2", "0/0", "1/", "/2", "a/b"} {
+		var s cli.ShardFlag
+		if err := s.Set(in); err == nil || !strings.Contains(err.Error(), "0 <= I < N") {
+			t.Errorf("Set(%q) = %v, want an error saying I/N with 0 <= I < N", in, err)
+		}
+	}
+}

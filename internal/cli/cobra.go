@@ -26,6 +26,20 @@ func Usagef(field, format string, a ...any) error {
 	return &UsageError{Field: field, Msg: fmt.Sprintf(format, a...)}
 }
 
+// OneLine folds a multi-line error message (a YAML decoder's list, a
+// driver's detail) into the one line an operator greps for: its lines
+// trimmed and joined with "; ".
+func OneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	lines := strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' })
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	return strings.Join(lines, "; ")
+}
+
 // Redact is what the tree passes an operator's words through before they
 // are printed back (an argument may be a secret typed in the wrong place).
 type Redact func(string) string

@@ -190,6 +190,31 @@ func (o *OptionalInt) Type() string { return "N" }
 // Value returns the number, and whether it was given.
 func (o *OptionalInt) Value() (int, bool) { return o.n, o.set }
 
+// ShardFlag is --shard I/N: shard I of N, with 0 <= I < N.
+type ShardFlag struct {
+	raw  string
+	i, n int
+}
+
+func (s *ShardFlag) Set(v string) error {
+	i, n, ok := strings.Cut(v, "/")
+	si, err1 := strconv.Atoi(i)
+	sn, err2 := strconv.Atoi(n)
+	if !ok || err1 != nil || err2 != nil || sn < 1 || si < 0 || si >= sn {
+		return fmt.Errorf("%q is not a shard I/N with 0 <= I < N (e.g. 0/4)", v)
+	}
+	*s = ShardFlag{raw: v, i: si, n: sn}
+	return nil
+}
+
+func (s *ShardFlag) String() string { return s.raw }
+
+func (s *ShardFlag) Type() string { return "I/N" }
+
+// Value returns the shard and the number of shards, and whether the flag
+// was given.
+func (s *ShardFlag) Value() (i, n int, ok bool) { return s.i, s.n, s.raw != "" }
+
 // ListFlag is a flag that may be repeated and takes comma-separated
 // values: --kind a,b --kind c.
 type ListFlag []string

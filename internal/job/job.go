@@ -3,9 +3,10 @@
 // a fresh run ID, the email sender, the source relation (probed anew, so
 // that a scheduler's next pass sees it as it is then), the observer that
 // records the pass for `scan status` and pushes its metrics, and the
-// scan.Pass over them. Renderer builds what every pass (and `scan
-// preview`) renders with; WarnAsyncStandbys is the advice a job logs when
-// it starts.
+// scan.Pass over them. Config.Complete checks the settings against each
+// other first, and builds the renderer and the sms sender they imply.
+// Renderer builds what every pass (and `scan preview`) renders with;
+// WarnAsyncStandbys is the advice a job logs when it starts.
 package job
 
 import (

@@ -1,4 +1,6 @@
-package main
+// Package memory sets the Go runtime's soft memory limit from the
+// container's (SetLimit), which main does before anything allocates.
+package memory
 
 import (
 	"github.com/KimMachineGun/automemlimit/memlimit"
@@ -11,14 +13,14 @@ import (
 // few MiB of margin.
 const binaryReserve = 24 << 20
 
-// setMemoryLimit sets the Go runtime's soft memory limit from the
+// SetLimit sets the Go runtime's soft memory limit from the
 // container's cgroup memory limit (v1 or v2), less binaryReserve but never
 // under half the limit, unless GOMEMLIMIT is set (it wins) or
 // AUTOMEMLIMIT=off. Near that limit the collector works harder instead of
 // the kernel killing the pass between a claim and its outcome, which
 // would leave claims in quarantine. Without a container limit it changes
 // nothing. It returns the limit in force.
-func setMemoryLimit() (int64, error) {
+func SetLimit() (int64, error) {
 	return memlimit.Set(memlimit.WithRatio(1), memlimit.WithProvider(lessReserve(memlimit.FromCgroup)))
 }
 
