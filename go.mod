@@ -13,6 +13,7 @@ require (
 	github.com/bojanz/currency v1.4.2
 	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6
 	github.com/emersion/go-smtp v0.25.1
+	github.com/go-fonts/dejavu v0.3.2
 	github.com/go-pdf/fpdf v0.9.0
 	github.com/go-playground/locales v0.14.2
 	github.com/jmoiron/sqlx v1.4.0

@@ -9,9 +9,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"sigs.k8s.io/yaml"
+
+	"scan/internal/metrics"
 )
 
 // promtool returns the path of promtool, or skips the test: Debian's
@@ -75,6 +78,7 @@ var wantAlerts = []string{
 	"ScanNoRecentSuccess", "ScanPassFailed", "ScanQuarantineStale", "ScanMissedNotices",
 	"ScanFailedShareHigh", "ScanKeyMismatch", "ScanDeferredTwice", "ScanInvalidAddressPersisting", "ScanShardsMissing",
 	"ScanBounceRateHigh", "ScanComplaintRateHigh", "ScanUndeliveredGrowing",
+	"ScanProofMismatch", "ScanProofVerifyStale",
 	"ScanQuarantineNonZero", "ScanClaimToCommitGapGrowing", "ScanRetryAgeBeyondWindow", "ScanAttemptsPerKeyHigh",
 	"ScanReceiverDown", "ScanReceiveRejectionsHigh",
 	"ScanObjectiveBurnFast", "ScanObjectiveBurnSlow",
@@ -136,6 +140,14 @@ func TestAlertsNamePushedMetrics(t *testing.T) {
 	pushed := pushedMetrics(t)
 	for _, n := range append(slices.Clone(pushedElsewhere), scraped...) {
 		pushed[n] = true
+	}
+	// What `scan proof --verify` pushes (job="scan_proof_verify").
+	mfs, err := metrics.ProofVerifyRegistry(metrics.ProofVerifyCounts{}, time.Unix(0, 0)).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		pushed[mf.GetName()] = true
 	}
 	groups := prometheusRule(t).Spec.Groups
 	for _, g := range groups { // a recording rule's series is known to the rules after it

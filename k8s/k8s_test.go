@@ -156,7 +156,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 			files = append(files, d.file)
 		}
 	}
-	for _, want := range []string{"configmap.yaml", "cronjob.yaml", "cronjob-indexed.yaml", "cronjob-reconcile-sqs.yaml", "cronjob-undelivered.yaml", "prometheusrule.yaml", "receive.yaml"} {
+	for _, want := range []string{"configmap.yaml", "cronjob.yaml", "cronjob-indexed.yaml", "cronjob-reconcile-sqs.yaml", "cronjob-undelivered.yaml", "cronjob-proof-verify.yaml", "prometheusrule.yaml", "receive.yaml"} {
 		if !slices.Contains(files, want) {
 			t.Errorf("%s: no document decoded", want)
 		}
@@ -437,7 +437,7 @@ func TestScheduleMatchesPolicy(t *testing.T) {
 		t.Fatalf("the sample policy is refused: %v", err)
 	}
 	for file, cj := range cronJobs(t, docs) {
-		if file == "cronjob-reconcile.yaml" || file == "cronjob-reconcile-sqs.yaml" || file == "cronjob-undelivered.yaml" {
+		if file == "cronjob-reconcile.yaml" || file == "cronjob-reconcile-sqs.yaml" || file == "cronjob-undelivered.yaml" || file == "cronjob-proof-verify.yaml" {
 			continue // not a pass: it runs on its own schedule
 		}
 		if cj.Spec.Schedule != p.Schedule {

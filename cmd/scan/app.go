@@ -208,7 +208,7 @@ func (e *env) redact(s string) string { return e.secrets.Redact(s) }
 // newLogger builds the logger (observe.NewLogger) at LOG_LEVEL: every
 // line leaves through the run's redactor.
 func newLogger(e *env) (zerolog.Logger, error) {
-	log, err := observe.NewLogger(e.secrets.Writer(e.stderr), isTerminal(e.stderr), e.getenv("LOG_LEVEL"), thisBuild().Version)
+	log, err := observe.NewLogger(e.secrets.Writer(e.stderr), cli.IsTerminal(e.stderr), e.getenv("LOG_LEVEL"), thisBuild().Version)
 	if err != nil {
 		return log, usagef("LOG_LEVEL", "%v", err)
 	}
@@ -234,7 +234,7 @@ func checkPushURL(raw string) error {
 
 // outputFormat is the format a listing command prints in (its -o).
 func outputFormat(e *env, o *cli.Output) (string, error) {
-	f, err := o.Format(isTerminal(e.stdout))
+	f, err := o.Format(cli.IsTerminal(e.stdout))
 	if err != nil {
 		return "", usagef("-o", "%v", err)
 	}

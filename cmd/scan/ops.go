@@ -5,52 +5,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/pflag"
 
 	"scan/internal/backfill"
 	"scan/internal/cli"
 	"scan/internal/ledger"
-	"scan/internal/metrics"
 	"scan/internal/notice"
 	"scan/internal/observe"
 	"scan/internal/provider"
 	"scan/internal/reconcile"
+	"scan/internal/status"
 )
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && isatty.IsTerminal(f.Fd())
-}
-
-// rowsListing is ledger rows as lookup and quarantine print them.
-func rowsListing(rows []ledger.Row, empty string) *cli.Listing {
-	l := &cli.Listing{Empty: empty, Header: []string{"key", "subscription", "kind", "period", "rev", "state", "claimed", "sent", "attempts", "last_error"}}
-	for _, r := range rows {
-		l.Records = append(l.Records, struct {
-			ledger.Row
-			PeriodStart string `json:"period_start"`
-		}{r, r.Period()})
-		sent := "-"
-		if r.SentAt != nil {
-			sent = r.SentAt.UTC().Format(time.RFC3339)
-		}
-		lastErr := "-"
-		if r.LastError != nil {
-			lastErr = *r.LastError
-		}
-		l.Cells = append(l.Cells, []string{notice.Short(r.NoticeKey), r.SubscriptionID, r.Kind, r.Period(), strconv.Itoa(r.Revision),
-			string(r.State), r.ClaimedAt.UTC().Format(time.RFC3339), sent, strconv.Itoa(r.Attempts), lastErr})
-	}
-	return l
-}
 
 var quarantineCommand = command{use: "quarantine", short: "claims with no recorded outcome, oldest first (--older-than D|T, --limit N, -o json|csv|table)",
 	env: envDB, flags: quarantineFlags}
@@ -77,21 +46,11 @@ func cmdQuarantine(ctx context.Context, e *env, older *cli.TimeFlag, limit int, 
 		return err
 	}
 	defer db.Close()
-	before := older.Instant(e.clockNow())
-	// One row more than the limit tells whether the list is cut; only then
-	// is the whole counted.
-	rows, err := ledger.Quarantine(ctx, db, before, limit+1)
+	rows, total, err := status.QuarantineList(ctx, db, older.Instant(e.clockNow()), limit)
 	if err != nil {
 		return err
 	}
-	total := len(rows)
-	if total > limit {
-		rows = rows[:limit]
-		if total, err = ledger.QuarantineCount(ctx, db, before); err != nil {
-			return err
-		}
-	}
-	if err := rowsListing(rows, "quarantine is empty: every claim has a recorded outcome").Print(e.stdout, format); err != nil {
+	if err := status.Rows(rows, "quarantine is empty: every claim has a recorded outcome").Print(e.stdout, format); err != nil {
 		return err
 	}
 	if total <= limit {
@@ -129,10 +88,9 @@ func resolveFlags(fs *pflag.FlagSet) runFunc {
 }
 
 func cmdResolve(ctx context.Context, e *env, a *resolveArgs, pos []string) error {
-	runID, sent, notSent, retry, reason, by := &a.runID, &a.sent, &a.notSent, &a.retry, &a.reason, &a.by
-	if *runID != "" && len(pos) == 0 {
+	if a.runID != "" && len(pos) == 0 {
 		pos = []string{""}
-	} else if len(pos) != 1 || !notice.ValidKey(pos[0]) || *runID != "" {
+	} else if len(pos) != 1 || !notice.ValidKey(pos[0]) || a.runID != "" {
 		return usagef("KEY", "exactly one notice key (64 lower-case hex characters), or --run RUN_ID, is required")
 	}
 	var ruling ledger.Ruling
@@ -140,7 +98,7 @@ func cmdResolve(ctx context.Context, e *env, a *resolveArgs, pos []string) error
 	for _, f := range []struct {
 		set bool
 		r   ledger.Ruling
-	}{{*sent, ledger.RulingSent}, {*notSent, ledger.RulingNotSent}, {*retry, ledger.RulingRetry}} {
+	}{{a.sent, ledger.RulingSent}, {a.notSent, ledger.RulingNotSent}, {a.retry, ledger.RulingRetry}} {
 		if f.set {
 			ruling = f.r
 			n++
@@ -149,17 +107,17 @@ func cmdResolve(ctx context.Context, e *env, a *resolveArgs, pos []string) error
 	if n != 1 {
 		return usagef("decision", "give exactly one of --sent, --not-sent, --retry")
 	}
-	if strings.TrimSpace(*reason) == "" {
+	if strings.TrimSpace(a.reason) == "" {
 		return usagef("--reason", "required: say why, it is recorded with the decision")
 	}
-	who := *by
+	who := a.by
 	if who == "" {
 		who = e.getenv("USER")
 	}
 	if who == "" {
 		return usagef("--by", "required when $USER is not set")
 	}
-	d, err := ledger.NewDecision(ruling, pos[0], who, *reason, e.clockNow().UTC())
+	d, err := ledger.NewDecision(ruling, pos[0], who, a.reason, e.clockNow().UTC())
 	if err != nil {
 		return err
 	}
@@ -169,18 +127,19 @@ func cmdResolve(ctx context.Context, e *env, a *resolveArgs, pos []string) error
 	}
 	defer db.Close()
 	enc := json.NewEncoder(e.stdout)
-	if *runID != "" {
+	change := func(key string, from ledger.State) error {
+		return enc.Encode(map[string]any{"notice_key": key, "from": from, "to": d.To, "by": d.By, "reason": d.Reason, "at": d.At})
+	}
+	if a.runID != "" {
 		// Each change is printed as it is committed, then the count.
-		n, err := ledger.ResolveRun(ctx, db, *runID, d, func(key string, from ledger.State) error {
-			return enc.Encode(map[string]any{"notice_key": key, "from": from, "to": d.To, "by": d.By, "reason": d.Reason, "at": d.At})
-		})
+		n, err := ledger.ResolveRun(ctx, db, a.runID, d, change)
 		if errors.Is(err, ledger.ErrNoClaims) {
-			return fmt.Errorf("resolve: run %q has no claims without an outcome", *runID)
+			return fmt.Errorf("resolve: run %q has no claims without an outcome", a.runID)
 		}
 		if err != nil {
 			return err
 		}
-		return enc.Encode(map[string]any{"run_id": *runID, "resolved": n})
+		return enc.Encode(map[string]any{"run_id": a.runID, "resolved": n})
 	}
 	from, err := ledger.ResolveKey(ctx, db, d)
 	if errors.Is(err, ledger.ErrNotFound) {
@@ -192,7 +151,7 @@ func cmdResolve(ctx context.Context, e *env, a *resolveArgs, pos []string) error
 	if err != nil {
 		return err
 	}
-	return enc.Encode(map[string]any{"notice_key": pos[0], "from": from, "to": d.To, "by": who, "reason": *reason, "at": d.At})
+	return change(pos[0], from)
 }
 
 var reconcileCommand = command{use: "reconcile", short: "settle quarantined claims from provider events (--events FILE|-), an SQS queue (--sqs URL) or the provider's API (--ask P)",
@@ -228,15 +187,11 @@ func cmdReconcile(ctx context.Context, e *env, fs *pflag.FlagSet, src *reconcile
 	if err := checkPushURL(e.getenv("PUSHGATEWAY_URL")); err != nil {
 		return err
 	}
-	var in io.Reader = e.stdin
-	if events != "-" {
-		f, err := os.Open(events)
-		if err != nil {
-			return usagef("--events", "%v", err)
-		}
-		defer f.Close()
-		in = f
+	in, closeIn, err := openEvents(e, events)
+	if err != nil {
+		return err
 	}
+	defer closeIn()
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
@@ -261,13 +216,7 @@ func cmdReconcile(ctx context.Context, e *env, fs *pflag.FlagSet, src *reconcile
 // pushReconcile pushes scan_reconcile_events_total when PUSHGATEWAY_URL
 // is set; a failed push is reported on stderr and never fails the run.
 func pushReconcile(ctx context.Context, e *env, format string, res reconcile.Result) {
-	gw := e.getenv("PUSHGATEWAY_URL")
-	if gw == "" {
-		return
-	}
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), observe.PushTimeout)
-	defer cancel()
-	if err := metrics.PushReconcile(pctx, gw, nil, format, reconcile.MetricLabels(), res.MetricCounts()); err != nil {
+	if err := observe.PushReconcile(ctx, e.getenv("PUSHGATEWAY_URL"), format, res); err != nil {
 		fmt.Fprintf(e.stderr, "scan reconcile: %v (the events were applied)\n", err)
 	}
 }
@@ -298,25 +247,22 @@ func cmdBackfill(ctx context.Context, e *env, fs *pflag.FlagSet, from *string) e
 		return usagef("--from", "%v", err)
 	}
 	defer f.Close()
-	sends, err := backfill.ReadSends(f)
-	if err != nil {
-		return usagef("--from", "%s: %v; nothing was written", *from, err)
-	}
-	// A legacy sender that sent a notice twice wrote it twice: one row.
-	recs := backfill.Unique(sends)
 	k, err := notice.NewKeyer(sec)
 	if err != nil {
 		return err
 	}
-	bs := backfill.Notices(recs, k, pol.MessageIDDomain)
+	b, err := backfill.Prepare(f, k, pol.MessageIDDomain)
+	if err != nil {
+		return usagef("--from", "%s: %v; nothing was written", *from, err)
+	}
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	n, err := backfill.Import(ctx, db, "backfill-"+newRunID(e.clockNow()), bs)
+	rep, err := b.Import(ctx, db, "backfill-"+newRunID(e.clockNow()))
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(e.stdout).Encode(map[string]int{"lines": len(sends), "notices": len(recs), "inserted": n, "already_in_ledger": len(recs) - n})
+	return json.NewEncoder(e.stdout).Encode(rep)
 }

@@ -59,7 +59,7 @@ func cmdPreview(ctx context.Context, e *env, fs *pflag.FlagSet, f *previewFlags)
 	}
 	for _, k := range f.kinds {
 		if _, ok := pol.Kind(k); !ok {
-			return usagef("--kind", "%q is not a kind of the policy (%s)", k, kindNames(pol))
+			return usagef("--kind", "%q is not a kind of the policy (%s)", k, preview.KindNames(pol))
 		}
 	}
 	renderer, err := newRenderer(pol)
@@ -78,14 +78,6 @@ func cmdPreview(ctx context.Context, e *env, fs *pflag.FlagSet, f *previewFlags)
 		return usagef("--out", "required: the directory the sample notices are written to (or give --subscription ID to preview one subscription's notice)")
 	}
 	return previewSamples(e, pol, renderer, f, now)
-}
-
-func kindNames(pol *policy.Policy) string {
-	names := make([]string, len(pol.Notices))
-	for i, k := range pol.Notices {
-		names[i] = k.Kind
-	}
-	return strings.Join(names, ", ")
 }
 
 // previewSubscription prints, for each kind asked (or due now), the
@@ -119,30 +111,13 @@ func previewSubscription(ctx context.Context, e *env, pol *policy.Policy, render
 	if err != nil {
 		return err
 	}
-	if len(previews) == 0 {
-		fmt.Fprintf(e.stderr, "scan: no notice is due now for subscription %q; name a kind with --kind (%s) to see what it would say\n", f.subscription, kindNames(pol))
-		return nil
-	}
-	for i, p := range previews {
-		fmt.Fprintf(e.stderr, "scan: %s: %s\n", p.Kind, preview.Status(p, now))
-		if err := preview.Write(e.stdout, e.stderr, pol, p, i > 0); err != nil {
-			return err
-		}
-	}
-	return nil
+	return preview.Print(e.stdout, e.stderr, pol, f.subscription, previews, now)
 }
 
 // previewSamples writes a sample notice for each kind and locale asked,
 // and prints the paths it wrote.
 func previewSamples(e *env, pol *policy.Policy, renderer *message.Renderer, f *previewFlags, now time.Time) error {
-	kinds, locales := []string(f.kinds), []string(f.locales)
-	if len(kinds) == 0 {
-		kinds = strings.Split(kindNames(pol), ", ")
-	}
-	if len(locales) == 0 {
-		locales = []string{pol.DefaultLocale}
-	}
-	for _, l := range locales {
+	for _, l := range f.locales {
 		if tag, err := language.Parse(l); err != nil || tag == language.Und {
 			return usagef("--locale", "%q is not a BCP 47 language tag such as en or de-AT", l)
 		}
@@ -153,7 +128,7 @@ func previewSamples(e *env, pol *policy.Policy, renderer *message.Renderer, f *p
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return usagef("--out", "cannot create the directory: %v", err)
 	}
-	wrote, err := preview.WriteSamples(f.out, pol, renderer, preview.Samples{Kinds: kinds, Locales: locales, Jurisdiction: f.jurisdiction, Now: now})
+	wrote, err := preview.WriteSamples(f.out, pol, renderer, preview.Samples{Kinds: f.kinds, Locales: f.locales, Jurisdiction: f.jurisdiction, Now: now})
 	for _, path := range wrote {
 		fmt.Fprintln(e.stdout, path)
 	}

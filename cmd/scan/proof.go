@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"scan/internal/ledger"
+	"scan/internal/metrics"
 	"scan/internal/notice"
+	"scan/internal/observe"
 	"scan/internal/proof"
 
 	"github.com/spf13/pflag"
@@ -20,7 +22,7 @@ import (
 // the ledger. Exit 1 when nothing matches or a message does not verify.
 var proofCommand = command{use: "proof",
 	short: "the exact message each notice of a subscription handed over, verified, with a JSON record and a PDF for a dispute (--subscription ID --out DIR); --verify [--sample N] checks kept messages",
-	env:   []string{"DATABASE_URL", "SCAN_CONFIG"}, flags: proofFlags}
+	env:   []string{"DATABASE_URL", "SCAN_CONFIG", "PUSHGATEWAY_URL"}, flags: proofFlags}
 
 // proofArgs are scan proof's flags.
 type proofArgs struct {
@@ -89,8 +91,15 @@ func cmdProof(ctx context.Context, e *env, fs *pflag.FlagSet, a *proofArgs) erro
 
 // proofVerify rebuilds the kept messages of a sample (or every notice, of
 // one period when from is set) and prints the counts: exit 1 on any
-// mismatch.
+// mismatch. With PUSHGATEWAY_URL a completed check pushes its counts
+// (scan_proof_verify_notices, which ScanProofMismatch watches); a failed
+// push is reported on stderr and fails the run, so that the CronJob's
+// alert never silently goes without its data.
 func proofVerify(ctx context.Context, e *env, n int, from time.Time) error {
+	gw := e.getenv("PUSHGATEWAY_URL")
+	if err := checkPushURL(gw); err != nil {
+		return err
+	}
 	db, err := openDB(ctx, e)
 	if err != nil {
 		return err
@@ -106,6 +115,14 @@ func proofVerify(ctx context.Context, e *env, n int, from time.Time) error {
 	}
 	if err := json.NewEncoder(e.stdout).Encode(res); err != nil {
 		return err
+	}
+	if gw != "" {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), observe.PushTimeout)
+		defer cancel()
+		c := metrics.ProofVerifyCounts{Verified: res.Verified, Mismatched: len(res.Mismatched), Missing: res.Missing}
+		if err := metrics.PushProofVerify(pctx, gw, nil, c, e.clockNow()); err != nil {
+			return err
+		}
 	}
 	if len(res.Mismatched) > 0 {
 		return fmt.Errorf("%w: %d of %d kept message(s) do not match their digest: %v", errMismatch, len(res.Mismatched), res.Checked, res.Mismatched)

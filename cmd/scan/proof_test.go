@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"scan/internal/ledger"
+	"scan/internal/metrics/metricstest"
 	"scan/internal/notice"
 	"scan/internal/proof"
 )
@@ -198,12 +199,14 @@ func TestProofOfAnEmailNoticeAfterTheTemplateAndAmountChanged(t *testing.T) {
 	if files, _ := os.ReadDir(out); len(files) != 0 {
 		t.Fatalf("proof wrote %d file(s) for a message that does not verify", len(files))
 	}
-	code, stdout, errOut := f.runIn(nil, "proof", "--verify")
+	gw := metricstest.New(t)
+	code, stdout, errOut := f.runIn([]string{"PUSHGATEWAY_URL=" + gw.URL}, "proof", "--verify")
 	var check ledger.MessageCheck
 	if err := json.Unmarshal([]byte(stdout), &check); err != nil || code != 1 || check.Checked != 2 || check.Verified != 1 ||
 		len(check.Mismatched) != 1 || check.Mismatched[0] != notice.Short(key2) {
 		t.Fatalf("verify: exit %d, %s (%v), %s", code, stdout, err, errOut)
 	}
+	wantVerifyPush(t, gw, 1, 1)
 	if code, stdout, _ := f.runIn(nil, "proof", "--verify", "--sample", "1"); code == 2 || !strings.Contains(stdout, `"checked":1`) {
 		t.Fatalf("verify --sample 1: exit %d, %s", code, stdout)
 	}

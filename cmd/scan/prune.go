@@ -41,29 +41,27 @@ func pruneFlags(fs *pflag.FlagSet) runFunc {
 }
 
 func cmdPrune(ctx context.Context, e *env, fs *pflag.FlagSet, a *pruneArgs) error {
-	older, dry, config, lockTimeout, nowFlag := a.older, &a.dry, &a.config, &a.lockTimeout, &a.now
-	if *lockTimeout <= 0 {
+	if a.lockTimeout <= 0 {
 		return usagef("--lock-timeout", "must be positive")
 	}
-	now, err := e.now(*nowFlag)
+	now, err := e.now(a.now)
 	if err != nil {
 		return err
 	}
-	pol, err := loadPolicy(e, fs, *config)
+	pol, err := loadPolicy(e, fs, a.config)
 	if err != nil {
 		return err
 	}
 	horizon := time.Duration(pol.Retention)
-	if older.Given() {
-		horizon = older.Ago(now)
+	if a.older.Given() {
+		horizon = a.older.Ago(now)
 	}
-	if min := pol.MinRetention(); horizon < min {
+	if err := pol.CheckRetention(horizon); err != nil {
 		field := "--older-than"
-		if !older.Given() {
+		if !a.older.Given() {
 			field = "retention"
 		}
-		return usagef(field, "%s is shorter than the longest notice window's lead (%s) plus a safety margin of %s: periods that young may still be claimed, and a pass would send their notices again; use at least %s",
-			policy.FormatDuration(horizon), policy.FormatDuration(pol.LongestLead()), policy.FormatDuration(policy.PruneMargin), policy.FormatDuration(min))
+		return usagef(field, "%v", err)
 	}
 	before := now.Add(-horizon)
 	db, err := openDB(ctx, e)
@@ -71,7 +69,7 @@ func cmdPrune(ctx context.Context, e *env, fs *pflag.FlagSet, a *pruneArgs) erro
 		return err
 	}
 	defer db.Close()
-	res, err := ledger.Prune(ctx, db, ledger.PruneOptions{Before: before, DryRun: *dry, LockTimeout: *lockTimeout})
+	res, err := ledger.Prune(ctx, db, ledger.PruneOptions{Before: before, DryRun: a.dry, LockTimeout: a.lockTimeout})
 	var ce *ledger.ClaimedError
 	if errors.As(err, &ce) {
 		return usagef("prune", "%s; nothing was removed", ce.Error())
@@ -88,5 +86,5 @@ func cmdPrune(ctx context.Context, e *env, fs *pflag.FlagSet, a *pruneArgs) erro
 		Evidence    int64              `json:"evidence_removed"`
 		Shadow      int64              `json:"shadow_removed"`
 		Messages    int64              `json:"messages_removed"` // proof of notice (docs/proof.md)
-	}{policy.FormatDuration(horizon), before.Format("2006-01-02"), *dry, res.Removed, res.Resolutions, res.Evidence, res.Shadow, res.Messages})
+	}{policy.FormatDuration(horizon), before.Format("2006-01-02"), a.dry, res.Removed, res.Resolutions, res.Evidence, res.Shadow, res.Messages})
 }

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -43,8 +41,11 @@ func cmdReceive(ctx context.Context, e *env, fs *pflag.FlagSet, listen *string, 
 	if err != nil {
 		return err
 	}
-	cfg := receive.Config{Log: log, Now: e.clockNow, MaxInFlight: *inFlight}
-	providers, err := receiveConfig(e, &cfg)
+	eps, err := registry.Webhooks(e.getenv)
+	var ce *receive.ConfigError
+	if errors.As(err, &ce) {
+		return usagef(ce.Field, "%s", ce.Msg)
+	}
 	if err != nil {
 		return err
 	}
@@ -57,8 +58,7 @@ func cmdReceive(ctx context.Context, e *env, fs *pflag.FlagSet, listen *string, 
 	// connection for each.
 	db.SetMaxOpenConns(*inFlight)
 	db.SetMaxIdleConns(*inFlight)
-	cfg.DB = db
-	srv, err := receive.New(cfg)
+	srv, err := receive.New(receive.Config{DB: db, Log: log, Now: e.clockNow, MaxInFlight: *inFlight, Endpoints: eps})
 	if err != nil {
 		return err
 	}
@@ -67,37 +67,5 @@ func cmdReceive(ctx context.Context, e *env, fs *pflag.FlagSet, listen *string, 
 		return err
 	}
 	defer stopProfile()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	log.Info().Str("addr", ln.Addr().String()).Strs("providers", providers).Msg("scan receive: listening")
-	return srv.Serve(ctx, ln, *grace)
-}
-
-// receiveConfig fills cfg's endpoints from the environment, each
-// provider reading its own settings (registry.Endpoints), validates them
-// without I/O and returns the providers it configures; a mistake is a
-// usage error naming the variable, and so is no provider at all.
-func receiveConfig(e *env, cfg *receive.Config) ([]string, error) {
-	eps, err := registry.Endpoints(e.getenv)
-	var ce *receive.ConfigError
-	if errors.As(err, &ce) {
-		return nil, usagef(ce.Field, "%s", ce.Msg)
-	}
-	if err != nil {
-		return nil, err
-	}
-	cfg.Endpoints = eps
-	var providers []string
-	for _, ep := range eps {
-		if ep.Verify != nil {
-			providers = append(providers, ep.Name)
-		}
-	}
-	if len(providers) == 0 {
-		return nil, usagef(strings.Join(registry.WebhookVars(), ", "),
-			"none is set: configure at least one provider's endpoint (an endpoint without its secret accepts nothing)")
-	}
-	return providers, nil
+	return srv.ListenAndServe(ctx, addr, *grace)
 }

@@ -49,13 +49,7 @@ func reconcileAsk(ctx context.Context, e *env, src *reconcileSources, by string)
 	if res.Cut {
 		fmt.Fprintf(e.stderr, "scan reconcile: asked about %d claims, the oldest the provider still keeps a record of; run it again for the rest\n", res.Asked)
 	}
-	events := map[string]int{}
-	for _, k := range ledger.EventKinds {
-		events[string(k)] = res.Events[k]
-	}
-	return out.Encode(map[string]any{"ask": src.ask, "asked": res.Asked, "answered": res.Answered, "not_found": res.NotFound,
-		"pending": res.Pending, "unknown": res.Unknown, "settled": res.Settled, "already_settled": res.Unchanged,
-		"stale": res.Stale, "events": events})
+	return out.Encode(res.Summary(src.ask))
 }
 
 // newAskProvider builds the provider --ask names from its environment

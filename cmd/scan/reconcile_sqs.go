@@ -113,8 +113,5 @@ func reconcileSQS(ctx context.Context, e *env, fs *pflag.FlagSet, src *reconcile
 	if err != nil {
 		return err
 	}
-	sum := res.Result.Summary(format)
-	sum["sqs"] = map[string]any{"receives": res.Receives, "received": res.Received, "deleted": res.Deleted,
-		"kept": res.Kept, "delete_failed": res.DeleteFailed, "stop": res.Stop}
-	return out.Encode(sum)
+	return out.Encode(res.Summary(format))
 }

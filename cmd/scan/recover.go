@@ -68,7 +68,7 @@ func cmdRecover(ctx context.Context, e *env, f recoverFlags) error {
 			return err
 		}
 	}
-	in, closeIn, err := f.input(e)
+	in, closeIn, err := openEvents(e, f.events)
 	if err != nil {
 		return err
 	}
@@ -118,15 +118,15 @@ func (f *recoverFlags) validate(e *env) (time.Time, error) {
 	return since, nil
 }
 
-// input opens --events (nil without it).
-func (f *recoverFlags) input(e *env) (io.Reader, func(), error) {
-	switch f.events {
+// openEvents opens --events, a file or stdin for "-" (nil for "").
+func openEvents(e *env, events string) (io.Reader, func(), error) {
+	switch events {
 	case "":
 		return nil, func() {}, nil
 	case "-":
 		return e.stdin, func() {}, nil
 	}
-	fh, err := os.Open(f.events)
+	fh, err := os.Open(events)
 	if err != nil {
 		return nil, nil, usagef("--events", "%v", err)
 	}

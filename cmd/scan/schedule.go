@@ -3,16 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"scan/internal/ledger"
+	"scan/internal/job"
 	"scan/internal/policy"
-	"scan/internal/scan"
 	"scan/internal/schedule"
-	"scan/internal/subscription"
 )
 
 // cmdSchedule runs passes in-process on a cron schedule, one at a time,
@@ -45,7 +42,7 @@ func cmdSchedule(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags, ex
 	if *expr == "" {
 		*expr = ps.pol.Schedule
 	}
-	ps.schedule = *expr // the quiet hours count on the passes to come
+	ps.job.Schedule = *expr // the quiet hours count on the passes to come
 	sched, err := policy.ParseSchedule(*expr)
 	if err != nil {
 		return usagef("--cron", "%v", err)
@@ -65,21 +62,14 @@ func cmdSchedule(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags, ex
 		Log:      log,
 		Clock:    e.clock,
 		RunPass: func(ctx context.Context, now time.Time) error {
-			var sum scan.Summary
-			sc, obs, closeSender, err := ps.newPass(ctx, e, db, f, now)
-			if err == nil {
-				sum, err = obs.Run(ctx, sc)
-				closeSender()
-			}
+			sum, err := ps.job.Run(ctx, db, now)
 			// Printed even for a pass that could not start, as an empty
 			// summary, so that every firing that ran shows on stdout.
 			_ = enc.Encode(sum)
-			var ce *scan.ConfigError
-			var se *subscription.ConfigError
 			// A refusal (the ledger's database restored or failed over)
 			// ends the scheduler with exit 4, as `scan run`: no later
 			// firing can pass before `scan recover`.
-			if errors.As(err, &ce) || errors.As(err, &se) || errors.Is(err, ledger.ErrRestored) {
+			if job.Final(err) {
 				return schedule.Stop(err)
 			}
 			if ctx.Err() != nil {

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -22,11 +20,8 @@ func statusFlags(fs *pflag.FlagSet) runFunc {
 	return func(ctx context.Context, e *env, _ []string) error { return cmdStatus(ctx, e, out) }
 }
 
-// errNeedsPerson ends `scan status` with exit 1 when something needs a
-// person, after the status was printed, so that it can serve as a probe.
-var errNeedsPerson = errors.New("status: needs a person")
-
-// cmdStatus prints the ledger's status (internal/status): read-only.
+// cmdStatus prints the ledger's status (internal/status): read-only. It
+// ends with exit 1 when something needs a person (Status.Err).
 func cmdStatus(ctx context.Context, e *env, out *cli.Output) error {
 	format, err := outputFormat(e, out)
 	if err != nil {
@@ -49,8 +44,8 @@ func cmdStatus(ctx context.Context, e *env, out *cli.Output) error {
 	} else {
 		err = status.WriteTable(e.stdout, s)
 	}
-	if err != nil || len(s.Problems) == 0 {
+	if err != nil {
 		return err
 	}
-	return errors.Join(errNeedsPerson, errors.New(strings.Join(s.Problems, "; ")))
+	return s.Err()
 }

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
-	"time"
 
 	"scan/internal/cli"
-	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/suppress"
 
@@ -45,21 +43,20 @@ func suppressOneFlags(fs *pflag.FlagSet, verb string) runFunc {
 }
 
 // suppressOne adds or removes one address.
-func suppressOne(ctx context.Context, e *env, verb, emailArg, phoneArg, reasonArg string) error {
-	email, phone, reason := &emailArg, &phoneArg, &reasonArg
-	channel, raw := notice.ChannelEmail, *email
+func suppressOne(ctx context.Context, e *env, verb, email, phone, reason string) error {
+	channel, raw := notice.ChannelEmail, email
 	switch {
-	case (*email == "") == (*phone == ""):
+	case (email == "") == (phone == ""):
 		return usagef("--email", "give exactly one of --email ADDR or --phone NUMBER")
-	case *phone != "":
-		channel, raw = notice.ChannelSMS, *phone
+	case phone != "":
+		channel, raw = notice.ChannelSMS, phone
 	}
 	norm, ok := suppress.Normalize(channel, raw)
 	if !ok {
 		field := map[string]string{notice.ChannelEmail: "--email", notice.ChannelSMS: "--phone"}[channel]
 		return usagef(field, "not a usable %s address (a phone number must be E.164, e.g. +14155550100)", channel)
 	}
-	if strings.TrimSpace(*reason) == "" {
+	if strings.TrimSpace(reason) == "" {
 		return usagef("--reason", "required: say why; it is recorded")
 	}
 	k, err := suppressKeys(e)
@@ -71,7 +68,7 @@ func suppressOne(ctx context.Context, e *env, verb, emailArg, phoneArg, reasonAr
 		return err
 	}
 	defer db.Close()
-	out, err := suppress.Change(ctx, db, k, verb == "remove", channel, norm, *reason, e.clockNow().UTC())
+	out, err := suppress.Change(ctx, db, k, verb == "remove", channel, norm, reason, e.clockNow().UTC())
 	if err != nil {
 		return err
 	}
@@ -86,12 +83,11 @@ func suppressListFlags(fs *pflag.FlagSet) runFunc {
 	return func(ctx context.Context, e *env, _ []string) error { return suppressList(ctx, e, limit, onlyPrev, out) }
 }
 
-// suppressList prints the entries without addresses: the digest's first
-// 12 hex characters tell entries apart. With NOTICE_KEY_SECRET set, each
-// says which secret keys it ("key": current, previous (one of
-// NOTICE_KEY_SECRET_PREVIOUS), other or unknown); --previous prints only
-// those still keyed under a previous secret, the ones a rotation has not
-// yet re-keyed.
+// suppressList prints the entries without addresses (suppress.List).
+// With NOTICE_KEY_SECRET set, each says which secret keys it ("key":
+// current, previous (one of NOTICE_KEY_SECRET_PREVIOUS), other or
+// unknown); --previous prints only those still keyed under a previous
+// secret. The counts per channel and per key go to stderr.
 func suppressList(ctx context.Context, e *env, limit *int, onlyPrev *bool, out *cli.Output) error {
 	format, err := outputFormat(e, out)
 	if err != nil {
@@ -109,17 +105,9 @@ func suppressList(ctx context.Context, e *env, limit *int, onlyPrev *bool, out *
 		return err
 	}
 	defer db.Close()
-	var list []ledger.Suppressed
-	if !*onlyPrev || len(prevIDs) > 0 {
-		if list, err = ledger.SuppressionList(ctx, db, *limit, prevIDs...); err != nil {
-			return err
-		}
-	}
-	l := &cli.Listing{Header: []string{"channel", "digest", "reason", "source", "notice_key", "created_at", "key"}, Empty: "the suppression list is empty"}
-	for _, s := range list {
-		key := label(s.KeyID)
-		l.Records = append(l.Records, listedEntry{s, key})
-		l.Cells = append(l.Cells, []string{s.Channel, s.Digest, s.Reason, s.Source, s.NoticeKey, s.CreatedAt.UTC().Format(time.RFC3339), key})
+	l, err := suppress.List(ctx, db, *limit, label, prevIDs, *onlyPrev)
+	if err != nil {
+		return err
 	}
 	if err := l.Print(e.stdout, format); err != nil {
 		return err
@@ -129,12 +117,6 @@ func suppressList(ctx context.Context, e *env, limit *int, onlyPrev *bool, out *
 		return err
 	}
 	return json.NewEncoder(e.stderr).Encode(map[string]any{"total": total, "by_key": byKey})
-}
-
-// listedEntry is an entry as `scan suppress list` prints it.
-type listedEntry struct {
-	ledger.Suppressed
-	Key string `json:"key,omitempty"`
 }
 
 // keyLabels returns suppress.Keys.Labels ("" for every key without
@@ -178,11 +160,7 @@ func suppressImport(ctx context.Context, e *env, from, channel, reason *string) 
 		return usagef("--from", "%v", err)
 	}
 	defer f.Close()
-	dflt := *reason
-	if dflt == "" {
-		dflt = "imported"
-	}
-	res, err := suppress.Read(f, *channel, dflt, k.Current)
+	res, err := suppress.Read(f, *channel, *reason, k.Current)
 	if err != nil {
 		return usagef("--from", "%s: %v; nothing was written", *from, err)
 	}

@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"strconv"
-	"time"
 
 	"scan/internal/cli"
 	"scan/internal/ledger"
-	"scan/internal/metrics"
+	"scan/internal/observe"
+	"scan/internal/status"
 
 	"github.com/spf13/pflag"
 )
@@ -46,20 +45,8 @@ func cmdUndelivered(ctx context.Context, e *env, since *cli.TimeFlag, limit int,
 	if err != nil {
 		return err
 	}
-	if gw := e.getenv("PUSHGATEWAY_URL"); gw != "" {
-		byReason := map[string]int{}
-		for _, u := range list {
-			byReason[u.Reason]++
-		}
-		if err := metrics.PushUndelivered(ctx, gw, nil, ledger.UndeliveredReasons, byReason); err != nil {
-			return err
-		}
+	if err := observe.PushUndelivered(ctx, e.getenv("PUSHGATEWAY_URL"), list); err != nil {
+		return err
 	}
-	l := &cli.Listing{Header: []string{"subscription_id", "kind", "period_start", "revision", "channels", "reason", "at"},
-		Empty: "no undelivered notices"}
-	for _, u := range list {
-		l.Records = append(l.Records, u)
-		l.Cells = append(l.Cells, []string{u.SubscriptionID, u.Kind, u.PeriodStart, strconv.Itoa(u.Revision), u.Channels, u.Reason, u.At.UTC().Format(time.RFC3339)})
-	}
-	return l.Print(e.stdout, format)
+	return status.Undelivered(list).Print(e.stdout, format)
 }

@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"context"
+	"io"
 
 	"github.com/jmoiron/sqlx"
 
@@ -36,4 +37,40 @@ func Import(ctx context.Context, db *sqlx.DB, runID string, bs []ledger.Backfill
 		return err
 	})
 	return inserted, err
+}
+
+// Batch is a validated file's notices (Prepare), ready to Import.
+type Batch struct {
+	Sends   int                 // the file's lines of sends
+	Notices []ledger.Backfilled // one per notice (Unique), keyed
+}
+
+// Prepare reads and validates the whole file r (ReadSends; a bad line is
+// a *LineError and nothing should be written), keeps one record per
+// notice (a legacy sender that sent a notice twice wrote it twice: one
+// row) and keys them (Notices).
+func Prepare(r io.Reader, k *notice.Keyer, messageIDDomain string) (Batch, error) {
+	sends, err := ReadSends(r)
+	if err != nil {
+		return Batch{}, err
+	}
+	return Batch{Sends: len(sends), Notices: Notices(Unique(sends), k, messageIDDomain)}, nil
+}
+
+// Report is what `scan backfill` prints: the file's lines, its notices,
+// those inserted and those the ledger already held.
+type Report struct {
+	AlreadyInLedger int `json:"already_in_ledger"`
+	Inserted        int `json:"inserted"`
+	Lines           int `json:"lines"`
+	Notices         int `json:"notices"`
+}
+
+// Import writes b as run runID (Import) and reports what it did.
+func (b Batch) Import(ctx context.Context, db *sqlx.DB, runID string) (Report, error) {
+	n, err := Import(ctx, db, runID, b.Notices)
+	if err != nil {
+		return Report{}, err
+	}
+	return Report{AlreadyInLedger: len(b.Notices) - n, Inserted: n, Lines: b.Sends, Notices: len(b.Notices)}, nil
 }

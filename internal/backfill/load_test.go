@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -143,5 +144,31 @@ func TestImportIsAllOrNothing(t *testing.T) {
 	bs[1200].SubscriptionID = "sub_1200"
 	if n, err := backfill.Import(ctx, db, "backfill-2", bs); err != nil || n != 1500 {
 		t.Fatalf("import: %d, %v", n, err)
+	}
+}
+
+// Prepare keeps one row per notice of a file that lists a send twice,
+// and the Report counts the file's lines, its notices, what was inserted
+// and what the ledger already held; a bad line is a *LineError.
+func TestPrepareAndReport(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := setup(t)
+	file := "subscription_id,period_start,kind,revision,sent_at\n" +
+		"sub_1,2027-01-01,renewal_notice_t72,0,2026-12-29T09:00:00Z\n" +
+		"sub_1,2027-01-01,renewal_notice_t72,0,2026-12-29T08:00:00Z\n" +
+		"sub_2,2027-01-01,renewal_notice_t72,,2026-12-29T09:00:00Z\n"
+	b, err := backfill.Prepare(strings.NewReader(file), keyer(t), "n.example.com")
+	if err != nil || b.Sends != 3 || len(b.Notices) != 2 || b.Notices[0].SentAt.Hour() != 8 {
+		t.Fatalf("prepare: %+v, %v", b, err)
+	}
+	for i, want := range []backfill.Report{{Inserted: 2, Lines: 3, Notices: 2}, {AlreadyInLedger: 2, Lines: 3, Notices: 2}} {
+		if rep, err := b.Import(ctx, db, fmt.Sprintf("backfill-%d", i)); err != nil || rep != want {
+			t.Fatalf("import %d: %+v, %v; want %+v", i, rep, err, want)
+		}
+	}
+	var le *backfill.LineError
+	if _, err := backfill.Prepare(strings.NewReader("sub_1,2027-01-01\n"), keyer(t), "n.example.com"); !errors.As(err, &le) || le.Line != 1 {
+		t.Fatalf("a short line: %v", err)
 	}
 }

@@ -788,6 +788,16 @@ func (p *Policy) LongestWindow() time.Duration {
 // notice whose window is still open, and a pass would then send it again.
 func (p *Policy) MinRetention() time.Duration { return p.LongestLead() + PruneMargin }
 
+// CheckRetention refuses a horizon of `scan prune` shorter than
+// MinRetention, saying why and what the shortest is.
+func (p *Policy) CheckRetention(horizon time.Duration) error {
+	if min := p.MinRetention(); horizon < min {
+		return fmt.Errorf("%s is shorter than the longest notice window's lead (%s) plus a safety margin of %s: periods that young may still be claimed, and a pass would send their notices again; use at least %s",
+			FormatDuration(horizon), FormatDuration(p.LongestLead()), FormatDuration(PruneMargin), FormatDuration(min))
+	}
+	return nil
+}
+
 // Kind returns the kind named k.
 func (p *Policy) Kind(k string) (Kind, bool) {
 	for _, n := range p.Notices {

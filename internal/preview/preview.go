@@ -55,7 +55,8 @@ func HeadersAndText(m *notice.Message) []byte {
 }
 
 // Samples are the sample notices to write: each kind in each locale, in
-// one jurisdiction ("" for none), rendered at Now.
+// one jurisdiction ("" for none), rendered at Now. No kinds is every kind
+// of the policy, no locales its default locale.
 type Samples struct {
 	Kinds, Locales []string
 	Jurisdiction   string
@@ -72,6 +73,7 @@ type Renderer interface {
 // and .html, and returns the paths of the .eml files it wrote.
 func WriteSamples(dir string, pol *policy.Policy, r Renderer, s Samples) ([]string, error) {
 	var wrote []string
+	s = s.orDefaults(pol)
 	for _, k := range s.Kinds {
 		for _, l := range s.Locales {
 			n, err := SampleNotice(pol, Sample{Kind: k, Locale: l, Jurisdiction: s.Jurisdiction}, s.Now)

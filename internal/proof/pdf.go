@@ -6,43 +6,94 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-fonts/dejavu/dejavusans"
 	"github.com/go-pdf/fpdf"
+	"golang.org/x/text/encoding/charmap"
 )
 
 // maxPDF is Stripe's limit for a dispute's evidence file.
 const maxPDF = 5 << 20
 
+// fontUnicode is the family of DejaVu Sans, the TrueType font a PDF whose
+// text Windows-1252 cannot hold is set in: embedded as a subset of the
+// glyphs the page uses (fpdf's UTF-8 fonts), so names, currencies (₹ zł ₽
+// ₺), Greek and Cyrillic print as the customer read them. No CJK, Indic
+// or Thai glyphs, and Arabic and Hebrew are not shaped: docs/proof.md.
+const fontUnicode = "DejaVuSans"
+
+// face is the fonts one PDF is set in, each a family and a style, and the
+// translation its strings need.
+type face struct {
+	bold, regular, mono [2]string
+	tr                  func(string) string
+}
+
+// faceFor chooses the fonts for a PDF of texts: the core fonts (Helvetica,
+// Courier: nothing embedded, under 0.5 ms) when Windows-1252 holds every
+// character, as it does for English, German, French, Spanish and the other
+// Western European notices; else DejaVu Sans, one font for every part
+// (parsing and subsetting it costs about 6 ms of CPU, each further font as
+// much again).
+func faceFor(pdf *fpdf.Fpdf, texts ...string) face {
+	if cp1252(texts...) {
+		return face{bold: [2]string{"Helvetica", "B"}, regular: [2]string{"Helvetica", ""}, mono: [2]string{"Courier", ""},
+			tr: pdf.UnicodeTranslatorFromDescriptor("")}
+	}
+	pdf.AddUTF8FontFromBytes(fontUnicode, "", dejavusans.TTF)
+	u := [2]string{fontUnicode, ""}
+	return face{bold: u, regular: u, mono: u, tr: func(s string) string { return s }}
+}
+
+// cp1252 reports whether Windows-1252 (the core fonts' encoding) holds
+// every character of texts.
+func cp1252(texts ...string) bool {
+	for _, t := range texts {
+		for _, r := range t {
+			if _, ok := charmap.Windows1252.EncodeRune(r); !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // renderPDF lays rec out for a dispute analyst: what was sent, to whom
 // (masked), when and by which provider, its delivery confirmation, the
 // window and legal lead it satisfied, the notice's text and the digest.
-// Core fonts only (no font file embedded): a few kilobytes. They take
-// Latin-1 (cp1252); other characters print as '?'.
 func renderPDF(rec Record) ([]byte, error) {
 	pdf := fpdf.New("P", "mm", "A4", "")
+	title := fmt.Sprintf("Proof of notice: %s for subscription %s", rec.Kind, rec.SubscriptionID)
+	fields, text := pdfFields(rec), strings.TrimSpace(rec.text)
+	texts := []string{title, text}
+	for _, f := range fields {
+		texts = append(texts, f[0], f[1])
+	}
+	fc := faceFor(pdf, texts...)
 	pdf.SetMargins(18, 16, 18)
 	pdf.SetAutoPageBreak(true, 16)
 	pdf.SetCreationDate(rec.GeneratedAt)
 	pdf.SetModificationDate(rec.GeneratedAt)
 	pdf.SetTitle("Proof of notice "+rec.KeyPrefix, true)
-	tr := pdf.UnicodeTranslatorFromDescriptor("")
 	pdf.AddPage()
-	pdf.SetFont("Helvetica", "B", 15)
-	pdf.MultiCell(0, 7, tr(fmt.Sprintf("Proof of notice: %s for subscription %s", rec.Kind, rec.SubscriptionID)), "", "L", false)
-	pdf.SetFont("Helvetica", "", 9)
-	pdf.MultiCell(0, 5, tr("The message below is the exact message handed to the provider, rebuilt from the notice ledger; its SHA-256 matches the digest the ledger recorded when it was sent."), "", "L", false)
+	pdf.SetFont(fc.bold[0], fc.bold[1], 14)
+	pdf.MultiCell(0, 7, fc.tr(title), "", "L", false)
+	pdf.SetFont(fc.regular[0], fc.regular[1], 8.5)
+	pdf.MultiCell(0, 4.6, fc.tr("The message below is the exact message handed to the provider, rebuilt from the notice ledger; its SHA-256 matches the digest the ledger recorded when it was sent."), "", "L", false)
 	pdf.Ln(2)
-	for _, f := range pdfFields(rec) {
-		pdf.SetFont("Helvetica", "B", 9)
-		pdf.CellFormat(52, 5, tr(f[0]), "", 0, "L", false, 0, "")
-		pdf.SetFont("Helvetica", "", 9)
-		pdf.MultiCell(0, 5, tr(f[1]), "", "L", false)
+	for _, f := range fields {
+		pdf.SetFont(fc.bold[0], fc.bold[1], 8.5)
+		pdf.SetTextColor(70, 70, 70)
+		pdf.CellFormat(52, 4.6, fc.tr(f[0]), "", 0, "L", false, 0, "")
+		pdf.SetFont(fc.regular[0], fc.regular[1], 8.5)
+		pdf.SetTextColor(0, 0, 0)
+		pdf.MultiCell(0, 4.6, fc.tr(f[1]), "", "L", false)
 	}
 	pdf.Ln(3)
-	pdf.SetFont("Helvetica", "B", 11)
-	pdf.CellFormat(0, 6, tr("The notice as the customer received it (text part)"), "B", 1, "L", false, 0, "")
+	pdf.SetFont(fc.bold[0], fc.bold[1], 10.5)
+	pdf.CellFormat(0, 6, fc.tr("The notice as the customer received it (text part)"), "B", 1, "L", false, 0, "")
 	pdf.Ln(1)
-	pdf.SetFont("Courier", "", 8.5)
-	pdf.MultiCell(0, 4, tr(strings.TrimSpace(rec.text)), "", "L", false)
+	pdf.SetFont(fc.mono[0], fc.mono[1], 8)
+	pdf.MultiCell(0, 4, fc.tr(text), "", "L", false)
 	if err := pdf.Error(); err != nil {
 		return nil, err
 	}

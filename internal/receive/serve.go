@@ -49,3 +49,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	s.cfg.Log.Info().Msg("scan receive: drained")
 	return nil
 }
+
+// ListenAndServe listens on addr (host:port), logs the address and the
+// providers it serves (Configured), and serves there (Serve).
+func (s *Server) ListenAndServe(ctx context.Context, addr string, grace time.Duration) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	s.cfg.Log.Info().Str("addr", ln.Addr().String()).Strs("providers", s.Configured()).Msg("scan receive: listening")
+	return s.Serve(ctx, ln, grace)
+}

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -211,6 +212,19 @@ func (s *Status) readRecovery(ctx context.Context, db sqlx.QueryerContext) error
 		return err
 	}
 	return nil
+}
+
+// ErrNeedsPerson is what Err wraps: `scan status` ends with it (exit 1)
+// after the status was printed, so that it can serve as a probe.
+var ErrNeedsPerson = errors.New("status: needs a person")
+
+// Err is nil when nothing needs a person, else ErrNeedsPerson joined with
+// the Problems, in one line.
+func (s Status) Err() error {
+	if len(s.Problems) == 0 {
+		return nil
+	}
+	return errors.Join(ErrNeedsPerson, errors.New(strings.Join(s.Problems, "; ")))
 }
 
 // NeedsPerson lists what needs a person now, each in one line: a claim in

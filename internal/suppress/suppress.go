@@ -58,10 +58,13 @@ type Result struct {
 
 // Read parses a CSV export with a header row for channel and returns its
 // entries, each with source ledger.SuppressedByImport and the row's
-// reason (else defaultReason). A row whose address is not usable is
+// reason (else defaultReason; "" is "imported"). A row whose address is not usable is
 // listed in Invalid by line number (never by address) and skipped; a
 // header without an address column is ErrNoAddressColumn.
 func Read(r io.Reader, channel, defaultReason string, h *notice.AddressHasher) (Result, error) {
+	if defaultReason == "" {
+		defaultReason = "imported"
+	}
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
 	cr.TrimLeadingSpace = true

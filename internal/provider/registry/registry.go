@@ -116,6 +116,24 @@ func Endpoints(getenv func(string) string) ([]receive.Endpoint, error) {
 	return eps, nil
 }
 
+// Webhooks returns the endpoints of `scan receive` (Endpoints) when at
+// least one provider's is configured; none at all is a
+// *receive.ConfigError naming every setting that would turn one on (an
+// endpoint without its secret accepts nothing).
+func Webhooks(getenv func(string) string) ([]receive.Endpoint, error) {
+	eps, err := Endpoints(getenv)
+	if err != nil {
+		return nil, err
+	}
+	for _, ep := range eps {
+		if ep.Verify != nil {
+			return eps, nil
+		}
+	}
+	return nil, &receive.ConfigError{Field: strings.Join(WebhookVars(), ", "),
+		Msg: "none is set: configure at least one provider's endpoint (an endpoint without its secret accepts nothing)"}
+}
+
 // WebhookVars lists the settings that turn each provider's endpoint on.
 func WebhookVars() []string {
 	var vs []string

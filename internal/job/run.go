@@ -1,0 +1,35 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"scan/internal/ledger"
+	"scan/internal/scan"
+	"scan/internal/subscription"
+)
+
+// Run builds one pass at now (Pass), runs it under its observer and
+// closes its sender: one firing of `scan schedule`. A pass that could
+// not start returns the zero Summary with the error.
+func (c *Config) Run(ctx context.Context, db *sqlx.DB, now time.Time) (scan.Summary, error) {
+	sc, obs, closeSender, err := c.Pass(ctx, db, now)
+	if err != nil {
+		return scan.Summary{}, err
+	}
+	defer closeSender()
+	return obs.Run(ctx, sc)
+}
+
+// Final reports whether err ends a job rather than one pass: a
+// configuration error (the policy, the source relation) or a refusal
+// (the ledger's database restored or failed over), which no later pass
+// can get past before a person acts (`scan recover` for a refusal).
+func Final(err error) bool {
+	var ce *scan.ConfigError
+	var se *subscription.ConfigError
+	return errors.As(err, &ce) || errors.As(err, &se) || errors.Is(err, ledger.ErrRestored)
+}
