@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"net"
 	"time"
 
@@ -42,10 +41,6 @@ func cmdReceive(ctx context.Context, e *env, fs *pflag.FlagSet, listen *string, 
 		return err
 	}
 	eps, err := registry.Webhooks(e.getenv)
-	var ce *receive.ConfigError
-	if errors.As(err, &ce) {
-		return usagef(ce.Field, "%s", ce.Msg)
-	}
 	if err != nil {
 		return err
 	}
