@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -13,11 +12,6 @@ import (
 	"scan/internal/ledger"
 	"scan/internal/reconcile"
 )
-
-// defaultDrainBudget is --max-duration of `scan reconcile --sqs`: a
-// little less than the CronJob's 5-minute period, so that one drain ends
-// before the next is due (concurrencyPolicy: Forbid would skip it).
-const defaultDrainBudget = 4 * time.Minute
 
 // sources are the flags of `scan reconcile` that name where the evidence
 // comes from; --older-than is the CLI's time flag.
@@ -29,10 +23,10 @@ type sources struct {
 func sourceFlags(fs *pflag.FlagSet) *sources {
 	s := &sources{olderThan: cli.NewTimeFlag("15m")}
 	fs.StringVar(&s.SQS, "sqs", "", "drain this SQS queue (its URL) of SES events, SNS-enveloped or raw; each message is deleted once what it said is committed")
-	fs.DurationVar(&s.Budget, "receive-for", defaultDrainBudget, "with --sqs: stop receiving after this long (0: only when the queue is empty)")
+	fs.DurationVar(&s.Budget, "receive-for", drain.DefaultBudget, "with --sqs: stop receiving after this long (0: only when the queue is empty)")
 	// --max-duration is the pass's budget in scan run; here it was the
 	// receive time. The old spelling still works, hidden.
-	fs.DurationVar(&s.Budget, "max-duration", defaultDrainBudget, "the same as --receive-for")
+	fs.DurationVar(&s.Budget, "max-duration", drain.DefaultBudget, "the same as --receive-for")
 	_ = fs.MarkHidden("max-duration")
 	fs.StringVar(&s.Ask, "ask", "", "ask this provider's API (postmark, mailgun, sendgrid) about each claim in quarantine")
 	fs.Var(s.olderThan, "older-than", "with --ask: only claims older than this: a duration (15m, 2d) or an RFC 3339 instant")
