@@ -54,7 +54,39 @@ package ledger
 // of them is re-recorded under the claim's current digest, with key id
 // $24 (hex), by rekey, rekeyed and unkeyed, and the claim is listed. With
 // $23 false (no previous secret) they are folded away at plan time.
-const noticeClaim = `
+const noticeClaim = noticeClaimRows + `
+ON CONFLICT DO NOTHING` + noticeClaimReturning
+
+// noticeClaimUnseen is noticeClaim without ON CONFLICT: a row whose key,
+// or whose business tuple, the ledger already holds is left out by a
+// probe of each of the two unique indexes ON CONFLICT would check (one
+// LATERAL look-up per row, LIMIT 1, so never a join over the ledger's
+// months), and the others are inserted plainly. ON CONFLICT's
+// speculative insertion WAL-logs a confirmation of every row it inserts
+// (48 B a notice, 3% of the minimal claim plus sent-mark; issue 39); a
+// plain insert does not. A row another session inserts after the probe
+// (a concurrent pass over the same notices), or the same notice twice in
+// one batch, is still refused by the unique index: the statement fails
+// with unique_violation (or a deadlock with that session), its
+// transaction rolls back whole, and
+// insertBatch runs noticeClaim instead. A claim is never lost nor
+// doubled, only retried.
+const noticeClaimUnseen = noticeClaimRows + `
+LEFT JOIN LATERAL (
+    SELECT 1 AS found FROM notice_ledger x
+    WHERE x.notice_key = c.notice_key AND x.period_start = c.period_start::date
+    LIMIT 1) bykey ON true
+LEFT JOIN LATERAL (
+    SELECT 1 AS found FROM notice_ledger x
+    WHERE x.subscription_id = c.subscription_id AND x.kind = c.kind
+      AND x.period_start = c.period_start::date AND x.revision = c.revision::int
+      AND x.channel = COALESCE(NULLIF($17, ''), 'email')
+    LIMIT 1) bytuple ON true
+WHERE bykey.found IS NULL AND bytuple.found IS NULL` + noticeClaimReturning
+
+// noticeClaimRows is the first part of noticeClaim and noticeClaimUnseen:
+// the rows a batch inserts.
+const noticeClaimRows = `
 WITH rekey AS MATERIALIZED (
     SELECT DISTINCT ON (s.channel, s.address_hmac)
            s.channel, s.address_hmac AS old, decode(r.h, 'hex') AS new,
@@ -120,8 +152,12 @@ LEFT JOIN (
       AND u.key32 = ANY($19::text[])
       AND u.kind IN ('accepted', 'delivered', 'deferred', 'bounce_soft', 'bounce_hard',
                      'complaint', 'engagement')
-    GROUP BY u.key32) w ON w.key32 = left(c.notice_key, 32) AND NOT c.listed
-ON CONFLICT DO NOTHING
+    GROUP BY u.key32) w ON w.key32 = left(c.notice_key, 32) AND NOT c.listed`
+
+// noticeClaimReturning is the last part of noticeClaim and
+// noticeClaimUnseen: what the inserted rows return, and the second
+// witness's evidence moved under them.
+const noticeClaimReturning = `
 RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token, attempts,
           settled_by IS NOT DISTINCT FROM 'witness' AS witnessed,
           last_error IS NOT DISTINCT FROM $21::text AS suppressed, period_start),
