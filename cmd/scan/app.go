@@ -23,6 +23,7 @@ import (
 	"scan/internal/policy"
 	"scan/internal/proof"
 	"scan/internal/receive"
+	"scan/internal/reconcile"
 	"scan/internal/redact"
 	"scan/internal/scan"
 	"scan/internal/senders"
@@ -121,7 +122,7 @@ func exitCode(e *env, err error) int {
 	switch {
 	case is[*cli.UsageError](err), is[*senders.ConfigError](err), is[*scan.ConfigError](err),
 		is[*subscription.ConfigError](err), is[*policy.Error](err), is[*notice.SecretError](err), is[*proof.UsageError](err),
-		is[*ask.ConfigError](err), is[*drain.ConfigError](err), is[*receive.ConfigError](err):
+		is[*reconcile.FieldError](err), is[*ask.ConfigError](err), is[*drain.ConfigError](err), is[*receive.ConfigError](err):
 		code = exitUsage
 	case errors.Is(err, scan.ErrMaxMint):
 		code = exitRefused

@@ -113,7 +113,7 @@ func OpenSource(ctx context.Context, db *sqlx.DB, pol *policy.Policy, relation s
 		}
 		return nil, err
 	}
-	return subscription.Open(ctx, db, relation, subscription.Shard{I: shard, N: shards}, scan.Anchors(pol))
+	return subscription.Open(ctx, db, relation, subscription.Shard{I: shard, N: shards}, subscription.Anchors(pol))
 }
 
 // NewRunID names a run (a pass, a backfill, a recovery): its start

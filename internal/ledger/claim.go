@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -129,16 +130,42 @@ func insertBatch(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, clai
 	k32 := key32Array(claims)
 	prev, rekey := previousArray(opt.Suppression && opt.State == Claimed, len(claims), func(i int) [][]byte { return claims[i].PreviousHMACs })
 	var out []Won
-	err := durably(ctx, db, func(q sqlx.ExtContext) error {
-		return sqlx.SelectContext(ctx, q, &out, noticeClaim,
-			a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
-			string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo, a[10], a[11], opt.Channel, a[12], k32,
-			opt.Suppression, ReasonSuppressed, prev, rekey, hex.EncodeToString(opt.KeyID))
-	})
-	if err != nil {
+	claim := func(stmt string) error {
+		out = out[:0]
+		return durably(ctx, db, func(q sqlx.ExtContext) error {
+			return sqlx.SelectContext(ctx, q, &out, stmt,
+				a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
+				string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo, a[10], a[11], opt.Channel, a[12], k32,
+				opt.Suppression, ReasonSuppressed, prev, rekey, hex.EncodeToString(opt.KeyID))
+		})
+	}
+	// In a transaction of its own, the plain insert first, and ON
+	// CONFLICT only when another session inserted one of the rows
+	// meanwhile (noticeClaimUnseen), or the two sessions' inserts waited on
+	// each other (a deadlock: PostgreSQL rolled this one back). In the
+	// caller's transaction a failed statement would abort it: ON CONFLICT
+	// at once.
+	if _, own := db.(*sqlx.DB); own {
+		err := claim(noticeClaimUnseen)
+		if err == nil {
+			return out, nil
+		}
+		if !isConflict(err) {
+			return nil, err
+		}
+	}
+	if err := claim(noticeClaim); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// isConflict reports whether err is PostgreSQL's unique_violation (23505)
+// or deadlock_detected (40P01): the plain insert met another session's
+// rows, and its transaction was rolled back whole.
+func isConflict(err error) bool {
+	var pqErr *pq.Error
+	return errors.As(err, &pqErr) && (pqErr.Code == "23505" || pqErr.Code == "40P01")
 }
 
 // durably runs fn, a claiming statement, so that its transaction commits

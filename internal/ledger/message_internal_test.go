@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"compress/flate"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // sampleMessages are messages like the pass hands over: the dictionary's
@@ -29,8 +33,8 @@ func sampleMessages(t testing.TB) (dict messageDict, msgs [][]byte) {
 	return d, msgs
 }
 
-// What the pass compresses (one zstd encoder, its dictionary prepared
-// once, shared by every message and batch) decompresses with a decoder
+// What the pass compresses (one S2 dictionary, prepared once, shared by
+// every message and batch) decompresses with a decoder
 // given the dictionary alone to the exact bytes, and the dictionary pays:
 // each email is kept in far less than a third of its size.
 func TestCompressedMessagesRebuildWithTheDictionaryAlone(t *testing.T) {
@@ -84,7 +88,8 @@ func TestKeptMessageTakenAsIs(t *testing.T) {
 }
 
 // BenchmarkCompressMessage is one message compressed as the pass does
-// (a pooled writer reset against the dictionary); B/msg is the kept size.
+// (against the dictionary prepared once, into a pooled buffer, copied out
+// at its size); B/msg is the kept size.
 func BenchmarkCompressMessage(b *testing.B) {
 	_, msgs := sampleMessages(b)
 	outs := make([]Outcome, 1)
@@ -127,6 +132,33 @@ func TestDeflateMessagesOfDictionary1StayReadable(t *testing.T) {
 		t.Fatalf("a wrong digest: %v, want a DigestError", err)
 	}
 	if _, err := verifyMessage(fmt.Sprintf("%064x", 1), 1, sum[:], b.Bytes(), dict); !errors.As(err, &de) {
-		t.Fatalf("a DEFLATE stream read as zstd: %v, want a DigestError", err)
+		t.Fatalf("a DEFLATE stream read as s2: %v, want a DigestError", err)
+	}
+}
+
+// The messages kept before sql/0040, zstd frames against dictionary 2
+// (the same bytes, raw), still rebuild to their digest; a zstd frame read
+// as the current format is a mismatch, and so is an S2 block claiming
+// more than maxMessage (refused before anything is allocated for it).
+func TestZstdMessagesOfDictionary2StayReadable(t *testing.T) {
+	dict, msgs := sampleMessages(t)
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false), zstd.WithEncoderDictRaw(2, dict.Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := enc.EncodeAll(msgs[0], nil)
+	enc.Close()
+	old := messageDict{ID: 2, Format: formatZstd, Body: dict.Body}
+	sum := sha256.Sum256(msgs[0])
+	if got, err := verifyMessage(fmt.Sprintf("%064x", 1), 1, sum[:], frame, old); err != nil || !bytes.Equal(got, msgs[0]) {
+		t.Fatalf("a zstd message of dictionary 2 does not rebuild: %v", err)
+	}
+	var de *DigestError
+	if _, err := verifyMessage(fmt.Sprintf("%064x", 1), 1, sum[:], frame, dict); !errors.As(err, &de) {
+		t.Fatalf("a zstd frame read as s2: %v, want a DigestError", err)
+	}
+	huge := binary.AppendUvarint(nil, maxMessage+1)
+	if _, err := inflate(append(huge, 0), dict); err == nil || !strings.Contains(err.Error(), "claimed") {
+		t.Fatalf("an S2 block claiming %d bytes: %v, want refused", maxMessage+1, err)
 	}
 }

@@ -54,7 +54,39 @@ package ledger
 // of them is re-recorded under the claim's current digest, with key id
 // $24 (hex), by rekey, rekeyed and unkeyed, and the claim is listed. With
 // $23 false (no previous secret) they are folded away at plan time.
-const noticeClaim = `
+const noticeClaim = noticeClaimRows + `
+ON CONFLICT DO NOTHING` + noticeClaimReturning
+
+// noticeClaimUnseen is noticeClaim without ON CONFLICT: a row whose key,
+// or whose business tuple, the ledger already holds is left out by a
+// probe of each of the two unique indexes ON CONFLICT would check (one
+// LATERAL look-up per row, LIMIT 1, so never a join over the ledger's
+// months), and the others are inserted plainly. ON CONFLICT's
+// speculative insertion WAL-logs a confirmation of every row it inserts
+// (48 B a notice, 3% of the minimal claim plus sent-mark; issue 39); a
+// plain insert does not. A row another session inserts after the probe
+// (a concurrent pass over the same notices), or the same notice twice in
+// one batch, is still refused by the unique index: the statement fails
+// with unique_violation (or a deadlock with that session), its
+// transaction rolls back whole, and
+// insertBatch runs noticeClaim instead. A claim is never lost nor
+// doubled, only retried.
+const noticeClaimUnseen = noticeClaimRows + `
+LEFT JOIN LATERAL (
+    SELECT 1 AS found FROM notice_ledger x
+    WHERE x.notice_key = c.notice_key AND x.period_start = c.period_start::date
+    LIMIT 1) bykey ON true
+LEFT JOIN LATERAL (
+    SELECT 1 AS found FROM notice_ledger x
+    WHERE x.subscription_id = c.subscription_id AND x.kind = c.kind
+      AND x.period_start = c.period_start::date AND x.revision = c.revision::int
+      AND x.channel = COALESCE(NULLIF($17, ''), 'email')
+    LIMIT 1) bytuple ON true
+WHERE bykey.found IS NULL AND bytuple.found IS NULL` + noticeClaimReturning
+
+// noticeClaimRows is the first part of noticeClaim and noticeClaimUnseen:
+// the rows a batch inserts.
+const noticeClaimRows = `
 WITH rekey AS MATERIALIZED (
     SELECT DISTINCT ON (s.channel, s.address_hmac)
            s.channel, s.address_hmac AS old, decode(r.h, 'hex') AS new,
@@ -120,8 +152,12 @@ LEFT JOIN (
       AND u.key32 = ANY($19::text[])
       AND u.kind IN ('accepted', 'delivered', 'deferred', 'bounce_soft', 'bounce_hard',
                      'complaint', 'engagement')
-    GROUP BY u.key32) w ON w.key32 = left(c.notice_key, 32) AND NOT c.listed
-ON CONFLICT DO NOTHING
+    GROUP BY u.key32) w ON w.key32 = left(c.notice_key, 32) AND NOT c.listed`
+
+// noticeClaimReturning is the last part of noticeClaim and
+// noticeClaimUnseen: what the inserted rows return, and the second
+// witness's evidence moved under them.
+const noticeClaimReturning = `
 RETURNING notice_key, COALESCE(cancel_token, '') AS cancel_token, attempts,
           settled_by IS NOT DISTINCT FROM 'witness' AS witnessed,
           last_error IS NOT DISTINCT FROM $21::text AS suppressed, period_start),
@@ -626,29 +662,57 @@ LIMIT 1`
 // noticeMessageDict returns dictionary $1's bytes.
 const noticeMessageDict = `SELECT body FROM notice_message_dict WHERE id = $1`
 
-// noticeMessageSample returns at most $1 rows whose current attempt has a
-// digest and a kept message, in random order, or every such row when $1
-// is NULL; $2 and $3 bound period_start (YYYY-MM-DD, NULL for no bound).
-// Each row carries its period, key, attempt, digest and compressed
-// message (NULL when none was kept: the row's own when it is of the
-// current attempt, else notice_message's) with its dictionary (empty for
-// none) with its dictionary's id, format and bytes (0, deflate and empty
-// for none).
+// noticeMessageEarlier returns the messages notice_message keeps for the
+// attempts of notice $2 (hex) of period $1 before attempt $3 (the
+// current), by attempt: each with the digest recorded for it at send time
+// (NULL when kept before sql/0041) and its dictionary's id, format and
+// bytes (0, deflate and empty for none). By the primary key.
+const noticeMessageEarlier = `
+SELECT m.attempt, m.digest, m.body, m.dict AS dict_id,
+       COALESCE(d.format, 'deflate') AS format, COALESCE(d.body, '') AS dict
+FROM notice_message m
+LEFT JOIN notice_message_dict d ON d.id = m.dict
+WHERE m.period_start = $1::date AND m.key = decode($2, 'hex') AND m.attempt < $3
+ORDER BY m.attempt`
+
+// noticeMessageSample picks at most $1 ledger rows whose current attempt
+// has a digest or that were attempted more than once, in random order, or
+// every such row when $1 is NULL; $2 and $3 bound period_start
+// (YYYY-MM-DD, NULL for no bound). It returns one row per attempt to
+// check: the current attempt of each picked row with a digest (current
+// true), with its compressed message (NULL when none was kept: the row's
+// own when it is of the current attempt, else notice_message's), and each
+// earlier attempt notice_message keeps for a picked row (current false),
+// with the digest kept with it (NULL before sql/0041). Each carries its
+// period, key, attempt, digest and the dictionary's id, format and bytes
+// (0, deflate and empty for none).
 const noticeMessageSample = `
-SELECT l.period_start, l.notice_key, l.attempts, l.message_sha256,
-       COALESCE(CASE WHEN l.message_attempt = l.attempts THEN l.message END, m.body) AS body,
+WITH picked AS (
+    SELECT l.period_start, l.notice_key, l.attempts, l.message_sha256,
+           l.message_attempt, l.message_dict, l.message
+    FROM notice_ledger l
+    WHERE (l.message_sha256 IS NOT NULL OR l.attempts > 1)
+      AND ($2::date IS NULL OR l.period_start >= $2::date)
+      AND ($3::date IS NULL OR l.period_start < $3::date)
+    ORDER BY CASE WHEN $1::integer IS NULL THEN 0 ELSE random() END, l.period_start, l.notice_key
+    LIMIT $1)
+SELECT p.period_start, p.notice_key, p.attempts AS attempt, p.message_sha256 AS digest, true AS current,
+       COALESCE(CASE WHEN p.message_attempt = p.attempts THEN p.message END, m.body) AS body,
        COALESCE(d.id, 0) AS dict_id, COALESCE(d.format, 'deflate') AS format, COALESCE(d.body, '') AS dict
-FROM notice_ledger l
+FROM picked p
 LEFT JOIN notice_message m
-  ON l.message_attempt IS DISTINCT FROM l.attempts
- AND m.period_start = l.period_start AND m.key = decode(l.notice_key, 'hex') AND m.attempt = l.attempts
+  ON p.message_attempt IS DISTINCT FROM p.attempts
+ AND m.period_start = p.period_start AND m.key = decode(p.notice_key, 'hex') AND m.attempt = p.attempts
 LEFT JOIN notice_message_dict d
-  ON d.id = CASE WHEN l.message_attempt = l.attempts THEN l.message_dict ELSE m.dict END
-WHERE l.message_sha256 IS NOT NULL
-  AND ($2::date IS NULL OR l.period_start >= $2::date)
-  AND ($3::date IS NULL OR l.period_start < $3::date)
-ORDER BY CASE WHEN $1::integer IS NULL THEN 0 ELSE random() END, l.period_start, l.notice_key
-LIMIT $1`
+  ON d.id = CASE WHEN p.message_attempt = p.attempts THEN p.message_dict ELSE m.dict END
+WHERE p.message_sha256 IS NOT NULL
+UNION ALL
+SELECT p.period_start, p.notice_key, m.attempt, m.digest, false,
+       m.body, COALESCE(d.id, 0), COALESCE(d.format, 'deflate'), COALESCE(d.body, '')
+FROM picked p
+JOIN notice_message m
+  ON m.period_start = p.period_start AND m.key = decode(p.notice_key, 'hex') AND m.attempt < p.attempts
+LEFT JOIN notice_message_dict d ON d.id = m.dict`
 
 // noticeEvidencePrune removes the evidence kept on rows of periods before
 // $1 (the months prune removed, and any left by a prune that stopped

@@ -18,7 +18,7 @@ package ledger
 //     An sms row counts only when delivered (Twilio reports delivery).
 //
 // $5 is the longest period's length: the one range of
-// notice_ledger_window_closes (sql/0033) the statement reads. The
+// notice_ledger_window_closes_brin (sql/0038) the statement reads. The
 // delivered evidence of those rows is read once, by the range of their
 // billing periods (notice_evidence_period) and hashed by key, rather than
 // probed row by row (EXPLAIN on a generated ledger: docs/delivery.md,

@@ -75,6 +75,20 @@ type Limits struct {
 	SMS Bucket `yaml:"sms"`
 }
 
+// Limited reports whether l paces email at all: a global, default or
+// domain bucket with a rate (SMS, the sms channel's, aside).
+func (l Limits) Limited() bool {
+	if l.Global.PerSecond != 0 || l.Default.PerSecond != 0 {
+		return true
+	}
+	for _, b := range l.Domains {
+		if b.PerSecond > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // For returns the bucket of a recipient domain: Domains[domain] when
 // present (domain lower-cased; Domains' keys are expected lower-case, as
 // the policy stores them), else Default.

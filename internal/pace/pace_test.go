@@ -86,3 +86,26 @@ func TestRate(t *testing.T) {
 		}
 	}
 }
+
+// TestLimited: only a global, default or domain bucket with a rate paces
+// email; the sms bucket does not.
+func TestLimited(t *testing.T) {
+	t.Parallel()
+	on := pace.Bucket{PerSecond: 1, Burst: 1}
+	for _, tt := range []struct {
+		name string
+		l    pace.Limits
+		want bool
+	}{
+		{"zero", pace.Limits{}, false},
+		{"sms only", pace.Limits{SMS: on}, false},
+		{"unlimited domain", pace.Limits{Domains: map[string]pace.Bucket{"example.com": {}}}, false},
+		{"global", pace.Limits{Global: on}, true},
+		{"default", pace.Limits{Default: on}, true},
+		{"a domain", pace.Limits{Domains: map[string]pace.Bucket{"example.com": on}}, true},
+	} {
+		if got := tt.l.Limited(); got != tt.want {
+			t.Errorf("%s: Limited() = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"scan/internal/address"
-	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/policy"
 	"scan/internal/subscription"
@@ -106,7 +105,7 @@ func (p *Pass) classify(c *content, r subscription.Row, a ask) verdict {
 	switch {
 	case reason != "":
 		v.is, v.reason = invalid, reason
-	case c.defers(dn.n.TimeZone, dn.claim.WindowClosesAt):
+	case c.Defers(dn.n.TimeZone, dn.claim.WindowClosesAt):
 		v.is = deferred // a later pass sends it, outside the quiet hours
 	default:
 		v.is = dueNow
@@ -124,7 +123,7 @@ func (p *Pass) classifyClosed(c *content, r subscription.Row, a ask) verdict {
 		return v
 	}
 	v.is, v.keyed = closed, true
-	v.dn.claim = newClaim(r, a.sel.Kind, *r.AnchorAt, a.sel.Close)
+	v.dn.claim = r.Claim(a.sel.Kind, *r.AnchorAt, a.sel.Close)
 	v.dn.claim.Rule, v.dn.claim.TimeZone = a.sel.Rule, c.ZoneOf(r).String()
 	v.dn.claim.Key = p.keyer.ChannelKey(v.dn.claim.Tuple, a.channel)
 	return v
@@ -140,33 +139,33 @@ func (p *Pass) classifyText(c *content, r subscription.Row, a ask) verdict {
 	if r.RenewsAt == nil || r.PeriodStart == nil || r.ID == "" || r.Revision < 0 {
 		return verdict{is: invalid, reason: "no notice tuple", sel: v.sel}
 	}
-	anchor, zone := anchorOf(r), c.ZoneOf(r)
+	anchor, zone := r.Anchor(), c.ZoneOf(r)
 	if sel.Due != nil && !sel.Due.Open(anchor, zone) {
 		return v // read with the superset of a due rule: not yet due in its zone
 	}
 	k := p.kinds[sel.Kind]
 	v.keyed = true
-	v.dn.claim = newClaim(r, sel.Kind, anchor, time.Duration(k.WindowFor(sel.Jurisdiction).CloseBefore))
+	v.dn.claim = r.Claim(sel.Kind, anchor, time.Duration(k.WindowFor(sel.Jurisdiction).CloseBefore))
 	v.dn.claim.Rule, v.dn.claim.TimeZone = sel.Rule, zone.String()
 	phone, err := notice.NormalizePhone(deref(r.Phone))
 	if err != nil {
 		v.is, v.reason = unreachable, "phone"
 		return v
 	}
-	v.dn.n = newNotice(v.dn.claim.Tuple, r, anchor, phone, textDomain(a.channel))
+	v.dn.n = r.Notice(v.dn.claim.Tuple, anchor, phone, textDomain(a.channel))
 	v.dn.addr = phone
 	if reason, _ := c.Fill(r, k, &v.dn.n); reason != "" {
 		v.is, v.reason = invalid, reason
 		return v
 	}
-	if c.defers(v.dn.n.TimeZone, v.dn.claim.WindowClosesAt) {
+	if c.Defers(v.dn.n.TimeZone, v.dn.claim.WindowClosesAt) {
 		v.is = deferred
 		return v
 	}
 	// A text cannot arrive late: it carries the last instant it is of use
 	// (Twilio's ValidityPeriod), and one with less than the least left
 	// waits for a later pass, or for its window to close (missed).
-	v.dn.n.DeliverBy = c.deliverBy(v.dn.n.TimeZone, v.dn.claim.WindowClosesAt)
+	v.dn.n.DeliverBy = c.DeliverBy(v.dn.n.TimeZone, v.dn.claim.WindowClosesAt)
 	if v.dn.n.DeliverBy.Sub(c.now) < textMinValidity {
 		v.is = deferred
 		return v
@@ -175,40 +174,11 @@ func (p *Pass) classifyText(c *content, r subscription.Row, a ask) verdict {
 	return v
 }
 
-// anchorOf is the instant row r's window is measured from: its kind's
-// anchor, else renews_at (non-nil: tupleReason).
-func anchorOf(r subscription.Row) time.Time {
-	if r.AnchorAt != nil {
-		return *r.AnchorAt
-	}
-	return *r.RenewsAt
-}
-
-// newClaim is the claim of row r's notice of kind: its tuple, and its
-// window closing closeBefore ahead of anchor. The one constructor of a
-// pass's claims from a row (its key, rule and zone are the caller's).
-func newClaim(r subscription.Row, kind string, anchor time.Time, closeBefore time.Duration) ledger.Claim {
-	return ledger.Claim{
-		Tuple:    notice.Tuple{SubscriptionID: r.ID, PeriodStart: *r.PeriodStart, Kind: kind, Revision: r.Revision},
-		RenewsAt: *r.RenewsAt, WindowClosesAt: anchor.Add(-closeBefore), Key: deref(r.LedgerKey),
-	}
-}
-
-// newNotice is the notice named by t (its claim's tuple: newClaim's) of
-// row r to the address to (domain: its bucket's). The one constructor of
-// a pass's notices; its key and cancellation token are the claim's
-// (due.notice).
-func newNotice(t notice.Tuple, r subscription.Row, anchor time.Time, to, domain string) notice.Notice {
-	return notice.Notice{
-		Tuple: t, RenewsAt: *r.RenewsAt, AnchorAt: anchor, To: to, Domain: domain, Name: deref(r.Name), Plan: deref(r.Plan),
-	}
-}
-
 // validate turns a source row into a due email notice, or returns a
 // reason the row is invalid (never containing the address). The
 // notice's key and what else comes from the secret are left to derive.
 func (p *Pass) validate(c *content, r subscription.Row, kind string, w policy.Window) (due, string) {
-	if reason := tupleReason(r); reason != "" {
+	if reason := r.TupleReason(); reason != "" {
 		return due{}, reason
 	}
 	j := deref(r.Jurisdiction)
@@ -218,8 +188,8 @@ func (p *Pass) validate(c *content, r subscription.Row, kind string, w policy.Wi
 	if r.Email == nil || *r.Email == "" {
 		return due{}, "no email"
 	}
-	anchor := anchorOf(r)
-	dn := due{claim: newClaim(r, kind, anchor, time.Duration(w.CloseBefore))}
+	anchor := r.Anchor()
+	dn := due{claim: r.Claim(kind, anchor, time.Duration(w.CloseBefore))}
 	addr, err := address.Parse(*r.Email)
 	if err != nil {
 		// Keyed all the same: with no other channel the notice waits in
@@ -239,7 +209,7 @@ func (p *Pass) validate(c *content, r subscription.Row, kind string, w policy.Wi
 	if p.cfg.RedirectTo != "" {
 		to = p.cfg.RedirectTo // the original domain's bucket still applies
 	}
-	dn.n = newNotice(dn.claim.Tuple, r, anchor, to, domain)
+	dn.n = r.Notice(dn.claim.Tuple, anchor, to, domain)
 	dn.claim.Domain = domain
 	reason, fallbacks := c.Fill(r, p.kinds[kind], &dn.n)
 	if reason != "" {
@@ -251,21 +221,4 @@ func (p *Pass) validate(c *content, r subscription.Row, kind string, w policy.Wi
 		dn.addr, _ = notice.NormalizeEmail(addr.Email)
 	}
 	return dn, ""
-}
-
-// tupleReason is why row r cannot make an email notice's tuple, or "".
-func tupleReason(r subscription.Row) string {
-	switch {
-	case r.ID == "":
-		return "empty subscription id"
-	case len(r.ID) > notice.MaxSubscriptionIDLen:
-		return "subscription id over 255 bytes"
-	case r.RenewsAt == nil:
-		return "renews_at is NULL"
-	case r.PeriodStart == nil:
-		return "period_start is NULL"
-	case r.Revision < 0:
-		return "notice_revision is negative"
-	}
-	return ""
 }

@@ -2,7 +2,6 @@ package scan
 
 import (
 	"context"
-	"sync"
 
 	"github.com/jmoiron/sqlx"
 
@@ -29,35 +28,10 @@ import (
 //
 // Timing: each such stream reads its window once from the start of the
 // pass (the sms failures of earlier passes and evidence since), then
-// waits for the sms stage's first sweep to end (smsSwept) and reads it
+// waits for the sms stage's first sweep to end (Pass.sweptC) and reads it
 // once more, so that what the sms stage failed in this pass (no number,
 // suppressed, refused) is mailed in this pass too. What evidence fails
 // later is mailed by the next pass ("in the next pass at the latest").
-
-// sweptSignal is closed once the sms stage's first sweep has ended (or
-// the pass has no sms stage): the afterSMS streams then read again.
-type sweptSignal struct {
-	once sync.Once
-	c    chan struct{}
-}
-
-func newSweptSignal() *sweptSignal { return &sweptSignal{c: make(chan struct{})} }
-
-// wait is the channel closed by done; nil (never ready) for a nil signal:
-// the dry run's streams, which never wait for a sweep.
-func (g *sweptSignal) wait() <-chan struct{} {
-	if g == nil {
-		return nil
-	}
-	return g.c
-}
-
-// done closes the signal; later calls do nothing. A nil signal is a no-op.
-func (g *sweptSignal) done() {
-	if g != nil {
-		g.once.Do(func() { close(g.c) })
-	}
-}
 
 // handedStreams are the producer's streams of the kinds with channels
 // [sms, email]: per kind its email retry rows, and per window group the
@@ -71,7 +45,7 @@ func (p *Pass) handedStreams() []*stream {
 		}
 		out = append(out, &stream{sel: group[0], retry: true, skipped: map[string]bool{}})
 		for _, sel := range group {
-			out = append(out, &stream{sel: sel, afterSMS: true, swept: p.swept.wait(), skipped: map[string]bool{}})
+			out = append(out, &stream{sel: sel, afterSMS: true, swept: p.sweptC, skipped: map[string]bool{}})
 		}
 	}
 	return out

@@ -20,7 +20,7 @@ import (
 // their passes with scan.New alone while New still probed the source.
 func newPass(ctx context.Context, db *sqlx.DB, sender send.Sender, r *message.Renderer, log zerolog.Logger, cfg scan.Config) (*scan.Pass, error) {
 	if cfg.Policy != nil {
-		src, err := subscription.Open(ctx, db, "subscriptions", subscription.Shard{I: cfg.Shard, N: cfg.Shards}, scan.Anchors(cfg.Policy))
+		src, err := subscription.Open(ctx, db, "subscriptions", subscription.Shard{I: cfg.Shard, N: cfg.Shards}, subscription.Anchors(cfg.Policy))
 		if err != nil {
 			return nil, err
 		}
@@ -37,7 +37,7 @@ func TestNewValidatesWithoutIO(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	cfg := scan.Config{Policy: e.pol, Secret: []byte(secret), RunID: "r", Now: now}
-	src, err := subscription.Open(ctx, e.db, "subscriptions", subscription.Shard{}, scan.Anchors(e.pol))
+	src, err := subscription.Open(ctx, e.db, "subscriptions", subscription.Shard{}, subscription.Anchors(e.pol))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestNewValidatesWithoutIO(t *testing.T) {
 	if _, err := scan.New(nil, nil, nil, zerolog.Nop(), withSource); err != nil {
 		t.Fatalf("New with no database: %v", err)
 	}
-	otherShard, err := subscription.Open(ctx, e.db, "subscriptions", subscription.Shard{I: 1, N: 2}, scan.Anchors(e.pol))
+	otherShard, err := subscription.Open(ctx, e.db, "subscriptions", subscription.Shard{I: 1, N: 2}, subscription.Anchors(e.pol))
 	if err != nil {
 		t.Fatal(err)
 	}

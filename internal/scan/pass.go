@@ -71,7 +71,7 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 	defer stop(nil)
 	sms := p.startSweeps(ctx, stop, c)
 	if sms == nil {
-		p.swept.done() // no sms stage: the email notices after sms read once more at once
+		p.sweptDone() // no sms stage: the email notices after sms read once more at once
 	}
 	ps, err := p.sendDue(ctx, c, sms.queue())
 	if err != nil {
@@ -258,14 +258,7 @@ func (p *Pass) fillObjective(ctx context.Context, c *counters) {
 // suppresses every notice already in the ledger, so nothing is re-sent.
 func (p *Pass) checkKeys(ctx context.Context) bool {
 	// Subscriptions renewing between now and the furthest window's opening.
-	hi := p.cfg.Now
-	for _, group := range p.sels[notice.ChannelEmail] {
-		for _, sel := range group {
-			if o := sel.Hi(p.cfg.Now); o.After(hi) {
-				hi = o
-			}
-		}
-	}
+	hi := subscription.Furthest(p.sels[notice.ChannelEmail], p.cfg.Now)
 	rows, err := p.src.SampleKeys(ctx, p.db, p.cfg.Now, hi, keyCheckSample)
 	if err == nil && len(rows) == 0 {
 		rows, err = ledger.Recent(ctx, p.db, keyCheckSample)
@@ -486,7 +479,7 @@ type page struct {
 	skipped []skippedRow
 	last    *string // the cursor after the page
 	end     bool    // the page ended the window
-	// quiet counts the valid rows the quiet hours defer (content.defers).
+	// quiet counts the valid rows the quiet hours defer (content.Defers).
 	quiet int
 	// bad are the email claims with a malformed address and no other
 	// channel, to record as retry rows with reason invalid_address.
@@ -657,6 +650,9 @@ func (p *Pass) claimPicked(ctx context.Context, st *stage, c *counters, ps *pass
 		if err != nil {
 			return err
 		}
+		if st.ch.name == notice.ChannelSMS {
+			c.add(func(x *Summary) { x.SMS += len(w) }) // part of Minted and Retried
+		}
 		won = append(won, w...)
 	}
 	if h := p.cfg.Hooks.AfterClaimCommit; h != nil && len(won) > 0 {
@@ -685,13 +681,7 @@ func (p *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimO
 		return nil, err
 	}
 	w, _ = p.takeSuppressed(c, opt.Channel, w, byKey, next)
-	sms := opt.Channel == notice.ChannelSMS // Summary.SMS counts them too
-	c.add(func(x *Summary) {
-		x.Retried += len(w)
-		if sms {
-			x.SMS += len(w)
-		}
-	})
+	c.add(func(x *Summary) { x.Retried += len(w) })
 	for _, x := range w {
 		ps.reclaimed[byKey[x.Key].sel]++
 	}
@@ -723,16 +713,10 @@ func (p *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOp
 	}
 	w, listed := p.takeSuppressed(c, opt.Channel, w, byKey, next)
 	w, witnessed := splitWitnessed(w)
-	sms := opt.Channel == notice.ChannelSMS // Summary.SMS counts them too
-	if sms {
+	if opt.Channel == notice.ChannelSMS {
 		p.sweptMinted.Add(int64(len(w)))
 	}
-	c.add(func(x *Summary) {
-		x.Minted, x.Witnessed = x.Minted+len(w), x.Witnessed+witnessed
-		if sms {
-			x.SMS += len(w)
-		}
-	})
+	c.add(func(x *Summary) { x.Minted, x.Witnessed = x.Minted+len(w), x.Witnessed+witnessed })
 	p.log.Info().Str("channel", opt.Channel).Int("candidates", len(claims)).Int("claimed", len(w)).
 		Int("conflicts", len(claims)-len(w)-witnessed-listed).Int("witnessed", witnessed).Msg("batch claimed")
 	if witnessed > 0 {
@@ -767,7 +751,7 @@ func (p *Pass) noteFallbacks(c *counters, won []ledger.Won, byKey map[string]can
 			continue
 		}
 		n++
-		p.log.Warn().Str("subscription_id", logID(cd.claim.SubscriptionID)).Str("kind", cd.claim.Kind).
+		p.log.Warn().Str("subscription_id", subscription.LogID(cd.claim.SubscriptionID)).Str("kind", cd.claim.Kind).
 			Strs("fallback", cd.fallbacks).Str("locale", cd.n.Locale).Str("time_zone", cd.n.TimeZone.String()).
 			Msg("malformed or unknown locale or time_zone: the notice goes out with the policy's default")
 	}
@@ -790,10 +774,9 @@ func (p *Pass) claim(ctx context.Context, stmt func(context.Context) ([]ledger.W
 	return stmt(cctx)
 }
 
-// submit hands the claimed notices won to the stage.
+// submit hands the claimed notices won to the stage (stage.submit).
 func (p *Pass) submit(ctx context.Context, st *stage, won []ledger.Won, byKey map[string]candidate) error {
 	at := p.cfg.Clock.Now()
-	ns := make([]notice.Notice, 0, len(won))
 	for _, w := range won {
 		cd := byKey[w.Key]
 		n := cd.notice()
@@ -801,9 +784,11 @@ func (p *Pass) submit(ctx context.Context, st *stage, won []ledger.Won, byKey ma
 		if w.CancelToken != "" {
 			n.CancelToken = w.CancelToken
 		}
-		ns = append(ns, n)
+		if err := st.submit(ctx, n); err != nil {
+			return err
+		}
 	}
-	return st.submit(ctx, ns...)
+	return ctx.Err()
 }
 
 // tallyDeferred counts the due notices the pass left to the next one:
@@ -906,7 +891,7 @@ func (p *Pass) recordMissed(ctx context.Context, c *counters) error {
 func (p *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, channel string, fn func([]ledger.Claim) error) error {
 	for _, group := range p.sels[channel] {
 		for _, sel := range group {
-			list, err := p.closedLister(ctx, db, channel, sel)
+			list, err := p.src.ClosedLister(ctx, db, sel, channel == notice.ChannelSMS)
 			if err != nil {
 				return err
 			}
@@ -918,23 +903,6 @@ func (p *Pass) eachClosed(ctx context.Context, db sqlx.QueryerContext, channel s
 		}
 	}
 	return nil
-}
-
-// closedLister is the statement that reads sel's closed-window rows for
-// channel, a page after after at a time.
-func (p *Pass) closedLister(ctx context.Context, db sqlx.QueryerContext, channel string, sel selection) (func(after *string) ([]subscription.Row, error), error) {
-	if channel != notice.ChannelEmail {
-		return func(after *string) ([]subscription.Row, error) {
-			return p.src.ClosedSMSPage(ctx, db, sel, after)
-		}, nil
-	}
-	from, err := p.src.ClosedFrom(ctx, db, sel)
-	if err != nil {
-		return nil, err
-	}
-	return func(after *string) ([]subscription.Row, error) {
-		return p.src.ClosedPage(ctx, db, sel, from, after)
-	}, nil
 }
 
 // missedClaims are the claims, keyed for channel, that record the

@@ -72,7 +72,7 @@ func (p *Pass) Draft(ctx context.Context, id, kind string) (Draft, error) {
 	dn, reason := p.validate(p.content, r, kind, w)
 	if d.Invalid = reason; reason == "" {
 		p.derive(&dn)
-		d.Email, d.Quiet = dn.notice(), p.content.defers(dn.n.TimeZone, dn.claim.WindowClosesAt)
+		d.Email, d.Quiet = dn.notice(), p.content.Defers(dn.n.TimeZone, dn.claim.WindowClosesAt)
 		d.Email.ClaimedAt = p.cfg.Now
 	}
 	if !k.HasSMS() {

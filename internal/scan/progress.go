@@ -14,20 +14,5 @@ import (
 // pass runs and invalid rows are included. It exists to give a progress bar
 // its total; it writes nothing.
 func (p *Pass) CountDue(ctx context.Context) (int, error) {
-	total := 0
-	for _, group := range p.sels[notice.ChannelEmail] {
-		for _, sel := range group {
-			n, err := p.src.Opened(ctx, p.db, sel)
-			if err != nil {
-				return 0, err
-			}
-			total += n
-		}
-		n, err := p.src.Retried(ctx, p.db, group[0])
-		if err != nil {
-			return 0, err
-		}
-		total += n
-	}
-	return total, nil
+	return p.src.Pending(ctx, p.db, p.sels[notice.ChannelEmail])
 }

@@ -14,7 +14,6 @@ package scan
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,7 +79,7 @@ type Config struct {
 	PreviousSecrets [][]byte
 	// Source is the relation the pass reads, opened (and probed) at
 	// start-up by subscription.Open for this Shard/Shards and the
-	// policy's Anchors; required.
+	// policy's Anchors (subscription.Anchors); required.
 	Source     *subscription.Source
 	RunID      string    // required; recorded on every row this pass writes
 	Now        time.Time // the pass's instant; required
@@ -282,7 +281,11 @@ type Pass struct {
 	maxMint     int          // *cfg.MaxMint, or -1 for no limit
 	sweepc      *sweepTools  // this run's sms stage's own resolvers (startSweeps)
 	sweptMinted atomic.Int64 // this run's new sms notices, out of Minted
-	swept       *sweptSignal // this run's sms stage's first sweep ended (handback.go)
+	// sweptC is closed (sweptDone, once) when this run's sms stage's first
+	// sweep has ended, or at once without one: the afterSMS streams then
+	// read again (handback.go). nil (never ready) outside Run.
+	sweptC    <-chan struct{}
+	sweptDone func()
 }
 
 // New validates cfg and returns a Pass; it does no I/O (the ledger's and
@@ -366,9 +369,9 @@ func checkSource(cfg Config) error {
 	if sh := cfg.Source.Shard(); sh != (subscription.Shard{I: cfg.Shard, N: cfg.Shards}) {
 		return &ConfigError{"shard", fmt.Sprintf("the source was opened for shard %d/%d, the pass is %d/%d", sh.I, sh.N, cfg.Shard, cfg.Shards)}
 	}
-	for _, a := range Anchors(cfg.Policy) {
+	for _, a := range subscription.Anchors(cfg.Policy) {
 		if !cfg.Source.Reads(a.Column) {
-			return &ConfigError{"notices[" + a.Kind + "].anchor", fmt.Sprintf("the source was not opened for the anchor %q (subscription.Open with scan.Anchors)", a.Column)}
+			return &ConfigError{"notices[" + a.Kind + "].anchor", fmt.Sprintf("the source was not opened for the anchor %q (subscription.Open with subscription.Anchors)", a.Column)}
 		}
 	}
 	return nil
@@ -381,21 +384,7 @@ func (p *Pass) selectGroups() {
 	p.kinds, p.sels = map[string]policy.Kind{}, map[string][][]selection{}
 	for _, k := range cfg.Policy.Notices {
 		p.kinds[k.Kind] = k
-		anchor := k.AnchorColumn()
-		def := k.Default()
-		g := subscription.Group{Kind: k.Kind, Anchor: anchor, ConfirmWithin: time.Duration(k.ConfirmWithin)}
-		dg := g
-		dg.Overrides, dg.WithNullTimes = k.Overrides(), len(p.sels[notice.ChannelEmail]) == 0 && !k.SMSFirst()
-		group := []selection{{Group: dg, Open: time.Duration(def.OpenBefore), Close: time.Duration(def.CloseBefore), Rule: def.Rule(anchor)}}
-		if def.Due != nil {
-			group[0].Due = subscription.NewDueBounds(def.Due, cfg.Now)
-		}
-		for _, j := range k.Overrides() {
-			w := k.ByJurisdiction[j]
-			jg := g
-			jg.Jurisdiction = j
-			group = append(group, selection{Group: jg, Open: time.Duration(w.OpenBefore), Close: time.Duration(w.CloseBefore), Rule: w.Rule(anchor)})
-		}
+		group := subscription.Windows(k, cfg.Now, len(p.sels[notice.ChannelEmail]) == 0 && !k.SMSFirst())
 		first := notice.ChannelEmail
 		if k.SMSFirst() {
 			first = notice.ChannelSMS // the sms stage's alone
@@ -416,16 +405,6 @@ func newPassContent(cfg Config) (*content, error) {
 		return nil, &ConfigError{"schedule", err.Error()}
 	}
 	return newContent(cfg.Policy, cfg.Now, sched)
-}
-
-// Anchors are the anchor columns of the policy's kinds, in its order:
-// what subscription.Open checks and fills the statements for.
-func Anchors(pol *policy.Policy) []subscription.Anchor {
-	out := make([]subscription.Anchor, 0, len(pol.Notices))
-	for _, k := range pol.Notices {
-		out = append(out, subscription.Anchor{Kind: k.Kind, Column: k.AnchorColumn()})
-	}
-	return out
 }
 
 // due is one valid due notice, ready to claim.
@@ -507,24 +486,11 @@ type invalidLog struct {
 	log  zerolog.Logger
 }
 
-// logID is a subscription id as a log line may carry it: cut at 64 bytes,
-// and quoted when it holds a line break or control character (which must
-// not forge a log line on a terminal; the JSON log escapes it anyway).
-func logID(id string) string {
-	if len(id) > 64 {
-		id = id[:64] + "..."
-	}
-	if !address.ValidHeaderValue(id) {
-		id = strconv.QuoteToASCII(id)
-	}
-	return id
-}
-
 func (l *invalidLog) note(id, kind, reason string) bool {
 	if l.seen[id] {
 		return false
 	}
 	l.seen[id] = true
-	l.log.Warn().Str("subscription_id", logID(id)).Str("kind", kind).Str("reason", reason).Msg("invalid subscription row skipped; nothing claimed")
+	l.log.Warn().Str("subscription_id", subscription.LogID(id)).Str("kind", kind).Str("reason", reason).Msg("invalid subscription row skipped; nothing claimed")
 	return true
 }

@@ -56,7 +56,7 @@ type channel struct {
 	// all name the channel as their domain (textDomain).
 	limits pace.Limits
 	// budget leases the channel's send slots from the buckets every pass
-	// on the ledger shares (issue 38, fleet.go); nil: paced locally only.
+	// on the ledger shares (issue 38, channelOf); nil: paced locally only.
 	budget      send.Budget
 	concurrency int
 	retry       send.RetryPolicy
@@ -83,12 +83,20 @@ func textDomain(channel string) string {
 }
 
 // channelOf returns the parts of the named channel for this pass: the
-// policy's whole rates, the fleet's budget sharing them out (fleet.go).
+// policy's whole rates, and the fleet's budget beside them (issue 38):
+// every pass on the ledger leases its send slots from the same rows
+// (internal/budget), so the policy's rates bound the sum over shards,
+// concurrent runs and catch-ups, and each pass keeps the whole policy
+// locally, claiming by its pace. A channel without a rate limit at all
+// has no budget and never leases.
 func (p *Pass) channelOf(name string) channel {
 	if name == notice.ChannelEmail {
-		limits, b := p.rates()
-		return channel{name: name, sender: p.sender, senderName: p.cfg.SenderName, renderer: p.renderer, limits: limits, budget: b,
+		ch := channel{name: name, sender: p.sender, senderName: p.cfg.SenderName, renderer: p.renderer, limits: p.cfg.Policy.Rate,
 			concurrency: p.cfg.Policy.Concurrency, retry: p.cfg.Retry}
+		if ch.limits.Limited() {
+			ch.budget = budget.New(p.db, ch.limits, plan.ClaimHorizon)
+		}
+		return ch
 	}
 	// A text goes once per claim: a Transient refusal (429) is recorded
 	// retry for the next pass rather than tried again at once.
@@ -171,19 +179,14 @@ func startRecorder(ctx context.Context, d *send.Dispatcher, rec *recorder, cance
 	return recDone
 }
 
-// submit hands the claimed notices to the dispatcher, counted in flight.
+// submit hands a claimed notice to the dispatcher, counted in flight.
 // Every claimed notice goes, even on shutdown: once the run is cancelled
 // the dispatcher answers at once with "not attempted", and the recorder
 // releases the claim as retry instead of leaving a notice that never left
 // the process in quarantine.
-func (st *stage) submit(ctx context.Context, ns ...notice.Notice) error {
-	for _, n := range ns {
-		st.fl.Claimed(send.DomainOf(n), 1)
-		if err := st.d.Submit(context.WithoutCancel(ctx), n); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
+func (st *stage) submit(ctx context.Context, n notice.Notice) error {
+	st.fl.Claimed(send.DomainOf(n), 1)
+	return st.d.Submit(context.WithoutCancel(ctx), n)
 }
 
 // awaitRecorded waits until every notice the stage claimed so far has its

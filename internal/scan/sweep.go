@@ -3,6 +3,7 @@ package scan
 import (
 	"context"
 	"slices"
+	"sync"
 
 	"github.com/jmoiron/sqlx"
 
@@ -63,7 +64,8 @@ type sweepStage struct {
 // above); nil without Config.SMS or a kind with the sms channel. An
 // error of the stage cancels the pass with that cause.
 func (p *Pass) startSweeps(ctx context.Context, cancel context.CancelCauseFunc, c *counters) *sweepStage {
-	p.swept = newSweptSignal()
+	swept := make(chan struct{})
+	p.sweptC, p.sweptDone = swept, sync.OnceFunc(func() { close(swept) })
 	if p.cfg.SMS == nil && len(p.sels[notice.ChannelSMS]) > 0 {
 		p.log.Warn().Msg("no sms sender: the kinds that go by sms only send nothing in this pass")
 	}
@@ -79,7 +81,7 @@ func (p *Pass) startSweeps(ctx context.Context, cancel context.CancelCauseFunc, 
 	p.sweepc = p.newSweepTools()
 	go func() {
 		err := p.runSweeps(ctx, c, st.handoff)
-		p.swept.done()
+		p.sweptDone()
 		if err != nil {
 			cancel(err)
 		}
@@ -129,7 +131,7 @@ func (p *Pass) sweeps(ctx context.Context, c *counters, st *stage, h *handoff) e
 	if err := st.awaitRecorded(ctx); err != nil {
 		return err
 	}
-	p.swept.done()
+	p.sweptDone()
 	for {
 		ids, done, err := h.Next(ctx, p.cfg.BatchSize)
 		if err != nil || done {
@@ -341,7 +343,7 @@ func (p *Pass) sweepNotice(r subscription.Row, t notice.Tuple, v verdict, bt *sw
 	switch v.is {
 	case unreachable:
 		if r.Phone != nil && *r.Phone != "" {
-			p.log.Warn().Str("subscription_id", logID(r.ID)).Str("kind", cl.Kind).Msg("phone is not E.164: the sms channel is unusable for the row")
+			p.log.Warn().Str("subscription_id", subscription.LogID(r.ID)).Str("kind", cl.Kind).Msg("phone is not E.164: the sms channel is unusable for the row")
 		}
 		if r.LedgerKey == nil {
 			bt.noPhone = append(bt.noPhone, cl)

@@ -39,7 +39,7 @@ legal: {US-CA: {min_lead: 15d, max_lead: 45d, requires: [amount]}}
 		if reason, _ := c.Fill(r, k, &n); reason != "" {
 			b.Fatal(reason)
 		}
-		c.defers(n.TimeZone, now.Add(20*24*time.Hour))
+		c.Defers(n.TimeZone, now.Add(20*24*time.Hour))
 	}
 }
 
@@ -67,7 +67,7 @@ notices: [{kind: k, open_before: 30d, close_before: 16d}]
 		{now.Add(2 * time.Hour), now.Add(2 * time.Hour)}, // the window first
 		{now.Add(48 * time.Hour), nine},                  // the quiet hours first
 	} {
-		if got := c.deliverBy(vienna, tc.closes); !got.Equal(tc.want) {
+		if got := c.DeliverBy(vienna, tc.closes); !got.Equal(tc.want) {
 			t.Errorf("closes %v: deliver by %v, want %v", tc.closes, got, tc.want)
 		}
 	}
@@ -82,7 +82,7 @@ notices: [{kind: k, open_before: 30d, close_before: 16d}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := none.deliverBy(vienna, now.Add(48*time.Hour)); !got.Equal(now.Add(48 * time.Hour)) {
+	if got := none.DeliverBy(vienna, now.Add(48*time.Hour)); !got.Equal(now.Add(48 * time.Hour)) {
 		t.Errorf("no quiet hours: deliver by %v", got)
 	}
 }

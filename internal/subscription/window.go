@@ -172,3 +172,74 @@ func (a At) Retried(ctx context.Context, db sqlx.QueryerContext, w Window) (int,
 	})
 	return n, err
 }
+
+// Windows is kind k's window group at now: its default window, then each
+// jurisdiction's override. withNullTimes: the default window's reads
+// count the rows with no renews_at (one group of the pass does).
+func Windows(k policy.Kind, now time.Time, withNullTimes bool) []Window {
+	anchor, def := k.AnchorColumn(), k.Default()
+	g := Group{Kind: k.Kind, Anchor: anchor, ConfirmWithin: time.Duration(k.ConfirmWithin)}
+	dg := g
+	dg.Overrides, dg.WithNullTimes = k.Overrides(), withNullTimes
+	group := []Window{{Group: dg, Open: time.Duration(def.OpenBefore), Close: time.Duration(def.CloseBefore), Rule: def.Rule(anchor)}}
+	if def.Due != nil {
+		group[0].Due = NewDueBounds(def.Due, now)
+	}
+	for _, j := range k.Overrides() {
+		w := k.ByJurisdiction[j]
+		jg := g
+		jg.Jurisdiction = j
+		group = append(group, Window{Group: jg, Open: time.Duration(w.OpenBefore), Close: time.Duration(w.CloseBefore), Rule: w.Rule(anchor)})
+	}
+	return group
+}
+
+// ClosedLister is the statement that reads w's closed-window rows, a page
+// after after at a time: those with no row of the sms channel (sms), else
+// with no email row (from the window's earliest period, read first).
+func (a At) ClosedLister(ctx context.Context, db sqlx.QueryerContext, w Window, sms bool) (func(after *string) ([]Row, error), error) {
+	if sms {
+		return func(after *string) ([]Row, error) { return a.ClosedSMSPage(ctx, db, w, after) }, nil
+	}
+	from, err := a.ClosedFrom(ctx, db, w)
+	if err != nil {
+		return nil, err
+	}
+	return func(after *string) ([]Row, error) { return a.ClosedPage(ctx, db, w, from, after) }, nil
+}
+
+// Pending counts the open, unclaimed notices of every window of groups
+// (each a kind's windows: Windows) and each kind's retry rows: one
+// count(*) each with the predicates of the pass's own reads.
+func (a At) Pending(ctx context.Context, db sqlx.QueryerContext, groups [][]Window) (int, error) {
+	total := 0
+	for _, group := range groups {
+		for _, w := range group {
+			n, err := a.Opened(ctx, db, w)
+			if err != nil {
+				return 0, err
+			}
+			total += n
+		}
+		n, err := a.Retried(ctx, db, group[0])
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// Furthest is the latest upper bound (Hi) of the windows of groups at
+// now, and now when none lies ahead: the furthest window's opening.
+func Furthest(groups [][]Window, now time.Time) time.Time {
+	hi := now
+	for _, group := range groups {
+		for _, w := range group {
+			if o := w.Hi(now); o.After(hi) {
+				hi = o
+			}
+		}
+	}
+	return hi
+}

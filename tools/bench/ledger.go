@@ -87,6 +87,12 @@ ON CONFLICT DO NOTHING`
 	// PartitionTruncate empties one month of the ledger (%s: its quoted
 	// name), so that the next round's first pass claims it again.
 	PartitionTruncate = `TRUNCATE %s`
+	// MessageTruncate empties the kept messages (where the schema has
+	// them) with the months PartitionTruncate empties: the history has
+	// none, and the next round's must be written again (LedgerTruncate).
+	MessageTruncate = `DO $$ BEGIN
+    IF to_regclass('notice_message') IS NOT NULL THEN TRUNCATE notice_message; END IF;
+END $$`
 	// PartitionExists reports whether a table of that name exists.
 	PartitionExists = `SELECT to_regclass(quote_ident($1)) IS NOT NULL`
 	// LedgerVacuum cleans up the dead row versions of a first pass (or,
@@ -383,6 +389,9 @@ func (b *bench) ledgerScale(ctx context.Context) error {
 				if _, err := db.ExecContext(ctx, fmt.Sprintf(PartitionTruncate, pq.QuoteIdentifier(name))); err != nil {
 					return err
 				}
+			}
+			if _, err := db.ExecContext(ctx, MessageTruncate); err != nil {
+				return err
 			}
 		}
 		firstH, r, err := pass(fmt.Sprintf("first pass, %d past rows (round %d of %d)", rows, i+1, rounds), true)

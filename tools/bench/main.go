@@ -140,8 +140,17 @@ WHERE s.status = 'active' AND s.renews_at > $2 AND s.renews_at <= $3
   AND NOT EXISTS (SELECT 1 FROM notice_ledger l
                   WHERE l.subscription_id = s.id AND l.kind = $1
                     AND l.period_start = s.period_start AND l.revision = s.notice_revision)`
-	// LedgerTruncate empties the ledger between scenarios.
-	LedgerTruncate = `TRUNCATE notice_ledger CASCADE`
+	// LedgerTruncate empties the ledger between scenarios and rounds, with
+	// the messages the outcomes kept (notice_message, where the binary's
+	// schema has it): left behind, the next round's outcomes for the same
+	// keys meet their earlier rows, ON CONFLICT DO NOTHING writes nothing,
+	// and the round measures a pass without the message storage (the
+	// ledger figure read 1,873 B a notice that way, against about 2,430 B
+	// with it).
+	LedgerTruncate = `DO $$ BEGIN
+    TRUNCATE notice_ledger CASCADE;
+    IF to_regclass('notice_message') IS NOT NULL THEN TRUNCATE notice_message; END IF;
+END $$`
 	// ServerVersion is the server's version string.
 	ServerVersion = `SHOW server_version`
 )

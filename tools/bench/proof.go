@@ -25,6 +25,9 @@ import (
 //     PostgreSQL CPU per notice, and of the WAL each pass wrote;
 //   - `scan proof` of one notice on that ledger, end to end (the process
 //     included), median of 5.
+//
+// BENCH_PROOF_PROFILE=DIR writes each pass's CPU profile into DIR
+// (none-1.pprof, kept-1.pprof, ...; cmd/scan's SCAN_CPUPROFILE).
 const (
 	// ProofTruncate empties the kept messages with the ledger (no foreign
 	// key links them).
@@ -78,7 +81,7 @@ func (b *bench) proof(ctx context.Context) error {
 	}
 	for round := range envInt("BENCH_PROOF_ROUNDS", 3) {
 		for _, v := range vs {
-			r, wal, err := b.proofPass(ctx, db, v.bin, outbox, env)
+			r, wal, err := b.proofPass(ctx, db, v.bin, outbox, proofProfileEnv(env, v.name, round))
 			if err != nil {
 				return err
 			}
@@ -124,6 +127,17 @@ func (b *bench) proof(ctx context.Context) error {
 			fmt.Sprintf("%+d B a notice", walMed(kept.wal)-walMed(none.wal)), "-"})
 	}
 	return b.proofOne(ctx, db, due, env)
+}
+
+// proofProfileEnv adds SCAN_CPUPROFILE to env when BENCH_PROOF_PROFILE
+// names a directory: one CPU profile per variant and round there
+// (<variant>-<round>.pprof), for go tool pprof -diff_base.
+func proofProfileEnv(env []string, variant string, round int) []string {
+	dir := os.Getenv("BENCH_PROOF_PROFILE")
+	if dir == "" {
+		return env
+	}
+	return append(slices.Clone(env), "SCAN_CPUPROFILE="+filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", variant, round+1)))
 }
 
 // kept is the variant that keeps messages, the last.
