@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"scan/internal/cli"
+	"scan/internal/notice"
 	"scan/internal/suppress"
 
 	"github.com/spf13/pflag"
@@ -45,7 +46,7 @@ func suppressOne(ctx context.Context, e *env, verb string, r suppress.Entry) err
 	if err != nil {
 		return err
 	}
-	k, err := suppressKeys(e)
+	k, err := suppress.ParseKeys(e.getenv(notice.SecretVar), e.getenv(notice.PreviousSecretsVar))
 	if err != nil {
 		return err
 	}
@@ -82,7 +83,7 @@ func suppressList(ctx context.Context, e *env, limit *int, onlyPrev *bool, out *
 	if *limit < 1 {
 		return usagef("--limit", "must be at least 1")
 	}
-	label, prevIDs, err := keyLabels(e, *onlyPrev)
+	label, prevIDs, err := suppress.ParseLabels(e.getenv(notice.SecretVar), e.getenv(notice.PreviousSecretsVar), *onlyPrev)
 	if err != nil {
 		return err
 	}
@@ -105,20 +106,6 @@ func suppressList(ctx context.Context, e *env, limit *int, onlyPrev *bool, out *
 	return json.NewEncoder(e.stderr).Encode(map[string]any{"total": total, "by_key": byKey})
 }
 
-// keyLabels returns suppress.Keys.Labels ("" for every key without
-// NOTICE_KEY_SECRET). --previous needs the secrets.
-func keyLabels(e *env, need bool) (func(string) string, []string, error) {
-	if e.getenv("NOTICE_KEY_SECRET") == "" && !need {
-		return func(string) string { return "" }, nil, nil
-	}
-	k, err := suppressKeys(e)
-	if err != nil {
-		return nil, nil, err
-	}
-	label, ids := k.Labels()
-	return label, ids, nil
-}
-
 // suppressImportFlags declares scan suppress import's flags.
 func suppressImportFlags(fs *pflag.FlagSet) runFunc {
 	var r suppress.ImportRequest
@@ -133,7 +120,7 @@ func suppressImport(ctx context.Context, e *env, r suppress.ImportRequest) error
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	k, err := suppressKeys(e)
+	k, err := suppress.ParseKeys(e.getenv(notice.SecretVar), e.getenv(notice.PreviousSecretsVar))
 	if err != nil {
 		return err
 	}
@@ -157,18 +144,4 @@ func suppressImport(ctx context.Context, e *env, r suppress.ImportRequest) error
 	}
 	return json.NewEncoder(e.stdout).Encode(map[string]any{"rows": res.Rows, "addresses": len(res.Entries),
 		"added": added, "already_listed": len(res.Entries) - added, "invalid_lines": res.Invalid})
-}
-
-// suppressKeys returns the suppression list's hashers from
-// NOTICE_KEY_SECRET and NOTICE_KEY_SECRET_PREVIOUS.
-func suppressKeys(e *env) (suppress.Keys, error) {
-	sec, err := secret(e)
-	if err != nil {
-		return suppress.Keys{}, err
-	}
-	prevs, err := previousSecrets(e, sec)
-	if err != nil {
-		return suppress.Keys{}, err
-	}
-	return suppress.NewKeys(sec, prevs)
 }
