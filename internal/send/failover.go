@@ -47,7 +47,8 @@ type FailoverConfig struct {
 // message may have been accepted, so the claim stays in quarantine. A
 // Permanent failure is the recipient's, not the sender's, and is returned
 // as it is. A sender once given up stays given up for the Failover's life
-// (one pass).
+// (one pass). A Failover is a Pipeliner whose lanes pipeline through the
+// current sender's when it is one (failover_lane.go).
 type Failover struct {
 	senders   []Named
 	failAfter int
