@@ -54,3 +54,21 @@ func (l *failoverLane) Close() {
 	}
 	l.i = -1
 }
+
+// pipelinerOf returns s as the Pipeliner whose lanes the Dispatcher gives
+// its workers (each worker then holds a second notice while it sends), and
+// false when s is not one, or is a Failover none of whose senders
+// pipelines (ses,http): such a list is sent notice by notice, as each of
+// its senders alone would be.
+func pipelinerOf(s Sender) (Pipeliner, bool) {
+	if f, ok := s.(*Failover); ok {
+		for _, n := range f.senders {
+			if _, ok := n.Sender.(Pipeliner); ok {
+				return f, true
+			}
+		}
+		return nil, false
+	}
+	p, ok := s.(Pipeliner)
+	return p, ok
+}
