@@ -671,6 +671,11 @@ func (b *bench) throughput(ctx context.Context) error {
 		if i == 0 {
 			first = r
 			b.profile(ctx, prof, "the first pass")
+			if goBin, err := exec.LookPath("go"); err == nil {
+				if err := printSteps(ctx, b.out, goBin, b.cfg.scan, prof, due); err != nil {
+					fmt.Fprintf(b.log, "bench: the pass's steps: %v\n", err)
+				}
+			}
 		}
 	}
 	var same int
