@@ -118,6 +118,11 @@ func TestScheduleTwoSchedulersNeverOverlap(t *testing.T) {
 	env := f.getenv("LOG_LEVEL=info")
 	a := startScheduler(runCtx, env, "--cron", "@every 1s", "--batch-size", "10")
 	b := startScheduler(runCtx, env, "--cron", "@every 1s", "--batch-size", "10")
+	t.Cleanup(func() {
+		if t.Failed() { // both sides: a lost lock shows in the holder's log
+			t.Logf("scheduler a's log:\n%s\nscheduler b's log:\n%s", tail(a.stderr.String()), tail(b.stderr.String()))
+		}
+	})
 
 	// A pass is in flight: the server holds its first message.
 	select {
