@@ -13,12 +13,16 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"scan/internal/ask"
 	"scan/internal/cli"
 	"scan/internal/clock"
+	"scan/internal/drain"
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/observe"
 	"scan/internal/policy"
+	"scan/internal/receive"
+	"scan/internal/reconcile"
 	"scan/internal/redact"
 	"scan/internal/scan"
 	"scan/internal/senders"
@@ -116,7 +120,8 @@ func exitCode(e *env, err error) int {
 	code, msg := exitAborted, cli.OneLine(e.redact(err.Error()))
 	switch {
 	case is[*cli.UsageError](err), is[*senders.ConfigError](err), is[*scan.ConfigError](err),
-		is[*subscription.ConfigError](err), is[*policy.Error](err), is[*notice.SecretError](err):
+		is[*subscription.ConfigError](err), is[*policy.Error](err), is[*notice.SecretError](err),
+		is[*reconcile.FieldError](err), is[*ask.ConfigError](err), is[*drain.ConfigError](err), is[*receive.ConfigError](err):
 		code = exitUsage
 	case errors.Is(err, scan.ErrMaxMint):
 		code = exitRefused

@@ -1,13 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -69,55 +67,24 @@ var resolveCommand = command{use: "resolve KEY", short: "an operator's decision 
 	long: "--not-sent and --retry both make the notice retry. A key or run that matches nothing is exit 1.",
 	env:  []string{"DATABASE_URL", "USER"}, maxArgs: 1, flags: resolveFlags}
 
-// resolveArgs are scan resolve's flags.
-type resolveArgs struct {
-	runID, reason, by    string
-	sent, notSent, retry bool
-}
-
 // resolveFlags declares scan resolve's flags.
 func resolveFlags(fs *pflag.FlagSet) runFunc {
-	var a resolveArgs
-	fs.StringVar(&a.runID, "run", "", "decide for every claim of this run that still has no outcome (after a crash, once reconcile has settled what the provider saw)")
-	fs.BoolVar(&a.sent, "sent", false, "the notice went out (evidence outside the provider's events)")
-	fs.BoolVar(&a.notSent, "not-sent", false, "the notice certainly did not go out: make it retry (the same as --retry)")
-	fs.BoolVar(&a.retry, "retry", false, "send it again in the next pass while its window is open (also for failed)")
-	fs.StringVar(&a.reason, "reason", "", "why (required; recorded)")
-	fs.StringVar(&a.by, "by", "", "who decides (default $USER)")
-	return func(ctx context.Context, e *env, pos []string) error { return cmdResolve(ctx, e, &a, pos) }
+	var r reconcile.Resolution
+	fs.StringVar(&r.RunID, "run", "", "decide for every claim of this run that still has no outcome (after a crash, once reconcile has settled what the provider saw)")
+	fs.BoolVar(&r.Sent, "sent", false, "the notice went out (evidence outside the provider's events)")
+	fs.BoolVar(&r.NotSent, "not-sent", false, "the notice certainly did not go out: make it retry (the same as --retry)")
+	fs.BoolVar(&r.Retry, "retry", false, "send it again in the next pass while its window is open (also for failed)")
+	fs.StringVar(&r.Reason, "reason", "", "why (required; recorded)")
+	fs.StringVar(&r.By, "by", "", "who decides (default $USER)")
+	return func(ctx context.Context, e *env, pos []string) error { return cmdResolve(ctx, e, r, pos) }
 }
 
-func cmdResolve(ctx context.Context, e *env, a *resolveArgs, pos []string) error {
-	if a.runID != "" && len(pos) == 0 {
-		pos = []string{""}
-	} else if len(pos) != 1 || !notice.ValidKey(pos[0]) || a.runID != "" {
-		return usagef("KEY", "exactly one notice key (64 lower-case hex characters), or --run RUN_ID, is required")
+func cmdResolve(ctx context.Context, e *env, r reconcile.Resolution, pos []string) error {
+	if len(pos) == 1 {
+		r.Key = pos[0]
 	}
-	var ruling ledger.Ruling
-	n := 0
-	for _, f := range []struct {
-		set bool
-		r   ledger.Ruling
-	}{{a.sent, ledger.RulingSent}, {a.notSent, ledger.RulingNotSent}, {a.retry, ledger.RulingRetry}} {
-		if f.set {
-			ruling = f.r
-			n++
-		}
-	}
-	if n != 1 {
-		return usagef("decision", "give exactly one of --sent, --not-sent, --retry")
-	}
-	if strings.TrimSpace(a.reason) == "" {
-		return usagef("--reason", "required: say why, it is recorded with the decision")
-	}
-	who := a.by
-	if who == "" {
-		who = e.getenv("USER")
-	}
-	if who == "" {
-		return usagef("--by", "required when $USER is not set")
-	}
-	d, err := ledger.NewDecision(ruling, pos[0], who, a.reason, e.clockNow().UTC())
+	r.By = cmp.Or(r.By, e.getenv("USER"))
+	d, err := r.Decision(e.clockNow().UTC())
 	if err != nil {
 		return err
 	}
@@ -127,31 +94,14 @@ func cmdResolve(ctx context.Context, e *env, a *resolveArgs, pos []string) error
 	}
 	defer db.Close()
 	enc := json.NewEncoder(e.stdout)
-	change := func(key string, from ledger.State) error {
+	// Each change is printed as it is committed; for a run, then the count.
+	n, err := reconcile.Resolve(ctx, db, r, d, func(key string, from ledger.State) error {
 		return enc.Encode(map[string]any{"notice_key": key, "from": from, "to": d.To, "by": d.By, "reason": d.Reason, "at": d.At})
-	}
-	if a.runID != "" {
-		// Each change is printed as it is committed, then the count.
-		n, err := ledger.ResolveRun(ctx, db, a.runID, d, change)
-		if errors.Is(err, ledger.ErrNoClaims) {
-			return fmt.Errorf("resolve: run %q has no claims without an outcome", a.runID)
-		}
-		if err != nil {
-			return err
-		}
-		return enc.Encode(map[string]any{"run_id": a.runID, "resolved": n})
-	}
-	from, err := ledger.ResolveKey(ctx, db, d)
-	if errors.Is(err, ledger.ErrNotFound) {
-		return fmt.Errorf("resolve: no ledger row has key %s", notice.Short(pos[0]))
-	}
-	if errors.Is(err, ledger.ErrStateChanged) {
-		return usagef("KEY", "%v; allowed from %v", err, d.From)
-	}
-	if err != nil {
+	})
+	if err != nil || r.RunID == "" {
 		return err
 	}
-	return change(pos[0], from)
+	return enc.Encode(map[string]any{"run_id": r.RunID, "resolved": n})
 }
 
 var reconcileCommand = command{use: "reconcile", short: "settle quarantined claims from provider events (--events FILE|-), an SQS queue (--sqs URL) or the provider's API (--ask P)",
@@ -160,34 +110,35 @@ var reconcileCommand = command{use: "reconcile", short: "settle quarantined clai
 
 // reconcileFlags declares scan reconcile's flags.
 func reconcileFlags(fs *pflag.FlagSet) runFunc {
-	events := fs.String("events", "", "provider events (see --format); - for stdin")
-	format := fs.String("format", reconcile.FormatJSONL, reconcile.FormatJSONL+" (message_id, event per line), or the payloads "+cli.OrList(provider.Strings(provider.Email...))+" post (with --sqs: default "+string(provider.SES)+")")
-	by := fs.String("by", "reconcile", "recorded as the author of each change")
 	src := sourceFlags(fs)
+	fs.StringVar(&src.Events, "events", "", "provider events (see --format); - for stdin")
+	fs.StringVar(&src.Format, "format", reconcile.FormatJSONL, reconcile.FormatJSONL+" (message_id, event per line), or the payloads "+cli.OrList(provider.Strings(provider.Email...))+" post (with --sqs: default "+string(provider.SES)+")")
+	by := fs.String("by", "reconcile", "recorded as the author of each change")
 	return func(ctx context.Context, e *env, _ []string) error {
-		return cmdReconcile(ctx, e, fs, src, *events, *format, *by)
+		return cmdReconcile(ctx, e, fs, src, *by)
 	}
 }
 
-func cmdReconcile(ctx context.Context, e *env, fs *pflag.FlagSet, src *reconcileSources, events, format, by string) error {
-	if err := src.check(fs, events); err != nil {
+func cmdReconcile(ctx context.Context, e *env, fs *pflag.FlagSet, src *sources, by string) error {
+	src.FormatSet, src.OlderThanSet = isSet(fs, "format"), isSet(fs, "older-than")
+	for _, name := range []string{"max-duration", "receive-for"} { // the spelling the operator typed
+		if src.BudgetFlag == "" && isSet(fs, name) {
+			src.BudgetFlag = "--" + name
+		}
+	}
+	if err := src.Validate(); err != nil {
 		return err
 	}
 	switch {
-	case src.sqs != "":
-		return reconcileSQS(ctx, e, fs, src, format, by)
-	case src.ask != "":
+	case src.SQS != "":
+		return reconcileSQS(ctx, e, src.Sources, by)
+	case src.Ask != "":
 		return reconcileAsk(ctx, e, src, by)
-	case events == "":
-		return usagef("--events", "required: a file of events, or - for stdin (or --sqs QUEUE_URL, or --ask PROVIDER)")
-	}
-	if !slices.Contains(reconcile.Formats, format) {
-		return usagef("--format", "%q is not one of %s", format, strings.Join(reconcile.Formats, ", "))
 	}
 	if err := checkPushURL(e.getenv("PUSHGATEWAY_URL")); err != nil {
 		return err
 	}
-	in, closeIn, err := openEvents(e, events)
+	in, closeIn, err := openEvents(e, src.Events)
 	if err != nil {
 		return err
 	}
@@ -198,7 +149,7 @@ func cmdReconcile(ctx context.Context, e *env, fs *pflag.FlagSet, src *reconcile
 	}
 	defer db.Close()
 	out := json.NewEncoder(e.stdout)
-	res, err := reconcile.Apply(ctx, db, in, reconcile.Options{Format: format, By: by, Now: e.clockNow},
+	res, err := reconcile.Apply(ctx, db, in, reconcile.Options{Format: src.Format, By: by, Now: e.clockNow},
 		func(c ledger.Change) error { return out.Encode(c) })
 	if err != nil {
 		return err
@@ -209,8 +160,8 @@ func cmdReconcile(ctx context.Context, e *env, fs *pflag.FlagSet, src *reconcile
 	if n := res.Malformed + res.Oversized - len(res.Problems); n > 0 {
 		fmt.Fprintf(e.stderr, "scan reconcile: %d more skipped payloads not listed\n", n)
 	}
-	pushReconcile(ctx, e, format, res)
-	return out.Encode(res.Summary(format))
+	pushReconcile(ctx, e, src.Format, res)
+	return out.Encode(res.Summary(src.Format))
 }
 
 // pushReconcile pushes scan_reconcile_events_total when PUSHGATEWAY_URL

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"net"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -27,25 +25,16 @@ func receiveFlags(fs *pflag.FlagSet) runFunc {
 }
 
 func cmdReceive(ctx context.Context, e *env, fs *pflag.FlagSet, listen *string, grace *time.Duration, inFlight *int) error {
-	addr := flagOrEnv(fs, "listen", *listen, e, "SCAN_RECEIVE_ADDR")
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return usagef(fieldOf(fs, "listen", "SCAN_RECEIVE_ADDR"), "%q is not host:port (e.g. :8080)", addr)
-	}
-	if *grace <= 0 {
-		return usagef("--grace", "must be positive")
-	}
-	if *inFlight <= 0 {
-		return usagef("--max-in-flight", "must be positive")
+	l := receive.Listening{Addr: flagOrEnv(fs, "listen", *listen, e, "SCAN_RECEIVE_ADDR"), AddrField: fieldOf(fs, "listen", "SCAN_RECEIVE_ADDR"),
+		Grace: *grace, MaxInFlight: *inFlight}
+	if err := l.Validate(); err != nil {
+		return err
 	}
 	log, err := newLogger(e)
 	if err != nil {
 		return err
 	}
 	eps, err := registry.Webhooks(e.getenv)
-	var ce *receive.ConfigError
-	if errors.As(err, &ce) {
-		return usagef(ce.Field, "%s", ce.Msg)
-	}
 	if err != nil {
 		return err
 	}
@@ -67,5 +56,5 @@ func cmdReceive(ctx context.Context, e *env, fs *pflag.FlagSet, listen *string, 
 		return err
 	}
 	defer stopProfile()
-	return srv.ListenAndServe(ctx, addr, *grace)
+	return srv.ListenAndServe(ctx, l.Addr, l.Grace)
 }

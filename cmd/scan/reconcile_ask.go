@@ -17,8 +17,8 @@ import (
 // API about each claim in quarantine older than --older-than
 // (ask.Reconcile), prints each change as it is committed and each claim
 // that stays (pending or unknown) on stderr, then a summary.
-func reconcileAsk(ctx context.Context, e *env, src *reconcileSources, by string) error {
-	p, err := newAskProvider(e, src.ask)
+func reconcileAsk(ctx context.Context, e *env, src *sources, by string) error {
+	p, err := newAskProvider(e, src.Ask)
 	if err != nil {
 		return err
 	}
@@ -31,9 +31,9 @@ func reconcileAsk(ctx context.Context, e *env, src *reconcileSources, by string)
 	note := func(c ask.Claim, a ask.Answer) {
 		switch {
 		case a.Pending:
-			fmt.Fprintf(e.stderr, "scan reconcile: %s has no record of %s yet; it stays in quarantine until the provider's indexing delay has passed\n", src.ask, notice.Short(c.Key))
+			fmt.Fprintf(e.stderr, "scan reconcile: %s has no record of %s yet; it stays in quarantine until the provider's indexing delay has passed\n", src.Ask, notice.Short(c.Key))
 		case a.Unknown != "":
-			fmt.Fprintf(e.stderr, "scan reconcile: %s cannot tell about %s (%s); it stays in quarantine\n", src.ask, notice.Short(c.Key), a.Unknown)
+			fmt.Fprintf(e.stderr, "scan reconcile: %s cannot tell about %s (%s); it stays in quarantine\n", src.Ask, notice.Short(c.Key), a.Unknown)
 		}
 	}
 	res, err := ask.Reconcile(ctx, db, p, ask.RunConfig{By: by, OlderThan: src.olderThan.Ago(e.clockNow()), Now: e.clockNow},
@@ -49,7 +49,7 @@ func reconcileAsk(ctx context.Context, e *env, src *reconcileSources, by string)
 	if res.Cut {
 		fmt.Fprintf(e.stderr, "scan reconcile: asked about %d claims, the oldest the provider still keeps a record of; run it again for the rest\n", res.Asked)
 	}
-	return out.Encode(res.Summary(src.ask))
+	return out.Encode(res.Summary(src.Ask))
 }
 
 // newAskProvider builds the provider --ask names from its environment
@@ -66,15 +66,5 @@ func newAskProvider(e *env, name string) (ask.Provider, error) {
 		}
 		return pol.Provider, nil
 	})
-	return a, askUsage(err)
-}
-
-// askUsage is err as a usage error naming the setting when it is an
-// *ask.ConfigError, else err.
-func askUsage(err error) error {
-	var ce *ask.ConfigError
-	if errors.As(err, &ce) {
-		return usagef(ce.Field, "%s", ce.Msg)
-	}
-	return err
+	return a, err
 }

@@ -1,14 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strings"
-	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/spf13/pflag"
@@ -26,14 +24,6 @@ import (
 // a provider's API. Written only at initialisation; read-only after.
 var testAskProviders = map[string]func(e *env) (ask.Provider, error){}
 
-// recoverFlags are scan recover's flags.
-type recoverFlags struct {
-	since                   *cli.TimeFlag
-	events, format, askName string
-	noneLost                bool
-	reason, by              string
-}
-
 // cmdRecover: after the ledger's database was restored or failed over,
 // records what the provider's record says went out since --since (from
 // --events in any --format, or from --ask PROVIDER's API), so that no pass
@@ -46,29 +36,34 @@ var recoverCommand = command{use: "recover", short: "after a restore or failover
 
 // recoverFlagsOf declares scan recover's flags.
 func recoverFlagsOf(fs *pflag.FlagSet) runFunc {
-	f := recoverFlags{since: cli.NewTimeFlag("")}
-	fs.Var(f.since, "since", "the restore point, or the last pass the ledger knows of: an RFC 3339 instant or a duration back (2d)")
-	fs.StringVar(&f.events, "events", "", "the provider's record of what went out, in --format; - for stdin")
-	fs.StringVar(&f.format, "format", reconcile.FormatJSONL, reconcile.FormatJSONL+", or the payloads "+cli.OrList(provider.Strings(provider.Email...))+" post")
-	fs.StringVar(&f.askName, "ask", "", "list what the provider accepted since --since through its API")
-	fs.BoolVar(&f.noneLost, "none-lost", false, "acknowledge that nothing can have been lost (no record exists)")
-	fs.StringVar(&f.reason, "reason", "", "why (recorded with the acknowledgement)")
-	fs.StringVar(&f.by, "by", "", "who (recorded with the acknowledgement; default $USER)")
-	return func(ctx context.Context, e *env, _ []string) error { return cmdRecover(ctx, e, f) }
+	var r reconcile.Recovery
+	since := cli.NewTimeFlag("")
+	fs.Var(since, "since", "the restore point, or the last pass the ledger knows of: an RFC 3339 instant or a duration back (2d)")
+	fs.StringVar(&r.Events, "events", "", "the provider's record of what went out, in --format; - for stdin")
+	fs.StringVar(&r.Format, "format", reconcile.FormatJSONL, reconcile.FormatJSONL+", or the payloads "+cli.OrList(provider.Strings(provider.Email...))+" post")
+	fs.StringVar(&r.Ask, "ask", "", "list what the provider accepted since --since through its API")
+	fs.BoolVar(&r.NoneLost, "none-lost", false, "acknowledge that nothing can have been lost (no record exists)")
+	fs.StringVar(&r.Reason, "reason", "", "why (recorded with the acknowledgement)")
+	fs.StringVar(&r.By, "by", "", "who (recorded with the acknowledgement; default $USER)")
+	return func(ctx context.Context, e *env, _ []string) error { return cmdRecover(ctx, e, r, since) }
 }
 
-func cmdRecover(ctx context.Context, e *env, f recoverFlags) error {
-	since, err := f.validate(e)
-	if err != nil {
+func cmdRecover(ctx context.Context, e *env, r reconcile.Recovery, since *cli.TimeFlag) error {
+	r.By, r.RunID, r.Now = cmp.Or(r.By, e.getenv("USER")), newRunID(e.clockNow().UTC()), e.clockNow
+	if since.Given() {
+		r.Since = since.Instant(e.clockNow().UTC())
+	}
+	if err := r.Validate(); err != nil {
 		return err
 	}
-	var provider ask.Provider
-	if f.askName != "" {
-		if provider, err = newAskProvider(e, f.askName); err != nil {
+	var p ask.Provider
+	var err error
+	if r.Ask != "" {
+		if p, err = newAskProvider(e, r.Ask); err != nil {
 			return err
 		}
 	}
-	in, closeIn, err := openEvents(e, f.events)
+	in, closeIn, err := openEvents(e, r.Events)
 	if err != nil {
 		return err
 	}
@@ -78,44 +73,7 @@ func cmdRecover(ctx context.Context, e *env, f recoverFlags) error {
 		return err
 	}
 	defer db.Close()
-	return runRecover(ctx, e, db, f, since, in, provider)
-}
-
-// validate checks the flags without I/O and returns --since.
-func (f *recoverFlags) validate(e *env) (time.Time, error) {
-	if f.by == "" {
-		f.by = e.getenv("USER")
-	}
-	if f.noneLost {
-		if f.events != "" || f.askName != "" {
-			return time.Time{}, usagef("--none-lost", "takes no --events or --ask: it records that nothing was lost")
-		}
-		if strings.TrimSpace(f.reason) == "" {
-			return time.Time{}, usagef("--reason", "required with --none-lost")
-		}
-		if strings.TrimSpace(f.by) == "" {
-			return time.Time{}, usagef("--by", "required with --none-lost when $USER is not set")
-		}
-	}
-	var since time.Time
-	if f.since.Given() {
-		since = f.since.Instant(e.clockNow().UTC())
-	}
-	if f.noneLost {
-		return since, nil
-	}
-	switch {
-	case !f.since.Given():
-		return time.Time{}, usagef("--since", "required: the restore point, or the last pass the ledger knows of")
-	case (f.events == "") == (f.askName == ""):
-		return time.Time{}, usagef("--events", "give the provider's record with --events FILE|- or --ask PROVIDER (one of them)")
-	case !slices.Contains(reconcile.Formats, f.format):
-		return time.Time{}, usagef("--format", "%q is not one of %s", f.format, strings.Join(reconcile.Formats, ", "))
-	}
-	if f.by == "" {
-		f.by = "recover"
-	}
-	return since, nil
+	return runRecover(ctx, e, db, r, in, p)
 }
 
 // openEvents opens --events, a file or stdin for "-" (nil for "").
@@ -135,19 +93,18 @@ func openEvents(e *env, events string) (io.Reader, func(), error) {
 
 // runRecover applies the record and acknowledges (reconcile.Recover),
 // and prints the report.
-func runRecover(ctx context.Context, e *env, db *sqlx.DB, f recoverFlags, since time.Time, in io.Reader, p ask.Provider) error {
-	rep, err := reconcile.Recover(ctx, db, reconcile.Recovery{Since: since, NoneLost: f.noneLost, Reason: f.reason, By: f.by,
-		RunID: newRunID(e.clockNow().UTC()), Now: e.clockNow,
-		Read: func(add func(ledger.Settlement) error) error {
-			if p != nil {
-				return p.Since(ctx, since, add)
-			}
-			st, err := reconcile.ReadClassified(in, f.format, add)
-			for _, pr := range st.Problems {
-				fmt.Fprintf(e.stderr, "scan recover: line %d skipped: %s\n", pr.Line, pr.Reason)
-			}
-			return err
-		}})
+func runRecover(ctx context.Context, e *env, db *sqlx.DB, r reconcile.Recovery, in io.Reader, p ask.Provider) error {
+	r.Read = func(add func(ledger.Settlement) error) error {
+		if p != nil {
+			return p.Since(ctx, r.Since, add)
+		}
+		st, err := reconcile.ReadClassified(in, r.Format, add)
+		for _, pr := range st.Problems {
+			fmt.Fprintf(e.stderr, "scan recover: line %d skipped: %s\n", pr.Line, pr.Reason)
+		}
+		return err
+	}
+	rep, err := reconcile.Recover(ctx, db, r)
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,12 @@ type API interface {
 // WaitTimeSeconds, 0 to 20 seconds), and Config.Wait's default.
 const MaxWait = 20 * time.Second
 
+// DefaultBudget is how long `scan reconcile --sqs` receives by default
+// (Deadline, --receive-for): a little less than the CronJob's 5-minute
+// period, so that one drain ends before the next is due
+// (concurrencyPolicy: Forbid would skip it).
+const DefaultBudget = 4 * time.Minute
+
 // MaxBatch is the most messages one ReceiveMessage returns and one
 // DeleteMessageBatch deletes (MaxNumberOfMessages, 1 to 10).
 const MaxBatch = 10

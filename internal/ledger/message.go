@@ -326,18 +326,27 @@ func MessageOf(ctx context.Context, db sqlx.QueryerContext, r Row) ([]byte, erro
 	return verifyMessage(r.NoticeKey, r.Attempts, r.MessageSHA256, m.Body, messageDict{ID: m.DictID, Format: m.Format, Body: m.Dict})
 }
 
-// MessageCheck is what MessageSample found.
+// MessageCheck is what MessageSample found. An attempt is checked when
+// the ledger recorded a digest for it: the current attempt's in the
+// ledger row, an earlier attempt's in notice_message (sql/0041).
 type MessageCheck struct {
-	Checked    int      `json:"checked"`    // rows with a digest looked at
+	Checked    int      `json:"checked"`    // attempts with a digest looked at, current and earlier
 	Verified   int      `json:"verified"`   // rebuilt to their digest
-	Mismatched []string `json:"mismatched"` // key prefixes whose kept message does not
-	Missing    int      `json:"missing"`    // rows with a digest and no kept message
-	Bytes      int64    `json:"stored_bytes"`
+	Mismatched []string `json:"mismatched"` // key prefixes whose kept message does not ("<prefix> attempt N" for an earlier attempt)
+	Missing    int      `json:"missing"`    // current attempts with a digest and no kept message
+	// Earlier is how many of Checked are earlier attempts; Unverifiable
+	// counts the earlier attempts kept before sql/0041, with no digest to
+	// check them against (in neither Checked nor Verified).
+	Earlier      int   `json:"earlier_checked"`
+	Unverifiable int   `json:"unverifiable_kept_before_0041"`
+	Bytes        int64 `json:"stored_bytes"`
 }
 
-// MessageSample rebuilds the kept messages of at most n rows with a
-// digest, chosen at random (n <= 0: every such row), of the periods in
-// [from, to) (zero: unbounded), and checks each against its digest.
+// MessageSample rebuilds the kept messages of at most n ledger rows with
+// a digest or more than one attempt, chosen at random (n <= 0: every such
+// row), of the periods in [from, to) (zero: unbounded), and checks each
+// attempt's against its digest: the current attempt's and every earlier
+// one's that notice_message keeps.
 func MessageSample(ctx context.Context, db sqlx.QueryerContext, n int, from, to time.Time) (MessageCheck, error) {
 	var limit, lo, hi any
 	if n > 0 {
@@ -356,31 +365,49 @@ func MessageSample(ctx context.Context, db sqlx.QueryerContext, n int, from, to 
 	defer rows.Close()
 	res := MessageCheck{Mismatched: []string{}}
 	for rows.Next() {
-		var (
-			period       time.Time
-			key          string
-			attempt      int
-			digest, body []byte
-			d            messageDict
-		)
-		if err := rows.Scan(&period, &key, &attempt, &digest, &body, &d.ID, &d.Format, &d.Body); err != nil {
+		var a sampledAttempt
+		if err := rows.Scan(&a.period, &a.key, &a.attempt, &a.digest, &a.current, &a.body, &a.dict.ID, &a.dict.Format, &a.dict.Body); err != nil {
 			return res, fmt.Errorf("sample kept messages: %w", err)
 		}
-		res.Checked++
-		res.Bytes += int64(len(body))
-		switch _, err := verifyMessage(key, attempt, digest, body, d); {
-		case body == nil:
-			res.Missing++
-		case err != nil:
-			res.Mismatched = append(res.Mismatched, key[:min(len(key), 12)])
-		default:
-			res.Verified++
-		}
+		res.add(a)
 	}
 	if err := rows.Err(); err != nil {
 		return res, fmt.Errorf("sample kept messages: %w", err)
 	}
 	return res, nil
+}
+
+// sampledAttempt is one attempt noticeMessageSample returns.
+type sampledAttempt struct {
+	period       time.Time
+	key          string
+	attempt      int
+	digest, body []byte
+	current      bool
+	dict         messageDict
+}
+
+// add checks a and counts it.
+func (res *MessageCheck) add(a sampledAttempt) {
+	if !a.current && a.digest == nil {
+		res.Unverifiable++
+		return
+	}
+	res.Checked++
+	res.Bytes += int64(len(a.body))
+	name := a.key[:min(len(a.key), 12)]
+	if !a.current {
+		res.Earlier++
+		name = fmt.Sprintf("%s attempt %d", name, a.attempt)
+	}
+	switch _, err := verifyMessage(a.key, a.attempt, a.digest, a.body, a.dict); {
+	case a.body == nil:
+		res.Missing++
+	case err != nil:
+		res.Mismatched = append(res.Mismatched, name)
+	default:
+		res.Verified++
+	}
 }
 
 // StoredDict returns dictionary id's bytes as the database holds them

@@ -192,10 +192,13 @@ func TestThePassKeepsMessagesItCannotRead(t *testing.T) {
 }
 
 // Earlier attempts stay provable: the re-claim of a row holding an
-// earlier attempt's message copies it into notice_message, where
-// MessageOf finds it under its attempt after a later outcome replaced it
-// in the row (with its own message, or with none when the retry handed
-// nothing over); the current attempt's is in the row.
+// earlier attempt's message copies it into notice_message with the digest
+// recorded at its send time, where MessageOf finds it under its attempt
+// after a later outcome replaced it in the row (with its own message, or
+// with none when the retry handed nothing over); the current attempt's is
+// in the row. EarlierMessages and MessageSample verify it against that
+// digest, refuse it tampered with, and report one kept with no digest
+// (before sql/0041) as unverifiable, never verified.
 func TestEarlierAttemptsStayProvable(t *testing.T) {
 	t.Parallel()
 	db := setup(t)
@@ -241,6 +244,54 @@ func TestEarlierAttemptsStayProvable(t *testing.T) {
 	r.Attempts = 2
 	if _, err := ledger.MessageOf(ctx, db, r); !errors.Is(err, ledger.ErrNoMessage) {
 		t.Fatalf("attempt 2 handed nothing over: %v, want ErrNoMessage", err)
+	}
+
+	// The re-claim kept attempt 1's send-time digest with its message
+	// (sql/0041), so it is verified, by the proof and by --verify.
+	r, err = ledger.Get(ctx, db, c.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier, err := ledger.EarlierMessages(ctx, db, r)
+	if err != nil || len(earlier) != 1 || earlier[0].Attempt != 1 || !earlier[0].Verified() ||
+		!bytes.Equal(earlier[0].Digest, sum1[:]) || !bytes.Equal(earlier[0].Message, msg1) {
+		t.Fatalf("earlier attempts = %+v, %v; want attempt 1 verified", earlier, err)
+	}
+	check, err := ledger.MessageSample(ctx, db, 0, time.Time{}, time.Time{})
+	if err != nil || check.Checked != 2 || check.Earlier != 1 || check.Verified != 2 || len(check.Mismatched) != 0 || check.Unverifiable != 0 {
+		t.Fatalf("sample = %+v, %v; want attempts 1 and 3 verified", check, err)
+	}
+
+	// Attempt 1's kept message tampered with: refused, naming the notice
+	// and the attempt, and counted by --verify.
+	forged, err := ledger.KeepMessage([]byte("attempt one, altered\r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE notice_message SET body = $1 WHERE attempt = 1`, forged); err != nil {
+		t.Fatal(err)
+	}
+	var de *ledger.DigestError
+	if _, err := ledger.EarlierMessages(ctx, db, r); !errors.As(err, &de) || de.Key != c.Key || de.Attempt != 1 ||
+		!strings.Contains(err.Error(), notice.Short(c.Key)) || !strings.Contains(err.Error(), "attempt 1") {
+		t.Fatalf("tampered attempt 1: %v, want a DigestError naming the notice and attempt 1", err)
+	}
+	check, err = ledger.MessageSample(ctx, db, 0, time.Time{}, time.Time{})
+	if err != nil || check.Checked != 2 || check.Verified != 1 || len(check.Mismatched) != 1 || check.Mismatched[0] != notice.Short(c.Key)+" attempt 1" {
+		t.Fatalf("sample after tampering = %+v, %v; want attempt 1 mismatched", check, err)
+	}
+
+	// Kept before sql/0041, with no digest: read back, never verified.
+	if _, err := db.Exec(`UPDATE notice_message SET body = $1, digest = NULL WHERE attempt = 1`, forged); err != nil {
+		t.Fatal(err)
+	}
+	earlier, err = ledger.EarlierMessages(ctx, db, r)
+	if err != nil || len(earlier) != 1 || earlier[0].Verified() || earlier[0].Digest != nil {
+		t.Fatalf("attempt 1 with no digest = %+v, %v; want it unverified", earlier, err)
+	}
+	check, err = ledger.MessageSample(ctx, db, 0, time.Time{}, time.Time{})
+	if err != nil || check.Checked != 1 || check.Verified != 1 || check.Earlier != 0 || check.Unverifiable != 1 || len(check.Mismatched) != 0 {
+		t.Fatalf("sample with attempt 1 kept before 0041 = %+v, %v; want it unverifiable, not verified", check, err)
 	}
 }
 

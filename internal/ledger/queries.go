@@ -662,29 +662,57 @@ LIMIT 1`
 // noticeMessageDict returns dictionary $1's bytes.
 const noticeMessageDict = `SELECT body FROM notice_message_dict WHERE id = $1`
 
-// noticeMessageSample returns at most $1 rows whose current attempt has a
-// digest and a kept message, in random order, or every such row when $1
-// is NULL; $2 and $3 bound period_start (YYYY-MM-DD, NULL for no bound).
-// Each row carries its period, key, attempt, digest and compressed
-// message (NULL when none was kept: the row's own when it is of the
-// current attempt, else notice_message's) with its dictionary (empty for
-// none) with its dictionary's id, format and bytes (0, deflate and empty
-// for none).
+// noticeMessageEarlier returns the messages notice_message keeps for the
+// attempts of notice $2 (hex) of period $1 before attempt $3 (the
+// current), by attempt: each with the digest recorded for it at send time
+// (NULL when kept before sql/0041) and its dictionary's id, format and
+// bytes (0, deflate and empty for none). By the primary key.
+const noticeMessageEarlier = `
+SELECT m.attempt, m.digest, m.body, m.dict AS dict_id,
+       COALESCE(d.format, 'deflate') AS format, COALESCE(d.body, '') AS dict
+FROM notice_message m
+LEFT JOIN notice_message_dict d ON d.id = m.dict
+WHERE m.period_start = $1::date AND m.key = decode($2, 'hex') AND m.attempt < $3
+ORDER BY m.attempt`
+
+// noticeMessageSample picks at most $1 ledger rows whose current attempt
+// has a digest or that were attempted more than once, in random order, or
+// every such row when $1 is NULL; $2 and $3 bound period_start
+// (YYYY-MM-DD, NULL for no bound). It returns one row per attempt to
+// check: the current attempt of each picked row with a digest (current
+// true), with its compressed message (NULL when none was kept: the row's
+// own when it is of the current attempt, else notice_message's), and each
+// earlier attempt notice_message keeps for a picked row (current false),
+// with the digest kept with it (NULL before sql/0041). Each carries its
+// period, key, attempt, digest and the dictionary's id, format and bytes
+// (0, deflate and empty for none).
 const noticeMessageSample = `
-SELECT l.period_start, l.notice_key, l.attempts, l.message_sha256,
-       COALESCE(CASE WHEN l.message_attempt = l.attempts THEN l.message END, m.body) AS body,
+WITH picked AS (
+    SELECT l.period_start, l.notice_key, l.attempts, l.message_sha256,
+           l.message_attempt, l.message_dict, l.message
+    FROM notice_ledger l
+    WHERE (l.message_sha256 IS NOT NULL OR l.attempts > 1)
+      AND ($2::date IS NULL OR l.period_start >= $2::date)
+      AND ($3::date IS NULL OR l.period_start < $3::date)
+    ORDER BY CASE WHEN $1::integer IS NULL THEN 0 ELSE random() END, l.period_start, l.notice_key
+    LIMIT $1)
+SELECT p.period_start, p.notice_key, p.attempts AS attempt, p.message_sha256 AS digest, true AS current,
+       COALESCE(CASE WHEN p.message_attempt = p.attempts THEN p.message END, m.body) AS body,
        COALESCE(d.id, 0) AS dict_id, COALESCE(d.format, 'deflate') AS format, COALESCE(d.body, '') AS dict
-FROM notice_ledger l
+FROM picked p
 LEFT JOIN notice_message m
-  ON l.message_attempt IS DISTINCT FROM l.attempts
- AND m.period_start = l.period_start AND m.key = decode(l.notice_key, 'hex') AND m.attempt = l.attempts
+  ON p.message_attempt IS DISTINCT FROM p.attempts
+ AND m.period_start = p.period_start AND m.key = decode(p.notice_key, 'hex') AND m.attempt = p.attempts
 LEFT JOIN notice_message_dict d
-  ON d.id = CASE WHEN l.message_attempt = l.attempts THEN l.message_dict ELSE m.dict END
-WHERE l.message_sha256 IS NOT NULL
-  AND ($2::date IS NULL OR l.period_start >= $2::date)
-  AND ($3::date IS NULL OR l.period_start < $3::date)
-ORDER BY CASE WHEN $1::integer IS NULL THEN 0 ELSE random() END, l.period_start, l.notice_key
-LIMIT $1`
+  ON d.id = CASE WHEN p.message_attempt = p.attempts THEN p.message_dict ELSE m.dict END
+WHERE p.message_sha256 IS NOT NULL
+UNION ALL
+SELECT p.period_start, p.notice_key, m.attempt, m.digest, false,
+       m.body, COALESCE(d.id, 0), COALESCE(d.format, 'deflate'), COALESCE(d.body, '')
+FROM picked p
+JOIN notice_message m
+  ON m.period_start = p.period_start AND m.key = decode(p.notice_key, 'hex') AND m.attempt < p.attempts
+LEFT JOIN notice_message_dict d ON d.id = m.dict`
 
 // noticeEvidencePrune removes the evidence kept on rows of periods before
 // $1 (the months prune removed, and any left by a prune that stopped

@@ -109,7 +109,7 @@ func renderPDF(rec Record) ([]byte, error) {
 
 // pdfFields are the PDF's labelled lines, in reading order.
 func pdfFields(rec Record) [][2]string {
-	a := rec.Attempts[0]
+	a := rec.Attempts[len(rec.Attempts)-1] // the current attempt
 	sent := "-"
 	if a.SentAt != nil {
 		sent = stamp(*a.SentAt)

@@ -98,12 +98,12 @@ func Write(ctx context.Context, db sqlx.QueryerContext, pol *policy.Policy, f Fi
 	var written []Written
 	var refused []error
 	for _, r := range match {
-		msg, err := ledger.MessageOf(ctx, db, r)
+		msg, earlier, err := messagesOf(ctx, db, r)
 		if err != nil {
 			refused = append(refused, fmt.Errorf("notice %s: %w", notice.Short(r.NoticeKey), err))
 			continue
 		}
-		rec := newRecord(r, ev[r.NoticeKey], msg, pol, now)
+		rec := newRecord(r, ev[r.NoticeKey], msg, earlier, pol, now)
 		files, err := writeNotice(dir, rec, msg)
 		if err != nil {
 			return written, err

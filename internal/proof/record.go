@@ -2,6 +2,8 @@ package proof
 
 import (
 	"bytes"
+	"context"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"mime"
@@ -11,6 +13,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/jmoiron/sqlx"
 
 	"scan/internal/ledger"
 	"scan/internal/notice"
@@ -66,21 +70,62 @@ type LegalLead struct {
 	Satisfied bool   `json:"satisfied"`
 }
 
-// Attempt is the attempt whose message the ledger keeps (the current
-// one: a re-claim replaces the ledger's digest).
+// Attempt is one attempt whose message the ledger keeps: the current one
+// (the ledger row's: sender, times, provider id, run id) and each earlier
+// one (notice_message's, sql/0036: its attempt, digest and size; the row
+// keeps the rest of the current attempt only). Verification says whether
+// its message was rebuilt to the digest recorded at send time
+// ("verified") or was kept before sql/0041 with no digest
+// (ledger.Unverifiable), never verified.
 type Attempt struct {
-	Attempt    int        `json:"attempt"`
-	Sender     string     `json:"sender,omitempty"`
-	ClaimedAt  time.Time  `json:"claimed_at"`
-	SentAt     *time.Time `json:"sent_at,omitempty"`
-	ProviderID string     `json:"provider_id,omitempty"`
-	Digest     string     `json:"message_sha256"`
-	RunID      string     `json:"run_id"`
+	Attempt      int        `json:"attempt"`
+	Sender       string     `json:"sender,omitempty"`
+	ClaimedAt    time.Time  `json:"claimed_at,omitzero"`
+	SentAt       *time.Time `json:"sent_at,omitempty"`
+	ProviderID   string     `json:"provider_id,omitempty"`
+	Digest       string     `json:"message_sha256,omitempty"`
+	MessageBytes int        `json:"message_bytes"`
+	Verification string     `json:"verification"`
+	RunID        string     `json:"run_id,omitempty"`
+}
+
+// verified is an Attempt's Verification when its message hashes to its
+// digest.
+const verified = "verified"
+
+// messagesOf returns r's current attempt's message and its earlier
+// attempts' (ledger.EarlierMessages), each verified against its digest
+// where one was kept: an error naming the notice and the attempt when one
+// does not verify or cannot be read.
+func messagesOf(ctx context.Context, db sqlx.QueryerContext, r ledger.Row) ([]byte, []ledger.KeptAttempt, error) {
+	msg, err := ledger.MessageOf(ctx, db, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	earlier, err := ledger.EarlierMessages(ctx, db, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return msg, earlier, nil
+}
+
+// attempts lists r's kept attempts by number: earlier then current (msg).
+func attempts(r ledger.Row, msg []byte, earlier []ledger.KeptAttempt) []Attempt {
+	out := make([]Attempt, 0, len(earlier)+1)
+	for _, a := range earlier {
+		v := ledger.Unverifiable
+		if a.Verified() {
+			v = verified
+		}
+		out = append(out, Attempt{Attempt: a.Attempt, Digest: hex.EncodeToString(a.Digest), MessageBytes: len(a.Message), Verification: v})
+	}
+	return append(out, Attempt{Attempt: r.Attempts, ClaimedAt: r.ClaimedAt, SentAt: r.SentAt, ProviderID: deref(r.ProviderID),
+		Digest: r.Digest(), MessageBytes: len(msg), Verification: verified, RunID: r.RunID, Sender: senderOf(r)})
 }
 
 // newRecord builds a verified notice's record: msg is its message, which
-// hashes to r's digest.
-func newRecord(r ledger.Row, ev []ledger.Evidence, msg []byte, pol *policy.Policy, now time.Time) Record {
+// hashes to r's digest, and earlier its earlier attempts' kept messages.
+func newRecord(r ledger.Row, ev []ledger.Evidence, msg []byte, earlier []ledger.KeptAttempt, pol *policy.Policy, now time.Time) Record {
 	rec := Record{
 		Key: r.NoticeKey, KeyPrefix: notice.Short(r.NoticeKey), SubscriptionID: r.SubscriptionID,
 		Kind: r.Kind, PeriodStart: r.Period(), Revision: r.Revision, Channel: r.Channel, State: string(r.State),
@@ -91,8 +136,7 @@ func newRecord(r ledger.Row, ev []ledger.Evidence, msg []byte, pol *policy.Polic
 	if rec.Evidence == nil {
 		rec.Evidence = []ledger.Evidence{}
 	}
-	rec.Attempts = []Attempt{{Attempt: r.Attempts, ClaimedAt: r.ClaimedAt, SentAt: r.SentAt,
-		ProviderID: deref(r.ProviderID), Digest: r.Digest(), RunID: r.RunID, Sender: senderOf(r)}}
+	rec.Attempts = attempts(r, msg, earlier)
 	rec.Delivery = delivery(r, ev, &rec)
 	if r.Channel == notice.ChannelSMS {
 		rec.To, rec.text = "(an sms body names no recipient; the ledger keeps no number)", string(msg)

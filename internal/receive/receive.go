@@ -38,6 +38,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -241,6 +242,29 @@ func asRefusal(err error) *Refusal {
 	var r *Refusal
 	if errors.As(err, &r) {
 		return r
+	}
+	return nil
+}
+
+// Listening is how `scan receive` serves: on Addr (host:port; AddrField
+// names the flag or variable it came from), with Grace for the requests
+// in flight on SIGTERM and MaxInFlight requests at once.
+type Listening struct {
+	Addr, AddrField string
+	Grace           time.Duration
+	MaxInFlight     int
+}
+
+// Validate checks l without I/O: a *ConfigError names what to fix.
+func (l Listening) Validate() error {
+	if _, _, err := net.SplitHostPort(l.Addr); err != nil {
+		return &ConfigError{l.AddrField, fmt.Sprintf("%q is not host:port (e.g. :8080)", l.Addr)}
+	}
+	if l.Grace <= 0 {
+		return &ConfigError{"--grace", "must be positive"}
+	}
+	if l.MaxInFlight <= 0 {
+		return &ConfigError{"--max-in-flight", "must be positive"}
 	}
 	return nil
 }

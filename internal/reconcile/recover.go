@@ -32,6 +32,9 @@ type Recovery struct {
 	Reason, By string
 	RunID      string
 	Now        func() time.Time
+	// Events or Ask name where Read takes the record from (a file, - for
+	// stdin, or a provider's API), Events in Format: what Validate checks.
+	Events, Ask, Format string
 }
 
 // RecoverReport is what Recover did, as `scan recover` prints it.

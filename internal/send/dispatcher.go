@@ -284,7 +284,7 @@ func newDispatcher(ctx context.Context, cfg DispatcherConfig) *Dispatcher {
 	// finds its next successor there at once rather than after the
 	// scheduler's turn.
 	handout := cfg.Concurrency
-	if _, ok := cfg.Sender.(Pipeliner); ok {
+	if _, ok := pipelinerOf(cfg.Sender); ok {
 		handout = 3 * cfg.Concurrency
 	}
 	return &Dispatcher{
@@ -394,7 +394,7 @@ func (d *Dispatcher) signal() {
 // finds one only when no worker is waiting for it.
 func (d *Dispatcher) worker() {
 	defer d.wg.Done()
-	p, ok := d.sender.(Pipeliner)
+	p, ok := pipelinerOf(d.sender)
 	if !ok {
 		for j := range d.work {
 			if d.prepare(j) {

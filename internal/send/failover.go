@@ -47,7 +47,8 @@ type FailoverConfig struct {
 // message may have been accepted, so the claim stays in quarantine. A
 // Permanent failure is the recipient's, not the sender's, and is returned
 // as it is. A sender once given up stays given up for the Failover's life
-// (one pass).
+// (one pass). A Failover is a Pipeliner whose lanes pipeline through the
+// current sender's when it is one (failover_lane.go).
 type Failover struct {
 	senders   []Named
 	failAfter int
@@ -78,16 +79,23 @@ func NewFailover(cfg FailoverConfig) (*Failover, error) {
 // m (Receipt.Sender); a failure names the sender that failed
 // (SenderOf).
 func (f *Failover) Send(ctx context.Context, m *Message) (Receipt, error) {
+	return f.deliver(ctx, func(i int) (Receipt, error) { return f.senders[i].Sender.Send(ctx, m) })
+}
+
+// deliver runs send on the current sender, and again on the next one for
+// as long as failed says the message is to be tried there: the one
+// failover rule of Send and of a Lane's Send.
+func (f *Failover) deliver(ctx context.Context, send func(i int) (Receipt, error)) (Receipt, error) {
 	for {
 		i := f.at()
-		s := f.senders[i]
-		rec, err := s.Sender.Send(ctx, m)
+		name := f.senders[i].Name
+		rec, err := send(i)
 		if err == nil {
 			f.succeeded(i)
-			rec.Sender = s.Name
+			rec.Sender = name
 			return rec, nil
 		}
-		err = &senderError{name: s.Name, err: err}
+		err = &senderError{name: name, err: err}
 		if !f.failed(i, err) || ctx.Err() != nil {
 			return Receipt{}, err
 		}
