@@ -21,6 +21,7 @@ import (
 	"scan/internal/notice"
 	"scan/internal/observe"
 	"scan/internal/policy"
+	"scan/internal/proof"
 	"scan/internal/receive"
 	"scan/internal/reconcile"
 	"scan/internal/redact"
@@ -120,7 +121,7 @@ func exitCode(e *env, err error) int {
 	code, msg := exitAborted, cli.OneLine(e.redact(err.Error()))
 	switch {
 	case is[*cli.UsageError](err), is[*senders.ConfigError](err), is[*scan.ConfigError](err),
-		is[*subscription.ConfigError](err), is[*policy.Error](err), is[*notice.SecretError](err),
+		is[*subscription.ConfigError](err), is[*policy.Error](err), is[*notice.SecretError](err), is[*proof.UsageError](err),
 		is[*reconcile.FieldError](err), is[*ask.ConfigError](err), is[*drain.ConfigError](err), is[*receive.ConfigError](err):
 		code = exitUsage
 	case errors.Is(err, scan.ErrMaxMint):

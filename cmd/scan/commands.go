@@ -5,19 +5,14 @@ import (
 	"encoding/json"
 	"math"
 	"runtime/debug"
-	"strconv"
-	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
 	"scan/internal/cli"
 	"scan/internal/job"
 	"scan/internal/ledger"
-	"scan/internal/observe"
 	"scan/internal/policy"
-	"scan/internal/scan"
 	"scan/internal/senders"
 	"scan/internal/subscription"
 )
@@ -66,25 +61,6 @@ func (f *runFlags) register(fs *pflag.FlagSet, withRunOnly bool) {
 	}
 }
 
-// shardOf resolves --shard I/N, or JOB_COMPLETION_INDEX with --shards.
-func (f *runFlags) shardOf(e *env) (int, int, error) {
-	if i, n, ok := f.shard.Value(); ok {
-		return i, n, nil
-	}
-	if f.shards < 0 {
-		return 0, 0, usagef("--shards", "must be at least 1")
-	}
-	if f.shards > 1 {
-		v := e.getenv("JOB_COMPLETION_INDEX")
-		i, err := strconv.Atoi(v)
-		if err != nil || i < 0 || i >= f.shards {
-			return 0, 0, usagef("JOB_COMPLETION_INDEX", "%q is not a shard index below --shards=%d", v, f.shards)
-		}
-		return i, f.shards, nil
-	}
-	return 0, 1, nil
-}
-
 var runCommand = command{use: "run", short: "one pass: claim, send, record (--dry-run, --shadow, --max-mint N, --shard I/N)",
 	long: "Prints one JSON summary on stdout. --dry-run writes nothing and reports what the pass would mint;\n" +
 		"--shadow enforces nothing and records what it would claim apart from the ledger (scan shadow report).",
@@ -120,9 +96,9 @@ func cmdRun(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags) error {
 	}
 	defer db.Close()
 	if !f.dryRun {
-		warnAsyncStandbys(ctx, ps.log, db)
+		job.WarnAsyncStandbys(ctx, ps.log, db)
 	}
-	sc, obs, closeSender, err := ps.newPass(ctx, e, db, f, now)
+	sc, obs, closeSender, err := ps.job.Pass(ctx, db, now) // closeSender once the pass is over
 	if err != nil {
 		return err
 	}
@@ -151,31 +127,16 @@ func cmdRun(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags) error {
 	return err
 }
 
-// newPass builds one pass at now (job.Config.Pass) with what
-// preparePass read and the cron of scan schedule; closeSender must be
-// called once the pass is over.
-func (ps *preparedPass) newPass(ctx context.Context, _ *env, db *sqlx.DB, _ *runFlags, now time.Time) (*scan.Pass, *observe.Observer, func() error, error) {
-	c := ps.job
-	c.Schedule = ps.schedule
-	return c.Pass(ctx, db, now)
-}
-
-// What the other commands share with the passes.
-var (
-	newRunID          = job.NewRunID
-	openSource        = job.OpenSource
-	warnAsyncStandbys = job.WarnAsyncStandbys
-	newRenderer       = job.Renderer
-)
+// newRunID is a pass's run id, which recover and backfill share.
+var newRunID = job.NewRunID
 
 // preparedPass holds the parts of a pass built from flags and
 // environment: job, and what scan schedule reads (the policy, the
-// logger) or sets (the cron).
+// logger).
 type preparedPass struct {
 	job        job.Config
 	pol        *policy.Policy
-	schedule   string // the cron passes run on, when not the policy's (scan schedule --cron)
-	production bool   // SCAN_ENVIRONMENT=production
+	production bool // SCAN_ENVIRONMENT=production
 	log        zerolog.Logger
 }
 
@@ -222,7 +183,7 @@ func (p *preparedPass) passSettings(e *env, fs *pflag.FlagSet, f *runFlags) erro
 	if j.PreviousSecrets, err = previousSecrets(e, j.Secret); err != nil {
 		return err
 	}
-	if j.Shard, j.Shards, err = f.shardOf(e); err != nil {
+	if j.Shard, j.Shards, err = f.shard.Resolve(f.shards, e.getenv("JOB_COMPLETION_INDEX")); err != nil {
 		return err
 	}
 	j.BatchSize, j.Relation = f.batch, f.source

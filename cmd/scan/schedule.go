@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	"github.com/spf13/pflag"
 
 	"scan/internal/job"
 	"scan/internal/policy"
-	"scan/internal/schedule"
+	"scan/internal/scan"
 )
 
 // cmdSchedule runs passes in-process on a cron schedule, one at a time,
@@ -52,33 +51,9 @@ func cmdSchedule(ctx context.Context, e *env, fs *pflag.FlagSet, f *runFlags, ex
 		return err
 	}
 	defer db.Close()
-	warnAsyncStandbys(ctx, ps.log, db)
+	job.WarnAsyncStandbys(ctx, ps.log, db)
 	enc := json.NewEncoder(e.stdout)
-	log := ps.log
-	loop, err := schedule.New(schedule.Config{
-		Schedule: sched,
-		Spec:     *expr,
-		Lock:     schedule.NewAdvisoryLock(db, log),
-		Log:      log,
-		Clock:    e.clock,
-		RunPass: func(ctx context.Context, now time.Time) error {
-			sum, err := ps.job.Run(ctx, db, now)
-			// Printed even for a pass that could not start, as an empty
-			// summary, so that every firing that ran shows on stdout.
-			_ = enc.Encode(sum)
-			// A refusal (the ledger's database restored or failed over)
-			// ends the scheduler with exit 4, as `scan run`: no later
-			// firing can pass before `scan recover`.
-			if job.Final(err) {
-				return schedule.Stop(err)
-			}
-			if ctx.Err() != nil {
-				log.Info().Int("sent", sum.Sent).Int("quarantine", sum.Quarantine).
-					Msg("scheduler stopped: the sends in flight finished and were recorded; the rest of the pass is left to the next one")
-			}
-			return err
-		},
-	})
+	loop, err := ps.job.Scheduler(db, sched, e.clock, func(sum scan.Summary) { _ = enc.Encode(sum) })
 	if err != nil {
 		return err
 	}

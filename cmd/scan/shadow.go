@@ -42,13 +42,9 @@ func cmdShadowReport(ctx context.Context, e *env, legacy *string, out *cli.Outpu
 		return usagef("--legacy", "%v", err)
 	}
 	defer f.Close()
-	recs, err := backfill.ReadSends(f)
+	sends, err := backfill.LegacySends(f)
 	if err != nil {
 		return usagef("--legacy", "%s: %v", *legacy, err)
-	}
-	sends := make([]ledger.LegacySend, len(recs))
-	for i, r := range recs {
-		sends[i] = ledger.LegacySend{Tuple: r.Tuple, SentAt: r.SentAt}
 	}
 	db, err := openDB(ctx, e)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"strings"
 
 	"scan/internal/cli"
 	"scan/internal/notice"
@@ -34,32 +33,20 @@ var (
 
 // suppressOneFlags declares the flags of scan suppress add and remove.
 func suppressOneFlags(fs *pflag.FlagSet, verb string) runFunc {
-	email := fs.String("email", "", "an email address (case does not matter)")
-	phone := fs.String("phone", "", "a phone number in E.164 (+14155550100)")
-	reason := fs.String("reason", "", "why (required; recorded with the entry, never the address)")
-	return func(ctx context.Context, e *env, _ []string) error {
-		return suppressOne(ctx, e, verb, *email, *phone, *reason)
-	}
+	var r suppress.Entry
+	fs.StringVar(&r.Email, "email", "", "an email address (case does not matter)")
+	fs.StringVar(&r.Phone, "phone", "", "a phone number in E.164 (+14155550100)")
+	fs.StringVar(&r.Reason, "reason", "", "why (required; recorded with the entry, never the address)")
+	return func(ctx context.Context, e *env, _ []string) error { return suppressOne(ctx, e, verb, r) }
 }
 
 // suppressOne adds or removes one address.
-func suppressOne(ctx context.Context, e *env, verb, email, phone, reason string) error {
-	channel, raw := notice.ChannelEmail, email
-	switch {
-	case (email == "") == (phone == ""):
-		return usagef("--email", "give exactly one of --email ADDR or --phone NUMBER")
-	case phone != "":
-		channel, raw = notice.ChannelSMS, phone
+func suppressOne(ctx context.Context, e *env, verb string, r suppress.Entry) error {
+	channel, norm, err := r.Validate()
+	if err != nil {
+		return err
 	}
-	norm, ok := suppress.Normalize(channel, raw)
-	if !ok {
-		field := map[string]string{notice.ChannelEmail: "--email", notice.ChannelSMS: "--phone"}[channel]
-		return usagef(field, "not a usable %s address (a phone number must be E.164, e.g. +14155550100)", channel)
-	}
-	if strings.TrimSpace(reason) == "" {
-		return usagef("--reason", "required: say why; it is recorded")
-	}
-	k, err := suppressKeys(e)
+	k, err := suppress.ParseKeys(e.getenv(notice.SecretVar), e.getenv(notice.PreviousSecretsVar))
 	if err != nil {
 		return err
 	}
@@ -68,7 +55,7 @@ func suppressOne(ctx context.Context, e *env, verb, email, phone, reason string)
 		return err
 	}
 	defer db.Close()
-	out, err := suppress.Change(ctx, db, k, verb == "remove", channel, norm, reason, e.clockNow().UTC())
+	out, err := suppress.Change(ctx, db, k, verb == "remove", channel, norm, r.Reason, e.clockNow().UTC())
 	if err != nil {
 		return err
 	}
@@ -96,7 +83,7 @@ func suppressList(ctx context.Context, e *env, limit *int, onlyPrev *bool, out *
 	if *limit < 1 {
 		return usagef("--limit", "must be at least 1")
 	}
-	label, prevIDs, err := keyLabels(e, *onlyPrev)
+	label, prevIDs, err := suppress.ParseLabels(e.getenv(notice.SecretVar), e.getenv(notice.PreviousSecretsVar), *onlyPrev)
 	if err != nil {
 		return err
 	}
@@ -119,50 +106,32 @@ func suppressList(ctx context.Context, e *env, limit *int, onlyPrev *bool, out *
 	return json.NewEncoder(e.stderr).Encode(map[string]any{"total": total, "by_key": byKey})
 }
 
-// keyLabels returns suppress.Keys.Labels ("" for every key without
-// NOTICE_KEY_SECRET). --previous needs the secrets.
-func keyLabels(e *env, need bool) (func(string) string, []string, error) {
-	if e.getenv("NOTICE_KEY_SECRET") == "" && !need {
-		return func(string) string { return "" }, nil, nil
-	}
-	k, err := suppressKeys(e)
-	if err != nil {
-		return nil, nil, err
-	}
-	label, ids := k.Labels()
-	return label, ids, nil
-}
-
 // suppressImportFlags declares scan suppress import's flags.
 func suppressImportFlags(fs *pflag.FlagSet) runFunc {
-	from := fs.String("from", "", "a provider's suppression export, CSV with a header (SendGrid, Mailgun, Postmark, or any with an email/address/phone column)")
-	channel := fs.String("channel", "", "the channel the list is for: email or sms")
-	reason := fs.String("reason", "", "the reason for rows whose export gives none (default: imported from FILE)")
-	return func(ctx context.Context, e *env, _ []string) error {
-		return suppressImport(ctx, e, from, channel, reason)
-	}
+	var r suppress.ImportRequest
+	fs.StringVar(&r.From, "from", "", "a provider's suppression export, CSV with a header (SendGrid, Mailgun, Postmark, or any with an email/address/phone column)")
+	fs.StringVar(&r.Channel, "channel", "", "the channel the list is for: email or sms")
+	fs.StringVar(&r.Reason, "reason", "", "the reason for rows whose export gives none (default: imported from FILE)")
+	return func(ctx context.Context, e *env, _ []string) error { return suppressImport(ctx, e, r) }
 }
 
 // suppressImport reads a provider's suppression export.
-func suppressImport(ctx context.Context, e *env, from, channel, reason *string) error {
-	if !notice.ValidChannel(*channel) {
-		return usagef("--channel", "required: email or sms")
+func suppressImport(ctx context.Context, e *env, r suppress.ImportRequest) error {
+	if err := r.Validate(); err != nil {
+		return err
 	}
-	if *from == "" {
-		return usagef("--from", "required: a CSV file")
-	}
-	k, err := suppressKeys(e)
+	k, err := suppress.ParseKeys(e.getenv(notice.SecretVar), e.getenv(notice.PreviousSecretsVar))
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(*from)
+	f, err := os.Open(r.From)
 	if err != nil {
 		return usagef("--from", "%v", err)
 	}
 	defer f.Close()
-	res, err := suppress.Read(f, *channel, *reason, k.Current)
+	res, err := suppress.Read(f, r.Channel, r.Reason, k.Current)
 	if err != nil {
-		return usagef("--from", "%s: %v; nothing was written", *from, err)
+		return usagef("--from", "%s: %v; nothing was written", r.From, err)
 	}
 	db, err := openDB(ctx, e)
 	if err != nil {
@@ -175,18 +144,4 @@ func suppressImport(ctx context.Context, e *env, from, channel, reason *string) 
 	}
 	return json.NewEncoder(e.stdout).Encode(map[string]any{"rows": res.Rows, "addresses": len(res.Entries),
 		"added": added, "already_listed": len(res.Entries) - added, "invalid_lines": res.Invalid})
-}
-
-// suppressKeys returns the suppression list's hashers from
-// NOTICE_KEY_SECRET and NOTICE_KEY_SECRET_PREVIOUS.
-func suppressKeys(e *env) (suppress.Keys, error) {
-	sec, err := secret(e)
-	if err != nil {
-		return suppress.Keys{}, err
-	}
-	prevs, err := previousSecrets(e, sec)
-	if err != nil {
-		return suppress.Keys{}, err
-	}
-	return suppress.NewKeys(sec, prevs)
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"scan/internal/ledger"
 	"scan/internal/notice"
 )
 
@@ -135,4 +136,19 @@ func ReadSends(r io.Reader) ([]Record, error) {
 		}
 		out = append(out, x)
 	}
+}
+
+// LegacySends is ReadSends as ledger.ShadowCompare takes them: the
+// legacy sender's sends that `scan shadow report` sets against the
+// shadow passes.
+func LegacySends(r io.Reader) ([]ledger.LegacySend, error) {
+	recs, err := ReadSends(r)
+	if err != nil {
+		return nil, err
+	}
+	sends := make([]ledger.LegacySend, len(recs))
+	for i, rec := range recs {
+		sends[i] = ledger.LegacySend{Tuple: rec.Tuple, SentAt: rec.SentAt}
+	}
+	return sends, nil
 }

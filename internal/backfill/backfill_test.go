@@ -71,6 +71,15 @@ func TestReadMergesRepeatedNotices(t *testing.T) {
 	if err != nil || len(sends) != 4 {
 		t.Fatalf("sends = %d, %v", len(sends), err)
 	}
+	legacy, err := backfill.LegacySends(strings.NewReader(in))
+	if err != nil || len(legacy) != len(sends) {
+		t.Fatalf("legacy sends = %d, %v", len(legacy), err)
+	}
+	for i, l := range legacy {
+		if l.Tuple != sends[i].Tuple || !l.SentAt.Equal(sends[i].SentAt) {
+			t.Errorf("legacy send %d = %+v, want %+v", i, l, sends[i])
+		}
+	}
 }
 
 // Every bad line rejects the file with its line number (the header is

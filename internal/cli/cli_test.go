@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -200,6 +201,38 @@ func TestShardFlag(t *testing.T) {
 		var s cli.ShardFlag
 		if err := s.Set(in); err == nil || !strings.Contains(err.Error(), "0 <= I < N") {
 			t.Errorf("Set(%q) = %v, want an error saying I/N with 0 <= I < N", in, err)
+		}
+	}
+}
+
+func TestShardFlagResolve(t *testing.T) {
+	t.Parallel()
+	var given cli.ShardFlag
+	if err := given.Set("1/3"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		flag   *cli.ShardFlag
+		shards int
+		index  string
+		i, n   int
+		err    string
+	}{
+		{&given, 5, "4", 1, 3, ""},
+		{&cli.ShardFlag{}, 0, "7", 0, 1, ""},
+		{&cli.ShardFlag{}, 1, "", 0, 1, ""},
+		{&cli.ShardFlag{}, 4, "3", 3, 4, ""},
+		{&cli.ShardFlag{}, -1, "0", 0, 0, "--shards: must be at least 1"},
+		{&cli.ShardFlag{}, 4, "4", 0, 0, `JOB_COMPLETION_INDEX: "4" is not a shard index below --shards=4`},
+		{&cli.ShardFlag{}, 4, "", 0, 0, `JOB_COMPLETION_INDEX: "" is not a shard index below --shards=4`},
+	} {
+		i, n, err := c.flag.Resolve(c.shards, c.index)
+		var ue *cli.UsageError
+		switch {
+		case c.err == "" && (err != nil || i != c.i || n != c.n):
+			t.Errorf("%+v: %d/%d %v; want %d/%d", c, i, n, err, c.i, c.n)
+		case c.err != "" && (!errors.As(err, &ue) || err.Error() != c.err):
+			t.Errorf("%+v: %v; want %s", c, err, c.err)
 		}
 	}
 }

@@ -215,6 +215,26 @@ func (s *ShardFlag) Type() string { return "I/N" }
 // was given.
 func (s *ShardFlag) Value() (i, n int, ok bool) { return s.i, s.n, s.raw != "" }
 
+// Resolve returns the shard the flag gives, else the one of a Kubernetes
+// indexed Job: index (JOB_COMPLETION_INDEX) of shards (--shards) when
+// shards is above 1, else shard 0 of 1. A wrong one is a *UsageError.
+func (s *ShardFlag) Resolve(shards int, index string) (i, n int, err error) {
+	if i, n, ok := s.Value(); ok {
+		return i, n, nil
+	}
+	if shards < 0 {
+		return 0, 0, Usagef("--shards", "must be at least 1")
+	}
+	if shards > 1 {
+		i, err := strconv.Atoi(index)
+		if err != nil || i < 0 || i >= shards {
+			return 0, 0, Usagef("JOB_COMPLETION_INDEX", "%q is not a shard index below --shards=%d", index, shards)
+		}
+		return i, shards, nil
+	}
+	return 0, 1, nil
+}
+
 // ListFlag is a flag that may be repeated and takes comma-separated
 // values: --kind a,b --kind c.
 type ListFlag []string

@@ -108,7 +108,7 @@ func Read(r io.Reader, channel, defaultReason string, h *notice.AddressHasher) (
 	}
 }
 
-// Normalize returns the form of an address the list digests for channel,
+// normalize returns the form of an address the list digests for channel,
 // or false when it is not usable there.
 func normalize(channel, s string) (string, bool) {
 	var n string
@@ -120,10 +120,6 @@ func normalize(channel, s string) (string, bool) {
 	}
 	return n, err == nil
 }
-
-// Normalize is normalize for callers outside the package (scan suppress
-// add|remove).
-func Normalize(channel, s string) (string, bool) { return normalize(channel, s) }
 
 func columns(head []string, channel string) (addr, reason int) {
 	idx := map[string]int{}
