@@ -13,7 +13,7 @@ import (
 // with exit 4 at its first firing instead of being logged at each one.
 func TestRefusalInDryRunAndSchedule(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, 4, "")
+	f := newFixture(t, 4, ownDatabase(t)) // its scheduler takes the one-per-database lock: not beside the others
 	f.passIn(nil)
 	f.add(3)
 	count := func() (epochs, rows int) {

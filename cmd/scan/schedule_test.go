@@ -3,13 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"scan/internal/ledger"
+	"scan/internal/pgtest"
 	"scan/internal/scan"
 	"scan/internal/smtptest"
 )
@@ -89,6 +95,46 @@ func holdReplies(f *fixture) (first <-chan struct{}, release func()) {
 	return firstCh, func() { relOnce.Do(func() { close(gate) }) }
 }
 
+// ownDatabase creates a database for the test alone and returns its DSN
+// (the fixture migrates it). The schedulers' advisory lock is one per
+// database, not per schema: on the shared test database every test that
+// runs `scan schedule` (here, refusal_test.go, pgbouncer_test.go) takes
+// the same lock, and another test's pass holding it makes this test's
+// schedulers skip when it counts on them to run. The database is dropped
+// when the test ends.
+func ownDatabase(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv(pgtest.EnvDSN)
+	if base == "" {
+		t.Fatalf("%s is not set", pgtest.EnvDSN)
+	}
+	admin := pgtest.Open(t, base)
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	name := "t_sched_" + hex.EncodeToString(rnd[:])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := admin.ExecContext(ctx, fmt.Sprintf(`CREATE DATABASE %s`, name)); err != nil {
+		t.Fatalf("create database %s (the test server's role needs CREATEDB): %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.ExecContext(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, name)); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	if !strings.HasPrefix(base, "postgres://") && !strings.HasPrefix(base, "postgresql://") {
+		return strings.TrimSpace(base) + " dbname=" + name // a later key wins
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
 type scheduler struct {
 	stdout, stderr *watchBuf
 	done           chan int // the exit code
@@ -109,7 +155,7 @@ func startScheduler(ctx context.Context, getenv func(string) string, args ...str
 func TestScheduleTwoSchedulersNeverOverlap(t *testing.T) {
 	t.Parallel()
 	const n = 30
-	f := newFixture(t, n, "")
+	f := newFixture(t, n, ownDatabase(t))
 	first, release := holdReplies(f)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -118,6 +164,11 @@ func TestScheduleTwoSchedulersNeverOverlap(t *testing.T) {
 	env := f.getenv("LOG_LEVEL=info")
 	a := startScheduler(runCtx, env, "--cron", "@every 1s", "--batch-size", "10")
 	b := startScheduler(runCtx, env, "--cron", "@every 1s", "--batch-size", "10")
+	t.Cleanup(func() {
+		if t.Failed() { // both sides: a lost lock shows in the holder's log
+			t.Logf("scheduler a's log:\n%s\nscheduler b's log:\n%s", tail(a.stderr.String()), tail(b.stderr.String()))
+		}
+	})
 
 	// A pass is in flight: the server holds its first message.
 	select {
@@ -125,16 +176,20 @@ func TestScheduleTwoSchedulersNeverOverlap(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no message reached the SMTP server")
 	}
-	// The other scheduler fires twice meanwhile and skips both times.
+	// The holder is the one whose pass claimed (a claim precedes its
+	// send), not the first to log a skip: a scheduler may skip a firing,
+	// then take the lock at the next one (had the other's first pass
+	// ended, or had the lock been another's), and then both have skipped.
 	const skipped = "another scheduler's pass is running"
-	var holder, other *scheduler
-	select {
-	case <-waitCh(ctx, t, a.stderr, skipped):
+	holder, other := a, b
+	if strings.Contains(b.stderr.String(), `"batch claimed"`) {
 		holder, other = b, a
-	case <-waitCh(ctx, t, b.stderr, skipped):
-		holder, other = a, b
 	}
-	other.stderr.WaitFor(ctx, t, skipped, 2)
+	if !strings.Contains(holder.stderr.String(), `"batch claimed"`) {
+		t.Fatalf("a message was sent, but neither scheduler logged a claim\na:\n%s\nb:\n%s", tail(a.stderr.String()), tail(b.stderr.String()))
+	}
+	// The other scheduler fires twice meanwhile and skips both times.
+	other.stderr.WaitFor(ctx, t, skipped, strings.Count(other.stderr.String(), skipped)+2)
 	if got := summaries(t, other.stdout.String()); len(got) != 0 {
 		t.Fatalf("the skipping scheduler ran %d passes while the other's was in flight: %+v", len(got), got)
 	}
@@ -200,7 +255,7 @@ func waitCh(ctx context.Context, t *testing.T, w *watchBuf, s string) <-chan str
 func TestScheduleSIGTERMFinishesInFlightAndExits(t *testing.T) {
 	t.Parallel()
 	const n = 40
-	f := newFixture(t, n, "")
+	f := newFixture(t, n, ownDatabase(t))
 	first, release := holdReplies(f)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

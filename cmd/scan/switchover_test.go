@@ -5,6 +5,7 @@ package main
 // server: what the SMTP server received, per Message-ID, is the proof.
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,6 +118,13 @@ func TestPatroniLossyFailoverRefusesThenRecovers(t *testing.T) {
 	f := newFixture(t, 20, p.nodes[0].dsn())
 	f.mustRun(f.env())
 	f.add(25)
+	// Only the pass's claims are to be lost: the 25 subscriptions (the
+	// source relation lives in the ledger's database) must reach the
+	// replica first. It is asynchronous, so wait until it has replayed
+	// the leader's WAL past the insert; else, under load, the failover
+	// loses the subscriptions too, and the pass after recover neither
+	// mints nor witnesses their notices (rows 21-45 missing).
+	p.waitReplayed(f, p.nodes[1])
 	var walreceiver int
 	if err := p.queryRow(p.nodes[1], `SELECT pid FROM pg_stat_wal_receiver`, &walreceiver); err != nil {
 		t.Fatal(err)
@@ -140,6 +148,10 @@ func TestPatroniLossyFailoverRefusesThenRecovers(t *testing.T) {
 	if n := f.counts(); n["sent"] != 20 {
 		t.Fatalf("the promoted replica holds %v, want the first pass's 20 only", n)
 	}
+	var subs int
+	if err := f.db.Get(&subs, `SELECT count(*) FROM subscriptions`); err != nil || subs != 45 {
+		t.Fatalf("the promoted replica holds %d subscriptions (%v), want 45", subs, err)
+	}
 	f.add(5) // due since the failover
 	r := f.scan(f.env(), "run", "--batch-size", "20")
 	if r.code != exitRestored || !strings.Contains(r.stderr, "not a lossless switchover") || !strings.Contains(r.stderr, "sync_state") {
@@ -155,7 +167,23 @@ func TestPatroniLossyFailoverRefusesThenRecovers(t *testing.T) {
 	s := f.mustRun(f.env())
 	tl := f.check(true)
 	t.Logf("lossy failover: recover %+v; pass after %+v; %v", rep, s, tl)
-	if s.Minted != 5 || f.smtp.Total() != 50 {
+	if s.Minted != 5 || s.Witnessed != 25 || f.smtp.Total() != 50 {
 		t.Fatalf("after recover: summary %+v, %v", s, tl)
 	}
+}
+
+// waitReplayed waits until the replica n has replayed the WAL the leader
+// (f's database) has written so far.
+func (p *patroni) waitReplayed(f *fixture, n *patroniNode) {
+	p.t.Helper()
+	var lsn string
+	if err := f.db.Get(&lsn, `SELECT pg_current_wal_lsn()::text`); err != nil {
+		p.t.Fatal(err)
+	}
+	p.until(n.name+" replayed the leader's WAL to "+lsn, func() (bool, string) {
+		var replayed string
+		var done bool
+		err := p.queryRow(n, fmt.Sprintf(`SELECT coalesce(pg_last_wal_replay_lsn()::text, ''), coalesce(pg_last_wal_replay_lsn() >= '%s'::pg_lsn, false)`, lsn), &replayed, &done)
+		return err == nil && done, fmt.Sprintf("replayed %q, %v", replayed, err)
+	})
 }

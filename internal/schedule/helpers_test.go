@@ -35,6 +35,12 @@ const (
 // server's role needs CREATEDB (devpg's has it).
 func lockDB(t *testing.T) *sqlx.DB {
 	t.Helper()
+	return pgtest.Open(t, lockDSN(t)) // closed before the drop (cleanups run last-in first-out)
+}
+
+// lockDSN creates the database of lockDB and returns its DSN.
+func lockDSN(t *testing.T) string {
+	t.Helper()
 	base := os.Getenv(pgtest.EnvDSN)
 	if base == "" {
 		t.Fatalf("%s is not set: run the tests with `make test`, or set it to a server of your own", pgtest.EnvDSN)
@@ -64,7 +70,7 @@ func lockDB(t *testing.T) *sqlx.DB {
 		u.Path = "/" + name
 		dsn = u.String()
 	}
-	return pgtest.Open(t, dsn) // closed before the drop (cleanups run last-in first-out)
+	return dsn
 }
 
 // fakeClock is a clock.Clock whose time moves only when the test sets

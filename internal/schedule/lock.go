@@ -28,12 +28,24 @@ import (
 // (connection lost, transaction ended by the server), the pass's context
 // is cancelled, so that it stops at its next batch boundary as it does on
 // SIGTERM. Build one with NewAdvisoryLock; it is safe for concurrent use.
+//
+// A check that is only slow is not a lost lock. lib/pq closes the
+// connection of a statement whose context ends, which ends the
+// transaction and frees the lock: a check given no more than WatchEvery
+// to answer lost the lock itself on a loaded host (a scheduler's pass
+// then ran beside the one in flight). So a check waits AliveTimeout,
+// far longer than WatchEvery, before it counts the lock as lost.
 type AdvisoryLock struct {
 	db  *sqlx.DB
 	log zerolog.Logger
 	// WatchEvery is how often the watchdog checks the lock's transaction;
 	// NewAdvisoryLock sets 2s.
 	WatchEvery time.Duration
+	// AliveTimeout is how long a check may wait for the server's answer
+	// before the lock counts as lost (its connection is then closed,
+	// which ends the lock if it was not already gone); NewAdvisoryLock
+	// sets 1m.
+	AliveTimeout time.Duration
 }
 
 var _ Locker = (*AdvisoryLock)(nil)
@@ -41,7 +53,7 @@ var _ Locker = (*AdvisoryLock)(nil)
 // NewAdvisoryLock returns the scheduler lock on db. log receives the
 // warning of a lock that could not be released or was lost.
 func NewAdvisoryLock(db *sqlx.DB, log zerolog.Logger) *AdvisoryLock {
-	return &AdvisoryLock{db: db, log: log, WatchEvery: 2 * time.Second}
+	return &AdvisoryLock{db: db, log: log, WatchEvery: 2 * time.Second, AliveTimeout: time.Minute}
 }
 
 // TryLock takes the lock; see Locker and TryLockContext.
@@ -99,9 +111,12 @@ func (l *AdvisoryLock) TryLockContext(ctx context.Context) (context.Context, fun
 // closed, and cancels the pass (lost) when the transaction is gone.
 func (l *AdvisoryLock) watch(held context.Context, lost context.CancelFunc, tx *sqlx.Tx, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	every := l.WatchEvery
+	every, wait := l.WatchEvery, l.AliveTimeout
 	if every <= 0 {
 		every = 2 * time.Second
+	}
+	if wait <= 0 {
+		wait = time.Minute
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -111,7 +126,7 @@ func (l *AdvisoryLock) watch(held context.Context, lost context.CancelFunc, tx *
 			return
 		case <-t.C:
 		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(held), every)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(held), wait)
 		err := ledger.SchedulerLockAlive(cctx, tx)
 		cancel()
 		if err != nil {
