@@ -64,7 +64,7 @@ var envHelp = map[string]string{
 	"MAILGUN_WEBHOOK_SIGNING_KEY": "verifies /events/mailgun",
 	"POSTMARK_WEBHOOK_USER":       "with POSTMARK_WEBHOOK_PASSWORD: verifies /events/postmark",
 	"SNS_TOPIC_ARNS":              "topics /events/ses takes, comma-separated",
-	"SNS_CERT_HOSTS":              "hosts an SNS SigningCertURL may name",
+	"SNS_CERT_HOSTS":              "hosts an SNS signing certificate URL may name",
 	"TWILIO_ACCOUNT_SID":          "with channel sms (and TWILIO_AUTH_TOKEN, TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID)",
 	"TWILIO_AUTH_TOKEN":           "with channel sms; also verifies /events/twilio",
 	"POSTMARK_SERVER_TOKEN":       "with --ask postmark",
