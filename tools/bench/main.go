@@ -240,13 +240,17 @@ type config struct {
 	// NOTICE_KEY_SECRET_PREVIOUS set (issue 38).
 	suppressionPrevious bool
 	channelsN           int
-	batches             []int
-	work                string
-	keep                bool
-	only                string
-	scanBefore          string
-	latency             time.Duration
-	concurrency         int
+	// statementStats logs every statement's CPU (log_statement_stats)
+	// during the throughput scenario's first pass and prints the sums by
+	// statement.
+	statementStats bool
+	batches        []int
+	work           string
+	keep           bool
+	only           string
+	scanBefore     string
+	latency        time.Duration
+	concurrency    int
 
 	apiN           int
 	apiLatency     time.Duration
@@ -287,6 +291,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&c.suppressionRounds, "suppression-rounds", 4, "alternated pairs of first passes (empty list, 1M list) the suppression scenario runs; it reports each pair's ratio and their median")
 	fs.StringVar(&c.scanNoProof, "scan-noproof", "", "a scan binary built with -tags noproof, the proof scenario's baseline (first pass without the kept messages)")
 	fs.IntVar(&c.proofN, "proof-n", 50000, "due subscriptions of the proof scenario")
+	fs.BoolVar(&c.statementStats, "statement-stats", false, "the throughput scenario (and the suppression scenario, in its last pair) logs PostgreSQL's CPU of every statement of its first pass (log_statement_stats, which costs the pass a few percent) and prints the sums by statement and phase")
 	fs.BoolVar(&c.suppressionPrevious, "suppression-previous", false, "the suppression scenario also runs, each round, the 1M-list pass with NOTICE_KEY_SECRET_PREVIOUS set (one previous secret) and reports its cost over the same pass without")
 	fs.IntVar(&c.suppressionN, "suppression-n", 50000, "due subscriptions of the suppression scenario (a first pass with an empty and with a 1M-entry suppression list)")
 	fs.IntVar(&c.channelsN, "channels-n", 600, "email notices of the channels scenario, beside as many that go by sms only")
@@ -656,9 +661,21 @@ func (b *bench) throughput(ctx context.Context) error {
 			extra = append(append([]string(nil), env...), "SCAN_CPUPROFILE="+prof)
 		}
 		fmt.Fprintf(b.log, "bench: first pass, %d notices, batch %d\n", due, batch)
+		stats := b.cfg.statementStats && i == 0
+		var logAt int64
+		if stats {
+			if logAt, err = b.statementStatsOn(ctx, db); err != nil {
+				return err
+			}
+		}
 		r, err := b.scan(ctx, "bench_throughput", "run", b.runArgs(batch), extra)
 		if err != nil {
 			return err
+		}
+		if stats {
+			if err := b.statementStatsOff(ctx, db, logAt, due); err != nil {
+				return err
+			}
 		}
 		if r.int("sent") != due || r.int("minted") != due {
 			return fmt.Errorf("first pass sent %d, minted %d; want %d", r.int("sent"), r.int("minted"), due)
@@ -671,6 +688,11 @@ func (b *bench) throughput(ctx context.Context) error {
 		if i == 0 {
 			first = r
 			b.profile(ctx, prof, "the first pass")
+			if goBin, err := exec.LookPath("go"); err == nil {
+				if err := printSteps(ctx, b.out, goBin, b.cfg.scan, prof, due); err != nil {
+					fmt.Fprintf(b.log, "bench: the pass's steps: %v\n", err)
+				}
+			}
 		}
 	}
 	var same int

@@ -78,9 +78,22 @@ func (b *bench) suppression(ctx context.Context) error {
 	for round := 0; round < rounds; round++ {
 		pair := map[string]result{}
 		for _, name := range []string{"bench_supp_none", "bench_supp_1m"} {
+			stats := b.cfg.statementStats && round == rounds-1
+			var logAt int64
+			if stats {
+				if logAt, err = b.statementStatsOn(ctx, dbs[name]); err != nil {
+					return err
+				}
+			}
 			r, err := b.suppressionPass(ctx, dbs[name], name, round, due, outbox, env)
 			if err != nil {
 				return err
+			}
+			if stats {
+				fmt.Fprintf(b.out, "%s, round %d:\n", name, round+1)
+				if err := b.statementStatsOff(ctx, dbs[name], logAt, due); err != nil {
+					return err
+				}
 			}
 			pair[name] = r
 			s := sum[name]
