@@ -3,7 +3,6 @@ package send_test
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"scan/internal/send"
 	"scan/internal/smtptest"
@@ -19,9 +18,8 @@ import (
 //
 //	go test -run '^$' -bench 'SMTPAtLatency|FailoverAtLatency' -benchtime 3x ./internal/send/
 func BenchmarkFailoverAtLatency(b *testing.B) {
-	const latency, concurrency, perIter = 50 * time.Millisecond, 64, 64 * 40
-	srv := smtptest.New(b, smtptest.WithReplyLatency(latency))
-	first, err := send.NewSMTP(send.SMTPConfig{URL: srv.URL(), Pool: concurrency})
+	srv := smtptest.New(b, smtptest.WithReplyLatency(benchLatency))
+	first, err := send.NewSMTP(send.SMTPConfig{URL: srv.URL(), Pool: benchConcurrency})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -37,35 +35,13 @@ func BenchmarkFailoverAtLatency(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer fo.Close()
-	r := newRenderer(b)
-	ns := make([]send.Notice, perIter)
-	for i := range ns {
-		ns[i] = notice(i, fmt.Sprintf("d%d.example", i%20))
-	}
-	sent := 0
-	for b.Loop() {
-		d := newDispatcher(b, b.Context(), send.DispatcherConfig{Sender: fo, Renderer: r, Concurrency: concurrency, MaxQueued: perIter})
-		go func() {
-			for _, n := range ns {
-				if err := d.Submit(b.Context(), n); err != nil {
-					b.Error(err)
-					break
-				}
-			}
-			d.Close()
-		}()
-		for res := range d.Results() {
-			if res.Err != nil || res.Receipt.Sender != "smtp" {
-				b.Fatalf("%+v: %v", res.Receipt, res.Err)
-			}
-			sent++
+	benchAtLatency(b, fo, srv, func(res send.Result) error {
+		if res.Receipt.Sender != "smtp" {
+			return fmt.Errorf("sent by %q, want the first sender", res.Receipt.Sender)
 		}
-	}
+		return nil
+	})
 	if spare.Total() != 0 {
 		b.Fatalf("the second sender got %d messages", spare.Total())
 	}
-	rate := float64(sent) / b.Elapsed().Seconds()
-	b.ReportMetric(rate, "msgs/s")
-	b.ReportMetric(rate/(concurrency/latency.Seconds()), "x_ideal")
-	b.ReportMetric(float64(srv.Connections()), "conns")
 }
