@@ -120,7 +120,7 @@ func New(cfg Config) *Pass {
 		cfg.Shards = 1
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 10 * time.Second}
+		cfg.Client = newClient()
 	}
 	p := &Pass{cfg: cfg, domains: map[string]bool{}, reg: prometheus.NewRegistry()}
 	for _, d := range cfg.Domains {
@@ -357,9 +357,17 @@ func pushTarget(gatewayURL string, client *http.Client) (*url.URL, *http.Client,
 		return nil, nil, err
 	}
 	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Second}
+		client = newClient()
 	}
 	return u, client, nil
+}
+
+// newClient is the pushes' default client: a 10 s timeout and a transport
+// of its own. On http.DefaultTransport a push shares its connections with
+// whatever else the process runs, and anyone's CloseIdleConnections there
+// (httptest.Server.Close calls it) can break a push in flight.
+func newClient() *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()}
 }
 
 // invalidGauge is scan_invalid_address_notices.
