@@ -13,21 +13,15 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
-	"scan/internal/ask"
 	"scan/internal/cli"
 	"scan/internal/clock"
-	"scan/internal/drain"
 	"scan/internal/ledger"
 	"scan/internal/notice"
 	"scan/internal/observe"
 	"scan/internal/policy"
-	"scan/internal/proof"
-	"scan/internal/receive"
-	"scan/internal/reconcile"
 	"scan/internal/redact"
 	"scan/internal/scan"
-	"scan/internal/senders"
-	"scan/internal/subscription"
+	"scan/internal/usage"
 )
 
 // Exit codes, as the contract states them.
@@ -120,9 +114,7 @@ func exitCode(e *env, err error) int {
 	}
 	code, msg := exitAborted, cli.OneLine(e.redact(err.Error()))
 	switch {
-	case is[*cli.UsageError](err), is[*senders.ConfigError](err), is[*scan.ConfigError](err),
-		is[*subscription.ConfigError](err), is[*policy.Error](err), is[*notice.SecretError](err), is[*proof.UsageError](err),
-		is[*reconcile.FieldError](err), is[*ask.ConfigError](err), is[*drain.ConfigError](err), is[*receive.ConfigError](err):
+	case is[*usage.Error](err), is[*policy.Error](err): // every package's input error is a usage.Error
 		code = exitUsage
 	case errors.Is(err, scan.ErrMaxMint):
 		code = exitRefused

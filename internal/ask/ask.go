@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"scan/internal/ledger"
+	"scan/internal/usage"
 )
 
 // Claim is what a Provider needs to know of one claim to ask about it.
@@ -111,8 +112,4 @@ type Spec struct {
 
 // ConfigError is a setting of --ask that is missing or wrong; Field
 // names it.
-type ConfigError struct {
-	Field, Msg string
-}
-
-func (e *ConfigError) Error() string { return e.Field + ": " + e.Msg }
+type ConfigError = usage.Error

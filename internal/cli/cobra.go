@@ -8,22 +8,19 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"scan/internal/usage"
 )
 
 // UsageError is what an operator must fix before the program does
 // anything: an unknown command, subcommand or flag, a bad value of a flag
 // or of a setting, too many arguments. Field names what to fix (a flag,
 // a variable, an argument). The command maps it to its usage exit code.
-type UsageError struct {
-	Field string
-	Msg   string
-}
-
-func (e *UsageError) Error() string { return e.Field + ": " + e.Msg }
+type UsageError = usage.Error
 
 // Usagef returns a *UsageError about field.
 func Usagef(field, format string, a ...any) error {
-	return &UsageError{Field: field, Msg: fmt.Sprintf(format, a...)}
+	return usage.Errorf(field, format, a...)
 }
 
 // OneLine folds a multi-line error message (a YAML decoder's list, a

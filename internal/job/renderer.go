@@ -1,12 +1,12 @@
 package job
 
 import (
-	"fmt"
 	"os"
+
 	"scan/internal/message"
 	"scan/internal/policy"
 	"scan/internal/provider/registry"
-	"scan/internal/scan"
+	"scan/internal/usage"
 )
 
 // Renderer builds the message renderer from the policy: one place, so
@@ -15,7 +15,7 @@ import (
 func Renderer(pol *policy.Policy) (*message.Renderer, error) {
 	correlation, err := registry.Correlation(pol.Provider, pol.SES.ConfigurationSet)
 	if err != nil {
-		return nil, configf("provider", "%v", err)
+		return nil, usage.Errorf("provider", "%v", err)
 	}
 	// The default locale and time zone render a row without a usable
 	// locale or time_zone; the policy checked both, the zone is loaded
@@ -23,14 +23,14 @@ func Renderer(pol *policy.Policy) (*message.Renderer, error) {
 	rc := message.RenderConfig{From: pol.From, MessageIDDomain: pol.MessageIDDomain, CancelURL: pol.CancelURL,
 		Correlation: correlation, DefaultLocale: pol.DefaultLocale, PreferencesURL: pol.PreferencesURL}
 	if rc.DefaultTimeZone, err = policy.LoadZone(pol.DefaultTimeZone); err != nil {
-		return nil, configf("default_time_zone", "%v", err)
+		return nil, usage.Errorf("default_time_zone", "%v", err)
 	}
 	if pol.TemplatesDir != "" {
 		rc.Templates = os.DirFS(pol.TemplatesDir)
 	}
 	r, err := message.NewRenderer(rc)
 	if err != nil {
-		return nil, configf("config", "%v", err)
+		return nil, usage.Errorf("config", "%v", err)
 	}
 	if err := checkSMSTemplates(r, pol); err != nil {
 		return nil, err
@@ -52,11 +52,7 @@ func checkSMSTemplates(r *message.Renderer, pol *policy.Policy) error {
 		}
 	}
 	if err := r.CheckSMS(samples, pol.SMSMaxSegments); err != nil {
-		return configf("sms_max_segments", "%v", err)
+		return usage.Errorf("sms_max_segments", "%v", err)
 	}
 	return nil
-}
-
-func configf(field, format string, a ...any) error {
-	return &scan.ConfigError{Field: field, Msg: fmt.Sprintf(format, a...)}
 }

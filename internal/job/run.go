@@ -9,7 +9,7 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/scan"
-	"scan/internal/subscription"
+	"scan/internal/usage"
 )
 
 // Run builds one pass at now (Pass), runs it under its observer and
@@ -25,11 +25,11 @@ func (c *Config) Run(ctx context.Context, db *sqlx.DB, now time.Time) (scan.Summ
 }
 
 // Final reports whether err ends a job rather than one pass: a
-// configuration error (the policy, the source relation) or a refusal
-// (the ledger's database restored or failed over), which no later pass
-// can get past before a person acts (`scan recover` for a refusal).
+// configuration error (a usage.Error: the pass's settings, the source
+// relation, a sender's) or a refusal (the ledger's database restored or
+// failed over), which no later pass can get past before a person acts
+// (`scan recover` for a refusal).
 func Final(err error) bool {
-	var ce *scan.ConfigError
-	var se *subscription.ConfigError
-	return errors.As(err, &ce) || errors.As(err, &se) || errors.Is(err, ledger.ErrRestored)
+	var ue *usage.Error
+	return errors.As(err, &ue) || errors.Is(err, ledger.ErrRestored)
 }

@@ -12,6 +12,7 @@ import (
 	"scan/internal/metrics"
 	"scan/internal/notice"
 	"scan/internal/observe"
+	"scan/internal/usage"
 )
 
 // Request is what an operator asks of scan proof, as its flags give it:
@@ -25,13 +26,7 @@ type Request struct {
 
 // UsageError is a request an operator must correct; Field names the
 // flag. Nothing was read or written.
-type UsageError struct{ Field, Msg string }
-
-func (e *UsageError) Error() string { return e.Field + ": " + e.Msg }
-
-func usagef(field, format string, a ...any) error {
-	return &UsageError{Field: field, Msg: fmt.Sprintf(format, a...)}
-}
+type UsageError = usage.Error
 
 // Validate checks the flags and their combinations, and returns the
 // notices they select.
@@ -40,23 +35,23 @@ func (r Request) Validate() (Filter, error) {
 	if r.PeriodStart != "" {
 		t, err := time.Parse(time.DateOnly, r.PeriodStart)
 		if err != nil {
-			return f, usagef("--period-start", "%q is not a date (YYYY-MM-DD)", r.PeriodStart)
+			return f, usage.Errorf("--period-start", "%q is not a date (YYYY-MM-DD)", r.PeriodStart)
 		}
 		f.PeriodStart = t
 	}
 	if r.Verify {
 		if r.Sample < 0 {
-			return f, usagef("--sample", "must be 0 (every notice) or more")
+			return f, usage.Errorf("--sample", "must be 0 (every notice) or more")
 		}
 		return f, nil
 	}
 	switch {
 	case r.Subscription == "":
-		return f, usagef("--subscription", "required (or --verify)")
+		return f, usage.Errorf("--subscription", "required (or --verify)")
 	case r.Out == "":
-		return f, usagef("--out", "required: the directory to write the proof into")
+		return f, usage.Errorf("--out", "required: the directory to write the proof into")
 	case r.Channel != "" && r.Channel != notice.ChannelEmail && r.Channel != notice.ChannelSMS:
-		return f, usagef("--channel", "%q is not email or sms", r.Channel)
+		return f, usage.Errorf("--channel", "%q is not email or sms", r.Channel)
 	}
 	f.SubscriptionID, f.Kind, f.Channel = r.Subscription, r.Kind, r.Channel
 	return f, nil

@@ -48,6 +48,7 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/metrics"
+	"scan/internal/usage"
 )
 
 // Defaults of Config, and the limits of the server.
@@ -88,11 +89,7 @@ type Config struct {
 }
 
 // ConfigError is a Config that cannot be served; Field names the setting.
-type ConfigError struct {
-	Field, Msg string
-}
-
-func (e *ConfigError) Error() string { return e.Field + ": " + e.Msg }
+type ConfigError = usage.Error
 
 // Server is the receiver. Make it with New.
 type Server struct {
@@ -108,7 +105,7 @@ type Server struct {
 // no I/O: the database is first used by a request (or /readyz).
 func New(cfg Config) (*Server, error) {
 	if cfg.DB == nil {
-		return nil, &ConfigError{"DB", "required"}
+		return nil, &ConfigError{Field: "DB", Msg: "required"}
 	}
 	s := &Server{cfg: cfg, log: cfg.Log.With().Str("component", "receive").Logger(), now: cfg.Now, metrics: cfg.Metrics}
 	if s.now == nil {
@@ -133,7 +130,7 @@ func New(cfg Config) (*Server, error) {
 	s.sem = make(chan struct{}, s.cfg.MaxInFlight)
 	for _, ep := range cfg.Endpoints {
 		if ep.Name == "" || ep.Limit <= 0 {
-			return nil, &ConfigError{"Endpoints", fmt.Sprintf("endpoint %q without a name or a body limit", ep.Name)}
+			return nil, &ConfigError{Field: "Endpoints", Msg: fmt.Sprintf("endpoint %q without a name or a body limit", ep.Name)}
 		}
 	}
 	return s, nil
@@ -258,13 +255,13 @@ type Listening struct {
 // Validate checks l without I/O: a *ConfigError names what to fix.
 func (l Listening) Validate() error {
 	if _, _, err := net.SplitHostPort(l.Addr); err != nil {
-		return &ConfigError{l.AddrField, fmt.Sprintf("%q is not host:port (e.g. :8080)", l.Addr)}
+		return &ConfigError{Field: l.AddrField, Msg: fmt.Sprintf("%q is not host:port (e.g. :8080)", l.Addr)}
 	}
 	if l.Grace <= 0 {
-		return &ConfigError{"--grace", "must be positive"}
+		return &ConfigError{Field: "--grace", Msg: "must be positive"}
 	}
 	if l.MaxInFlight <= 0 {
-		return &ConfigError{"--max-in-flight", "must be positive"}
+		return &ConfigError{Field: "--max-in-flight", Msg: "must be positive"}
 	}
 	return nil
 }

@@ -2,24 +2,18 @@ package reconcile
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"scan/internal/provider"
+	"scan/internal/usage"
 )
 
 // FieldError is an operator's input that a use case of this package
 // refuses before it reads or writes anything: Field names the flag,
 // argument or setting to fix. `scan` maps it to exit 2.
-type FieldError struct{ Field, Msg string }
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
-
-func fieldf(field, format string, a ...any) error {
-	return &FieldError{Field: field, Msg: fmt.Sprintf(format, a...)}
-}
+type FieldError = usage.Error
 
 // Validate checks r as `scan recover`'s command line gave it, without
 // I/O: Events or Ask name the provider's record (one of them), in Format,
@@ -29,21 +23,21 @@ func (r *Recovery) Validate() error {
 	if r.NoneLost {
 		switch {
 		case r.Events != "" || r.Ask != "":
-			return fieldf("--none-lost", "takes no --events or --ask: it records that nothing was lost")
+			return usage.Errorf("--none-lost", "takes no --events or --ask: it records that nothing was lost")
 		case strings.TrimSpace(r.Reason) == "":
-			return fieldf("--reason", "required with --none-lost")
+			return usage.Errorf("--reason", "required with --none-lost")
 		case strings.TrimSpace(r.By) == "":
-			return fieldf("--by", "required with --none-lost when $USER is not set")
+			return usage.Errorf("--by", "required with --none-lost when $USER is not set")
 		}
 		return nil
 	}
 	switch {
 	case r.Since.IsZero():
-		return fieldf("--since", "required: the restore point, or the last pass the ledger knows of")
+		return usage.Errorf("--since", "required: the restore point, or the last pass the ledger knows of")
 	case (r.Events == "") == (r.Ask == ""):
-		return fieldf("--events", "give the provider's record with --events FILE|- or --ask PROVIDER (one of them)")
+		return usage.Errorf("--events", "give the provider's record with --events FILE|- or --ask PROVIDER (one of them)")
 	case !slices.Contains(Formats, r.Format):
-		return fieldf("--format", "%q is not one of %s", r.Format, strings.Join(Formats, ", "))
+		return usage.Errorf("--format", "%q is not one of %s", r.Format, strings.Join(Formats, ", "))
 	}
 	if r.By == "" {
 		r.By = "recover"
@@ -80,21 +74,21 @@ func (s *Sources) Validate() error {
 	budget := cmp.Or(s.BudgetFlag, "--receive-for")
 	switch {
 	case n > 1:
-		return fieldf("--events", "give one of --events, --sqs and --ask")
+		return usage.Errorf("--events", "give one of --events, --sqs and --ask")
 	case s.BudgetFlag != "" && s.SQS == "":
-		return fieldf(budget, "only with --sqs")
+		return usage.Errorf(budget, "only with --sqs")
 	case s.OlderThanSet && s.Ask == "":
-		return fieldf("--older-than", "only with --ask")
+		return usage.Errorf("--older-than", "only with --ask")
 	case s.Budget < 0:
-		return fieldf(budget, "must not be negative")
+		return usage.Errorf(budget, "must not be negative")
 	case s.SQS != "":
 		return s.sqsFormat()
 	case s.Ask != "":
 		return nil
 	case s.Events == "":
-		return fieldf("--events", "required: a file of events, or - for stdin (or --sqs QUEUE_URL, or --ask PROVIDER)")
+		return usage.Errorf("--events", "required: a file of events, or - for stdin (or --sqs QUEUE_URL, or --ask PROVIDER)")
 	case !slices.Contains(Formats, s.Format):
-		return fieldf("--format", "%q is not one of %s", s.Format, strings.Join(Formats, ", "))
+		return usage.Errorf("--format", "%q is not one of %s", s.Format, strings.Join(Formats, ", "))
 	}
 	return nil
 }
@@ -106,7 +100,7 @@ func (s *Sources) sqsFormat() error {
 		s.Format = string(provider.SES)
 	}
 	if !slices.Contains(Formats, s.Format) || s.Format == FormatJSONL {
-		return fieldf("--format", "%q: with --sqs, one of %s (default %s)", s.Format, strings.Join(provider.Strings(provider.Email...), ", "), provider.SES)
+		return usage.Errorf("--format", "%q: with --sqs, one of %s (default %s)", s.Format, strings.Join(provider.Strings(provider.Email...), ", "), provider.SES)
 	}
 	return nil
 }

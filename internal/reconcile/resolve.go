@@ -11,6 +11,7 @@ import (
 
 	"scan/internal/ledger"
 	"scan/internal/notice"
+	"scan/internal/usage"
 )
 
 // Resolution is one `scan resolve`: an operator's decision (exactly one
@@ -26,7 +27,7 @@ type Resolution struct {
 func (r Resolution) Decision(at time.Time) (ledger.Decision, error) {
 	byRun := r.RunID != "" && r.Key == ""
 	if !byRun && (r.RunID != "" || !notice.ValidKey(r.Key)) {
-		return ledger.Decision{}, fieldf("KEY", "exactly one notice key (64 lower-case hex characters), or --run RUN_ID, is required")
+		return ledger.Decision{}, usage.Errorf("KEY", "exactly one notice key (64 lower-case hex characters), or --run RUN_ID, is required")
 	}
 	var ruling ledger.Ruling
 	n := 0
@@ -41,11 +42,11 @@ func (r Resolution) Decision(at time.Time) (ledger.Decision, error) {
 	}
 	switch {
 	case n != 1:
-		return ledger.Decision{}, fieldf("decision", "give exactly one of --sent, --not-sent, --retry")
+		return ledger.Decision{}, usage.Errorf("decision", "give exactly one of --sent, --not-sent, --retry")
 	case strings.TrimSpace(r.Reason) == "":
-		return ledger.Decision{}, fieldf("--reason", "required: say why, it is recorded with the decision")
+		return ledger.Decision{}, usage.Errorf("--reason", "required: say why, it is recorded with the decision")
 	case r.By == "":
-		return ledger.Decision{}, fieldf("--by", "required when $USER is not set")
+		return ledger.Decision{}, usage.Errorf("--by", "required when $USER is not set")
 	}
 	return ledger.NewDecision(ruling, r.Key, r.By, r.Reason, at)
 }
@@ -67,7 +68,7 @@ func Resolve(ctx context.Context, db *sqlx.DB, r Resolution, d ledger.Decision, 
 	case errors.Is(err, ledger.ErrNotFound):
 		return 0, fmt.Errorf("resolve: no ledger row has key %s", notice.Short(r.Key))
 	case errors.Is(err, ledger.ErrStateChanged):
-		return 0, fieldf("KEY", "%v; allowed from %v", err, d.From)
+		return 0, usage.Errorf("KEY", "%v; allowed from %v", err, d.From)
 	case err != nil:
 		return 0, err
 	}

@@ -43,7 +43,7 @@ type Draft struct {
 func (p *Pass) Draft(ctx context.Context, id, kind string) (Draft, error) {
 	k, ok := p.kinds[kind]
 	if !ok {
-		return Draft{}, &ConfigError{"kind", fmt.Sprintf("%q is not a kind of the policy", kind)}
+		return Draft{}, &ConfigError{Field: "kind", Msg: fmt.Sprintf("%q is not a kind of the policy", kind)}
 	}
 	r, err := p.src.Get(ctx, p.db, k.AnchorColumn(), id)
 	if errors.Is(err, subscription.ErrNotFound) {

@@ -29,6 +29,7 @@ import (
 	"scan/internal/send"
 	"scan/internal/subscription"
 	"scan/internal/suppress"
+	"scan/internal/usage"
 )
 
 // Errors a pass returns; the command maps them to exit codes.
@@ -40,12 +41,7 @@ var (
 
 // ConfigError is a problem with the pass's configuration or its source
 // relation, found before anything was written. Field names the setting.
-type ConfigError struct {
-	Field string
-	Msg   string
-}
-
-func (e *ConfigError) Error() string { return e.Field + ": " + e.Msg }
+type ConfigError = usage.Error
 
 // Hooks are called at the pass's boundaries. They exist for tests (fail
 // points that crash the process there) and for metrics; nil hooks are
@@ -294,29 +290,29 @@ type Pass struct {
 // was written.
 func New(db *sqlx.DB, sender send.Sender, renderer Renderer, log zerolog.Logger, cfg Config) (*Pass, error) {
 	if cfg.Policy == nil {
-		return nil, &ConfigError{"policy", "required"}
+		return nil, &ConfigError{Field: "policy", Msg: "required"}
 	}
 	keyer, err := notice.NewKeyer(cfg.Secret)
 	if err != nil {
-		return nil, &ConfigError{"NOTICE_KEY_SECRET", err.Error()}
+		return nil, &ConfigError{Field: "NOTICE_KEY_SECRET", Msg: err.Error()}
 	}
 	if cfg.RunID == "" {
-		return nil, &ConfigError{"run_id", "required"}
+		return nil, &ConfigError{Field: "run_id", Msg: "required"}
 	}
 	if cfg.Now.IsZero() {
-		return nil, &ConfigError{"now", "required"}
+		return nil, &ConfigError{Field: "now", Msg: "required"}
 	}
 	if err := fillDefaults(&cfg); err != nil {
 		return nil, err
 	}
 	keys, err := suppress.NewKeys(cfg.Secret, cfg.PreviousSecrets) // the secret's length is checked above
 	if err != nil {
-		return nil, &ConfigError{"NOTICE_KEY_SECRET_PREVIOUS", err.Error()}
+		return nil, &ConfigError{Field: "NOTICE_KEY_SECRET_PREVIOUS", Msg: err.Error()}
 	}
 	s := &Pass{db: db, sender: sender, renderer: renderer, log: log.With().Str("run_id", cfg.RunID).Logger(), cfg: cfg, keyer: keyer, keys: keys, maxMint: -1}
 	if cfg.MaxMint != nil {
 		if *cfg.MaxMint < 0 {
-			return nil, &ConfigError{"max-mint", fmt.Sprintf("must be 0 or more, got %d (leave it unset for no limit)", *cfg.MaxMint)}
+			return nil, &ConfigError{Field: "max-mint", Msg: fmt.Sprintf("must be 0 or more, got %d (leave it unset for no limit)", *cfg.MaxMint)}
 		}
 		s.maxMint = *cfg.MaxMint
 	}
@@ -338,7 +334,7 @@ func fillDefaults(cfg *Config) error {
 		cfg.Shards = 1
 	}
 	if cfg.Shards < 1 || cfg.Shard < 0 || cfg.Shard >= cfg.Shards {
-		return &ConfigError{"shard", fmt.Sprintf("%d/%d is not a shard: need 0 <= I < N", cfg.Shard, cfg.Shards)}
+		return &ConfigError{Field: "shard", Msg: fmt.Sprintf("%d/%d is not a shard: need 0 <= I < N", cfg.Shard, cfg.Shards)}
 	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 1000
@@ -347,14 +343,14 @@ func fillDefaults(cfg *Config) error {
 		cfg.Clock = clock.System{}
 	}
 	if cfg.MaxDuration < 0 {
-		return &ConfigError{"max_duration", fmt.Sprintf("%v is negative", cfg.MaxDuration)}
+		return &ConfigError{Field: "max_duration", Msg: fmt.Sprintf("%v is negative", cfg.MaxDuration)}
 	}
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
 	}
 	if cfg.RedirectTo != "" {
 		if _, err := address.Parse(cfg.RedirectTo); err != nil {
-			return &ConfigError{"SCAN_REDIRECT_TO", "not a valid address"}
+			return &ConfigError{Field: "SCAN_REDIRECT_TO", Msg: "not a valid address"}
 		}
 	}
 	return nil
@@ -364,14 +360,14 @@ func fillDefaults(cfg *Config) error {
 // anchor of one of the policy's kinds.
 func checkSource(cfg Config) error {
 	if cfg.Source == nil {
-		return &ConfigError{"source", "required (subscription.Open)"}
+		return &ConfigError{Field: "source", Msg: "required (subscription.Open)"}
 	}
 	if sh := cfg.Source.Shard(); sh != (subscription.Shard{I: cfg.Shard, N: cfg.Shards}) {
-		return &ConfigError{"shard", fmt.Sprintf("the source was opened for shard %d/%d, the pass is %d/%d", sh.I, sh.N, cfg.Shard, cfg.Shards)}
+		return &ConfigError{Field: "shard", Msg: fmt.Sprintf("the source was opened for shard %d/%d, the pass is %d/%d", sh.I, sh.N, cfg.Shard, cfg.Shards)}
 	}
 	for _, a := range subscription.Anchors(cfg.Policy) {
 		if !cfg.Source.Reads(a.Column) {
-			return &ConfigError{"notices[" + a.Kind + "].anchor", fmt.Sprintf("the source was not opened for the anchor %q (subscription.Open with subscription.Anchors)", a.Column)}
+			return &ConfigError{Field: "notices[" + a.Kind + "].anchor", Msg: fmt.Sprintf("the source was not opened for the anchor %q (subscription.Open with subscription.Anchors)", a.Column)}
 		}
 	}
 	return nil
@@ -402,7 +398,7 @@ func newPassContent(cfg Config) (*content, error) {
 	}
 	sched, err := policy.ParseSchedule(expr)
 	if err != nil {
-		return nil, &ConfigError{"schedule", err.Error()}
+		return nil, &ConfigError{Field: "schedule", Msg: err.Error()}
 	}
 	return newContent(cfg.Policy, cfg.Now, sched)
 }

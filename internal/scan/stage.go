@@ -145,7 +145,7 @@ func (p *Pass) startStage(ctx context.Context, ch channel, c *counters, next *ha
 	})
 	if err != nil {
 		cancel(nil)
-		return nil, &ConfigError{"sender", err.Error()}
+		return nil, &ConfigError{Field: "sender", Msg: err.Error()}
 	}
 	st := &stage{ch: ch, ctx: pctx, cancel: cancel, d: d, fl: plan.NewFlow(), next: next}
 	st.plan = plan.NewPlanner(st.fl, ch.limits, p.cfg.BatchSize, ch.concurrency, candidate.key, candidate.domain)

@@ -24,7 +24,7 @@ type content struct {
 func newContent(pol *policy.Policy, now time.Time, sched interface{ Next(time.Time) time.Time }) (*content, error) {
 	c, err := subscription.NewContent(pol)
 	if err != nil {
-		return nil, &ConfigError{"default_time_zone", err.Error()}
+		return nil, &ConfigError{Field: "default_time_zone", Msg: err.Error()}
 	}
 	return &content{Content: c, Quiet: subscription.NewQuiet(pol, now, sched, c.DefaultZone()), now: now}, nil
 }

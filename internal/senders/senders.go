@@ -23,6 +23,7 @@ import (
 	"scan/internal/provider/registry"
 	"scan/internal/provider/ses"
 	"scan/internal/send"
+	"scan/internal/usage"
 )
 
 // The senders SCAN_SENDER (--sender) names: how a pass's notices leave.
@@ -38,15 +39,7 @@ var Names = []string{Outbox, SMTP, HTTP, SES}
 
 // ConfigError is a setting a sender cannot take; Field names the
 // variable.
-type ConfigError struct {
-	Field, Msg string
-}
-
-func (e *ConfigError) Error() string { return e.Field + ": " + e.Msg }
-
-func configf(field, format string, a ...any) error {
-	return &ConfigError{Field: field, Msg: fmt.Sprintf(format, a...)}
-}
+type ConfigError = usage.Error
 
 // List reads SCAN_SENDER (--sender): one sender's name, or an ordered
 // list of them, comma-separated ("ses,smtp"), that the pass fails over
@@ -135,14 +128,14 @@ func (s *Set) Names() []string { return s.cfg.Names }
 func (s *Set) endpoint(sender, variable, what string, schemes ...string) (string, error) {
 	raw := s.cfg.Getenv(variable)
 	if raw == "" {
-		return "", configf(variable, "required with --sender %s: %s", sender, what)
+		return "", usage.Errorf(variable, "required with --sender %s: %s", sender, what)
 	}
 	u, _ := url.Parse(raw)
 	if u == nil || !slices.Contains(schemes, u.Scheme) {
-		return "", configf(variable, "scheme must be %s:// or %s://", schemes[0], schemes[1])
+		return "", usage.Errorf(variable, "scheme must be %s:// or %s://", schemes[0], schemes[1])
 	}
 	if u.Host == "" || u.Hostname() == "" {
-		return "", configf(variable, "needs a host, e.g. smtp://user:pass@mail.example.com:587")
+		return "", usage.Errorf(variable, "needs a host, e.g. smtp://user:pass@mail.example.com:587")
 	}
 	return raw, s.checkRemote(variable, u)
 }
@@ -155,10 +148,10 @@ func (s *Set) endpoint(sender, variable, what string, schemes ...string) (string
 func (s *Set) checkRemote(field string, u *url.URL) error {
 	host := u.Hostname()
 	if !send.IsLoopback(host) && !s.cfg.Production && s.cfg.Redirect == "" {
-		return configf(field, "refusing to deliver to %s outside production: set SCAN_ENVIRONMENT=production, or SCAN_REDIRECT_TO=address for staging", host)
+		return usage.Errorf(field, "refusing to deliver to %s outside production: set SCAN_ENVIRONMENT=production, or SCAN_REDIRECT_TO=address for staging", host)
 	}
 	if u.Scheme == "http" && !send.IsLoopback(host) {
-		return configf(field, "plain http:// to %s would send recipients and credentials in the clear: use https://", host)
+		return usage.Errorf(field, "plain http:// to %s would send recipients and credentials in the clear: use https://", host)
 	}
 	return nil
 }
@@ -181,21 +174,21 @@ func (s *Set) prepareSES() error {
 	if endpoint != "" {
 		u, err := url.Parse(endpoint)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" {
-			return configf(field, "%q is not an http(s) URL", endpoint)
+			return usage.Errorf(field, "%q is not an http(s) URL", endpoint)
 		}
 		if err := s.checkRemote(field, u); err != nil {
 			return err
 		}
 		opts = append(opts, config.WithBaseEndpoint(endpoint))
 	} else if !s.cfg.Production && s.cfg.Redirect == "" {
-		return configf("SCAN_SENDER", "refusing to deliver through Amazon SES outside production: set SCAN_ENVIRONMENT=production, or SCAN_REDIRECT_TO=address for staging")
+		return usage.Errorf("SCAN_SENDER", "refusing to deliver through Amazon SES outside production: set SCAN_ENVIRONMENT=production, or SCAN_REDIRECT_TO=address for staging")
 	}
 	cfg, err := config.LoadDefaultConfig(context.Background(), opts...)
 	if err != nil {
-		return configf("AWS_CONFIG_FILE", "AWS configuration: %v", err)
+		return usage.Errorf("AWS_CONFIG_FILE", "AWS configuration: %v", err)
 	}
 	if cfg.Region == "" {
-		return configf("AWS_REGION", "required with --sender ses (or a region in the shared AWS config)")
+		return usage.Errorf("AWS_REGION", "required with --sender ses (or a region in the shared AWS config)")
 	}
 	s.aws = cfg
 	return nil

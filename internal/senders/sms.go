@@ -1,12 +1,12 @@
 package senders
 
 import (
-	"errors"
 	"net/url"
 
 	"scan/internal/clock"
 	"scan/internal/provider/twilio"
 	"scan/internal/send"
+	"scan/internal/usage"
 )
 
 // SMS builds the sms channel's Twilio client from TWILIO_* and
@@ -20,11 +20,7 @@ func SMS(cfg Config, clk clock.Clock) (*twilio.Client, error) {
 	}
 	tc := twilio.AccountConfig(cfg.Getenv)
 	tc.StatusCallback, tc.Clock = cfg.Getenv("SCAN_TWILIO_STATUS_CALLBACK"), clk
-	c, err := twilio.New(tc)
-	var ce *twilio.ConfigError
-	if errors.As(err, &ce) {
-		return nil, configf(ce.Field, "%s", ce.Msg)
-	}
+	c, err := twilio.New(tc) // a *twilio.ConfigError names the variable: a usage.Error as it is
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +29,7 @@ func SMS(cfg Config, clk clock.Clock) (*twilio.Client, error) {
 		api = twilio.DefaultBaseURL
 	}
 	if u, _ := url.Parse(api); !cfg.Production && !send.IsLoopback(u.Hostname()) {
-		return nil, configf("TWILIO_API_URL", "%s is not loopback: outside SCAN_ENVIRONMENT=production the sms channel only talks to a stand-in", u.Host)
+		return nil, usage.Errorf("TWILIO_API_URL", "%s is not loopback: outside SCAN_ENVIRONMENT=production the sms channel only talks to a stand-in", u.Host)
 	}
 	return c, nil
 }

@@ -35,6 +35,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"scan/internal/usage"
 )
 
 // RequiredColumns are the columns the source relation must have.
@@ -52,12 +54,7 @@ const DefaultAnchor = "renews_at"
 // ConfigError is a source relation a pass cannot read, found by Open
 // before anything was written. Field names the setting ("source",
 // "shard", or a kind's "notices[KIND].anchor").
-type ConfigError struct {
-	Field string
-	Msg   string
-}
-
-func (e *ConfigError) Error() string { return e.Field + ": " + e.Msg }
+type ConfigError = usage.Error
 
 // ErrNotFound: Get found no row with the id it was given.
 var ErrNotFound = errors.New("no such subscription")
@@ -170,11 +167,11 @@ func Open(ctx context.Context, db sqlx.QueryerContext, relation string, shard Sh
 		shard.N = 1
 	}
 	if shard.N < 1 || shard.I < 0 || shard.I >= shard.N {
-		return nil, &ConfigError{"shard", fmt.Sprintf("%d/%d is not a shard: need 0 <= I < N", shard.I, shard.N)}
+		return nil, &ConfigError{Field: "shard", Msg: fmt.Sprintf("%d/%d is not a shard: need 0 <= I < N", shard.I, shard.N)}
 	}
 	rel, err := QuoteRelation(relation)
 	if err != nil {
-		return nil, &ConfigError{"source", err.Error()}
+		return nil, &ConfigError{Field: "source", Msg: err.Error()}
 	}
 	s := &Source{rel: rel, shard: shard}
 	have, types, err := s.probe(ctx, db)
@@ -183,7 +180,7 @@ func Open(ctx context.Context, db sqlx.QueryerContext, relation string, shard Sh
 	}
 	for _, c := range RequiredColumns {
 		if !have[c] {
-			return nil, &ConfigError{"source", fmt.Sprintf("relation %s has no column %q (required: %s)", rel, c, strings.Join(RequiredColumns, ", "))}
+			return nil, &ConfigError{Field: "source", Msg: fmt.Sprintf("relation %s has no column %q (required: %s)", rel, c, strings.Join(RequiredColumns, ", "))}
 		}
 	}
 	if err := s.checkAnchors(anchors, have, types); err != nil {
@@ -206,7 +203,7 @@ func (s *Source) probe(ctx context.Context, db sqlx.QueryerContext) (have map[st
 	rows, err := db.QueryContext(ctx, fill(subscriptionColumns, s.rel, "", ""))
 	if err != nil {
 		if isUndefined(err) {
-			return nil, nil, &ConfigError{"source", fmt.Sprintf("relation %s does not exist or is not readable: %v", s.rel, err)}
+			return nil, nil, &ConfigError{Field: "source", Msg: fmt.Sprintf("relation %s does not exist or is not readable: %v", s.rel, err)}
 		}
 		return nil, nil, fmt.Errorf("probe source: %w", err)
 	}
@@ -231,12 +228,12 @@ func (s *Source) checkAnchors(anchors []Anchor, have map[string]bool, types map[
 		a := k.Column
 		field := "notices[" + k.Kind + "].anchor"
 		if !have[a] {
-			return &ConfigError{field, fmt.Sprintf("relation %s has no column %q, the anchor of kind %s", s.rel, a, k.Kind)}
+			return &ConfigError{Field: field, Msg: fmt.Sprintf("relation %s has no column %q, the anchor of kind %s", s.rel, a, k.Kind)}
 		}
 		// renews_at is a required column, read as it always was; another
 		// anchor must say which instant it is.
 		if t := types[a]; a != DefaultAnchor && t != "TIMESTAMPTZ" {
-			return &ConfigError{field, fmt.Sprintf("column %q of relation %s is %s, not timestamptz (map it with a view: %s::timestamptz)", a, s.rel, strings.ToLower(t), a)}
+			return &ConfigError{Field: field, Msg: fmt.Sprintf("column %q of relation %s is %s, not timestamptz (map it with a view: %s::timestamptz)", a, s.rel, strings.ToLower(t), a)}
 		}
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -173,11 +172,7 @@ var AskSpec = ask.Spec{
 		return nil
 	},
 	New: func(getenv func(string) string, _ ask.ClientConfig) (ask.Provider, error) {
-		c, err := New(AccountConfig(getenv))
-		var ce *ConfigError
-		if errors.As(err, &ce) {
-			return nil, &ask.ConfigError{Field: ce.Field, Msg: ce.Msg}
-		}
+		c, err := New(AccountConfig(getenv)) // a *ConfigError is an ask.ConfigError: both are usage.Error
 		if err != nil {
 			return nil, err
 		}

@@ -33,6 +33,7 @@ import (
 	"scan/internal/notice"
 	"scan/internal/provider"
 	"scan/internal/send"
+	"scan/internal/usage"
 )
 
 // Name is the provider's name.
@@ -97,9 +98,7 @@ const (
 )
 
 // ConfigError names a bad field of Config.
-type ConfigError struct{ Field, Msg string }
-
-func (e *ConfigError) Error() string { return e.Field + ": " + e.Msg }
+type ConfigError = usage.Error
 
 // Client creates Messages. It is safe for concurrent use.
 type Client struct {
@@ -112,24 +111,24 @@ type Client struct {
 func New(cfg Config) (*Client, error) {
 	switch {
 	case cfg.AccountSID == "":
-		return nil, &ConfigError{"TWILIO_ACCOUNT_SID", "required with channel sms"}
+		return nil, &ConfigError{Field: "TWILIO_ACCOUNT_SID", Msg: "required with channel sms"}
 	case cfg.AuthToken == "":
-		return nil, &ConfigError{"TWILIO_AUTH_TOKEN", "required with channel sms"}
+		return nil, &ConfigError{Field: "TWILIO_AUTH_TOKEN", Msg: "required with channel sms"}
 	case cfg.From == "" && cfg.MessagingServiceSID == "":
-		return nil, &ConfigError{"TWILIO_FROM", "set TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID"}
+		return nil, &ConfigError{Field: "TWILIO_FROM", Msg: "set TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID"}
 	}
 	if strings.ContainsAny(cfg.AccountSID, "/?#%") {
-		return nil, &ConfigError{"TWILIO_ACCOUNT_SID", "not an account SID"}
+		return nil, &ConfigError{Field: "TWILIO_ACCOUNT_SID", Msg: "not an account SID"}
 	}
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = DefaultBaseURL
 	}
 	if u, err := url.Parse(cfg.BaseURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, &ConfigError{"TWILIO_API_URL", "not an http(s) URL"}
+		return nil, &ConfigError{Field: "TWILIO_API_URL", Msg: "not an http(s) URL"}
 	}
 	if cfg.StatusCallback != "" {
 		if u, err := url.Parse(cfg.StatusCallback); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, &ConfigError{"SCAN_TWILIO_STATUS_CALLBACK", "not an http(s) URL"}
+			return nil, &ConfigError{Field: "SCAN_TWILIO_STATUS_CALLBACK", Msg: "not an http(s) URL"}
 		}
 	}
 	if cfg.Timeout <= 0 {
