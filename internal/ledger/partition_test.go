@@ -490,3 +490,50 @@ WHERE i.inhparent = 'notice_ledger'::regclass
 		t.Fatalf("%d months still keep a btree on every row's window_closes_at", n)
 	}
 }
+
+// A pool asks for a month's partition once: later claims of the month on
+// the same pool insert without asking, claims of a month it has not seen
+// ask, and after Prune removed months the pool asks again. The function
+// that ensures them is renamed away between the claims, so a claim that
+// asks fails.
+func TestClaimsAskForTheirMonthOncePerPool(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := setup(t)
+	seedMonth(t, db, month(2025, 1), 3, 0)
+	claimOne := func(i int, day time.Time) error {
+		_, err := ledger.Insert(ctx, db, opt("a"), []ledger.Claim{inMonth(i, day)})
+		return err
+	}
+	if err := claimOne(100, month(2026, 12).AddDate(0, 0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	rename := func(from, to string) {
+		t.Helper()
+		if _, err := db.Exec(fmt.Sprintf(`ALTER FUNCTION %s(date[]) RENAME TO %s`, from, to)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rename("notice_ledger_ensure_partitions", "ensure_partitions_away")
+	if err := claimOne(101, month(2026, 12).AddDate(0, 0, 9)); err != nil {
+		t.Fatalf("a claim of a month its pool made asked for it again: %v", err)
+	}
+	if err := claimOne(102, month(2027, 1)); err == nil {
+		t.Fatal("a claim of a month its pool never saw did not ask for it")
+	}
+	rename("ensure_partitions_away", "notice_ledger_ensure_partitions")
+	if _, err := ledger.Prune(ctx, db, ledger.PruneOptions{Before: month(2025, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	rename("notice_ledger_ensure_partitions", "ensure_partitions_away")
+	if err := claimOne(103, month(2026, 12).AddDate(0, 0, 12)); err == nil {
+		t.Fatal("after Prune, a claim of a month its pool had made did not ask for it again")
+	}
+	rename("ensure_partitions_away", "notice_ledger_ensure_partitions")
+	if n := countRows(t, db, `SELECT count(*) FROM notice_ledger_p202612`); n != 2 {
+		t.Fatalf("%d rows in December; want 2", n)
+	}
+	if n := countRows(t, db, `SELECT count(*) FROM notice_ledger_default`); n != 0 {
+		t.Fatalf("%d rows in the DEFAULT partition", n)
+	}
+}
