@@ -35,7 +35,7 @@ type RateGrant struct {
 }
 
 // RateTake leases send slots of the buckets of asks, at most ahead past
-// now, in one statement (noticeRateTake): db may be the pool (the
+// now, in one statement (noticeRateTake, sql/0043): db may be the pool (the
 // statement is its own transaction) or a caller's transaction. Grants come
 // back in the order of asks' bucket names (sorted); an ask of Want 0 or
 // less is left out, and each bucket may be asked once. Safe to call from
