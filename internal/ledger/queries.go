@@ -883,8 +883,10 @@ SELECT EXISTS (SELECT 1 FROM notice_suppression WHERE channel = $1 AND key_id IS
 // (xid8, text; "0" for all) did not see, and the xmin of this statement's
 // own snapshot, which the next read passes: one row with NULL chunk when
 // none changed. One index scan of notice_suppression_summary_changed.
+// The bits travel as varbit_send's bytes (hex through lib/pq: 256
+// characters a chunk, not bit_out's 1,024).
 const noticeSuppressionSummaryRead = `
-SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, s.chunk, s.bits::text AS bits
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, s.chunk, varbit_send(s.bits) AS bits
 FROM (SELECT 1) x
 LEFT JOIN notice_suppression_summary s ON s.changed >= $1::xid8`
 
@@ -892,7 +894,7 @@ LEFT JOIN notice_suppression_summary s ON s.changed >= $1::xid8`
 // first read: every chunk with a bit set ($1 is not read; a scan of the
 // 16,384 rows).
 const noticeSuppressionSummaryLoad = `
-SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, s.chunk, s.bits::text AS bits
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, s.chunk, varbit_send(s.bits) AS bits
 FROM (SELECT $1::text) x
 LEFT JOIN notice_suppression_summary s ON s.bits <> B'0'::bit(1024)`
 

@@ -29,7 +29,7 @@ const summaryChunkBits = 1024
 // concurrent use (the email and sms stages share one).
 type SuppressionSummary struct {
 	mu     sync.Mutex
-	bits   []uint64 // 2^24 bits: bit i of word i/64 is the digests starting with i
+	bits   []byte // 2^24 bits, as the chunks hold them: bit i is byte i/8's 0x80>>(i%8)
 	since  string   // xid8: the xmin of the last read's snapshot ("0" before the first)
 	chunks int      // chunks read in all
 }
@@ -42,7 +42,7 @@ var ErrSummaryDenied = errors.New("suppression summary: not readable by this rol
 // NewSuppressionSummary returns an empty summary: every digest misses
 // until Load or Refresh reads the table.
 func NewSuppressionSummary() *SuppressionSummary {
-	return &SuppressionSummary{bits: make([]uint64, 1<<24/64), since: "0"}
+	return &SuppressionSummary{bits: make([]byte, 1<<24/8), since: "0"}
 }
 
 // LoadSuppressionSummary reads the whole summary (a pass's start): its
@@ -88,21 +88,14 @@ func (s *SuppressionSummary) read(ctx context.Context, db sqlx.QueryerContext, s
 		if !chunk.Valid {
 			continue // nothing changed: the xmin alone
 		}
-		if chunk.Int64 < 0 || chunk.Int64 >= 1<<24/summaryChunkBits || len(bits) != summaryChunkBits {
-			return fmt.Errorf("suppression summary: chunk %d of %d bits", chunk.Int64, len(bits))
+		// bits is varbit_send's: the bit length (4 bytes), then the
+		// bits, the leftmost first.
+		if chunk.Int64 < 0 || chunk.Int64 >= 1<<24/summaryChunkBits || len(bits) != 4+summaryChunkBits/8 {
+			return fmt.Errorf("suppression summary: chunk %d of %d bytes", chunk.Int64, len(bits))
 		}
 		// A chunk's row holds every bit its writers set (each writer ORs
 		// onto the version it finds): it replaces the copy's.
-		words := s.bits[chunk.Int64*summaryChunkBits/64 : (chunk.Int64+1)*summaryChunkBits/64]
-		for w := range words {
-			var v uint64
-			for b, c := range bits[w*64 : w*64+64] {
-				if c == '1' {
-					v |= 1 << b
-				}
-			}
-			words[w] = v
-		}
+		copy(s.bits[chunk.Int64*summaryChunkBits/8:], bits[4:])
 		s.chunks++
 	}
 	if err := rows.Err(); err != nil {
@@ -136,7 +129,7 @@ func (s *SuppressionSummary) hits(d []byte) bool {
 		return false
 	}
 	i := uint32(d[0])<<16 | uint32(d[1])<<8 | uint32(d[2])
-	return s.bits[i/64]&(1<<(i%64)) != 0
+	return s.bits[i/8]&(0x80>>(i%8)) != 0
 }
 
 // probeFilter refreshes the summary s in db (the claim's transaction) and
