@@ -30,8 +30,8 @@ const summaryChunkBits = 1024
 type SuppressionSummary struct {
 	mu     sync.Mutex
 	bits   []byte // 2^24 bits, as the chunks hold them: bit i is byte i/8's 0x80>>(i%8)
-	since  string   // xid8: the xmin of the last read's snapshot ("0" before the first)
-	chunks int      // chunks read in all
+	since  string // xid8: the xmin of the last read's snapshot ("0" before the first)
+	chunks int    // chunks read in all
 }
 
 // ErrSummaryDenied is LoadSuppressionSummary's error when the role may
