@@ -87,6 +87,11 @@ type ClaimOptions struct {
 	// previous digest (Claim.PreviousHMACs) is re-recorded under the
 	// current one with it.
 	KeyID []byte
+	// Summary, when set with Suppression, is the list's summary the pass
+	// loaded at its start: each claim batch refreshes it in its
+	// transaction and probes only the claims whose digests hit it (see
+	// noticeClaim). Nil probes every claim.
+	Summary *SuppressionSummary
 }
 
 // Insert claims a batch of notices to send (opt.State Claimed), in one
@@ -133,10 +138,14 @@ func insertBatch(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, clai
 	claim := func(stmt string) error {
 		out = out[:0]
 		return durably(ctx, db, func(q sqlx.ExtContext) error {
+			probe, err := claimFilter(ctx, q, opt, claims)
+			if err != nil {
+				return err
+			}
 			return sqlx.SelectContext(ctx, q, &out, stmt,
 				a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
 				string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo, a[10], a[11], opt.Channel, a[12], k32,
-				opt.Suppression, ReasonSuppressed, prev, rekey, hex.EncodeToString(opt.KeyID))
+				opt.Suppression, ReasonSuppressed, prev, rekey, hex.EncodeToString(opt.KeyID), pq.BoolArray(probe))
 		})
 	}
 	// In a transaction of its own, the plain insert first, and ON
@@ -158,6 +167,16 @@ func insertBatch(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, clai
 		return nil, err
 	}
 	return out, nil
+}
+
+// claimFilter returns which claims the claim statement probes (its $25):
+// nil (all) unless opt probes with a summary.
+func claimFilter(ctx context.Context, q sqlx.QueryerContext, opt ClaimOptions, claims []Claim) ([]bool, error) {
+	if !opt.Suppression || opt.State != Claimed {
+		return nil, nil
+	}
+	return opt.Summary.probeFilter(ctx, q, len(claims),
+		func(i int) []byte { return claims[i].AddressHMAC }, func(i int) [][]byte { return claims[i].PreviousHMACs })
 }
 
 // isConflict reports whether err is PostgreSQL's unique_violation (23505)
@@ -354,13 +373,30 @@ func ReclaimUnlessSuppressed(ctx context.Context, db sqlx.ExtContext, opt ClaimO
 	prev, rekey := previousArray(opt.Suppression && len(previous) == len(keys), len(keys), func(i int) [][]byte { return previous[i] })
 	var out []Won
 	err := durably(ctx, db, func(q sqlx.ExtContext) error {
+		var probe []bool
+		if opt.Suppression {
+			var err error
+			probe, err = opt.Summary.probeFilter(ctx, q, len(keys), func(i int) []byte { return at(digests, i) }, func(i int) [][]byte { return at(previous, i) })
+			if err != nil {
+				return err
+			}
+		}
 		return sqlx.SelectContext(ctx, q, &out, noticeReclaim, pq.Array(keys), opt.Now.UTC(), opt.RunID, opt.RedirectTo,
-			pq.Array(h), opt.Suppression, opt.Channel, ReasonSuppressed, prev, rekey, hex.EncodeToString(opt.KeyID))
+			pq.Array(h), opt.Suppression, opt.Channel, ReasonSuppressed, prev, rekey, hex.EncodeToString(opt.KeyID), pq.BoolArray(probe))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reclaim retries: %w", err)
 	}
 	return out, nil
+}
+
+// at returns s[i], or the zero value past s's end.
+func at[T any](s []T, i int) T {
+	var zero T
+	if i < len(s) {
+		return s[i]
+	}
+	return zero
 }
 
 // Retries returns one page of kind's rows in state retry whose window is

@@ -54,6 +54,19 @@ package ledger
 // of them is re-recorded under the claim's current digest, with key id
 // $24 (hex), by rekey, rekeyed and unkeyed, and the claim is listed. With
 // $23 false (no previous secret) they are folded away at plan time.
+//
+// Fewer probes (issue 39): $25 (boolean[], parallel to $18, or NULL)
+// says which claims to probe at all. The pass sets it from the list's
+// summary (SuppressionSummary, sql/0042), which it refreshes in this
+// statement's transaction just before it: false where neither the
+// claim's digest nor any of its previous digests hits a set bit, that is
+// where no entry committed before the refresh's snapshot has that digest.
+// A NULL array (or element) probes. The guarantee is then: an entry
+// committed before the claim's transaction's refresh is honoured; one
+// committed between the refresh and this statement's snapshot (a window
+// of one round trip) counts from the next batch. Without the summary
+// (probe every claim), as before: an entry committed before this
+// statement's snapshot (READ COMMITTED).
 const noticeClaim = noticeClaimRows + `
 ON CONFLICT DO NOTHING` + noticeClaimReturning
 
@@ -91,10 +104,10 @@ WITH rekey AS MATERIALIZED (
     SELECT DISTINCT ON (s.channel, s.address_hmac)
            s.channel, s.address_hmac AS old, decode(r.h, 'hex') AS new,
            s.reason, s.source, s.notice_key, s.created_at
-    FROM unnest($18::text[], $22::text[]) AS r(h, prev)
+    FROM unnest($18::text[], $22::text[], $25::boolean[]) AS r(h, prev, probe)
     CROSS JOIN LATERAL unnest(string_to_array(NULLIF(r.prev, ''), ',')) AS p(h)
     JOIN notice_suppression s ON s.address_hmac = decode(p.h, 'hex')
-    WHERE $23::boolean AND r.h <> '' AND p.h <> r.h
+    WHERE $23::boolean AND r.probe IS NOT FALSE AND r.h <> '' AND p.h <> r.h
       AND s.channel = COALESCE(NULLIF($17, ''), 'email')),
 rekeyed AS (
     INSERT INTO notice_suppression (channel, address_hmac, reason, source, notice_key, created_at, key_id)
@@ -122,16 +135,16 @@ SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision
        CASE WHEN w.n > 0 THEN COALESCE(w.at, $12) END, w.provider_id,
        CASE WHEN w.n > 0 THEN 'witness' END, CASE WHEN w.n > 0 OR c.listed THEN $12::timestamptz END,
        CASE WHEN c.listed THEN $21::text END
-FROM (SELECT a.*, $20::boolean AND $11 = 'claimed' AND (COALESCE(NULLIF($17, ''), 'email') IN (
+FROM (SELECT a.*, $20::boolean AND $11 = 'claimed' AND a.probe IS NOT FALSE AND (COALESCE(NULLIF($17, ''), 'email') IN (
              SELECT s.channel FROM notice_suppression s
              WHERE s.address_hmac = decode(NULLIF(a.address_hmac, ''), 'hex'))
              OR ($23::boolean AND decode(NULLIF(a.address_hmac, ''), 'hex') IN (SELECT k.new FROM rekey k))) AS listed
       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
                   $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
-                  $15::text[], $16::text[], $18::text[])
+                  $15::text[], $16::text[], $18::text[], $25::boolean[])
            AS a(notice_key, subscription_id, kind, period_start, revision,
                 renews_at, window_closes_at, domain, message_id, cancel_token,
-                rule, time_zone, address_hmac)
+                rule, time_zone, address_hmac, probe)
       OFFSET 0) c
 LEFT JOIN LATERAL (
     SELECT p.notice_key, p.cancel_token
@@ -207,19 +220,23 @@ SELECT set_config('synchronous_commit',
 // joined by commas) is re-recorded under $5's with key id $11 (hex), and
 // the row is listed.
 //
+// Fewer probes, as in noticeClaim: $12 (boolean[], parallel to $1, or
+// NULL to probe every row) is false for a row whose digests miss the
+// list's summary, refreshed in this statement's transaction.
+//
 // $1 keys, $2 claimed_at (the pass's now), $3 run id, $4 redirect or the
 // empty string, $5 digests (hex, text[]), $6 probe (boolean), $7 channel
 // (empty is email), $8 reason, $9 previous digests (text[]), $10 re-key
-// (boolean), $11 key id (hex).
+// (boolean), $11 key id (hex), $12 which rows to probe (boolean[]).
 const noticeReclaim = `
 WITH rekey AS MATERIALIZED (
     SELECT DISTINCT ON (s.channel, s.address_hmac)
            s.channel, s.address_hmac AS old, decode(r.h, 'hex') AS new,
            s.reason, s.source, s.notice_key, s.created_at
-    FROM unnest($5::text[], $9::text[]) AS r(h, prev)
+    FROM unnest($5::text[], $9::text[], $12::boolean[]) AS r(h, prev, probe)
     CROSS JOIN LATERAL unnest(string_to_array(NULLIF(r.prev, ''), ',')) AS p(h)
     JOIN notice_suppression s ON s.address_hmac = decode(p.h, 'hex')
-    WHERE $10::boolean AND r.h <> '' AND p.h <> r.h
+    WHERE $10::boolean AND r.probe IS NOT FALSE AND r.h <> '' AND p.h <> r.h
       AND s.channel = COALESCE(NULLIF($7, ''), 'email')),
 rekeyed AS (
     INSERT INTO notice_suppression (channel, address_hmac, reason, source, notice_key, created_at, key_id)
@@ -230,8 +247,8 @@ unkeyed AS (
     WHERE s.channel = k.channel AND s.address_hmac = k.old),
 listed AS MATERIALIZED (
     SELECT r.notice_key
-    FROM unnest($1::text[], $5::text[]) AS r(notice_key, h)
-    WHERE $6::boolean AND (COALESCE(NULLIF($7, ''), 'email') IN (
+    FROM unnest($1::text[], $5::text[], $12::boolean[]) AS r(notice_key, h, probe)
+    WHERE $6::boolean AND r.probe IS NOT FALSE AND (COALESCE(NULLIF($7, ''), 'email') IN (
         SELECT s.channel FROM notice_suppression s
         WHERE s.address_hmac = decode(NULLIF(r.h, ''), 'hex'))
         OR ($10::boolean AND decode(NULLIF(r.h, ''), 'hex') IN (SELECT k.new FROM rekey k)))),
@@ -860,6 +877,26 @@ FROM notice_suppression GROUP BY 1, 2 ORDER BY 1, 2`
 // reads the whole list only when every entry is the current secret's.
 const noticeSuppressionAnyNotUnder = `
 SELECT EXISTS (SELECT 1 FROM notice_suppression WHERE channel = $1 AND key_id IS DISTINCT FROM $2::bytea)`
+
+// noticeSuppressionSummaryRead reads the chunks of the list's summary
+// (sql/0042) written by a transaction that a snapshot whose xmin was $1
+// (xid8, text; "0" for all) did not see, and the xmin of this statement's
+// own snapshot, which the next read passes: one row with NULL chunk when
+// none changed. One index scan of notice_suppression_summary_changed.
+// The bits travel as varbit_send's bytes (hex through lib/pq: 256
+// characters a chunk, not bit_out's 1,024).
+const noticeSuppressionSummaryRead = `
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, s.chunk, varbit_send(s.bits) AS bits
+FROM (SELECT 1) x
+LEFT JOIN notice_suppression_summary s ON s.changed >= $1::xid8`
+
+// noticeSuppressionSummaryLoad is noticeSuppressionSummaryRead for a
+// first read: every chunk with a bit set ($1 is not read; a scan of the
+// 16,384 rows).
+const noticeSuppressionSummaryLoad = `
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, s.chunk, varbit_send(s.bits) AS bits
+FROM (SELECT $1::text) x
+LEFT JOIN notice_suppression_summary s ON s.bits <> B'0'::bit(1024)`
 
 // noticeSuppressionMatch returns the 1-based positions in $2 (bytea[]) of
 // the digests on channel $1's list: one statement per batch of a pass,
