@@ -219,20 +219,20 @@ func claimMonths(claims []Claim) []string {
 // server receives as they are instead of parsing an array literal and
 // casting every element from text. No element allocates.
 func claimArrays(claims []Claim) ([13]any, error) {
+	var out [13]any
+	for i := range claims {
+		if err := checkInt4("revision", claims[i].Revision); err != nil {
+			return out, fmt.Errorf("claim %d: %w", i, err)
+		}
+	}
 	var a pgArray
 	a.grow(13*arrayHeader + len(claims)*(13*4+64+32+16+4+4+8+8+10+2+2*25+32+64+44+80+20+64))
-	var out [13]any
 	column := func(i int, oid uint32, elem func(c *Claim)) {
 		a.begin(oid)
 		for j := range claims {
 			elem(&claims[j])
 		}
 		out[i] = a.end()
-	}
-	for i := range claims {
-		if err := checkInt4("revision", claims[i].Revision); err != nil {
-			return out, err
-		}
 	}
 	column(0, oidText, func(c *Claim) { a.text(c.Key) })
 	column(1, oidText, func(c *Claim) { a.text(c.SubscriptionID) })
