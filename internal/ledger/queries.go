@@ -1,8 +1,11 @@
 package ledger
 
 // Every SQL statement on the ledger, by name, noun first. Statements take
-// their instants as parameters; none calls now(). Arrays travel as
-// text[] through lib/pq and are cast on the server (tsLayout, dateLayout).
+// their instants as parameters; none calls now(). The batch statements
+// (noticeClaim, noticeReclaim, noticeRecordOutcome) receive their arrays
+// in PostgreSQL's binary format (pgArray), typed, with nothing to parse
+// or cast per element; the others' arrays travel as text[] through lib/pq
+// and are cast on the server (tsLayout, dateLayout).
 // The one statement only tests ask is in package ledgertest.
 
 // noticeClaim inserts one batch of claims and returns the rows this
@@ -25,9 +28,10 @@ package ledger
 // keys' first 32 characters ($19, = ANY: the index's array search, then
 // a hash join), never a scan of the table.
 //
-// $1 keys, $2 subscription ids, $3 kinds, $4 period starts (YYYY-MM-DD),
-// $5 revisions, $6 renews_at, $7 window_closes_at, $8 domains,
-// $9 message ids, $10 cancel tokens (text[] each), $11 state,
+// $1 keys, $2 subscription ids, $3 kinds (text[] each), $4 period starts
+// (date[]), $5 revisions (int4[]), $6 renews_at and $7 window_closes_at
+// (timestamptz[] each), $8 domains, $9 message ids, $10 cancel tokens
+// (text[] each), $11 state,
 // $12 claimed_at, $13 run id, $14 redirect address or empty, $15 rules
 // and $16 time zones (text[] each, empty for NULL; issue 27), $17 the
 // batch's channel (empty is email), $18 address digests (hex, empty for
@@ -87,12 +91,12 @@ ON CONFLICT DO NOTHING` + noticeClaimReturning
 const noticeClaimUnseen = noticeClaimRows + `
 LEFT JOIN LATERAL (
     SELECT 1 AS found FROM notice_ledger x
-    WHERE x.notice_key = c.notice_key AND x.period_start = c.period_start::date
+    WHERE x.notice_key = c.notice_key AND x.period_start = c.period_start
     LIMIT 1) bykey ON true
 LEFT JOIN LATERAL (
     SELECT 1 AS found FROM notice_ledger x
     WHERE x.subscription_id = c.subscription_id AND x.kind = c.kind
-      AND x.period_start = c.period_start::date AND x.revision = c.revision::int
+      AND x.period_start = c.period_start AND x.revision = c.revision
       AND x.channel = COALESCE(NULLIF($17, ''), 'email')
     LIMIT 1) bytuple ON true
 WHERE bykey.found IS NULL AND bytuple.found IS NULL` + noticeClaimReturning
@@ -123,9 +127,9 @@ INSERT INTO notice_ledger AS l (
     cancel_token, supersedes, redirected_to, attempts,
     rule, time_zone, first_claimed_at, channel, address_hmac,
     sent_at, provider_id, settled_by, updated_at, last_error)
-SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision::int,
+SELECT c.notice_key, c.subscription_id, c.kind, c.period_start, c.revision,
        CASE WHEN c.listed THEN 'failed' WHEN w.n IS NULL THEN $11 WHEN w.hard THEN 'failed' ELSE 'sent' END,
-       $12, $13, c.renews_at::timestamptz, c.window_closes_at::timestamptz,
+       $12, $13, c.renews_at, c.window_closes_at,
        NULLIF(c.domain, ''), CASE WHEN NOT c.listed THEN NULLIF(c.message_id, '') END,
        CASE WHEN NOT c.listed THEN COALESCE(prev.cancel_token, NULLIF(c.cancel_token, '')) END, prev.notice_key,
        CASE WHEN NOT c.listed THEN NULLIF($14, '') END, CASE WHEN $11 = 'claimed' AND NOT c.listed THEN 1 ELSE 0 END,
@@ -139,8 +143,8 @@ FROM (SELECT a.*, $20::boolean AND $11 = 'claimed' AND a.probe IS NOT FALSE AND 
              SELECT s.channel FROM notice_suppression s
              WHERE s.address_hmac = decode(NULLIF(a.address_hmac, ''), 'hex'))
              OR ($23::boolean AND decode(NULLIF(a.address_hmac, ''), 'hex') IN (SELECT k.new FROM rekey k))) AS listed
-      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-                  $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::date[], $5::int4[],
+                  $6::timestamptz[], $7::timestamptz[], $8::text[], $9::text[], $10::text[],
                   $15::text[], $16::text[], $18::text[], $25::boolean[])
            AS a(notice_key, subscription_id, kind, period_start, revision,
                 renews_at, window_closes_at, domain, message_id, cancel_token,
@@ -149,11 +153,11 @@ FROM (SELECT a.*, $20::boolean AND $11 = 'claimed' AND a.probe IS NOT FALSE AND 
 LEFT JOIN LATERAL (
     SELECT p.notice_key, p.cancel_token
     FROM notice_ledger p
-    WHERE c.revision::int > 0 AND NOT c.listed
+    WHERE c.revision > 0 AND NOT c.listed
       AND p.subscription_id = c.subscription_id
       AND p.kind = c.kind
-      AND p.period_start = c.period_start::date
-      AND p.revision < c.revision::int
+      AND p.period_start = c.period_start
+      AND p.revision < c.revision
       AND p.channel = COALESCE(NULLIF($17, ''), 'email')
     ORDER BY p.revision DESC
     LIMIT 1) prev ON true
@@ -278,8 +282,8 @@ SELECT * FROM reclaimed`
 // row must still be claimed by that run: an operator's decision made in the
 // meantime is never overwritten. An unknown outcome keeps state 'claimed'
 // (quarantine) and records only the error and the digest. attempts is the
-// claim's (noticeClaim, noticeReclaim), not written here. The digest (hex,
-// or empty when nothing was handed over) is stored as 32 bytes.
+// claim's (noticeClaim, noticeReclaim), not written here. The digest (32
+// bytes, or NULL when nothing was handed over) is stored as is.
 //
 // The rows are found by index scans only, within the months the period
 // bounds leave (whole months, so that they prune at plan time), and paired
@@ -304,30 +308,34 @@ SELECT * FROM reclaimed`
 // it freely; the same attempt's (a batch retried after a commit whose
 // reply was lost) is rewritten with the same bytes.
 //
-// $1 keys, $2 states, $3 sent_at (text, empty for none), $4 provider ids,
-// $5 digests (hex), $6 errors (text[] each), $7 the first day of the earliest
+// The arrays are binary parameters (pgArray: outcomeArrays), received as
+// they are: no array literal to parse, no element cast from text.
+//
+// $1 keys, $2 states (text[]), $3 sent_at (timestamptz[], NULL for none),
+// $4 provider ids (text[]), $5 digests (bytea[], NULL for none), $6 errors
+// (text[]), $7 the first day of the earliest
 // month and $8 the first day after the latest (YYYY-MM-DD), or NULL for
 // every month, $9 run id, $10 updated_at, $11 the compressed messages
 // end to end (one bytea, which lib/pq's binary_parameters sends as is: a
 // bytea[] travels as hex text that PostgreSQL parses back element by
 // element), $14 where each starts in it (1-based) and $15 its length (0:
-// none) (int[] each),
+// none) (int4[] each),
 // $12 the dictionary they were compressed against (notice_message_dict),
 // $13 senders (the name of the sender each attempt went through, empty
 // for none: a NULL sender).
 const noticeRecordOutcome = `
 UPDATE notice_ledger l
 SET state = o.state,
-    sent_at = NULLIF(o.sent_at, '')::timestamptz,
+    sent_at = o.sent_at,
     provider_id = NULLIF(o.provider_id, ''),
-    message_sha256 = decode(NULLIF(o.digest, ''), 'hex'),
+    message_sha256 = o.digest,
     last_error = NULLIF(o.last_error, ''),
     sender = NULLIF(o.sender, ''),
     message_attempt = CASE WHEN o.body_len > 0 THEN l.attempts END,
     message_dict = CASE WHEN o.body_len > 0 THEN $12::smallint END,
     message = CASE WHEN o.body_len > 0 THEN substring($11::bytea FROM o.body_at FOR o.body_len) END,
     updated_at = $10
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $14::int[], $15::int[], $13::text[])
+FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::bytea[], $6::text[], $14::int4[], $15::int4[], $13::text[])
      AS o(notice_key, state, sent_at, provider_id, digest, last_error, body_at, body_len, sender)
 WHERE l.notice_key = ANY($1::text[])
   AND ($7::date IS NULL OR l.period_start >= $7::date)
