@@ -5,6 +5,7 @@ package plan
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -187,6 +188,7 @@ type Planner[T any] struct {
 	// domains keeps no more than the planner's own bound.
 	spare       [][]T
 	spareRoom   int
+	picked      []T // Pick's result, reused by the next Pick
 	next        int // ring position the next claim starts at
 	held        int // candidates in all queues
 	keys        map[string]bool
@@ -290,7 +292,9 @@ func (p *Planner[T]) totalLimit(now time.Time, completed int) int {
 // equal turns (starting with a different domain each time) so that no
 // domain starves when the total binds. It returns nothing while a claim
 // would be too small to be worth a statement: until the total has half its
-// limit free and some domain half of its own.
+// limit free and some domain half of its own. What it returns is the
+// planner's buffer, valid until the next Pick: the caller claims it and
+// keeps none of it.
 func (p *Planner[T]) Pick(now time.Time) []T {
 	if p.held == 0 {
 		return nil
@@ -325,7 +329,8 @@ func (p *Planner[T]) Pick(now time.Time) []T {
 		return nil
 	}
 	p.next = (p.next + 1) % len(p.ring)
-	picked := make([]T, 0, min(budget, p.held)) // sized once: a candidate is large
+	clear(p.picked)                                          // the last pick's, which its caller is done with
+	picked := slices.Grow(p.picked[:0], min(budget, p.held)) // sized once: a candidate is large
 	for budget > 0 && len(active) > 0 {
 		share := max(1, budget/len(active))
 		kept := active[:0]
@@ -347,6 +352,7 @@ func (p *Planner[T]) Pick(now time.Time) []T {
 	}
 	p.held -= len(picked)
 	p.compact()
+	p.picked = picked
 	return picked
 }
 
