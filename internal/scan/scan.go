@@ -273,6 +273,7 @@ type Pass struct {
 	kinds       map[string]policy.Kind
 	content     *content
 	sawQuiet    bool         // a row the quiet hours deferred was read (tallyDeferred)
+	pageCands   []candidate  // readInto's buffer of a page's candidates, reused page after page
 	start       time.Time    // when Run started (the time budget's origin)
 	maxMint     int          // *cfg.MaxMint, or -1 for no limit
 	sweepc      *sweepTools  // this run's sms stage's own resolvers (startSweeps)
