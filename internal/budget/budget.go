@@ -5,7 +5,7 @@
 // sum of their sends keeps each domain's rate, the global rate and the
 // sms rate. A Budget is the send.Budget a pass's Dispatcher paces by.
 //
-// A lease is one transaction for all the domains a dispatcher lacks slots
+// A lease is one statement for all the domains a dispatcher lacks slots
 // for, with the global bucket beside them: never a statement per notice.
 // It grants slots no further ahead than Ahead, so a pass that cannot get
 // any waits (its other domains go on), and a crashed pass's slots pass by
@@ -88,7 +88,7 @@ type stamp struct {
 }
 
 // Lease leases slots for asks (send.Budget): each domain's from its
-// bucket, and every slot also from the global bucket, in one transaction.
+// bucket, and every slot also from the global bucket, in one statement.
 // A domain slot is paired with the earliest global slot left, and sent at
 // the later of the two; domain slots beyond the global grant are dropped
 // (unused, they pass by).
@@ -145,19 +145,16 @@ func (b *Budget) Lease(ctx context.Context, now time.Time, asks []send.SlotAsk) 
 	return res, nil
 }
 
-// take runs one lease transaction and returns its grants by bucket.
+// take runs one lease (one statement) and returns its grants by bucket.
 func (b *Budget) take(ctx context.Context, now time.Time, asks []ledger.RateAsk) (map[string]ledger.RateGrant, error) {
 	byBucket := make(map[string]ledger.RateGrant, len(asks))
 	if len(asks) == 0 {
 		return byBucket, nil
 	}
-	err := ledger.WithTx(ctx, b.db, func(tx *sqlx.Tx) error {
-		gs, err := ledger.RateTake(ctx, tx, now, b.ahead, asks)
-		for _, g := range gs {
-			byBucket[g.Bucket] = g
-		}
-		return err
-	})
+	gs, err := ledger.RateTake(ctx, b.db, now, b.ahead, asks)
+	for _, g := range gs {
+		byBucket[g.Bucket] = g
+	}
 	return byBucket, err
 }
 

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -87,6 +85,11 @@ type ClaimOptions struct {
 	// previous digest (Claim.PreviousHMACs) is re-recorded under the
 	// current one with it.
 	KeyID []byte
+	// Summary, when set with Suppression, is the list's summary the pass
+	// loaded at its start: each claim batch refreshes it in its
+	// transaction and probes only the claims whose digests hit it (see
+	// noticeClaim). Nil probes every claim.
+	Summary *SuppressionSummary
 }
 
 // Insert claims a batch of notices to send (opt.State Claimed), in one
@@ -126,17 +129,24 @@ func insertBatch(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, clai
 	if err := ensurePartitions(ctx, db, claimMonths(claims)); err != nil {
 		return nil, err
 	}
-	a := claimArrays(claims)
+	a, err := claimArrays(claims)
+	if err != nil {
+		return nil, err
+	}
 	k32 := key32Array(claims)
 	prev, rekey := previousArray(opt.Suppression && opt.State == Claimed, len(claims), func(i int) [][]byte { return claims[i].PreviousHMACs })
 	var out []Won
 	claim := func(stmt string) error {
 		out = out[:0]
 		return durably(ctx, db, func(q sqlx.ExtContext) error {
+			probe, err := claimFilter(ctx, q, opt, claims)
+			if err != nil {
+				return err
+			}
 			return sqlx.SelectContext(ctx, q, &out, stmt,
 				a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
 				string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo, a[10], a[11], opt.Channel, a[12], k32,
-				opt.Suppression, ReasonSuppressed, prev, rekey, hex.EncodeToString(opt.KeyID))
+				opt.Suppression, ReasonSuppressed, prev, rekey, hex.EncodeToString(opt.KeyID), pq.BoolArray(probe))
 		})
 	}
 	// In a transaction of its own, the plain insert first, and ON
@@ -158,6 +168,16 @@ func insertBatch(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, clai
 		return nil, err
 	}
 	return out, nil
+}
+
+// claimFilter returns which claims the claim statement probes (its $25):
+// nil (all) unless opt probes with a summary.
+func claimFilter(ctx context.Context, q sqlx.QueryerContext, opt ClaimOptions, claims []Claim) ([]bool, error) {
+	if !opt.Suppression || opt.State != Claimed {
+		return nil, nil
+	}
+	return opt.Summary.probeFilter(ctx, q, len(claims),
+		func(i int) []byte { return claims[i].AddressHMAC }, func(i int) [][]byte { return claims[i].PreviousHMACs })
 }
 
 // isConflict reports whether err is PostgreSQL's unique_violation (23505)
@@ -211,115 +231,86 @@ func claimMonths(claims []Claim) []string {
 	return months
 }
 
-// claimArrays returns noticeClaim's thirteen text[] parameters ($1-$10,
+// claimArrays returns noticeClaim's thirteen column parameters ($1-$10,
 // $15-$16 the rules and zones, $18 the address digests in hex), the
-// claims' columns: each the array literal pq.Array would send
-// ({"a","b"}: every element quoted, '"' and '\\' escaped), all ten written
-// into one buffer and made one string, with no string per element. A
-// batch of 1000 otherwise costs 10,000 element strings, ten literals
-// each grown by doubling, and their copies.
-func claimArrays(claims []Claim) [13]any {
-	b := make([]byte, 0, 26+len(claims)*(13*3+64+32+16+10+2+2*25+32+64+44+80+20+64))
-	var ends [13]int
-	column := func(i int, elem func(b []byte, c *Claim) []byte) {
-		b = append(b, '{')
-		for j := range claims {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '"')
-			b = elem(b, &claims[j])
-			b = append(b, '"')
-		}
-		b = append(b, '}')
-		ends[i] = len(b)
-	}
-	text := func(f func(*Claim) string) func(b []byte, c *Claim) []byte {
-		return func(b []byte, c *Claim) []byte { return appendArrayEscaped(b, f(c)) }
-	}
-	column(0, text(func(c *Claim) string { return c.Key }))
-	column(1, text(func(c *Claim) string { return c.SubscriptionID }))
-	column(2, text(func(c *Claim) string { return c.Kind }))
-	column(3, func(b []byte, c *Claim) []byte { return c.PeriodStart.AppendFormat(b, dateLayout) })
-	column(4, func(b []byte, c *Claim) []byte { return strconv.AppendInt(b, int64(c.Revision), 10) })
-	column(5, func(b []byte, c *Claim) []byte { return c.RenewsAt.UTC().AppendFormat(b, tsLayout) })
-	column(6, func(b []byte, c *Claim) []byte { return c.WindowClosesAt.UTC().AppendFormat(b, tsLayout) })
-	column(7, text(func(c *Claim) string { return c.Domain }))
-	column(8, text(func(c *Claim) string { return c.MessageID }))
-	column(9, text(func(c *Claim) string { return c.CancelToken }))
-	column(10, text(func(c *Claim) string { return c.Rule }))
-	column(11, text(func(c *Claim) string { return c.TimeZone }))
-	column(12, func(b []byte, c *Claim) []byte { return hex.AppendEncode(b, c.AddressHMAC) })
-	all := string(b)
+// claims' columns, as binary arrays (pgArray) written into one buffer:
+// text[] but $4 date[], $5 int4[] and $6-$7 timestamptz[], which the
+// server receives as they are instead of parsing an array literal and
+// casting every element from text. No element allocates.
+func claimArrays(claims []Claim) ([13]any, error) {
 	var out [13]any
-	start := 0
-	for i, end := range ends {
-		out[i], start = all[start:end], end
+	for i := range claims {
+		if err := checkInt4("revision", claims[i].Revision); err != nil {
+			return out, fmt.Errorf("claim %d: %w", i, err)
+		}
 	}
-	return out
+	var a pgArray
+	a.grow(13*arrayHeader + len(claims)*(13*4+64+32+16+4+4+8+8+10+2+2*25+32+64+44+80+20+64))
+	column := func(i int, oid uint32, elem func(c *Claim)) {
+		a.begin(oid)
+		for j := range claims {
+			elem(&claims[j])
+		}
+		out[i] = a.end()
+	}
+	column(0, oidText, func(c *Claim) { a.text(c.Key) })
+	column(1, oidText, func(c *Claim) { a.text(c.SubscriptionID) })
+	column(2, oidText, func(c *Claim) { a.text(c.Kind) })
+	column(3, oidDate, func(c *Claim) { a.date(c.PeriodStart) })
+	column(4, oidInt4, func(c *Claim) { a.int4(c.Revision) })
+	column(5, oidTimestamptz, func(c *Claim) { a.timestamptz(c.RenewsAt) })
+	column(6, oidTimestamptz, func(c *Claim) { a.timestamptz(c.WindowClosesAt) })
+	column(7, oidText, func(c *Claim) { a.text(c.Domain) })
+	column(8, oidText, func(c *Claim) { a.text(c.MessageID) })
+	column(9, oidText, func(c *Claim) { a.text(c.CancelToken) })
+	column(10, oidText, func(c *Claim) { a.text(c.Rule) })
+	column(11, oidText, func(c *Claim) { a.text(c.TimeZone) })
+	column(12, oidText, func(c *Claim) { a.hex(c.AddressHMAC) })
+	return out, nil
 }
 
-// previousArray returns the text[] literal of the previous digests of n
-// claims or digests (prev(i), each list as its hex digests joined by
+// previousArray returns the text[] (pgArray) of the previous digests of
+// n claims or digests (prev(i), each list as its hex digests joined by
 // commas, "" for none) that the suppression probe's re-keying reads, and
 // whether any claim has one; with probe false, or no previous digest, it
-// is "{}" and false, and the statement folds the re-keying away.
-func previousArray(probe bool, n int, prev func(i int) [][]byte) (string, bool) {
+// is empty and false, and the statement folds the re-keying away.
+func previousArray(probe bool, n int, prev func(i int) [][]byte) ([]byte, bool) {
 	found := false
 	for i := 0; probe && i < n && !found; i++ {
 		found = len(prev(i)) > 0
 	}
+	var a pgArray
 	if !found {
-		return "{}", false
+		a.begin(oidText)
+		return a.end(), false
 	}
-	b := make([]byte, 0, 2+n*(3+65*len(prev(0))))
-	b = append(b, '{')
+	a.grow(arrayHeader + n*(4+65*len(prev(0))))
+	a.begin(oidText)
 	for i := range n {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
+		at := a.open()
 		for j, d := range prev(i) {
 			if j > 0 {
-				b = append(b, ',')
+				a.b = append(a.b, ',')
 			}
-			b = hex.AppendEncode(b, d)
+			a.b = hex.AppendEncode(a.b, d)
 		}
-		b = append(b, '"')
+		a.close(at)
 	}
-	return string(append(b, '}')), true
+	return a.end(), true
 }
 
-// key32Array returns the array literal of the first 32 characters of each
-// claim's key: what the claim's second witness looks the unmatched
+// key32Array returns the text[] (pgArray) of the first 32 characters of
+// each claim's key: what the claim's second witness looks the unmatched
 // evidence up by. A key shorter than 32 stays whole (it matches nothing).
-func key32Array(claims []Claim) string {
-	b := make([]byte, 0, 2+len(claims)*35)
-	b = append(b, '{')
+func key32Array(claims []Claim) []byte {
+	var a pgArray
+	a.grow(arrayHeader + len(claims)*36)
+	a.begin(oidText)
 	for i := range claims {
-		if i > 0 {
-			b = append(b, ',')
-		}
 		k := claims[i].Key
-		b = append(b, '"')
-		b = appendArrayEscaped(b, k[:min(32, len(k))])
-		b = append(b, '"')
+		a.text(k[:min(32, len(k))])
 	}
-	return string(append(b, '}'))
-}
-
-// appendArrayEscaped appends s as the inside of a quoted element of an
-// array literal: '"' and '\\' preceded by a backslash.
-func appendArrayEscaped(b []byte, s string) []byte {
-	for {
-		i := strings.IndexAny(s, `"\`)
-		if i < 0 {
-			return append(b, s...)
-		}
-		b = append(b, s[:i]...)
-		b = append(b, '\\', s[i])
-		s = s[i+1:]
-	}
+	return a.end()
 }
 
 // Reclaim takes back, durably as Insert claims (durably), the rows of keys that are in state
@@ -343,24 +334,56 @@ func ReclaimUnlessSuppressed(ctx context.Context, db sqlx.ExtContext, opt ClaimO
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	h := make([]string, len(keys))
-	if opt.Suppression {
-		for i := range h {
-			if i < len(digests) {
-				h[i] = hex.EncodeToString(digests[i])
-			}
-		}
-	}
+	k, h := reclaimArrays(keys, opt.Suppression, digests)
 	prev, rekey := previousArray(opt.Suppression && len(previous) == len(keys), len(keys), func(i int) [][]byte { return previous[i] })
 	var out []Won
 	err := durably(ctx, db, func(q sqlx.ExtContext) error {
-		return sqlx.SelectContext(ctx, q, &out, noticeReclaim, pq.Array(keys), opt.Now.UTC(), opt.RunID, opt.RedirectTo,
-			pq.Array(h), opt.Suppression, opt.Channel, ReasonSuppressed, prev, rekey, hex.EncodeToString(opt.KeyID))
+		var probe []bool
+		if opt.Suppression {
+			var err error
+			probe, err = opt.Summary.probeFilter(ctx, q, len(keys), func(i int) []byte { return at(digests, i) }, func(i int) [][]byte { return at(previous, i) })
+			if err != nil {
+				return err
+			}
+		}
+		return sqlx.SelectContext(ctx, q, &out, noticeReclaim, k, opt.Now.UTC(), opt.RunID, opt.RedirectTo,
+			h, opt.Suppression, opt.Channel, ReasonSuppressed, prev, rekey, hex.EncodeToString(opt.KeyID), pq.BoolArray(probe))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reclaim retries: %w", err)
 	}
 	return out, nil
+}
+
+// at returns s[i], or the zero value past s's end.
+func at[T any](s []T, i int) T {
+	var zero T
+	if i < len(s) {
+		return s[i]
+	}
+	return zero
+}
+
+// reclaimArrays returns noticeReclaim's $1, keys, and $5, the digests in
+// hex ("" for none, and for all without probe), as binary text[] (pgArray)
+// in one buffer.
+func reclaimArrays(keys []string, probe bool, digests [][]byte) (k, h []byte) {
+	var a pgArray
+	a.grow(2*arrayHeader + len(keys)*(8+64+64))
+	a.begin(oidText)
+	for _, key := range keys {
+		a.text(key)
+	}
+	k = a.end()
+	a.begin(oidText)
+	for i := range keys {
+		if probe && i < len(digests) {
+			a.hex(digests[i])
+		} else {
+			a.text("")
+		}
+	}
+	return k, a.end()
 }
 
 // Retries returns one page of kind's rows in state retry whose window is

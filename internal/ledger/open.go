@@ -32,9 +32,9 @@ const (
 // Open validates dsn, a PostgreSQL URL (postgres://user@host/db) or
 // keyword string (host=... dbname=...), and connects with the policy every
 // command shares: at most maxConns connections, and lib/pq's
-// binary_parameters on unless dsn sets it (see below). A dsn it cannot use
-// is a *URLError; a server it cannot reach is an error naming the host,
-// never the password.
+// binary_parameters on (see below). A dsn it cannot use, one that turns
+// binary_parameters off included, is a *URLError; a server it cannot
+// reach is an error naming the host, never the password.
 func Open(ctx context.Context, dsn string) (*sqlx.DB, error) {
 	if dsn == "" {
 		return nil, &URLError{"required: a PostgreSQL URL (postgres://user@host/db) or keyword string (host=... dbname=...)"}
@@ -58,10 +58,17 @@ func Open(ctx context.Context, dsn string) (*sqlx.DB, error) {
 	// PgBouncer may hand the second half to another server connection,
 	// which never saw the statement: "unnamed prepared statement does not
 	// exist". binary_parameters=yes sends all four in one message, so the
-	// statement runs on one server connection. Unless the URL says
-	// otherwise.
+	// statement runs on one server connection. It also sends a []byte
+	// parameter in binary format, which the batch statements need: they
+	// send their columns as binary arrays (pgArray), which a connection
+	// without it would send as text the server cannot read. A URL that
+	// turns it off is refused.
 	if !strings.Contains(dsn, "binary_parameters") {
 		cfg.BinaryParameters = true
+	}
+	if !cfg.BinaryParameters {
+		return nil, &URLError{"binary_parameters must be on (leave it out of the URL): scan sends its batches as binary arrays, " +
+			"and PgBouncer in transaction pooling needs it (docs/fleet.md)"}
 	}
 	conn, err := pq.NewConnectorConfig(cfg)
 	if err != nil {
@@ -82,7 +89,7 @@ func Open(ctx context.Context, dsn string) (*sqlx.DB, error) {
 // SplitStatementAdvice is what to do about an error IsSplitStatement
 // recognises.
 const SplitStatementAdvice = "a connection pooler in transaction mode (PgBouncer) ran a statement's parts on two server connections; " +
-	"set binary_parameters=yes in DATABASE_URL (scan does unless the URL sets it)"
+	"set binary_parameters=yes in DATABASE_URL (scan sets it on every connection it opens)"
 
 // IsSplitStatement says whether err is what lib/pq gets behind PgBouncer
 // in transaction pooling without binary_parameters: the Bind of an

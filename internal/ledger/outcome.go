@@ -2,12 +2,10 @@ package ledger
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // Outcome is what became of one claimed notice.
@@ -53,10 +51,6 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 	if len(outs) == 0 {
 		return 0, nil
 	}
-	n := len(outs)
-	keys, states, sentAt, prov, digests, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	senders := make([]string, n)
-	at, lens := make([]int, n), make([]int, n)
 	dict, err := MessageDict()
 	if err != nil {
 		return 0, fmt.Errorf("record outcomes: %w", err)
@@ -65,49 +59,15 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 	if err != nil {
 		return 0, fmt.Errorf("record outcomes: %w", err)
 	}
-	size := 0
-	for _, b := range bodies {
-		size += len(b)
-	}
-	all := make([]byte, 0, size)
-	for i, b := range bodies {
-		at[i], lens[i] = len(all)+1, len(b)
-		all = append(all, b...)
-	}
-	var lo, hi time.Time
-	everyMonth := false
-	for i, o := range outs {
-		keys[i], states[i], prov[i], errs[i], senders[i] = o.Key, string(o.State), o.ProviderID, o.Error, o.Sender
-		if !o.SentAt.IsZero() {
-			sentAt[i] = o.SentAt.UTC().Format(tsLayout)
-		}
-		if len(o.Digest) > 0 {
-			digests[i] = hex.EncodeToString(o.Digest)
-		}
-		switch p := o.PeriodStart; {
-		case p.IsZero():
-			everyMonth = true
-		case lo.IsZero():
-			lo, hi = p, p
-		case p.Before(lo):
-			lo = p
-		case p.After(hi):
-			hi = p
-		}
-	}
-	var from, to any // NULL: every month
-	if !everyMonth {
-		first := time.Date(lo.Year(), lo.Month(), 1, 0, 0, 0, 0, time.UTC)
-		last := time.Date(hi.Year(), hi.Month()+1, 1, 0, 0, 0, 0, time.UTC)
-		from, to = first.Format(dateLayout), last.Format(dateLayout)
-	}
+	cols, all := outcomeArrays(outs, bodies)
+	from, to := outcomeMonths(outs)
 	var changed int64
 	err = WithTx(ctx, db, func(tx *sqlx.Tx) error {
 		if _, err := tx.ExecContext(ctx, noticeOutcomePlan); err != nil {
 			return err
 		}
-		r, err := tx.ExecContext(ctx, noticeRecordOutcome, pq.Array(keys), pq.Array(states), pq.Array(sentAt),
-			pq.Array(prov), pq.Array(digests), pq.Array(errs), from, to, runID, now.UTC(), all, dict.ID, pq.Array(senders), pq.Array(at), pq.Array(lens))
+		r, err := tx.ExecContext(ctx, noticeRecordOutcome, cols[0], cols[1], cols[2],
+			cols[3], cols[4], cols[5], from, to, runID, now.UTC(), all, dict.ID, cols[6], cols[7], cols[8])
 		if err != nil {
 			return err
 		}
@@ -118,4 +78,66 @@ func RecordOutcomes(ctx context.Context, db *sqlx.DB, runID string, now time.Tim
 		return 0, fmt.Errorf("record outcomes: %w", err)
 	}
 	return changed, nil
+}
+
+// outcomeArrays returns noticeRecordOutcome's nine column parameters as
+// binary arrays (pgArray) in one buffer: $1 keys, $2 states (text[]), $3
+// sent_at (timestamptz[], NULL for none), $4 provider ids (text[]), $5
+// digests (bytea[], NULL for none), $6 errors, $13 senders (text[]), $14
+// where each compressed message starts in the messages end to end and $15
+// its length (int4[]), in that order; and the messages end to end ($11).
+func outcomeArrays(outs []Outcome, bodies [][]byte) ([9]any, []byte) {
+	size := 0
+	for _, b := range bodies {
+		size += len(b)
+	}
+	all := make([]byte, 0, size)
+	var a pgArray
+	a.grow(9*arrayHeader + len(outs)*(9*4+64+8+8+32+32+16+4+4+8))
+	var out [9]any
+	column := func(i int, oid uint32, elem func(o *Outcome, body []byte)) {
+		a.begin(oid)
+		for j := range outs {
+			elem(&outs[j], bodies[j])
+		}
+		out[i] = a.end()
+	}
+	column(0, oidText, func(o *Outcome, _ []byte) { a.text(o.Key) })
+	column(1, oidText, func(o *Outcome, _ []byte) { a.text(string(o.State)) })
+	column(2, oidTimestamptz, func(o *Outcome, _ []byte) { a.timestamptzOrNull(o.SentAt) })
+	column(3, oidText, func(o *Outcome, _ []byte) { a.text(o.ProviderID) })
+	column(4, oidBytea, func(o *Outcome, _ []byte) {
+		if len(o.Digest) == 0 {
+			a.null()
+		} else {
+			a.bytea(o.Digest)
+		}
+	})
+	column(5, oidText, func(o *Outcome, _ []byte) { a.text(o.Error) })
+	column(6, oidText, func(o *Outcome, _ []byte) { a.text(o.Sender) })
+	column(7, oidInt4, func(_ *Outcome, body []byte) { a.int4(len(all) + 1); all = append(all, body...) })
+	column(8, oidInt4, func(_ *Outcome, body []byte) { a.int4(len(body)) })
+	return out, all
+}
+
+// outcomeMonths returns the first day of the earliest month of the
+// outcomes' periods and the first day after the latest (YYYY-MM-DD), or
+// NULL and NULL when an outcome has no period (every month is probed).
+func outcomeMonths(outs []Outcome) (from, to any) {
+	var lo, hi time.Time
+	for _, o := range outs {
+		switch p := o.PeriodStart; {
+		case p.IsZero():
+			return nil, nil
+		case lo.IsZero():
+			lo, hi = p, p
+		case p.Before(lo):
+			lo = p
+		case p.After(hi):
+			hi = p
+		}
+	}
+	first := time.Date(lo.Year(), lo.Month(), 1, 0, 0, 0, 0, time.UTC)
+	last := time.Date(hi.Year(), hi.Month()+1, 1, 0, 0, 0, 0, time.UTC)
+	return first.Format(dateLayout), last.Format(dateLayout)
 }

@@ -120,7 +120,7 @@ VALUES ($1, 'claimed', 'sent', 'carol', 'seen in the provider console', $2)`, ke
 		t.Fatal(err)
 	}
 
-	if n, err := ledger.Migrate(ctx, db.DB); err != nil || n != 29 { // 0002 (partitions), 0003 (the provider_id index), 0004 (dropping it), 0005 (the key check), 0006 (evidence), 0007 (epochs), 0008 (unmatched evidence), 0010 (webhook tokens), 0015 (rule, zone, reason), 0016 (state cancelled), 0017 (shadow), 0020 (suppression), 0021 (channel), 0022 (the suppression digest's hash index), 0023 (kept messages), 0024 (their dictionary), 0025 (passes, receipts, the unreached index), 0026 (the suppression key id), 0027 (the epochs' switchover witness), 0028 (the fleet's rate buckets), 0030 (delivery evidence), 0032 (the attempt's sender), 0033 (the window_closes_at index), 0035 (the ledger's fillfactor), 0036 (the kept message in the ledger row), 0037 (the dictionaries' format), 0038 (the window_closes_at BRIN index), 0040 (the S2 dictionary), 0041 (the earlier attempts' digest)
+	if n, err := ledger.Migrate(ctx, db.DB); err != nil || n != 31 { // 0002 (partitions), 0003 (the provider_id index), 0004 (dropping it), 0005 (the key check), 0006 (evidence), 0007 (epochs), 0008 (unmatched evidence), 0010 (webhook tokens), 0015 (rule, zone, reason), 0016 (state cancelled), 0017 (shadow), 0020 (suppression), 0021 (channel), 0022 (the suppression digest's hash index), 0023 (kept messages), 0024 (their dictionary), 0025 (passes, receipts, the unreached index), 0026 (the suppression key id), 0027 (the epochs' switchover witness), 0028 (the fleet's rate buckets), 0030 (delivery evidence), 0032 (the attempt's sender), 0033 (the window_closes_at index), 0035 (the ledger's fillfactor), 0036 (the kept message in the ledger row), 0037 (the dictionaries' format), 0038 (the window_closes_at BRIN index), 0040 (the S2 dictionary), 0041 (the earlier attempts' digest), 0042 (the suppression summary), 0043 (the rate lease's function)
 		t.Fatalf("migrate applied %d, %v", n, err)
 	}
 	if err := db.Get(&after, dump); err != nil {
@@ -488,5 +488,52 @@ WHERE i.inhparent = 'notice_ledger'::regclass
 	}
 	if n := countRows(t, db, strings.Replace(q, "%s", `a.amname = 'btree' AND x.indpred IS NULL`, 1)); n != 0 {
 		t.Fatalf("%d months still keep a btree on every row's window_closes_at", n)
+	}
+}
+
+// A pool asks for a month's partition once: later claims of the month on
+// the same pool insert without asking, claims of a month it has not seen
+// ask, and after Prune removed months the pool asks again. The function
+// that ensures them is renamed away between the claims, so a claim that
+// asks fails.
+func TestClaimsAskForTheirMonthOncePerPool(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := setup(t)
+	seedMonth(t, db, month(2025, 1), 3, 0)
+	claimOne := func(i int, day time.Time) error {
+		_, err := ledger.Insert(ctx, db, opt("a"), []ledger.Claim{inMonth(i, day)})
+		return err
+	}
+	if err := claimOne(100, month(2026, 12).AddDate(0, 0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	rename := func(from, to string) {
+		t.Helper()
+		if _, err := db.Exec(fmt.Sprintf(`ALTER FUNCTION %s(date[]) RENAME TO %s`, from, to)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rename("notice_ledger_ensure_partitions", "ensure_partitions_away")
+	if err := claimOne(101, month(2026, 12).AddDate(0, 0, 9)); err != nil {
+		t.Fatalf("a claim of a month its pool made asked for it again: %v", err)
+	}
+	if err := claimOne(102, month(2027, 1)); err == nil {
+		t.Fatal("a claim of a month its pool never saw did not ask for it")
+	}
+	rename("ensure_partitions_away", "notice_ledger_ensure_partitions")
+	if _, err := ledger.Prune(ctx, db, ledger.PruneOptions{Before: month(2025, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	rename("notice_ledger_ensure_partitions", "ensure_partitions_away")
+	if err := claimOne(103, month(2026, 12).AddDate(0, 0, 12)); err == nil {
+		t.Fatal("after Prune, a claim of a month its pool had made did not ask for it again")
+	}
+	rename("ensure_partitions_away", "notice_ledger_ensure_partitions")
+	if n := countRows(t, db, `SELECT count(*) FROM notice_ledger_p202612`); n != 2 {
+		t.Fatalf("%d rows in December; want 2", n)
+	}
+	if n := countRows(t, db, `SELECT count(*) FROM notice_ledger_default`); n != 0 {
+		t.Fatalf("%d rows in the DEFAULT partition", n)
 	}
 }

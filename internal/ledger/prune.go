@@ -117,6 +117,7 @@ func Prune(ctx context.Context, db *sqlx.DB, opt PruneOptions) (PruneResult, err
 	if err != nil || opt.DryRun {
 		return res, err
 	}
+	forgetMonths(db) // the claims of db ask for their months again
 	// The shadow rows of the same periods, whether or not the ledger has
 	// months to remove: beside a legacy sender it may have none; and the
 	// unmatched evidence recorded before the horizon.

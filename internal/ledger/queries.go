@@ -1,8 +1,11 @@
 package ledger
 
 // Every SQL statement on the ledger, by name, noun first. Statements take
-// their instants as parameters; none calls now(). Arrays travel as
-// text[] through lib/pq and are cast on the server (tsLayout, dateLayout).
+// their instants as parameters; none calls now(). The batch statements
+// (noticeClaim, noticeReclaim, noticeRecordOutcome) receive their arrays
+// in PostgreSQL's binary format (pgArray), typed, with nothing to parse
+// or cast per element; the others' arrays travel as text[] through lib/pq
+// and are cast on the server (tsLayout, dateLayout).
 // The one statement only tests ask is in package ledgertest.
 
 // noticeClaim inserts one batch of claims and returns the rows this
@@ -25,9 +28,10 @@ package ledger
 // keys' first 32 characters ($19, = ANY: the index's array search, then
 // a hash join), never a scan of the table.
 //
-// $1 keys, $2 subscription ids, $3 kinds, $4 period starts (YYYY-MM-DD),
-// $5 revisions, $6 renews_at, $7 window_closes_at, $8 domains,
-// $9 message ids, $10 cancel tokens (text[] each), $11 state,
+// $1 keys, $2 subscription ids, $3 kinds (text[] each), $4 period starts
+// (date[]), $5 revisions (int4[]), $6 renews_at and $7 window_closes_at
+// (timestamptz[] each), $8 domains, $9 message ids, $10 cancel tokens
+// (text[] each), $11 state,
 // $12 claimed_at, $13 run id, $14 redirect address or empty, $15 rules
 // and $16 time zones (text[] each, empty for NULL; issue 27), $17 the
 // batch's channel (empty is email), $18 address digests (hex, empty for
@@ -54,6 +58,19 @@ package ledger
 // of them is re-recorded under the claim's current digest, with key id
 // $24 (hex), by rekey, rekeyed and unkeyed, and the claim is listed. With
 // $23 false (no previous secret) they are folded away at plan time.
+//
+// Fewer probes (issue 39): $25 (boolean[], parallel to $18, or NULL)
+// says which claims to probe at all. The pass sets it from the list's
+// summary (SuppressionSummary, sql/0042), which it refreshes in this
+// statement's transaction just before it: false where neither the
+// claim's digest nor any of its previous digests hits a set bit, that is
+// where no entry committed before the refresh's snapshot has that digest.
+// A NULL array (or element) probes. The guarantee is then: an entry
+// committed before the claim's transaction's refresh is honoured; one
+// committed between the refresh and this statement's snapshot (a window
+// of one round trip) counts from the next batch. Without the summary
+// (probe every claim), as before: an entry committed before this
+// statement's snapshot (READ COMMITTED).
 const noticeClaim = noticeClaimRows + `
 ON CONFLICT DO NOTHING` + noticeClaimReturning
 
@@ -74,12 +91,12 @@ ON CONFLICT DO NOTHING` + noticeClaimReturning
 const noticeClaimUnseen = noticeClaimRows + `
 LEFT JOIN LATERAL (
     SELECT 1 AS found FROM notice_ledger x
-    WHERE x.notice_key = c.notice_key AND x.period_start = c.period_start::date
+    WHERE x.notice_key = c.notice_key AND x.period_start = c.period_start
     LIMIT 1) bykey ON true
 LEFT JOIN LATERAL (
     SELECT 1 AS found FROM notice_ledger x
     WHERE x.subscription_id = c.subscription_id AND x.kind = c.kind
-      AND x.period_start = c.period_start::date AND x.revision = c.revision::int
+      AND x.period_start = c.period_start AND x.revision = c.revision
       AND x.channel = COALESCE(NULLIF($17, ''), 'email')
     LIMIT 1) bytuple ON true
 WHERE bykey.found IS NULL AND bytuple.found IS NULL` + noticeClaimReturning
@@ -91,10 +108,10 @@ WITH rekey AS MATERIALIZED (
     SELECT DISTINCT ON (s.channel, s.address_hmac)
            s.channel, s.address_hmac AS old, decode(r.h, 'hex') AS new,
            s.reason, s.source, s.notice_key, s.created_at
-    FROM unnest($18::text[], $22::text[]) AS r(h, prev)
+    FROM unnest($18::text[], $22::text[], $25::boolean[]) AS r(h, prev, probe)
     CROSS JOIN LATERAL unnest(string_to_array(NULLIF(r.prev, ''), ',')) AS p(h)
     JOIN notice_suppression s ON s.address_hmac = decode(p.h, 'hex')
-    WHERE $23::boolean AND r.h <> '' AND p.h <> r.h
+    WHERE $23::boolean AND r.probe IS NOT FALSE AND r.h <> '' AND p.h <> r.h
       AND s.channel = COALESCE(NULLIF($17, ''), 'email')),
 rekeyed AS (
     INSERT INTO notice_suppression (channel, address_hmac, reason, source, notice_key, created_at, key_id)
@@ -110,9 +127,9 @@ INSERT INTO notice_ledger AS l (
     cancel_token, supersedes, redirected_to, attempts,
     rule, time_zone, first_claimed_at, channel, address_hmac,
     sent_at, provider_id, settled_by, updated_at, last_error)
-SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision::int,
+SELECT c.notice_key, c.subscription_id, c.kind, c.period_start, c.revision,
        CASE WHEN c.listed THEN 'failed' WHEN w.n IS NULL THEN $11 WHEN w.hard THEN 'failed' ELSE 'sent' END,
-       $12, $13, c.renews_at::timestamptz, c.window_closes_at::timestamptz,
+       $12, $13, c.renews_at, c.window_closes_at,
        NULLIF(c.domain, ''), CASE WHEN NOT c.listed THEN NULLIF(c.message_id, '') END,
        CASE WHEN NOT c.listed THEN COALESCE(prev.cancel_token, NULLIF(c.cancel_token, '')) END, prev.notice_key,
        CASE WHEN NOT c.listed THEN NULLIF($14, '') END, CASE WHEN $11 = 'claimed' AND NOT c.listed THEN 1 ELSE 0 END,
@@ -122,25 +139,25 @@ SELECT c.notice_key, c.subscription_id, c.kind, c.period_start::date, c.revision
        CASE WHEN w.n > 0 THEN COALESCE(w.at, $12) END, w.provider_id,
        CASE WHEN w.n > 0 THEN 'witness' END, CASE WHEN w.n > 0 OR c.listed THEN $12::timestamptz END,
        CASE WHEN c.listed THEN $21::text END
-FROM (SELECT a.*, $20::boolean AND $11 = 'claimed' AND (COALESCE(NULLIF($17, ''), 'email') IN (
+FROM (SELECT a.*, $20::boolean AND $11 = 'claimed' AND a.probe IS NOT FALSE AND (COALESCE(NULLIF($17, ''), 'email') IN (
              SELECT s.channel FROM notice_suppression s
              WHERE s.address_hmac = decode(NULLIF(a.address_hmac, ''), 'hex'))
              OR ($23::boolean AND decode(NULLIF(a.address_hmac, ''), 'hex') IN (SELECT k.new FROM rekey k))) AS listed
-      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-                  $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
-                  $15::text[], $16::text[], $18::text[])
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::date[], $5::int4[],
+                  $6::timestamptz[], $7::timestamptz[], $8::text[], $9::text[], $10::text[],
+                  $15::text[], $16::text[], $18::text[], $25::boolean[])
            AS a(notice_key, subscription_id, kind, period_start, revision,
                 renews_at, window_closes_at, domain, message_id, cancel_token,
-                rule, time_zone, address_hmac)
+                rule, time_zone, address_hmac, probe)
       OFFSET 0) c
 LEFT JOIN LATERAL (
     SELECT p.notice_key, p.cancel_token
     FROM notice_ledger p
-    WHERE c.revision::int > 0 AND NOT c.listed
+    WHERE c.revision > 0 AND NOT c.listed
       AND p.subscription_id = c.subscription_id
       AND p.kind = c.kind
-      AND p.period_start = c.period_start::date
-      AND p.revision < c.revision::int
+      AND p.period_start = c.period_start
+      AND p.revision < c.revision
       AND p.channel = COALESCE(NULLIF($17, ''), 'email')
     ORDER BY p.revision DESC
     LIMIT 1) prev ON true
@@ -207,19 +224,23 @@ SELECT set_config('synchronous_commit',
 // joined by commas) is re-recorded under $5's with key id $11 (hex), and
 // the row is listed.
 //
+// Fewer probes, as in noticeClaim: $12 (boolean[], parallel to $1, or
+// NULL to probe every row) is false for a row whose digests miss the
+// list's summary, refreshed in this statement's transaction.
+//
 // $1 keys, $2 claimed_at (the pass's now), $3 run id, $4 redirect or the
 // empty string, $5 digests (hex, text[]), $6 probe (boolean), $7 channel
 // (empty is email), $8 reason, $9 previous digests (text[]), $10 re-key
-// (boolean), $11 key id (hex).
+// (boolean), $11 key id (hex), $12 which rows to probe (boolean[]).
 const noticeReclaim = `
 WITH rekey AS MATERIALIZED (
     SELECT DISTINCT ON (s.channel, s.address_hmac)
            s.channel, s.address_hmac AS old, decode(r.h, 'hex') AS new,
            s.reason, s.source, s.notice_key, s.created_at
-    FROM unnest($5::text[], $9::text[]) AS r(h, prev)
+    FROM unnest($5::text[], $9::text[], $12::boolean[]) AS r(h, prev, probe)
     CROSS JOIN LATERAL unnest(string_to_array(NULLIF(r.prev, ''), ',')) AS p(h)
     JOIN notice_suppression s ON s.address_hmac = decode(p.h, 'hex')
-    WHERE $10::boolean AND r.h <> '' AND p.h <> r.h
+    WHERE $10::boolean AND r.probe IS NOT FALSE AND r.h <> '' AND p.h <> r.h
       AND s.channel = COALESCE(NULLIF($7, ''), 'email')),
 rekeyed AS (
     INSERT INTO notice_suppression (channel, address_hmac, reason, source, notice_key, created_at, key_id)
@@ -230,8 +251,8 @@ unkeyed AS (
     WHERE s.channel = k.channel AND s.address_hmac = k.old),
 listed AS MATERIALIZED (
     SELECT r.notice_key
-    FROM unnest($1::text[], $5::text[]) AS r(notice_key, h)
-    WHERE $6::boolean AND (COALESCE(NULLIF($7, ''), 'email') IN (
+    FROM unnest($1::text[], $5::text[], $12::boolean[]) AS r(notice_key, h, probe)
+    WHERE $6::boolean AND r.probe IS NOT FALSE AND (COALESCE(NULLIF($7, ''), 'email') IN (
         SELECT s.channel FROM notice_suppression s
         WHERE s.address_hmac = decode(NULLIF(r.h, ''), 'hex'))
         OR ($10::boolean AND decode(NULLIF(r.h, ''), 'hex') IN (SELECT k.new FROM rekey k)))),
@@ -261,8 +282,8 @@ SELECT * FROM reclaimed`
 // row must still be claimed by that run: an operator's decision made in the
 // meantime is never overwritten. An unknown outcome keeps state 'claimed'
 // (quarantine) and records only the error and the digest. attempts is the
-// claim's (noticeClaim, noticeReclaim), not written here. The digest (hex,
-// or empty when nothing was handed over) is stored as 32 bytes.
+// claim's (noticeClaim, noticeReclaim), not written here. The digest (32
+// bytes, or NULL when nothing was handed over) is stored as is.
 //
 // The rows are found by index scans only, within the months the period
 // bounds leave (whole months, so that they prune at plan time), and paired
@@ -287,30 +308,34 @@ SELECT * FROM reclaimed`
 // it freely; the same attempt's (a batch retried after a commit whose
 // reply was lost) is rewritten with the same bytes.
 //
-// $1 keys, $2 states, $3 sent_at (text, empty for none), $4 provider ids,
-// $5 digests (hex), $6 errors (text[] each), $7 the first day of the earliest
+// The arrays are binary parameters (pgArray: outcomeArrays), received as
+// they are: no array literal to parse, no element cast from text.
+//
+// $1 keys, $2 states (text[]), $3 sent_at (timestamptz[], NULL for none),
+// $4 provider ids (text[]), $5 digests (bytea[], NULL for none), $6 errors
+// (text[]), $7 the first day of the earliest
 // month and $8 the first day after the latest (YYYY-MM-DD), or NULL for
 // every month, $9 run id, $10 updated_at, $11 the compressed messages
 // end to end (one bytea, which lib/pq's binary_parameters sends as is: a
 // bytea[] travels as hex text that PostgreSQL parses back element by
 // element), $14 where each starts in it (1-based) and $15 its length (0:
-// none) (int[] each),
+// none) (int4[] each),
 // $12 the dictionary they were compressed against (notice_message_dict),
 // $13 senders (the name of the sender each attempt went through, empty
 // for none: a NULL sender).
 const noticeRecordOutcome = `
 UPDATE notice_ledger l
 SET state = o.state,
-    sent_at = NULLIF(o.sent_at, '')::timestamptz,
+    sent_at = o.sent_at,
     provider_id = NULLIF(o.provider_id, ''),
-    message_sha256 = decode(NULLIF(o.digest, ''), 'hex'),
+    message_sha256 = o.digest,
     last_error = NULLIF(o.last_error, ''),
     sender = NULLIF(o.sender, ''),
     message_attempt = CASE WHEN o.body_len > 0 THEN l.attempts END,
     message_dict = CASE WHEN o.body_len > 0 THEN $12::smallint END,
     message = CASE WHEN o.body_len > 0 THEN substring($11::bytea FROM o.body_at FOR o.body_len) END,
     updated_at = $10
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $14::int[], $15::int[], $13::text[])
+FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::bytea[], $6::text[], $14::int4[], $15::int4[], $13::text[])
      AS o(notice_key, state, sent_at, provider_id, digest, last_error, body_at, body_len, sender)
 WHERE l.notice_key = ANY($1::text[])
   AND ($7::date IS NULL OR l.period_start >= $7::date)
@@ -860,6 +885,26 @@ FROM notice_suppression GROUP BY 1, 2 ORDER BY 1, 2`
 // reads the whole list only when every entry is the current secret's.
 const noticeSuppressionAnyNotUnder = `
 SELECT EXISTS (SELECT 1 FROM notice_suppression WHERE channel = $1 AND key_id IS DISTINCT FROM $2::bytea)`
+
+// noticeSuppressionSummaryRead reads the chunks of the list's summary
+// (sql/0042) written by a transaction that a snapshot whose xmin was $1
+// (xid8, text; "0" for all) did not see, and the xmin of this statement's
+// own snapshot, which the next read passes: one row with NULL chunk when
+// none changed. One index scan of notice_suppression_summary_changed.
+// The bits travel as varbit_send's bytes (hex through lib/pq: 256
+// characters a chunk, not bit_out's 1,024).
+const noticeSuppressionSummaryRead = `
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, s.chunk, varbit_send(s.bits) AS bits
+FROM (SELECT 1) x
+LEFT JOIN notice_suppression_summary s ON s.changed >= $1::xid8`
+
+// noticeSuppressionSummaryLoad is noticeSuppressionSummaryRead for a
+// first read: every chunk with a bit set ($1 is not read; a scan of the
+// 16,384 rows).
+const noticeSuppressionSummaryLoad = `
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, s.chunk, varbit_send(s.bits) AS bits
+FROM (SELECT $1::text) x
+LEFT JOIN notice_suppression_summary s ON s.bits <> B'0'::bit(1024)`
 
 // noticeSuppressionMatch returns the 1-based positions in $2 (bytea[]) of
 // the digests on channel $1's list: one statement per batch of a pass,

@@ -35,12 +35,13 @@ type RateGrant struct {
 }
 
 // RateTake leases send slots of the buckets of asks, at most ahead past
-// now, in two statements that must run in one transaction (WithTx): the
-// first locks the buckets' rows in name order, the second takes the
-// slots. Grants come back in the order of asks' bucket names (sorted);
-// an ask of Want 0 or less is left out. Safe to call from any number of
-// processes at once: the row locks serialise the leases of a bucket.
-func RateTake(ctx context.Context, tx sqlx.ExtContext, now time.Time, ahead time.Duration, asks []RateAsk) ([]RateGrant, error) {
+// now, in one statement (noticeRateTake, sql/0043): db may be the pool (the
+// statement is its own transaction) or a caller's transaction. Grants come
+// back in the order of asks' bucket names (sorted); an ask of Want 0 or
+// less is left out, and each bucket may be asked once. Safe to call from
+// any number of processes at once: the buckets' row locks, taken in name
+// order, serialise the leases of a bucket.
+func RateTake(ctx context.Context, db sqlx.ExtContext, now time.Time, ahead time.Duration, asks []RateAsk) ([]RateGrant, error) {
 	asks = slices.DeleteFunc(slices.Clone(asks), func(a RateAsk) bool { return a.Want <= 0 })
 	if len(asks) == 0 {
 		return nil, nil
@@ -56,10 +57,7 @@ func RateTake(ctx context.Context, tx sqlx.ExtContext, now time.Time, ahead time
 		}
 		names[i], wants[i], ivs[i], bursts[i] = a.Bucket, int64(a.Want), 1/a.PerSecond, int64(a.Burst)
 	}
-	if _, err := tx.ExecContext(ctx, noticeRateLock, pq.Array(names)); err != nil {
-		return nil, fmt.Errorf("rate lock: %w", err)
-	}
-	rows, err := tx.QueryxContext(ctx, noticeRateTake, pq.Array(names), pq.Array(wants), pq.Array(ivs), pq.Array(bursts), now, ahead.Seconds())
+	rows, err := db.QueryxContext(ctx, noticeRateTake, pq.Array(names), pq.Array(wants), pq.Array(ivs), pq.Array(bursts), now, ahead.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("rate take: %w", err)
 	}

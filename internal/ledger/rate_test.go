@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -119,6 +120,73 @@ func TestRateTakeConcurrentLeasesNeverOverlap(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d leases, %d slots", bucket, len(gs), total)
+		if total == 0 {
+			t.Errorf("%s: nothing granted", bucket)
+		}
+	}
+}
+
+// A lease is one statement, so it needs no transaction of its own: passes
+// leasing on the pool at once (each statement its own transaction), with
+// buckets no lease has made yet, never share a slot either. Each round's
+// buckets are new, so their rows are created by racing inserts.
+func TestRateTakeOnThePoolNeverOverlaps(t *testing.T) {
+	t.Parallel()
+	db := setup(t)
+	const passes, rounds = 6, 10
+	type lease struct {
+		now time.Time
+		g   ledger.RateGrant
+	}
+	var mu sync.Mutex
+	got := map[string][]lease{}
+	var wg sync.WaitGroup
+	for p := range passes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				asks := []ledger.RateAsk{
+					{Bucket: fmt.Sprintf("domain:%d.example", r), Want: 4, PerSecond: 10, Burst: 2},
+					{Bucket: fmt.Sprintf("global%d", r), Want: 3 + p%3, PerSecond: 20, Burst: 1},
+				}
+				if p%2 == 1 {
+					asks[0], asks[1] = asks[1], asks[0]
+				}
+				now := t0.Add(time.Duration(p*10) * time.Millisecond)
+				gs, err := ledger.RateTake(context.Background(), db, now, time.Second, asks)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, g := range gs {
+					got[g.Bucket] = append(got[g.Bucket], lease{now, g})
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(got) != 2*rounds {
+		t.Fatalf("%d buckets leased; want %d", len(got), 2*rounds)
+	}
+	for bucket, ls := range got {
+		if len(ls) != passes {
+			t.Errorf("%s: %d grants; want one a pass, %d", bucket, len(ls), passes)
+		}
+		ls = slices.DeleteFunc(ls, func(l lease) bool { return l.g.Granted == 0 })
+		slices.SortFunc(ls, func(a, b lease) int { return a.g.Start.Compare(b.g.Start) })
+		total := 0
+		for i, l := range ls {
+			total += l.g.Granted
+			if l.g.Next.After(l.now.Add(time.Second + 100*time.Millisecond)) {
+				t.Errorf("%s: a slot at %v leased at %v, more than a second ahead", bucket, l.g.Next.Sub(t0), l.now.Sub(t0))
+			}
+			if i > 0 && l.g.Start.Before(ls[i-1].g.Next.Add(-time.Microsecond)) {
+				t.Errorf("%s: a lease from %v overlaps one up to %v", bucket, l.g.Start.Sub(t0), ls[i-1].g.Next.Sub(t0))
+			}
+		}
 		if total == 0 {
 			t.Errorf("%s: nothing granted", bucket)
 		}

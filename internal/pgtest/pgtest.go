@@ -8,7 +8,9 @@
 // Tests never skip for want of a database; they fail and say how to get one.
 //
 // Each call to New or DSN creates a schema t_<test>_<random>, returns a
-// connection whose search_path is that schema (so unqualified CREATE TABLE
+// connection (or DSN) with lib/pq's binary_parameters on, as ledger.Open
+// connects (the ledger's batch statements send binary arrays), whose
+// search_path is that schema (so unqualified CREATE TABLE
 // and queries stay inside it, over every connection of the pool and in child
 // processes given the DSN), and drops the schema with CASCADE when the test
 // ends. Tests using different schemas can run in parallel. Set PGTEST_KEEP=1
@@ -119,8 +121,9 @@ func New(t testing.TB) *sqlx.DB {
 }
 
 // DSN creates a fresh schema for the test, as New does, and returns a DSN
-// scoped to it (the server's DSN plus search_path=<schema>), for sql.Open or
-// as DATABASE_URL of a child process. The schema is dropped when the test
+// scoped to it (the server's DSN plus search_path=<schema> and
+// binary_parameters=yes), for sql.Open or as DATABASE_URL of a child
+// process. The schema is dropped when the test
 // ends.
 func DSN(t testing.TB) string {
 	t.Helper()
@@ -155,10 +158,14 @@ func DSN(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("pgtest: %s: %v", EnvDSN, err)
 	}
+	if dsn, err = WithBinaryParameters(dsn); err != nil {
+		t.Fatalf("pgtest: %s: %v", EnvDSN, err)
+	}
 	return dsn
 }
 
-// Open connects to dsn (typically from DSN) and closes the handle when the
+// Open connects to dsn (typically from DSN), with binary_parameters on
+// unless dsn sets it (WithBinaryParameters), and closes the handle when the
 // test ends; cleanups run last-in first-out, so it is closed before the
 // schema of an earlier DSN call is dropped. It fails the test when the server
 // cannot be reached.
@@ -166,6 +173,10 @@ func Open(t testing.TB, dsn string) *sqlx.DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	dsn, err := WithBinaryParameters(dsn)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
 	db, err := sqlx.ConnectContext(ctx, "postgres", dsn)
 	if err != nil {
 		t.Fatalf("pgtest: connect: %v", err)
@@ -190,6 +201,28 @@ func WithSearchPath(dsn, schema string) (string, error) {
 	}
 	// In a keyword string a later key wins over an earlier one.
 	return strings.TrimSpace(dsn) + " search_path=" + devpg.QuoteValue(schema), nil
+}
+
+// WithBinaryParameters returns dsn with lib/pq's binary_parameters=yes,
+// in the DSN's own form, unless dsn sets binary_parameters itself: a
+// []byte parameter then travels in binary format, as on every connection
+// ledger.Open makes, which the ledger's batch statements need (they send
+// their columns as binary arrays).
+func WithBinaryParameters(dsn string) (string, error) {
+	if strings.Contains(dsn, "binary_parameters") {
+		return dsn, nil
+	}
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", fmt.Errorf("parse URL: %w", err)
+		}
+		q := u.Query()
+		q.Set("binary_parameters", "yes")
+		u.RawQuery = q.Encode()
+		return u.String(), nil
+	}
+	return strings.TrimSpace(dsn) + " binary_parameters=yes", nil
 }
 
 var admins sync.Map // base DSN -> *sql.DB

@@ -59,6 +59,9 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 	if err := p.checkPreviousKeys(ctx); err != nil {
 		return finish(err)
 	}
+	if err := p.loadSummary(ctx); err != nil {
+		return finish(err)
+	}
 	if err := p.guardMaxMint(ctx, c); err != nil {
 		return finish(err)
 	}
@@ -625,7 +628,7 @@ func (p *Pass) claimPicked(ctx context.Context, st *stage, c *counters, ps *pass
 	// The channel's suppression list is probed in the claim statements
 	// (suppress.go); the email list only when it had entries at the start.
 	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: p.cfg.Now, RunID: p.cfg.RunID, RedirectTo: p.cfg.RedirectTo, Channel: st.ch.name,
-		Suppression: st.ch.name != notice.ChannelEmail || p.suppressionEmail, KeyID: p.keys.Current.KeyID()}
+		Suppression: st.ch.name != notice.ChannelEmail || p.suppressionEmail, KeyID: p.keys.Current.KeyID(), Summary: p.summary}
 	claims := slices.Grow(st.claims[:0], len(picked))
 	defer func() { // the stage's buffer again, holding nothing of this batch
 		clear(claims)

@@ -266,7 +266,10 @@ type Pass struct {
 	// suppressionEmail: the email suppression list had entries when the
 	// pass started (Run); without, batches are not probed.
 	suppressionEmail bool
-	src              subscription.At
+	// summary: the suppression list's summary, read at the pass's start
+	// (loadSummary); each claim batch refreshes it.
+	summary *ledger.SuppressionSummary
+	src     subscription.At
 	// sels are each channel's stage's selections, per kind its default
 	// group then its overrides, by the channel a kind goes by first.
 	sels        map[string][][]selection

@@ -57,9 +57,8 @@ func receiveKey(i int) string { return fmt.Sprintf("%032x%032x", i+1, i+1) }
 
 // seedClaims inserts n claims in quarantine (state claimed, as a pass
 // that died leaves them), through package ledger (which makes the
-// partitions).
-func (b *bench) seedClaims(ctx context.Context, db *sql.DB, n int) error {
-	x := sqlx.NewDb(db, "postgres")
+// partitions), on x, a connection of ledger.Open's (binary parameters).
+func (b *bench) seedClaims(ctx context.Context, x *sqlx.DB, n int) error {
 	ps := b.now.Truncate(24 * time.Hour).Add(48 * time.Hour)
 	for lo := 0; lo < n; lo += 1000 {
 		cs := make([]ledger.Claim, 0, 1000)
@@ -79,8 +78,7 @@ func (b *bench) seedClaims(ctx context.Context, db *sql.DB, n int) error {
 // claimed them, as a pass that got the provider's answer does: the events
 // that follow (delivery) are kept as evidence, and the quarantine stays
 // small, as in production.
-func (b *bench) recordSent(ctx context.Context, db *sql.DB, from, n int) error {
-	x := sqlx.NewDb(db, "postgres")
+func (b *bench) recordSent(ctx context.Context, x *sqlx.DB, from, n int) error {
 	var outs []ledger.Outcome
 	for i := from; i < from+n; i++ {
 		outs = append(outs, ledger.Outcome{Key: receiveKey(i), State: ledger.Sent, SentAt: b.now, ProviderID: fmt.Sprintf("ses-%d", i), Attempts: 1})
@@ -345,7 +343,14 @@ func (b *bench) receiveScenario(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
-	if err := b.seedClaims(ctx, db, n); err != nil {
+	// The ledger's own statements run as scan runs them: ledger.Open's
+	// binary parameters (the batch statements send binary arrays).
+	ldb, err := ledger.Open(ctx, b.dsn("bench_receive"))
+	if err != nil {
+		return err
+	}
+	defer ldb.Close()
+	if err := b.seedClaims(ctx, ldb, n); err != nil {
 		return err
 	}
 	batches := sendgridBatches(n)
@@ -366,10 +371,10 @@ func (b *bench) receiveScenario(ctx context.Context) error {
 	}
 	// Claims beyond n+snsN (-receive-quarantine) stay in quarantine: the
 	// notices whose outcome is unknown that a real ledger holds.
-	if err := b.seedClaims(ctx, db, n+snsN+b.cfg.receiveQuar); err != nil {
+	if err := b.seedClaims(ctx, ldb, n+snsN+b.cfg.receiveQuar); err != nil {
 		return err
 	}
-	if err := b.recordSent(ctx, db, n, snsN); err != nil {
+	if err := b.recordSent(ctx, ldb, n, snsN); err != nil {
 		return err
 	}
 	sg, pub, err := signedSendGrid(batches)
