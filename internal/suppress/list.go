@@ -123,8 +123,19 @@ func Counts(ctx context.Context, db sqlx.QueryerContext, label func(string) stri
 	return total, byKey, nil
 }
 
-// importBatch is how many entries one statement of Import adds.
-const importBatch = 1000
+// importBatch is how many entries one statement of Import adds. Each
+// statement also fires the list's summary trigger (sql/0042), which
+// rewrites every summary chunk its entries fall in: a batch of 1,000
+// touches about 950 of the 16,384 chunks, so a 1M-entry import in
+// batches of 1,000 rewrote about 970k chunk rows (PostgreSQL CPU 1.9x
+// the same import without the trigger, WAL 1.9x). Batches of 50,000
+// touch about 15,600 chunks each, about 310k rewrites for 1M entries
+// (PostgreSQL CPU within 1.15x of the import without the trigger,
+// docs/BENCHMARKS.md). Larger batches pay little more (a statement
+// touches at most 16,384 chunks) and hold the chunks' row locks longer:
+// a Settle adding a bounce meanwhile waits for the statement's commit.
+// A batch's parameters are about 7 MB of text.
+const importBatch = 50_000
 
 // Import adds entries (an export Read made) in batches and returns how
 // many were not listed before.
