@@ -94,11 +94,17 @@ func (k *Keyer) material(t Tuple) []byte {
 	return b
 }
 
-func (k *Keyer) hexMAC(material []byte) string {
+func (k *Keyer) hexMAC(material []byte) string { return k.hexMACPrefix(material, KeyLen) }
+
+// hexMACPrefix returns the first n (at most KeyLen) characters of the
+// lower-case hex of the HMAC of material: one allocation, the string.
+func (k *Keyer) hexMACPrefix(material []byte, n int) string {
 	k.mac.Reset()
 	k.mac.Write(material)
 	k.sum = k.mac.Sum(k.sum[:0])
-	return hex.EncodeToString(k.sum)
+	var h [KeyLen]byte
+	hex.Encode(h[:], k.sum)
+	return string(h[:n])
 }
 
 // CancelToken returns the token of the cancellation link for a notice. It
@@ -107,11 +113,17 @@ func (k *Keyer) hexMAC(material []byte) string {
 // supersedes, and a link already in a customer's inbox keeps working.
 func (k *Keyer) CancelToken(t Tuple) string {
 	t.Revision = 0
-	first := k.Key(t)
+	return k.CancelTokenOf(k.Key(t))
+}
+
+// CancelTokenOf returns CancelToken(t) from first, Key(t) of t's first
+// revision (Revision 0) under this Keyer's secret: a caller that has just
+// derived that key saves deriving it again.
+func (k *Keyer) CancelTokenOf(first string) string {
 	b := append(k.buf[:0], "cancel|"...)
 	b = append(b, first...)
 	k.buf = b
-	return k.hexMAC(b)[:32]
+	return k.hexMACPrefix(b, 32)
 }
 
 // ValidateKind reports whether kind can enter a key.

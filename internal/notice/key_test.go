@@ -65,6 +65,19 @@ func TestCancelTokenSharedAcrossRevisions(t *testing.T) {
 	}
 }
 
+// CancelTokenOf, given the first revision's key, is CancelToken; the
+// key and the token each cost one allocation.
+func TestCancelTokenOfFirstKey(t *testing.T) {
+	k, _ := NewKeyer([]byte("0123456789abcdef0123456789abcdef"))
+	r0 := Tuple{"sub_8812", date("2026-10-01"), "renewal_notice_t72", 0}
+	if got := k.CancelTokenOf(k.Key(r0)); got != "21f787417faa3c772d7a3d72dba0254b" {
+		t.Fatalf("CancelTokenOf = %s", got)
+	}
+	if a := testing.AllocsPerRun(100, func() { k.CancelTokenOf(k.Key(r0)) }); a != 2 {
+		t.Fatalf("%v allocations for a key and a token, want 2", a)
+	}
+}
+
 func TestNewKeyerRejectsShortSecret(t *testing.T) {
 	t.Parallel()
 	if _, err := NewKeyer([]byte("short")); err != ErrShortSecret {

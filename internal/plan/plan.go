@@ -5,6 +5,7 @@ package plan
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -128,8 +129,12 @@ func (f *Flow) snapshot(into map[string]int) (total, completed int) {
 // the planner's; the dispatcher's queue of claimed notices waiting on the
 // domain's token bucket is send's bucketQueue.
 type candidateQueue[T any] struct {
-	name  string
+	name string
+	// items[head:] are the candidates, oldest first: Pick moves head
+	// rather than slicing the front away, so that the room it frees is
+	// filled again instead of a new array allocated (a candidate is large).
 	items []T
+	head  int
 	// limit is the most claims of this domain in flight at once (its pace
 	// over the horizon); math.MaxInt when no rate limits it.
 	limit int
@@ -139,20 +144,53 @@ type candidateQueue[T any] struct {
 	inRing bool
 }
 
+// len returns how many candidates q holds.
+func (q *candidateQueue[T]) len() int { return len(q.items) - q.head }
+
+// push adds c at the back. When the array is full and at least half of
+// it was picked, the rest moves to the front first: each candidate moves
+// at most once per one picked before it, O(1) a push, amortized.
+func (q *candidateQueue[T]) push(c T) {
+	if len(q.items) == cap(q.items) && q.head > 0 && 2*q.head >= len(q.items) {
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
+	}
+	q.items = append(q.items, c)
+}
+
+// take appends the n oldest candidates to dst and removes them.
+func (q *candidateQueue[T]) take(dst []T, n int) []T {
+	taken := q.items[q.head : q.head+n]
+	dst = append(dst, taken...)
+	clear(taken)
+	if q.head += n; q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
+	return dst
+}
+
 // Planner owns the candidate queues and decides each claim. It belongs to
 // the producer goroutine.
 type Planner[T any] struct {
-	key         func(T) string // the claim key: a candidate is queued once
-	domain      func(T) string // the recipient domain it is paced by
-	flow        *Flow
-	limits      pace.Limits // the policy's, as the dispatcher has them (the fleet's budget shares them out)
-	batch       int
-	workers     int
-	maxHeld     int // candidates held in memory at most
-	queues      map[string]*candidateQueue[T]
-	ring        []*candidateQueue[T] // domains with candidates, in turn order
-	next        int                  // ring position the next claim starts at
-	held        int                  // candidates in all queues
+	key     func(T) string // the claim key: a candidate is queued once
+	domain  func(T) string // the recipient domain it is paced by
+	flow    *Flow
+	limits  pace.Limits // the policy's, as the dispatcher has them (the fleet's budget shares them out)
+	batch   int
+	workers int
+	maxHeld int // candidates held in memory at most
+	queues  map[string]*candidateQueue[T]
+	ring    []*candidateQueue[T] // domains with candidates, in turn order
+	// spare holds the emptied arrays of drained queues (at most maxHeld
+	// candidates of room in all), for the next queue that fills: the
+	// domains take turns without allocating, and a pass over many
+	// domains keeps no more than the planner's own bound.
+	spare       [][]T
+	spareRoom   int
+	picked      []T // Pick's result, reused by the next Pick
+	next        int // ring position the next claim starts at
+	held        int // candidates in all queues
 	keys        map[string]bool
 	globalLimit int            // claims in flight at most by the global bucket; MaxInt if none
 	est         pace.Rate      // completions a second, over rateWindow
@@ -202,7 +240,7 @@ func (p *Planner[T]) Full() bool { return p.held >= p.maxHeld }
 // the pending ones already admitted but not yet offered.
 func (p *Planner[T]) Admits(domain string, pending int) bool {
 	q := p.queue(domain)
-	return len(q.items)+pending < q.size
+	return q.len()+pending < q.size
 }
 
 // Offer queues c, which admits accepted, unless it is already queued.
@@ -211,7 +249,13 @@ func (p *Planner[T]) Offer(c T) {
 		return
 	}
 	q := p.queue(p.domain(c))
-	q.items = append(q.items, c)
+	if q.items == nil {
+		if k := len(p.spare); k > 0 {
+			q.items, p.spare = p.spare[k-1], p.spare[:k-1]
+			p.spareRoom -= cap(q.items)
+		}
+	}
+	q.push(c)
 	p.keys[p.key(c)] = true
 	p.held++
 	if !q.inRing {
@@ -224,7 +268,7 @@ func (p *Planner[T]) Offer(c T) {
 // that skipped its rows may read them again.
 func (p *Planner[T]) RoomFor(domain string) bool {
 	q := p.queues[domain]
-	return q == nil || len(q.items) <= q.size/2
+	return q == nil || q.len() <= q.size/2
 }
 
 // Empty reports whether no candidate is held.
@@ -248,7 +292,9 @@ func (p *Planner[T]) totalLimit(now time.Time, completed int) int {
 // equal turns (starting with a different domain each time) so that no
 // domain starves when the total binds. It returns nothing while a claim
 // would be too small to be worth a statement: until the total has half its
-// limit free and some domain half of its own.
+// limit free and some domain half of its own. What it returns is the
+// planner's buffer, valid until the next Pick: the caller claims it and
+// keeps none of it.
 func (p *Planner[T]) Pick(now time.Time) []T {
 	if p.held == 0 {
 		return nil
@@ -267,7 +313,7 @@ func (p *Planner[T]) Pick(now time.Time) []T {
 	hungry := false
 	for i := range p.ring {
 		q := p.ring[(p.next+i)%len(p.ring)]
-		n := len(q.items)
+		n := q.len()
 		if q.limit == math.MaxInt {
 			hungry = true
 		} else {
@@ -283,7 +329,8 @@ func (p *Planner[T]) Pick(now time.Time) []T {
 		return nil
 	}
 	p.next = (p.next + 1) % len(p.ring)
-	picked := make([]T, 0, min(budget, p.held)) // sized once: a candidate is large
+	clear(p.picked)                                          // the last pick's, which its caller is done with
+	picked := slices.Grow(p.picked[:0], min(budget, p.held)) // sized once: a candidate is large
 	for budget > 0 && len(active) > 0 {
 		share := max(1, budget/len(active))
 		kept := active[:0]
@@ -292,9 +339,7 @@ func (p *Planner[T]) Pick(now time.Time) []T {
 			if n == 0 {
 				break
 			}
-			picked = append(picked, w.q.items[:n]...)
-			clear(w.q.items[:n])
-			w.q.items = w.q.items[n:]
+			picked = w.q.take(picked, n)
 			budget -= n
 			if w.n -= n; w.n > 0 {
 				kept = append(kept, w)
@@ -307,6 +352,7 @@ func (p *Planner[T]) Pick(now time.Time) []T {
 	}
 	p.held -= len(picked)
 	p.compact()
+	p.picked = picked
 	return picked
 }
 
@@ -314,12 +360,16 @@ func (p *Planner[T]) Pick(now time.Time) []T {
 func (p *Planner[T]) compact() {
 	kept := p.ring[:0]
 	for _, q := range p.ring {
-		if len(q.items) > 0 {
+		if q.len() > 0 {
 			kept = append(kept, q)
 			continue
 		}
 		q.inRing = false
-		q.items = nil
+		if c := cap(q.items); c > 0 && p.spareRoom+c <= p.maxHeld {
+			p.spare = append(p.spare, q.items[:0])
+			p.spareRoom += c
+		}
+		q.items, q.head = nil, 0
 	}
 	clear(p.ring[len(kept):])
 	p.ring = kept
@@ -332,8 +382,8 @@ func (p *Planner[T]) compact() {
 func (p *Planner[T]) Drain() []T {
 	var out []T
 	for _, q := range p.ring {
-		out = append(out, q.items...)
-		q.items, q.inRing = nil, false
+		out = append(out, q.items[q.head:]...)
+		q.items, q.head, q.inRing = nil, 0, false
 	}
 	p.ring, p.held, p.next = nil, 0, 0
 	clear(p.keys)

@@ -198,15 +198,15 @@ func TestAdmitsUpToTheDomainQueueSize(t *testing.T) {
 	p.Offer(newCand("fast.test", 0))
 	p.Pick(time.Unix(0, 0)) // 20 slow, 1 fast
 	if p.RoomFor("slow.test") {
-		t.Fatalf("room with %d of 80 queued", len(q.items))
+		t.Fatalf("room with %d of 80 queued", q.len())
 	}
 	f.Claimed("slow.test", 20)
 	for range 20 {
 		f.Done("slow.test")
 	}
 	p.Pick(time.Unix(1, 0))
-	if !p.RoomFor("slow.test") || len(q.items) != 40 {
-		t.Fatalf("%d queued after two claims of 20: want 40 and room", len(q.items))
+	if !p.RoomFor("slow.test") || q.len() != 40 {
+		t.Fatalf("%d queued after two claims of 20: want 40 and room", q.len())
 	}
 }
 

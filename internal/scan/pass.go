@@ -577,8 +577,9 @@ type skippedRow struct {
 // candidates, invalid rows noted in inv and counted in c. A valid row
 // whose domain admit refuses (admit nil takes all) is returned in
 // skipped, without deriving its key. It writes nothing: the pass, the
-// count of what it deferred and the dry run read the same pages.
-func (p *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string, admit func(domain string) bool, inv *invalidLog, c *counters) (pg page, err error) {
+// count of what it deferred and the dry run read the same pages. The
+// candidates go into buf's array (nil: a new one).
+func (p *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream, after *string, admit func(domain string) bool, inv *invalidLog, c *counters, buf []candidate) (pg page, err error) {
 	now := p.cfg.Now
 	kind := st.sel.Kind
 	var rows []subscription.Row
@@ -596,7 +597,7 @@ func (p *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 		return pg, err
 	}
 	pg.last = after
-	pg.cands = make([]candidate, 0, len(rows)) // a candidate is large: grown, it is copied again
+	pg.cands = slices.Grow(buf[:0], len(rows)) // a candidate is large: grown, it is copied again
 	for _, r := range rows {
 		prev := pg.last
 		if st.retry {
@@ -658,10 +659,14 @@ func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 		pending[domain]++
 		return true
 	}
-	pg, err := p.readPage(ctx, p.db, st, st.cursor, admit, inv, c)
+	pg, err := p.readPage(ctx, p.db, st, st.cursor, admit, inv, c, p.pageCands)
 	if err != nil {
 		return err
 	}
+	defer func() { // the planner copied them: the buffer again, holding none
+		clear(pg.cands)
+		p.pageCands = pg.cands[:0]
+	}()
 	if err := p.cancelRetries(ctx, pg.cancelled, c); err != nil {
 		return err
 	}
@@ -705,7 +710,11 @@ func (p *Pass) claimPicked(ctx context.Context, st *stage, c *counters, ps *pass
 	// (suppress.go); the email list only when it had entries at the start.
 	opt := ledger.ClaimOptions{State: ledger.Claimed, Now: p.cfg.Now, RunID: p.cfg.RunID, RedirectTo: p.cfg.RedirectTo, Channel: st.ch.name,
 		Suppression: st.ch.name != notice.ChannelEmail || p.suppressionEmail, KeyID: p.keys.Current.KeyID(), Summary: p.summary}
-	var claims []ledger.Claim
+	claims := slices.Grow(st.claims[:0], len(picked))
+	defer func() { // the stage's buffer again, holding nothing of this batch
+		clear(claims)
+		st.claims = claims[:0]
+	}()
 	var retryKeys []string
 	byKey := make(map[string]candidate, len(picked))
 	for _, cd := range picked {
@@ -944,7 +953,7 @@ func admitNone(string) bool { return false }
 func (p *Pass) walkStream(ctx context.Context, db sqlx.QueryerContext, st *stream, admit func(string) bool, inv *invalidLog, c *counters, fn func(page) error) error {
 	rd := &stream{sel: st.sel, retry: st.retry, from: st.from, afterSMS: st.afterSMS, fromRead: st.fromRead}
 	return subscription.EachPage(func(after *string) (*string, bool, error) {
-		pg, err := p.readPage(ctx, db, rd, after, admit, inv, c)
+		pg, err := p.readPage(ctx, db, rd, after, admit, inv, c, nil)
 		if err == nil {
 			err = fn(pg)
 		}

@@ -276,6 +276,7 @@ type Pass struct {
 	kinds       map[string]policy.Kind
 	content     *content
 	sawQuiet    bool         // a row the quiet hours deferred was read (tallyDeferred)
+	pageCands   []candidate  // readInto's buffer of a page's candidates, reused page after page
 	start       time.Time    // when Run started (the time budget's origin)
 	maxMint     int          // *cfg.MaxMint, or -1 for no limit
 	sweepc      *sweepTools  // this run's sms stage's own resolvers (startSweeps)
@@ -426,11 +427,18 @@ type due struct {
 // a row the pass skips for now is never derived. The key and token are
 // the claim's alone: the notice takes them when it leaves (due.notice).
 func (p *Pass) derive(dn *due) {
-	if dn.claim.Key == "" {
+	derived := dn.claim.Key == ""
+	if derived {
 		dn.claim.Key = p.keyer.Key(dn.claim.Tuple)
 	}
 	dn.claim.MessageID = notice.MessageID(dn.claim.Key, p.cfg.Policy.MessageIDDomain)
-	dn.claim.CancelToken = p.keyer.CancelToken(dn.claim.Tuple)
+	if derived && dn.claim.Revision == 0 {
+		// The key just derived is the first revision's: the token's
+		// material (a key from the ledger may be under an older secret).
+		dn.claim.CancelToken = p.keyer.CancelTokenOf(dn.claim.Key)
+	} else {
+		dn.claim.CancelToken = p.keyer.CancelToken(dn.claim.Tuple)
+	}
 	if dn.addr != "" {
 		// Under the previous secrets only while a rotation is probed
 		// (checkPreviousKeys): with none, nothing more is probed.

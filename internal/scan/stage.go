@@ -123,6 +123,9 @@ type stage struct {
 	fl     *flow
 	done   <-chan error
 	next   *handoff // the next channel's stage's (nil: none)
+	// claims is claimPicked's buffer of new claims, reused batch after
+	// batch (a claim is large); the stage's producer alone uses it.
+	claims []ledger.Claim
 }
 
 // startStage starts ch's dispatcher and its recorder, whose outcomes are

@@ -160,12 +160,18 @@ type Dispatcher struct {
 	mu     sync.Mutex
 	intake []*job
 	closed bool
+	// free are jobs whose Result is queued, for Submit to reuse: in
+	// steady state a notice costs the dispatcher no allocation of its
+	// own. The scheduler hands them over in take.
+	free []*job
 
 	// Owned by the scheduler goroutine.
 	domains   map[string]*bucketQueue
-	ready     bucketHeap // domains with queued notices, by when they may send
-	delayed   retryHeap  // notices waiting out a retry backoff
-	out       []Result   // results not yet delivered
+	ready     bucketHeap   // domains with queued notices, by when they may send
+	delayed   retryHeap    // notices waiting out a retry backoff
+	out       fifo[Result] // results not yet delivered
+	freed     []*job       // finished jobs, handed to free at the next take
+	taken     []*job       // the intake's buffer before the last take: its next one
 	inFlight  int
 	queued    int
 	globalAt  time.Time             // the global bucket has no token before this
@@ -347,7 +353,14 @@ func (d *Dispatcher) Submit(ctx context.Context, n Notice) error {
 		<-d.slots
 		return ErrClosed
 	}
-	d.intake = append(d.intake, &job{n: n, domain: DomainOf(n)})
+	var j *job
+	if k := len(d.free); k > 0 {
+		j, d.free = d.free[k-1], d.free[:k-1]
+	} else {
+		j = new(job)
+	}
+	*j = job{n: n, domain: DomainOf(n)}
+	d.intake = append(d.intake, j)
 	d.mu.Unlock()
 	d.signal()
 	return nil
@@ -516,7 +529,7 @@ func (d *Dispatcher) schedule() {
 		d.promote(now)
 		d.dispatch(now)
 		d.lease(now)
-		if d.drained && d.queued == 0 && d.inFlight == 0 && d.delayed.Len() == 0 && len(d.out) == 0 && !d.leasing {
+		if d.drained && d.queued == 0 && d.inFlight == 0 && d.delayed.Len() == 0 && d.out.len() == 0 && !d.leasing {
 			return
 		}
 		var timerC <-chan time.Time
@@ -526,8 +539,8 @@ func (d *Dispatcher) schedule() {
 		}
 		var out chan<- Result
 		var head Result
-		if len(d.out) > 0 {
-			out, head = d.results, d.out[0]
+		if d.out.len() > 0 {
+			out, head = d.results, *d.out.front()
 		}
 		select {
 		case <-timerC:
@@ -537,8 +550,7 @@ func (d *Dispatcher) schedule() {
 			d.inFlight--
 			d.complete(j, d.clock.Now())
 		case out <- head:
-			d.out[0] = Result{}
-			d.out = d.out[1:]
+			d.out.pop()
 			<-d.slots
 		case r := <-d.leased:
 			d.granted(r, d.clock.Now())
@@ -554,11 +566,18 @@ func (d *Dispatcher) schedule() {
 func (d *Dispatcher) take(now time.Time) {
 	d.mu.Lock()
 	in := d.intake
-	d.intake = nil
+	d.intake = d.taken[:0]
+	d.free = append(d.free, d.freed...)
 	if d.closed {
 		d.drained = true
 	}
 	d.mu.Unlock()
+	clear(d.freed)
+	d.freed = d.freed[:0]
+	defer func() {
+		clear(in)
+		d.taken = in
+	}()
 	for _, j := range in {
 		if d.cancelled {
 			d.finish(j, now, &Error{Class: Transient, Err: ErrNotAttempted})
@@ -755,7 +774,9 @@ func (d *Dispatcher) finish(j *job, now time.Time, err error) {
 	if err == nil {
 		r.Receipt = j.receipt
 	}
-	d.out = append(d.out, r)
+	d.out.push(r)
+	*j = job{}
+	d.freed = append(d.freed, j)
 }
 
 // bucketQueue is one recipient domain's bucket and waiting notices.
