@@ -1,6 +1,7 @@
 package scan_test
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"testing"
@@ -23,12 +24,19 @@ func TestSuppressedCountsWhatAConcurrentPassTook(t *testing.T) {
 		hooks func(other func()) scan.Hooks
 		// shard: other is shard 0 of 2, else a whole pass.
 		shard bool
+		// batch: pass a's page size (10 unless set): at 50, its first page
+		// reads every notice, so that what other takes, pass a loses at
+		// its claims rather than never sees.
+		batch int
 	}{
 		{name: "no other pass", hooks: func(func()) scan.Hooks { return scan.Hooks{} }},
 		{name: "another pass takes the rest after the first claim", hooks: func(other func()) scan.Hooks {
 			return scan.Hooks{AfterClaimCommit: once(other)}
 		}},
 		{name: "another pass takes every notice before the first claim", hooks: func(other func()) scan.Hooks {
+			return scan.Hooks{BeforeClaim: once(other)}
+		}},
+		{name: "another pass takes every notice read, before they are claimed", batch: 50, hooks: func(other func()) scan.Hooks {
 			return scan.Hooks{BeforeClaim: once(other)}
 		}},
 		{name: "a shard's pass takes its part before the first claim", shard: true, hooks: func(other func()) scan.Hooks {
@@ -54,7 +62,8 @@ func TestSuppressedCountsWhatAConcurrentPassTook(t *testing.T) {
 					}
 				})
 			}
-			a := e.mustPass(func(c *scan.Config) { c.RunID, c.BatchSize, c.Hooks = "run-a", 10, tc.hooks(other) })
+			batch := cmp.Or(tc.batch, 10)
+			a := e.mustPass(func(c *scan.Config) { c.RunID, c.BatchSize, c.Hooks = "run-a", batch, tc.hooks(other) })
 			if bErr != nil {
 				t.Fatalf("other pass: %v", bErr)
 			}
