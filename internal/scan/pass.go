@@ -167,7 +167,7 @@ func (p *Pass) sendDue(ctx context.Context, c *counters, next *handoff) (*passSt
 	if err != nil {
 		return nil, err
 	}
-	ps := &passState{handled: map[string]int{}, reclaimed: map[string]int{}}
+	ps := &passState{handled: map[string]int{}, reclaimed: map[string]int{}, groups: map[string]*groupTally{}}
 	if err := st.finish(p.produce(st.ctx, st, c, ps)); err != nil {
 		p.log.Error().Err(err).Msg("pass aborted; it is safe to run again")
 		return nil, err
@@ -176,21 +176,28 @@ func (p *Pass) sendDue(ctx context.Context, c *counters, next *handoff) (*passSt
 }
 
 // countSuppressed counts the due notices of every window group that other
-// runs handled, and with them the pass's eligible notices.
+// runs handled, and with them the pass's eligible notices. A group is
+// counted again at the end (one walk of its window and of the ledger's
+// rows there: the month this pass filled, when it is a first pass) only
+// when another run may have written there meanwhile (settledAtStart);
+// else its count at the start, less the rows this pass re-claimed, is
+// the count.
 func (p *Pass) countSuppressed(ctx context.Context, ps *passState, c *counters) error {
-	suppressed := 0
+	suppressed, retry := 0, c.snapshot().Retry
+	var err error
 	for _, group := range p.sels[notice.ChannelEmail] {
 		for _, sel := range group {
-			n, ok := ps.handled[sel.Key()]
+			key := sel.Key()
+			n, ok := ps.handled[key]
+			if !ok && ps.settledAtStart(key, retry, p.kinds[sel.Kind].HasSMS()) {
+				n, ok = ps.groups[key].due.Handled, true
+			}
 			if ok {
 				// Counted at the start, before this pass re-claimed any of
 				// the group's retry rows.
-				n -= ps.reclaimed[sel.Key()]
-			} else {
-				var err error
-				if n, err = p.src.Handled(ctx, p.db, sel, p.cfg.RunID); err != nil {
-					return err
-				}
+				n -= ps.reclaimed[key]
+			} else if n, err = p.countHandled(ctx, sel, ps.tally(key)); err != nil {
+				return err
 			}
 			suppressed += n
 		}
@@ -200,6 +207,16 @@ func (p *Pass) countSuppressed(ctx context.Context, ps *passState, c *counters) 
 		x.Eligible = x.Minted + x.Retried + x.Suppressed + x.Deferred + x.SuppressedAddress + x.Witnessed
 	})
 	return nil
+}
+
+// countHandled counts sel's due notices that other runs handled: over
+// the window's earliest period the group's stream read (g.from), or, for
+// a group the email stage kept no tally of, read again first.
+func (p *Pass) countHandled(ctx context.Context, sel selection, g *groupTally) (int, error) {
+	if g == nil {
+		return p.src.Handled(ctx, p.db, sel, p.cfg.RunID)
+	}
+	return p.src.HandledFrom(ctx, p.db, sel, p.cfg.RunID, g.from)
 }
 
 func (p *Pass) fillQuarantine(ctx context.Context, c *counters) {
@@ -347,6 +364,62 @@ type passState struct {
 	// stopped: the time budget ended the pass before every stream was
 	// read and claimed.
 	stopped bool
+	// groups: per window group with open notices at the start, what it
+	// held then and what this pass read and wrote there since
+	// (settledAtStart). nil in the sms stage's passState.
+	groups map[string]*groupTally
+}
+
+// groupTally is what the email stage knows of one window group that had
+// open notices at the start: its counts then, and, since, the rows its
+// open stream read and the ledger rows this pass wrote for them.
+type groupTally struct {
+	due  subscription.DueCount
+	from *time.Time // the window's earliest period, as the stream reads it
+	// read: the rows the group's stream read, each once unless reread.
+	read int
+	// reread: the stream read some rows again (a rescan past a full
+	// domain): read counts them twice.
+	reread bool
+	// ours: the ledger rows this pass inserted for the group's notices
+	// (claimed, witnessed, suppressed or waiting as invalid_address).
+	ours int
+}
+
+// tally is the groupTally of the group key, nil when ps keeps none (the
+// sms stage's, or a group with nothing open at the start).
+func (ps *passState) tally(key string) *groupTally {
+	if ps == nil || ps.groups == nil {
+		return nil
+	}
+	return ps.groups[key]
+}
+
+// settledAtStart reports whether the count of the group key's due
+// notices that other runs handled is still its count at the start, less
+// the rows this pass re-claimed, so that the end of the pass need not
+// count it again. It is when no other run can have written a ledger row
+// of the group's notices meanwhile, as this pass can tell without a
+// walk of the window:
+//   - the stream read every row that was open at the start, each once
+//     (read == open, no rescan): no other run took one before it was
+//     read;
+//   - this pass inserted the row of every row it read (ours == read): no
+//     other run took one after it was read (a lost claim), and none was
+//     left open to be taken (the time budget, the quiet hours, an invalid
+//     row with no ledger row);
+//   - no row of this pass is waiting in retry (retry == 0), where another
+//     run could re-claim it, and no row was waiting as invalid_address at
+//     the start, where another run could re-claim or fail it and turn it
+//     handled;
+//   - the kind has no sms channel, whose stage writes beside this one.
+//
+// Like the count of a group with nothing open at the start, it takes the
+// source relation's rows as they were at the start.
+func (ps *passState) settledAtStart(key string, retry int, sms bool) bool {
+	g := ps.tally(key)
+	return g != nil && !ps.stopped && !sms && retry == 0 && !g.reread &&
+		g.due.Waiting == 0 && g.read == g.due.Open && g.ours == g.read
 }
 
 // produce reads the due notices of every kind (its retry rows, then each
@@ -395,7 +468,7 @@ func (p *Pass) produce(ctx context.Context, st *stage, c *counters, ps *passStat
 				if !st.readable() {
 					continue
 				}
-				if err := p.readInto(ctx, st, pl, inv, c); err != nil {
+				if err := p.readInto(ctx, st, pl, inv, c, ps); err != nil {
 					return err
 				}
 				progressed = true
@@ -451,6 +524,7 @@ func (p *Pass) openStreams(ctx context.Context, ps *passState) error {
 				continue
 			}
 			st.from = from
+			ps.groups[st.sel.Key()] = &groupTally{due: due, from: from}
 		}
 		ps.streams = append(ps.streams, st)
 	}
@@ -490,6 +564,8 @@ type page struct {
 	// cancelled are the keys of the retry rows whose subscription is no
 	// longer active (subscription.RetryPage's), to end as cancelled.
 	cancelled []string
+	// read: the rows the page's query returned.
+	read int
 }
 
 type skippedRow struct {
@@ -554,7 +630,7 @@ func (p *Pass) readPage(ctx context.Context, db sqlx.QueryerContext, st *stream,
 	if last != nil && *last != "" {
 		pg.last = last // past the retry rows left out of the page
 	}
-	pg.end = read < p.cfg.BatchSize
+	pg.end, pg.read = read < p.cfg.BatchSize, read
 	return pg, nil
 }
 
@@ -574,7 +650,7 @@ func (p *Pass) cancelRetries(ctx context.Context, keys []string, c *counters) er
 
 // readInto reads st's next page into the planner, skipping (and noting
 // where) the rows whose domain's queue is full.
-func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *invalidLog, c *counters) error {
+func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *invalidLog, c *counters, ps *passState) error {
 	pending := map[string]int{}
 	admit := func(domain string) bool {
 		if !pl.Admits(domain, pending[domain]) {
@@ -594,8 +670,13 @@ func (p *Pass) readInto(ctx context.Context, st *stream, pl *planner, inv *inval
 	if err := p.cancelRetries(ctx, pg.cancelled, c); err != nil {
 		return err
 	}
-	if err := p.recordInvalid(ctx, c, pg.bad); err != nil {
+	recorded, err := p.recordInvalidN(ctx, c, pg.bad)
+	if err != nil {
 		return err
+	}
+	if g := ps.tally(st.sel.Key()); g != nil && !st.retry && !st.afterSMS {
+		g.read, g.ours = g.read+pg.read, g.ours+recorded
+		g.reread = g.reread || st.rescan || len(pg.skipped) > 0
 	}
 	for _, cd := range pg.cands {
 		pl.Offer(cd)
@@ -656,7 +737,7 @@ func (p *Pass) claimPicked(ctx context.Context, st *stage, c *counters, ps *pass
 	var won []ledger.Won
 	for _, step := range []func() ([]ledger.Won, error){
 		func() ([]ledger.Won, error) { return p.reclaimPicked(ctx, c, opt, ps, st.next, retryKeys, byKey) },
-		func() ([]ledger.Won, error) { return p.insertPicked(ctx, c, opt, st.next, claims, byKey) },
+		func() ([]ledger.Won, error) { return p.insertPicked(ctx, c, opt, ps, st.next, claims, byKey) },
 	} {
 		w, err := step()
 		if err != nil {
@@ -704,7 +785,7 @@ func (p *Pass) reclaimPicked(ctx context.Context, c *counters, opt ledger.ClaimO
 // statement, autocommitted: the claim is durable before any notice of it
 // leaves the process. It returns those to send: not suppressed, not
 // witnessed sent already.
-func (p *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, next *handoff, claims []ledger.Claim, byKey map[string]candidate) ([]ledger.Won, error) {
+func (p *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOptions, ps *passState, next *handoff, claims []ledger.Claim, byKey map[string]candidate) ([]ledger.Won, error) {
 	if len(claims) == 0 {
 		return nil, nil
 	}
@@ -722,6 +803,13 @@ func (p *Pass) insertPicked(ctx context.Context, c *counters, opt ledger.ClaimOp
 	})
 	if err != nil {
 		return nil, err
+	}
+	if opt.Channel == notice.ChannelEmail {
+		for _, x := range w { // every row inserted: sent, witnessed or suppressed
+			if g := ps.tally(byKey[x.Key].sel); g != nil {
+				g.ours++
+			}
+		}
 	}
 	w, listed := p.takeSuppressed(c, opt.Channel, w, byKey, next)
 	w, witnessed := splitWitnessed(w)
@@ -1014,13 +1102,19 @@ func (p *Pass) dryRunStreams(ctx context.Context, tx sqlx.QueryerContext, out *D
 // sends them once the address is fixed. Not claimed: they are in neither
 // Minted nor Retry, and InvalidAddress counts the rows new this pass.
 func (p *Pass) recordInvalid(ctx context.Context, c *counters, bad []ledger.Claim) error {
+	_, err := p.recordInvalidN(ctx, c, bad)
+	return err
+}
+
+// recordInvalidN is recordInvalid that returns how many rows it recorded.
+func (p *Pass) recordInvalidN(ctx context.Context, c *counters, bad []ledger.Claim) (int, error) {
 	opt := ledger.ClaimOptions{Now: p.cfg.Now, RunID: p.cfg.RunID, Channel: notice.ChannelEmail}
 	keys, err := ledger.RecordInvalidAddress(ctx, p.db, opt, bad)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if len(keys) > 0 {
 		c.add(func(x *Summary) { x.InvalidAddress += len(keys) })
 	}
-	return nil
+	return len(keys), nil
 }

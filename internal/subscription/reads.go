@@ -111,6 +111,9 @@ type DueCount struct {
 	// Handled: the rows due with a ledger row owned by another run
 	// (what CountHandled counts).
 	Handled int `db:"handled"`
+	// Waiting: the rows due with a ledger row waiting as invalid_address
+	// (any run's), which Handled leaves out.
+	Waiting int `db:"waiting"`
 }
 
 // CountDue counts, in one walk of the rows ListOpen considers, those
@@ -161,6 +164,17 @@ func (s *Source) CountHandled(ctx context.Context, db sqlx.QueryerContext, g Gro
 	var from *time.Time
 	if err := sqlx.GetContext(ctx, db, &from, st.periodFrom, s.group(g, lo, hi, false)...); err != nil {
 		return 0, fmt.Errorf("count handled: earliest period: %w", err)
+	}
+	return s.CountHandledFrom(ctx, db, g, lo, hi, runID, from)
+}
+
+// CountHandledFrom is CountHandled with the rows' earliest billing period
+// from already read (PeriodFrom's, as the pass read it for the window's
+// stream): one walk of the window, not two.
+func (s *Source) CountHandledFrom(ctx context.Context, db sqlx.QueryerContext, g Group, lo, hi time.Time, runID string, from *time.Time) (int, error) {
+	st, err := s.statements(g.Anchor)
+	if err != nil {
+		return 0, err
 	}
 	var n int
 	if err := sqlx.GetContext(ctx, db, &n, st.countHandled, s.group(g, lo, hi, false, g.Kind, runID, dateParam(from))...); err != nil {

@@ -141,14 +141,18 @@ WHERE ` + inGroup
 
 // subscriptionCountDue: in one walk of one group's window (the rows
 // subscriptionListOpen considers), how many have no ledger row (open: what
-// it would return) and how many are due with a ledger row owned by
-// another run (handled: what subscriptionCountHandled counts). A nightly
-// re-run that finds open = 0 skips the group's stream: it then costs one
-// indexed anti-join, not a walk plus a count. The group parameters, then
-// $8 kind, $9 this run's id, $10 the window's earliest period.
+// it would return), how many are due with a ledger row owned by another
+// run (handled: what subscriptionCountHandled counts), and how many are
+// due with a row waiting as invalid_address (waiting: left out of
+// handled, whoever owns it). A nightly re-run that finds open = 0 skips
+// the group's stream: it then costs one indexed anti-join, not a walk
+// plus a count. The group parameters, then $8 kind, $9 this run's id,
+// $10 the window's earliest period.
 const subscriptionCountDue = `SELECT count(*) FILTER (WHERE l.subscription_id IS NULL) AS open,
        count(*) FILTER (WHERE l.subscription_id IS NOT NULL AND l.run_id <> $9
-                          AND s.{anchor} > $3 AND s.{anchor} <= $4 AND NOT ` + waitingInvalid + `) AS handled
+                          AND s.{anchor} > $3 AND s.{anchor} <= $4 AND NOT ` + waitingInvalid + `) AS handled,
+       count(*) FILTER (WHERE l.subscription_id IS NOT NULL
+                          AND s.{anchor} > $3 AND s.{anchor} <= $4 AND ` + waitingInvalid + `) AS waiting
 FROM {rel} s
 LEFT JOIN notice_ledger l
        ON ` + sameNotice + ` AND l.kind = $8

@@ -135,6 +135,12 @@ func (a At) Handled(ctx context.Context, db sqlx.QueryerContext, w Window, runID
 	return a.CountHandled(ctx, db, w.Group, a.Now.Add(w.Close), w.Hi(a.Now), runID)
 }
 
+// HandledFrom is Handled with w's earliest period from (OpenFrom) read
+// already.
+func (a At) HandledFrom(ctx context.Context, db sqlx.QueryerContext, w Window, runID string, from *time.Time) (int, error) {
+	return a.CountHandledFrom(ctx, db, w.Group, a.Now.Add(w.Close), w.Hi(a.Now), runID, from)
+}
+
 // Opened counts w's open rows over all OpenPage's pages.
 func (a At) Opened(ctx context.Context, db sqlx.QueryerContext, w Window) (int, error) {
 	return a.CountOpen(ctx, db, w.Group, a.Now.Add(w.Close), w.Hi(a.Now))
