@@ -129,12 +129,13 @@ func insertBatch(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, clai
 	if err := ensurePartitions(ctx, db, claimMonths(claims)); err != nil {
 		return nil, err
 	}
-	a, err := claimArrays(claims)
+	var buf pgArray
+	a, err := claimArrays(&buf, claims)
 	if err != nil {
 		return nil, err
 	}
-	k32 := key32Array(claims)
-	prev, rekey := previousArray(opt.Suppression && opt.State == Claimed, len(claims), func(i int) [][]byte { return claims[i].PreviousHMACs })
+	k32 := key32Array(&buf, claims)
+	prev, rekey := previousArray(&buf, opt.Suppression && opt.State == Claimed, len(claims), func(i int) [][]byte { return claims[i].PreviousHMACs })
 	var out []Won
 	claim := func(stmt string) error {
 		out = out[:0]
@@ -146,7 +147,7 @@ func insertBatch(ctx context.Context, db sqlx.ExtContext, opt ClaimOptions, clai
 			return sqlx.SelectContext(ctx, q, &out, stmt,
 				a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
 				string(opt.State), opt.Now.UTC(), opt.RunID, opt.RedirectTo, a[10], a[11], opt.Channel, a[12], k32,
-				opt.Suppression, ReasonSuppressed, prev, rekey, hex.EncodeToString(opt.KeyID), pq.BoolArray(probe))
+				opt.Suppression, ReasonSuppressed, prev, rekey, hex.EncodeToString(opt.KeyID), buf.boolsOrNull(probe))
 		})
 	}
 	// In a transaction of its own, the plain insert first, and ON
@@ -188,28 +189,24 @@ func isConflict(err error) bool {
 	return errors.As(err, &pqErr) && (pqErr.Code == "23505" || pqErr.Code == "40P01")
 }
 
-// durably runs fn, a claiming statement, so that its transaction commits
-// synchronously (synchronous_commit at least on) whatever the server's,
-// database's or role's default: a claim is durable when its statement
-// returns, before anything of it leaves the process. Given the pool
-// (*sqlx.DB), it runs fn in a transaction of its own (BEGIN, the setting,
-// fn, COMMIT: three round trips more per batch of claims, not per claim);
-// given a transaction, it sets it there and the caller's COMMIT is the
-// synchronous one.
+// durably runs fn, a claiming statement, in the transaction that makes it
+// durable: given the pool (*sqlx.DB), a transaction of its own (BEGIN, fn,
+// COMMIT: two round trips more per batch of claims, not per claim), whose
+// COMMIT returns only once the claim is flushed; given a transaction, in
+// it, and the caller's COMMIT is the synchronous one. The claiming
+// statements (noticeClaim, noticeReclaim) set synchronous_commit at least
+// on themselves (noticeClaimDurable, in a one-time filter of their last
+// SELECT, which runs whatever rows they insert or update), whatever the
+// server's, database's or role's default: COMMIT reads it, so a claim is
+// durable when its transaction's COMMIT returns, before anything of it
+// leaves the process. No statement of its own sets it (one round trip
+// less per batch; issue 39).
 func durably(ctx context.Context, db sqlx.ExtContext, fn func(sqlx.ExtContext) error) error {
 	pool, ok := db.(*sqlx.DB)
 	if !ok {
-		if _, err := db.ExecContext(ctx, noticeClaimDurable); err != nil {
-			return fmt.Errorf("synchronous commit: %w", err)
-		}
 		return fn(db)
 	}
-	return WithTx(ctx, pool, func(tx *sqlx.Tx) error {
-		if _, err := tx.ExecContext(ctx, noticeClaimDurable); err != nil {
-			return fmt.Errorf("synchronous commit: %w", err)
-		}
-		return fn(tx)
-	})
+	return WithTx(ctx, pool, func(tx *sqlx.Tx) error { return fn(tx) })
 }
 
 // claimMonths returns the first day of each month the claims' periods
@@ -232,20 +229,21 @@ func claimMonths(claims []Claim) []string {
 }
 
 // claimArrays returns noticeClaim's thirteen column parameters ($1-$10,
-// $15-$16 the rules and zones, $18 the address digests in hex), the
-// claims' columns, as binary arrays (pgArray) written into one buffer:
-// text[] but $4 date[], $5 int4[] and $6-$7 timestamptz[], which the
-// server receives as they are instead of parsing an array literal and
-// casting every element from text. No element allocates.
-func claimArrays(claims []Claim) ([13]any, error) {
+// $15-$16 the rules and zones, $18 the address digests), the claims'
+// columns, as binary arrays (pgArray) written into a, the batch's one
+// buffer (with room for key32Array's and previousArray's too): text[] but
+// $4 date[], $5 int4[], $6-$7 timestamptz[] and $18 bytea[] (NULL for
+// none), which the server receives as they are instead of parsing an
+// array literal and casting (or decoding) every element from text. No
+// element allocates.
+func claimArrays(a *pgArray, claims []Claim) ([13]any, error) {
 	var out [13]any
 	for i := range claims {
 		if err := checkInt4("revision", claims[i].Revision); err != nil {
 			return out, fmt.Errorf("claim %d: %w", i, err)
 		}
 	}
-	var a pgArray
-	a.grow(13*arrayHeader + len(claims)*(13*4+64+32+16+4+4+8+8+10+2+2*25+32+64+44+80+20+64))
+	a.grow(15*arrayHeader + len(claims)*(15*4+64+32+16+4+4+8+8+10+2+2*25+32+64+44+80+20+32+32+1))
 	column := func(i int, oid uint32, elem func(c *Claim)) {
 		a.begin(oid)
 		for j := range claims {
@@ -265,7 +263,7 @@ func claimArrays(claims []Claim) ([13]any, error) {
 	column(9, oidText, func(c *Claim) { a.text(c.CancelToken) })
 	column(10, oidText, func(c *Claim) { a.text(c.Rule) })
 	column(11, oidText, func(c *Claim) { a.text(c.TimeZone) })
-	column(12, oidText, func(c *Claim) { a.hex(c.AddressHMAC) })
+	column(12, oidBytea, func(c *Claim) { a.byteaOrNull(c.AddressHMAC) })
 	return out, nil
 }
 
@@ -274,12 +272,11 @@ func claimArrays(claims []Claim) ([13]any, error) {
 // commas, "" for none) that the suppression probe's re-keying reads, and
 // whether any claim has one; with probe false, or no previous digest, it
 // is empty and false, and the statement folds the re-keying away.
-func previousArray(probe bool, n int, prev func(i int) [][]byte) ([]byte, bool) {
+func previousArray(a *pgArray, probe bool, n int, prev func(i int) [][]byte) ([]byte, bool) {
 	found := false
 	for i := 0; probe && i < n && !found; i++ {
 		found = len(prev(i)) > 0
 	}
-	var a pgArray
 	if !found {
 		a.begin(oidText)
 		return a.end(), false
@@ -302,8 +299,7 @@ func previousArray(probe bool, n int, prev func(i int) [][]byte) ([]byte, bool) 
 // key32Array returns the text[] (pgArray) of the first 32 characters of
 // each claim's key: what the claim's second witness looks the unmatched
 // evidence up by. A key shorter than 32 stays whole (it matches nothing).
-func key32Array(claims []Claim) []byte {
-	var a pgArray
+func key32Array(a *pgArray, claims []Claim) []byte {
 	a.grow(arrayHeader + len(claims)*36)
 	a.begin(oidText)
 	for i := range claims {
@@ -334,8 +330,9 @@ func ReclaimUnlessSuppressed(ctx context.Context, db sqlx.ExtContext, opt ClaimO
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	k, h := reclaimArrays(keys, opt.Suppression, digests)
-	prev, rekey := previousArray(opt.Suppression && len(previous) == len(keys), len(keys), func(i int) [][]byte { return previous[i] })
+	var buf pgArray
+	k, h := reclaimArrays(&buf, keys, opt.Suppression, digests)
+	prev, rekey := previousArray(&buf, opt.Suppression && len(previous) == len(keys), len(keys), func(i int) [][]byte { return previous[i] })
 	var out []Won
 	err := durably(ctx, db, func(q sqlx.ExtContext) error {
 		var probe []bool
@@ -347,7 +344,7 @@ func ReclaimUnlessSuppressed(ctx context.Context, db sqlx.ExtContext, opt ClaimO
 			}
 		}
 		return sqlx.SelectContext(ctx, q, &out, noticeReclaim, k, opt.Now.UTC(), opt.RunID, opt.RedirectTo,
-			h, opt.Suppression, opt.Channel, ReasonSuppressed, prev, rekey, hex.EncodeToString(opt.KeyID), pq.BoolArray(probe))
+			h, opt.Suppression, opt.Channel, ReasonSuppressed, prev, rekey, hex.EncodeToString(opt.KeyID), buf.boolsOrNull(probe))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reclaim retries: %w", err)
@@ -364,23 +361,22 @@ func at[T any](s []T, i int) T {
 	return zero
 }
 
-// reclaimArrays returns noticeReclaim's $1, keys, and $5, the digests in
-// hex ("" for none, and for all without probe), as binary text[] (pgArray)
-// in one buffer.
-func reclaimArrays(keys []string, probe bool, digests [][]byte) (k, h []byte) {
-	var a pgArray
-	a.grow(2*arrayHeader + len(keys)*(8+64+64))
+// reclaimArrays returns noticeReclaim's $1, keys (text[]), and $5, the
+// digests (bytea[], NULL for none, and for all without probe), as binary
+// arrays (pgArray) in a, the batch's one buffer.
+func reclaimArrays(a *pgArray, keys []string, probe bool, digests [][]byte) (k, h []byte) {
+	a.grow(3*arrayHeader + len(keys)*(12+64+32+1))
 	a.begin(oidText)
 	for _, key := range keys {
 		a.text(key)
 	}
 	k = a.end()
-	a.begin(oidText)
+	a.begin(oidBytea)
 	for i := range keys {
 		if probe && i < len(digests) {
-			a.hex(digests[i])
+			a.byteaOrNull(digests[i])
 		} else {
-			a.text("")
+			a.null()
 		}
 	}
 	return k, a.end()

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"database/sql/driver"
+	"encoding/hex"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -36,6 +37,7 @@ func TestClaimArraysMatchPQ(t *testing.T) {
 	}
 	for _, n := range []int{1, 2, 7, 1000} {
 		claims := make([]Claim, n)
+		var hexes []string
 		for i := range claims {
 			claims[i] = Claim{
 				Key: word(), Domain: word(), MessageID: word(), CancelToken: word(),
@@ -48,6 +50,14 @@ func TestClaimArraysMatchPQ(t *testing.T) {
 				RenewsAt:       time.Unix(rng.Int64N(4e9), 1000*rng.Int64N(1e6)+rng.Int64N(499)).In(time.FixedZone("x", 3600*rng.IntN(5))),
 				WindowClosesAt: time.Unix(rng.Int64N(4e9), 0),
 			}
+			switch rng.IntN(3) {
+			case 0: // nil: no digest
+			case 1:
+				claims[i].AddressHMAC = []byte{}
+			default:
+				claims[i].AddressHMAC = []byte(word() + "x")
+			}
+			hexes = append(hexes, hex.EncodeToString(claims[i].AddressHMAC))
 		}
 		cols := make([][]string, 12)
 		months := map[string]bool{}
@@ -59,7 +69,8 @@ func TestClaimArraysMatchPQ(t *testing.T) {
 			}
 			months[c.PeriodStart.Format("2006-01")+"-01"] = true
 		}
-		got, err := claimArrays(claims)
+		var buf pgArray
+		got, err := claimArrays(&buf, claims)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,6 +84,15 @@ func TestClaimArraysMatchPQ(t *testing.T) {
 			if err := db.QueryRowContext(context.Background(), q, got[i], want).Scan(&same); err != nil || !same {
 				t.Fatalf("n=%d, column %d (%s[]): the binary array differs from %q: %v", n, i+1, types[i], want, err)
 			}
+		}
+		// $18, the digests: bytea[], NULL where the hex text[] it replaced
+		// held "" (nil or empty), as the statement's decode(NULLIF(h, ''))
+		// read it.
+		var same bool
+		if err := db.QueryRowContext(context.Background(), `SELECT $1::bytea[] IS NOT DISTINCT FROM
+			(SELECT array_agg(decode(NULLIF(h, ''), 'hex') ORDER BY i) FROM unnest($2::text[]) WITH ORDINALITY AS x(h, i))`,
+			got[12], pq.Array(hexes)).Scan(&same); err != nil || !same {
+			t.Fatalf("n=%d, digests: the bytea[] differs from %q: %v", n, hexes, err)
 		}
 		gotMonths := claimMonths(claims)
 		if len(gotMonths) != len(months) {

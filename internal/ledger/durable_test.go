@@ -17,7 +17,10 @@ import (
 // A claiming transaction commits with synchronous_commit at least on,
 // whatever the session's default (here a connection whose default is off
 // or local, as a role's or a database's setting would make it), and keeps
-// a stronger remote_apply; the setting ends with the transaction.
+// a stronger remote_apply; the setting ends with the transaction. The
+// claim statements set it themselves (no statement of its own before
+// them), also when they insert or re-claim nothing: read after each
+// statement, in the transaction whose COMMIT reads it.
 func TestClaimTransactionsCommitSynchronously(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.DSN(t)
@@ -38,23 +41,46 @@ func TestClaimTransactionsCommitSynchronously(t *testing.T) {
 				}
 				return s
 			}
-			var inPool, inTx string
-			if err := ledger.Durably(ctx, db, func(q sqlx.ExtContext) error { inPool = setting(q); return nil }); err != nil {
+			if _, err := ledger.Insert(ctx, db, opt("r"), []ledger.Claim{claim(2, 0)}); err != nil {
 				t.Fatal(err)
-			}
-			if inPool != tc.want {
-				t.Fatalf("default %s: a claim from the pool commits with %s, want %s", tc.dflt, inPool, tc.want)
 			}
 			if got := setting(db); got != tc.dflt {
 				t.Fatalf("default %s: after the claim the session has %s: the setting leaked", tc.dflt, got)
 			}
-			tx := db.MustBeginTx(ctx, nil)
-			defer tx.Rollback()
-			if _, err := ledger.Insert(ctx, tx, opt("r"), []ledger.Claim{claim(1, 0)}); err != nil {
-				t.Fatal(err)
-			}
-			if inTx = setting(tx); inTx != tc.want {
-				t.Fatalf("default %s: a claim inside the caller's transaction commits with %s, want %s", tc.dflt, inTx, tc.want)
+			for _, step := range []struct {
+				name  string
+				claim func(tx *sqlx.Tx) error
+			}{
+				{"a claim", func(tx *sqlx.Tx) error {
+					_, err := ledger.Insert(ctx, tx, opt("r"), []ledger.Claim{claim(1, 0)})
+					return err
+				}},
+				{"a claim that inserts nothing", func(tx *sqlx.Tx) error {
+					won, err := ledger.Insert(ctx, tx, opt("r"), []ledger.Claim{claim(2, 0)})
+					if err == nil && len(won) != 0 {
+						t.Fatalf("claim 2 inserted twice: %+v", won)
+					}
+					return err
+				}},
+				{"a re-claim that takes nothing", func(tx *sqlx.Tx) error {
+					_, err := ledger.Reclaim(ctx, tx, opt("r"), []string{claim(2, 0).Key})
+					return err
+				}},
+			} {
+				tx := db.MustBeginTx(ctx, nil)
+				t.Cleanup(func() { _ = tx.Rollback() }) // a Fatal below leaves the one connection free
+				if got := setting(tx); got != tc.dflt {
+					t.Fatalf("default %s: a transaction starts with %s", tc.dflt, got)
+				}
+				if err := step.claim(tx); err != nil {
+					t.Fatal(err)
+				}
+				if got := setting(tx); got != tc.want {
+					t.Fatalf("default %s: %s inside the caller's transaction commits with %s, want %s", tc.dflt, step.name, got, tc.want)
+				}
+				if err := tx.Rollback(); err != nil {
+					t.Fatal(err)
+				}
 			}
 		})
 	}

@@ -143,6 +143,29 @@ func (a *pgArray) bytea(p []byte) {
 	a.n++
 }
 
+// byteaOrNull appends p, or NULL for an empty or nil p (as the hex text
+// form's "" was).
+func (a *pgArray) byteaOrNull(p []byte) {
+	if len(p) == 0 {
+		a.null()
+		return
+	}
+	a.bytea(p)
+}
+
+// boolsOrNull returns v as a bool[] parameter written into a, or nil (a
+// NULL parameter) for a nil v.
+func (a *pgArray) boolsOrNull(v []bool) any {
+	if v == nil {
+		return nil
+	}
+	a.begin(oidBool)
+	for _, b := range v {
+		a.bool(b)
+	}
+	return a.end()
+}
+
 // int4 appends an int4 element; v must fit in 32 bits (checkInt4).
 func (a *pgArray) int4(v int) {
 	a.b = binary.BigEndian.AppendUint32(a.b, 4)

@@ -72,6 +72,11 @@ func TestPGArrayRoundTrip(t *testing.T) {
 			a.null()
 		}},
 		{"bytea empty", "bytea", `{}`, func(*pgArray) {}},
+		{"bytea or NULL", "bytea", `{NULL,NULL,"\\x00ff"}`, func(a *pgArray) {
+			a.byteaOrNull([]byte{})
+			a.byteaOrNull(nil)
+			a.byteaOrNull([]byte{0, 0xff})
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var a pgArray
@@ -88,6 +93,36 @@ func TestPGArrayRoundTrip(t *testing.T) {
 				t.Errorf("the array before it in the buffer reads %s", got)
 			}
 		})
+	}
+}
+
+// boolsOrNull writes a bool[] after what the buffer holds, and a NULL
+// parameter (nil) for a nil slice: the claim statements' probe filter,
+// where NULL probes every claim.
+func TestPGArrayBoolsOrNull(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	var a pgArray
+	a.begin(oidText)
+	a.text("before")
+	before := a.end()
+	if p := a.boolsOrNull(nil); p != nil {
+		t.Fatalf("nil filter: %v, want a NULL parameter", p)
+	}
+	for _, tc := range []struct {
+		v    []bool
+		want string
+	}{{[]bool{true, false, true}, "{t,f,t}"}, {[]bool{}, "{}"}} {
+		if got := serverText(t, db, "bool", a.boolsOrNull(tc.v).([]byte)); got != tc.want {
+			t.Errorf("%v read back as %s, want %s", tc.v, got, tc.want)
+		}
+	}
+	if got := serverText(t, db, "text", before); got != "{before}" {
+		t.Errorf("the array before it in the buffer reads %s", got)
+	}
+	var isNull bool
+	if err := db.QueryRow(`SELECT $1::boolean[] IS NULL`, a.boolsOrNull(nil)).Scan(&isNull); err != nil || !isNull {
+		t.Fatalf("nil filter on the server: null %v, %v", isNull, err)
 	}
 }
 

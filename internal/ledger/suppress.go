@@ -159,7 +159,8 @@ func SuppressionMatchRekey(ctx context.Context, db sqlx.QueryerContext, channel 
 		return out, nil
 	}
 	var pos []int
-	prev, rekey := previousArray(len(previous) == len(digests), len(digests), func(i int) [][]byte { return previous[i] })
+	var buf pgArray
+	prev, rekey := previousArray(&buf, len(previous) == len(digests), len(digests), func(i int) [][]byte { return previous[i] })
 	var err error
 	if rekey {
 		h := make([]string, len(digests))
