@@ -291,7 +291,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&c.suppressionRounds, "suppression-rounds", 4, "alternated pairs of first passes (empty list, 1M list) the suppression scenario runs; it reports each pair's ratio and their median")
 	fs.StringVar(&c.scanNoProof, "scan-noproof", "", "a scan binary built with -tags noproof, the proof scenario's baseline (first pass without the kept messages)")
 	fs.IntVar(&c.proofN, "proof-n", 50000, "due subscriptions of the proof scenario")
-	fs.BoolVar(&c.statementStats, "statement-stats", false, "the throughput scenario (and the suppression scenario, in its last pair) logs PostgreSQL's CPU of every statement of its first pass (log_statement_stats, which costs the pass a few percent) and prints the sums by statement and phase")
+	fs.BoolVar(&c.statementStats, "statement-stats", false, "the throughput scenario (its first pass and its re-run; the suppression scenario in its last pair) logs PostgreSQL's CPU of every statement (log_statement_stats, which costs the pass a few percent) and prints the sums by statement and phase")
 	fs.BoolVar(&c.suppressionPrevious, "suppression-previous", false, "the suppression scenario also runs, each round, the 1M-list pass with NOTICE_KEY_SECRET_PREVIOUS set (one previous secret) and reports its cost over the same pass without")
 	fs.IntVar(&c.suppressionN, "suppression-n", 50000, "due subscriptions of the suppression scenario (a first pass with an empty and with a 1M-entry suppression list)")
 	fs.IntVar(&c.channelsN, "channels-n", 600, "email notices of the channels scenario, beside as many that go by sms only")
@@ -721,9 +721,20 @@ func (b *bench) throughput(ctx context.Context) error {
 		return fmt.Errorf("anti-join found %d due rows without a ledger row after the first pass", left)
 	}
 	_ = os.RemoveAll(outbox)
+	var logAt int64
+	if b.cfg.statementStats {
+		if logAt, err = b.statementStatsOn(ctx, db); err != nil {
+			return err
+		}
+	}
 	re, err := b.scan(ctx, "bench_throughput", "run", b.runArgs(b.cfg.batches[0]), env)
 	if err != nil {
 		return err
+	}
+	if b.cfg.statementStats {
+		if err := b.statementStatsOffAs(ctx, db, logAt, due, "re-run"); err != nil {
+			return err
+		}
 	}
 	if re.int("minted") != 0 || re.int("suppressed") != due {
 		return fmt.Errorf("re-run minted %d, suppressed %d; want 0, %d", re.int("minted"), re.int("suppressed"), due)

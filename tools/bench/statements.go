@@ -43,6 +43,11 @@ func (b *bench) statementStatsOn(ctx context.Context, db *sql.DB) (int64, error)
 // statementStatsOff turns the logging off and prints the CPU of the
 // pass's statements, read from the server log after offset at.
 func (b *bench) statementStatsOff(ctx context.Context, db *sql.DB, at int64, n int) error {
+	return b.statementStatsOffAs(ctx, db, at, n, "first pass")
+}
+
+// statementStatsOffAs is statementStatsOff for the pass called pass.
+func (b *bench) statementStatsOffAs(ctx context.Context, db *sql.DB, at int64, n int, pass string) error {
 	for _, q := range []string{SettingStatementStatsOff, SettingReload} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("statement stats: %w", err)
@@ -60,7 +65,7 @@ func (b *bench) statementStatsOff(ctx context.Context, db *sql.DB, at int64, n i
 	if err != nil {
 		return err
 	}
-	printStatementCPU(b.out, sums, n)
+	printStatementCPU(b.out, sums, n, pass)
 	return nil
 }
 
@@ -164,7 +169,7 @@ func (l *statLog) flush() {
 
 // printStatementCPU prints the statements by CPU, most first, in us a
 // notice of a pass of n.
-func printStatementCPU(w io.Writer, sums map[string]*stmtCPU, n int) {
+func printStatementCPU(w io.Writer, sums map[string]*stmtCPU, n int, pass string) {
 	all := make([]*stmtCPU, 0, len(sums))
 	var total float64
 	for _, s := range sums {
@@ -175,7 +180,7 @@ func printStatementCPU(w io.Writer, sums map[string]*stmtCPU, n int) {
 		return all[i].parse+all[i].bind+all[i].exec > all[j].parse+all[j].bind+all[j].exec
 	})
 	us := func(s float64) float64 { return s / float64(n) * 1e6 }
-	fmt.Fprintf(w, "PostgreSQL's CPU by statement, first pass (log_statement_stats; %.2f s in all, %.1f us a notice):\n\n| statement | calls | parse | bind | execute | us a notice |\n|---|---|---|---|---|---|\n", total, us(total))
+	fmt.Fprintf(w, "PostgreSQL's CPU by statement, %s (log_statement_stats; %.2f s in all, %.1f us a notice):\n\n| statement | calls | parse | bind | execute | us a notice |\n|---|---|---|---|---|---|\n", pass, total, us(total))
 	for _, s := range all[:min(len(all), 15)] {
 		fmt.Fprintf(w, "| `%s` | %d | %.2f s | %.2f s | %.2f s | %.1f |\n", s.text, s.calls, s.parse, s.bind, s.exec, us(s.parse+s.bind+s.exec))
 	}
