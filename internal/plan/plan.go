@@ -5,6 +5,7 @@ package plan
 
 import (
 	"math"
+	"scan/internal/fifo"
 	"slices"
 	"sync"
 	"time"
@@ -130,11 +131,9 @@ func (f *Flow) snapshot(into map[string]int) (total, completed int) {
 // domain's token bucket is send's bucketQueue.
 type candidateQueue[T any] struct {
 	name string
-	// items[head:] are the candidates, oldest first: Pick moves head
-	// rather than slicing the front away, so that the room it frees is
-	// filled again instead of a new array allocated (a candidate is large).
-	items []T
-	head  int
+	// q holds the candidates, oldest first, on an array it reuses (a
+	// candidate is large).
+	q fifo.Queue[T]
 	// limit is the most claims of this domain in flight at once (its pace
 	// over the horizon); math.MaxInt when no rate limits it.
 	limit int
@@ -145,30 +144,7 @@ type candidateQueue[T any] struct {
 }
 
 // len returns how many candidates q holds.
-func (q *candidateQueue[T]) len() int { return len(q.items) - q.head }
-
-// push adds c at the back. When the array is full and at least half of
-// it was picked, the rest moves to the front first: each candidate moves
-// at most once per one picked before it, O(1) a push, amortized.
-func (q *candidateQueue[T]) push(c T) {
-	if len(q.items) == cap(q.items) && q.head > 0 && 2*q.head >= len(q.items) {
-		n := copy(q.items, q.items[q.head:])
-		clear(q.items[n:])
-		q.items, q.head = q.items[:n], 0
-	}
-	q.items = append(q.items, c)
-}
-
-// take appends the n oldest candidates to dst and removes them.
-func (q *candidateQueue[T]) take(dst []T, n int) []T {
-	taken := q.items[q.head : q.head+n]
-	dst = append(dst, taken...)
-	clear(taken)
-	if q.head += n; q.head == len(q.items) {
-		q.items, q.head = q.items[:0], 0
-	}
-	return dst
-}
+func (q *candidateQueue[T]) len() int { return q.q.Len() }
 
 // Planner owns the candidate queues and decides each claim. It belongs to
 // the producer goroutine.
@@ -249,13 +225,14 @@ func (p *Planner[T]) Offer(c T) {
 		return
 	}
 	q := p.queue(p.domain(c))
-	if q.items == nil {
+	if q.q.Cap() == 0 {
 		if k := len(p.spare); k > 0 {
-			q.items, p.spare = p.spare[k-1], p.spare[:k-1]
-			p.spareRoom -= cap(q.items)
+			q.q.Adopt(p.spare[k-1])
+			p.spare = p.spare[:k-1]
+			p.spareRoom -= q.q.Cap()
 		}
 	}
-	q.push(c)
+	q.q.Push(c)
 	p.keys[p.key(c)] = true
 	p.held++
 	if !q.inRing {
@@ -339,7 +316,7 @@ func (p *Planner[T]) Pick(now time.Time) []T {
 			if n == 0 {
 				break
 			}
-			picked = w.q.take(picked, n)
+			picked = w.q.q.Take(picked, n)
 			budget -= n
 			if w.n -= n; w.n > 0 {
 				kept = append(kept, w)
@@ -365,11 +342,10 @@ func (p *Planner[T]) compact() {
 			continue
 		}
 		q.inRing = false
-		if c := cap(q.items); c > 0 && p.spareRoom+c <= p.maxHeld {
-			p.spare = append(p.spare, q.items[:0])
-			p.spareRoom += c
+		if buf := q.q.Release(); cap(buf) > 0 && p.spareRoom+cap(buf) <= p.maxHeld {
+			p.spare = append(p.spare, buf)
+			p.spareRoom += cap(buf)
 		}
-		q.items, q.head = nil, 0
 	}
 	clear(p.ring[len(kept):])
 	p.ring = kept
@@ -382,8 +358,8 @@ func (p *Planner[T]) compact() {
 func (p *Planner[T]) Drain() []T {
 	var out []T
 	for _, q := range p.ring {
-		out = append(out, q.items[q.head:]...)
-		q.items, q.head, q.inRing = nil, 0, false
+		out = q.q.Drain(out)
+		q.inRing = false
 	}
 	p.ring, p.held, p.next = nil, 0, 0
 	clear(p.keys)

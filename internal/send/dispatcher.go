@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"scan/internal/fifo"
 	"strings"
 	"sync"
 	"time"
@@ -167,11 +168,11 @@ type Dispatcher struct {
 
 	// Owned by the scheduler goroutine.
 	domains   map[string]*bucketQueue
-	ready     bucketHeap   // domains with queued notices, by when they may send
-	delayed   retryHeap    // notices waiting out a retry backoff
-	out       fifo[Result] // results not yet delivered
-	freed     []*job       // finished jobs, handed to free at the next take
-	taken     []*job       // the intake's buffer before the last take: its next one
+	ready     bucketHeap         // domains with queued notices, by when they may send
+	delayed   retryHeap          // notices waiting out a retry backoff
+	out       fifo.Queue[Result] // results not yet delivered
+	freed     []*job             // finished jobs, handed to free at the next take
+	taken     []*job             // the intake's buffer before the last take: its next one
 	inFlight  int
 	queued    int
 	globalAt  time.Time             // the global bucket has no token before this
@@ -529,7 +530,7 @@ func (d *Dispatcher) schedule() {
 		d.promote(now)
 		d.dispatch(now)
 		d.lease(now)
-		if d.drained && d.queued == 0 && d.inFlight == 0 && d.delayed.Len() == 0 && d.out.len() == 0 && !d.leasing {
+		if d.drained && d.queued == 0 && d.inFlight == 0 && d.delayed.Len() == 0 && d.out.Len() == 0 && !d.leasing {
 			return
 		}
 		var timerC <-chan time.Time
@@ -539,8 +540,8 @@ func (d *Dispatcher) schedule() {
 		}
 		var out chan<- Result
 		var head Result
-		if d.out.len() > 0 {
-			out, head = d.results, *d.out.front()
+		if d.out.Len() > 0 {
+			out, head = d.results, *d.out.Front()
 		}
 		select {
 		case <-timerC:
@@ -550,7 +551,7 @@ func (d *Dispatcher) schedule() {
 			d.inFlight--
 			d.complete(j, d.clock.Now())
 		case out <- head:
-			d.out.pop()
+			d.out.Pop()
 			<-d.slots
 		case r := <-d.leased:
 			d.granted(r, d.clock.Now())
@@ -774,7 +775,7 @@ func (d *Dispatcher) finish(j *job, now time.Time, err error) {
 	if err == nil {
 		r.Receipt = j.receipt
 	}
-	d.out.push(r)
+	d.out.Push(r)
 	*j = job{}
 	d.freed = append(d.freed, j)
 }
